@@ -1,0 +1,111 @@
+//! `korral-bench`: run Korral's benchmarks and print the results against their targets.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use korral_bench::{ApiserverOptions, run_apiserver};
+
+/// Benchmarks for Korral, printed as a table of measured figure, target and goal ratio.
+#[derive(Parser)]
+#[command(name = "korral-bench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Benchmark the embedded API server (`korral apiserver`).
+    Apiserver(ApiserverArgs),
+}
+
+#[derive(clap::Args)]
+struct ApiserverArgs {
+    /// Reduced counts (a smoke run of a few seconds); explicit counts below still apply.
+    #[arg(long)]
+    quick: bool,
+    /// Timed server starts (median reported).
+    #[arg(long)]
+    startups: Option<usize>,
+    /// Creates per throughput measurement.
+    #[arg(long)]
+    creates: Option<usize>,
+    /// Concurrent clients for the concurrent create rows (each its own kube::Client).
+    #[arg(long)]
+    clients: Option<usize>,
+    /// ConfigMaps in the namespace whose full list is timed.
+    #[arg(long)]
+    list_objects: Option<usize>,
+    /// Timed full lists.
+    #[arg(long)]
+    lists: Option<usize>,
+    /// Timed watch events.
+    #[arg(long)]
+    watch_events: Option<usize>,
+    /// ConfigMaps (1 KiB each) created for the memory measurement.
+    #[arg(long)]
+    memory_objects: Option<usize>,
+    /// Upper bound in seconds on each create-throughput measurement.
+    #[arg(long)]
+    phase_limit_secs: Option<u64>,
+    /// The korral binary (default: next to this executable, built if needed).
+    #[arg(long)]
+    korral: Option<PathBuf>,
+    /// Don't run `cargo build -p korral-cli` before measuring.
+    #[arg(long)]
+    no_build: bool,
+    /// Directory under which the durable server's data directory is created (default: the
+    /// system temporary directory).
+    #[arg(long)]
+    data_parent: Option<PathBuf>,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+impl ApiserverArgs {
+    fn options(&self) -> ApiserverOptions {
+        let mut o = ApiserverOptions::new(self.quick);
+        let set = |field: &mut usize, v: Option<usize>| {
+            if let Some(v) = v {
+                *field = v;
+            }
+        };
+        set(&mut o.startups, self.startups);
+        set(&mut o.creates, self.creates);
+        set(&mut o.clients, self.clients);
+        set(&mut o.list_objects, self.list_objects);
+        set(&mut o.lists, self.lists);
+        set(&mut o.watch_events, self.watch_events);
+        set(&mut o.memory_objects, self.memory_objects);
+        if let Some(s) = self.phase_limit_secs {
+            o.phase_limit = Duration::from_secs(s);
+        }
+        o.korral = self.korral.clone();
+        o.build_korral = !self.no_build;
+        o.data_parent = self.data_parent.clone();
+        o
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    match cli.command {
+        Command::Apiserver(args) => {
+            let report = runtime.block_on(run_apiserver(&args.options()))?;
+            println!("{report}");
+            if let Some(path) = &args.json {
+                let json = serde_json::to_string_pretty(&report.to_json())?;
+                std::fs::write(path, json + "\n")
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,33 @@
+//! Smoke test: the quick API server benchmark runs end to end and reports every row.
+//!
+//! No timing assertions: only that each measurement ran and produced a positive figure. The
+//! `korral` binary is built (debug) by the harness when it is missing.
+
+use korral_bench::{ApiserverOptions, ROW_IDS, run_apiserver};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn quick_apiserver_run_reports_every_row() -> anyhow::Result<()> {
+    let report = run_apiserver(&ApiserverOptions::quick()).await?;
+    let table = report.to_string();
+    println!("{table}");
+    assert_eq!(report.rows.len(), ROW_IDS.len(), "{table}");
+    for id in ROW_IDS {
+        let row = report
+            .row(id)
+            .unwrap_or_else(|| panic!("row {id} is missing:\n{table}"));
+        assert!(
+            row.value.is_finite() && row.value > 0.0,
+            "row {id} ({}) has no positive figure: {}\n{table}",
+            row.name,
+            row.value
+        );
+        assert!(
+            table.contains(&row.name),
+            "row {id} is not printed:\n{table}"
+        );
+        if let Some(ratio) = row.ratio() {
+            assert!(ratio > 0.0, "row {id} has ratio {ratio}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,737 @@
+//! Built-in controllers: garbage collection, namespace and CRD cleanup.
+//!
+//! One task watches storage and keeps an incremental [`index::Index`] (uid → key, owner uid →
+//! dependent keys, object counts per namespace and per collection, what is being torn down).
+//! Each event updates the index in O(number of owner references) and queues [`Work`]; objects
+//! without owner references that are not being deleted cost a few hash-map operations, so the
+//! controllers add no per-event scans. Queued work runs concurrently, re-reads the current
+//! state and writes through [`Objects::delete`] (so finalizers are honoured) or, for metadata
+//! the controllers own (GC finalizers, dangling owner references, the namespace's
+//! `kubernetes` finalizer), directly through [`crate::storage::Storage::update`].
+//!
+//! * **Garbage collector** (by uid, like upstream's `attemptToDeleteItem`): a dependent whose
+//!   owners are all gone is deleted with background propagation; one whose remaining owners are
+//!   all waiting for a foreground deletion is deleted with foreground propagation; one with a
+//!   living owner loses its references to missing or foreground-deleting owners and stays.
+//!   An owner with `foregroundDeletion` loses that finalizer once no dependent is left; an owner
+//!   with `orphan` first has its references removed from every dependent.
+//! * **Namespaces**: a terminating namespace has every object in it deleted (background); once
+//!   none is left its `kubernetes` spec finalizer is removed and, if it has no
+//!   `metadata.finalizers`, it is deleted.
+//! * **CRDs**: a CRD being deleted with `customresourcecleanup.apiextensions.k8s.io` has every
+//!   custom resource deleted; once none is left the finalizer is removed and its kinds are
+//!   unregistered.
+//!
+//! On start (and when the watch lags behind) the index is rebuilt from a snapshot, which also
+//! picks up work left over from before a restart. Failed work is retried with backoff; a
+//! periodic resync re-queues everything still being torn down.
+
+mod index;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::crd;
+use crate::error::ApiError;
+use crate::meta;
+use crate::objects::{DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Objects, Propagation};
+use crate::registry::ResourceInfo;
+use crate::storage::{Event, EventType, Object, Write, collection_prefix, object_key};
+
+use index::{Index, KeyParts, Work, crd_prefixes, has_finalizer, owner_uids};
+
+/// How many work items (and deletes within one item) run at once.
+const CONCURRENCY: usize = 32;
+/// Most events applied before queued work gets a turn.
+const MAX_DRAIN: usize = 4096;
+/// First retry delay after a failure; doubles per attempt.
+const RETRY_BASE: Duration = Duration::from_millis(50);
+/// Longest retry delay.
+const RETRY_MAX: Duration = Duration::from_secs(5);
+/// How often everything still being torn down is looked at again.
+const RESYNC: Duration = Duration::from_secs(5);
+/// When a deleted CRD's kinds are unregistered a second time, in case a racing writer
+/// re-registered them.
+const CRD_GONE_RECHECK: Duration = Duration::from_secs(1);
+
+/// Runs the built-in controllers (garbage collector, namespace lifecycle, CRD cleanup) until
+/// `shutdown` turns `true` or its sender is dropped.
+pub async fn run(objects: Arc<Objects>, mut shutdown: watch::Receiver<bool>) {
+    if *shutdown.borrow() {
+        return;
+    }
+    let mut controller = Controller {
+        objects,
+        index: Index::default(),
+        queue: HashSet::new(),
+        retries: HashMap::new(),
+        later: Vec::new(),
+        seen: 0,
+    };
+    controller.run(&mut shutdown).await;
+    tracing::debug!("built-in controllers stopped");
+}
+
+/// A failed work item waiting to be retried.
+#[derive(Debug, Clone, Copy)]
+struct Retry {
+    attempts: u32,
+    due: Instant,
+}
+
+/// What running a work item produced.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// More work to queue.
+    follow_ups: Vec<Work>,
+    /// Whether the item failed and must be retried.
+    retry: bool,
+}
+
+/// How draining the live feed ended.
+enum Drain {
+    /// Nothing more is buffered right now.
+    Idle,
+    /// The feed fell behind: rebuild from a snapshot.
+    Lagged,
+    /// Storage is gone.
+    Closed,
+}
+
+struct Controller {
+    objects: Arc<Objects>,
+    index: Index,
+    queue: HashSet<Work>,
+    retries: HashMap<Work, Retry>,
+    /// Work scheduled for later regardless of success.
+    later: Vec<(Instant, Work)>,
+    /// The index reflects every event up to this revision.
+    seen: u64,
+}
+
+fn stop_requested(shutdown: &watch::Receiver<bool>) -> bool {
+    *shutdown.borrow()
+}
+
+impl Controller {
+    async fn run(&mut self, shutdown: &mut watch::Receiver<bool>) {
+        let Some(mut live) = self.subscribe(shutdown).await else {
+            return;
+        };
+        let mut resync = tokio::time::interval_at(Instant::now() + RESYNC, RESYNC);
+        resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            if stop_requested(shutdown) {
+                return;
+            }
+            match self.drain(&mut live) {
+                Drain::Idle => {}
+                Drain::Closed => return,
+                Drain::Lagged => {
+                    tracing::warn!("controllers fell behind the storage watch; rebuilding");
+                    match self.subscribe(shutdown).await {
+                        Some(feed) => live = feed,
+                        None => return,
+                    }
+                    continue;
+                }
+            }
+            self.move_due(Instant::now());
+            if !self.queue.is_empty() {
+                self.process_queue().await;
+                continue;
+            }
+            let next_due = self.next_due();
+            tokio::select! {
+                changed = shutdown.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                received = live.recv() => match received {
+                    Ok(event) => self.apply(&event),
+                    Err(RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "controllers fell behind the storage watch; rebuilding");
+                        match self.subscribe(shutdown).await {
+                            Some(feed) => live = feed,
+                            None => return,
+                        }
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+                () = tokio::time::sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() => {}
+                _ = resync.tick() => self.index.resync(&mut self.queue),
+            }
+        }
+    }
+
+    /// Subscribes to storage and rebuilds the index from a snapshot taken after subscribing,
+    /// so no event is missed; `None` on shutdown.
+    async fn subscribe(
+        &mut self,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Option<broadcast::Receiver<Arc<Event>>> {
+        let storage = self.objects.storage().clone();
+        loop {
+            if stop_requested(shutdown) {
+                return None;
+            }
+            match storage.watch(storage.revision()) {
+                Ok(feed) => {
+                    let snapshot = storage.snapshot();
+                    self.index = Index::rebuild(&snapshot, &mut self.queue);
+                    self.seen = snapshot.revision;
+                    for event in &feed.backlog {
+                        self.apply(event);
+                    }
+                    tracing::debug!(revision = snapshot.revision, "controllers indexed storage");
+                    return Some(feed.live);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "controllers cannot watch storage; retrying");
+                    tokio::select! {
+                        changed = shutdown.changed() => {
+                            if changed.is_err() {
+                                return None;
+                            }
+                        }
+                        () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies every buffered event (up to [`MAX_DRAIN`]).
+    fn drain(&mut self, live: &mut broadcast::Receiver<Arc<Event>>) -> Drain {
+        for _ in 0..MAX_DRAIN {
+            match live.try_recv() {
+                Ok(event) => self.apply(&event),
+                Err(TryRecvError::Empty) => return Drain::Idle,
+                Err(TryRecvError::Lagged(_)) => return Drain::Lagged,
+                Err(TryRecvError::Closed) => return Drain::Closed,
+            }
+        }
+        Drain::Idle
+    }
+
+    fn apply(&mut self, event: &Event) {
+        if event.revision <= self.seen {
+            return;
+        }
+        self.seen = event.revision;
+        self.index.apply(event, &mut self.queue);
+        if event.kind == EventType::Deleted
+            && KeyParts::parse(&event.key).is_some_and(|p| p.is_crd())
+        {
+            // A writer racing with the deletion may register the kinds again; look once more.
+            self.later.push((
+                Instant::now() + CRD_GONE_RECHECK,
+                Work::CrdGone(event.key.clone()),
+            ));
+        }
+    }
+
+    /// Moves retries and scheduled work that are due into the queue.
+    fn move_due(&mut self, now: Instant) {
+        if !self.retries.is_empty() {
+            for (work, retry) in &self.retries {
+                if retry.due <= now {
+                    self.queue.insert(work.clone());
+                }
+            }
+        }
+        if !self.later.is_empty() {
+            let queue = &mut self.queue;
+            self.later.retain(|(due, work)| {
+                if *due <= now {
+                    queue.insert(work.clone());
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+
+    fn next_due(&self) -> Option<Instant> {
+        self.retries
+            .values()
+            .map(|r| r.due)
+            .chain(self.later.iter().map(|(due, _)| *due))
+            .min()
+    }
+
+    /// Runs everything queued, concurrently, and records follow-ups and failures.
+    async fn process_queue(&mut self) {
+        let batch: Vec<Work> = self.queue.drain().collect();
+        let objects = &*self.objects;
+        let index = &self.index;
+        let results: Vec<(Work, Outcome)> = futures::stream::iter(batch)
+            .map(|work| async move {
+                let outcome = execute(objects, index, &work).await;
+                (work, outcome)
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        let now = Instant::now();
+        for (work, outcome) in results {
+            self.queue.extend(outcome.follow_ups);
+            if outcome.retry {
+                let attempts = self.retries.get(&work).map_or(0, |r| r.attempts) + 1;
+                let delay = RETRY_BASE
+                    .saturating_mul(1 << attempts.min(10))
+                    .min(RETRY_MAX);
+                self.retries.insert(
+                    work,
+                    Retry {
+                        attempts,
+                        due: now + delay,
+                    },
+                );
+            } else {
+                self.retries.remove(&work);
+            }
+        }
+    }
+}
+
+/// Runs one work item against the current state.
+async fn execute(objects: &Objects, index: &Index, work: &Work) -> Outcome {
+    let result = match work {
+        Work::Dependent(key) => collect_dependent(objects, index, key).await,
+        Work::Owner(key) => finish_owner(objects, index, key).await,
+        Work::Namespace(name) => clean_namespace(objects, index, name).await,
+        Work::Crd(key) => clean_crd(objects, key).await,
+        Work::CrdGone(key) => {
+            if objects.storage().get(key).is_none() {
+                if let Some(parts) = KeyParts::parse(key) {
+                    objects.registry().remove_crd(parts.name);
+                }
+            }
+            Ok(Vec::new())
+        }
+    };
+    match result {
+        Ok(follow_ups) => Outcome {
+            follow_ups,
+            retry: false,
+        },
+        Err(error) => {
+            if error.code == 409 {
+                tracing::debug!(?work, %error, "controller work conflicted; retrying");
+            } else {
+                tracing::warn!(?work, %error, "controller work failed; retrying");
+            }
+            Outcome {
+                follow_ups: Vec::new(),
+                retry: true,
+            }
+        }
+    }
+}
+
+/// How an owner named by an owner reference stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnerState {
+    /// No object with that uid is stored.
+    Absent,
+    /// Stored, being deleted in the foreground (waiting for its dependents).
+    Waiting,
+    /// Stored otherwise.
+    Solid,
+}
+
+fn owner_state(objects: &Objects, index: &Index, uid: &str) -> OwnerState {
+    let Some(key) = index.key_of(uid) else {
+        return OwnerState::Absent;
+    };
+    match objects.storage().get(key) {
+        Some(owner) if meta::uid(&owner) == uid => {
+            if meta::is_deleting(&owner) && has_finalizer(&owner, FOREGROUND_FINALIZER) {
+                OwnerState::Waiting
+            } else {
+                OwnerState::Solid
+            }
+        }
+        _ => OwnerState::Absent,
+    }
+}
+
+/// Garbage-collects one dependent according to the state of its owners.
+async fn collect_dependent(
+    objects: &Objects,
+    index: &Index,
+    key: &str,
+) -> Result<Vec<Work>, ApiError> {
+    let Some(obj) = objects.storage().get(key) else {
+        return Ok(Vec::new());
+    };
+    if meta::is_deleting(&obj) {
+        return Ok(Vec::new());
+    }
+    let owners = owner_uids(&obj);
+    if owners.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut solid = false;
+    let mut waiting = false;
+    let mut stale: Vec<String> = Vec::new();
+    for uid in owners {
+        match owner_state(objects, index, uid) {
+            OwnerState::Solid => solid = true,
+            OwnerState::Waiting => {
+                waiting = true;
+                stale.push(uid.to_string());
+            }
+            OwnerState::Absent => stale.push(uid.to_string()),
+        }
+    }
+    if solid {
+        if !stale.is_empty() {
+            tracing::debug!(key, owners = ?stale, "removing references to missing owners");
+            remove_owner_refs(objects, key, stale).await?;
+        }
+    } else if waiting {
+        tracing::debug!(key, "deleting dependent of a foreground deletion");
+        delete_object(objects, key, &obj, Propagation::Foreground).await?;
+    } else {
+        tracing::debug!(key, "deleting dependent whose owners are gone");
+        delete_object(objects, key, &obj, Propagation::Background).await?;
+    }
+    Ok(Vec::new())
+}
+
+/// Handles an owner being deleted with the `orphan` or `foregroundDeletion` finalizer.
+async fn finish_owner(objects: &Objects, index: &Index, key: &str) -> Result<Vec<Work>, ApiError> {
+    let Some(obj) = objects.storage().get(key) else {
+        return Ok(Vec::new());
+    };
+    if !meta::is_deleting(&obj) {
+        return Ok(Vec::new());
+    }
+    let uid = meta::uid(&obj).to_string();
+    let dependents = index.dependents_of(&uid);
+    if has_finalizer(&obj, ORPHAN_FINALIZER) {
+        let results: Vec<Result<(), ApiError>> = futures::stream::iter(dependents)
+            .map(|dependent| {
+                let uid = uid.clone();
+                async move { remove_owner_refs(objects, &dependent, vec![uid]).await }
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        first_error(results)?;
+        tracing::debug!(key, "orphaned dependents");
+        remove_finalizer(objects, key, &uid, ORPHAN_FINALIZER).await?;
+        return Ok(Vec::new());
+    }
+    if has_finalizer(&obj, FOREGROUND_FINALIZER) {
+        let remaining: Vec<String> = dependents
+            .into_iter()
+            .filter(|dependent| {
+                objects
+                    .storage()
+                    .get(dependent)
+                    .is_some_and(|d| owner_uids(&d).contains(&uid.as_str()))
+            })
+            .collect();
+        if remaining.is_empty() {
+            tracing::debug!(key, "foreground deletion complete");
+            remove_finalizer(objects, key, &uid, FOREGROUND_FINALIZER).await?;
+            return Ok(Vec::new());
+        }
+        return Ok(remaining.into_iter().map(Work::Dependent).collect());
+    }
+    Ok(Vec::new())
+}
+
+/// Deletes the contents of a terminating namespace, then the namespace.
+async fn clean_namespace(
+    objects: &Objects,
+    index: &Index,
+    name: &str,
+) -> Result<Vec<Work>, ApiError> {
+    let key = object_key("", "namespaces", None, name);
+    let Some(namespace) = objects.storage().get(&key) else {
+        return Ok(Vec::new());
+    };
+    if !meta::is_deleting(&namespace) {
+        return Ok(Vec::new());
+    }
+    // Every collection that may hold objects of this namespace: what is stored, plus what is
+    // served (all versions of a resource share one prefix).
+    let mut prefixes: BTreeSet<String> = index.prefixes().cloned().collect();
+    for info in objects.registry().all() {
+        if info.namespaced {
+            prefixes.insert(collection_prefix(&info.group, &info.resource, None));
+        }
+    }
+    let snapshot = objects.storage().snapshot();
+    let mut remaining = 0usize;
+    let mut targets: Vec<(String, Object)> = Vec::new();
+    for prefix in prefixes {
+        let in_namespace = format!("{prefix}{name}/");
+        for (key, obj) in snapshot.range(&in_namespace, None) {
+            remaining += 1;
+            if !meta::is_deleting(obj) {
+                targets.push((key.clone(), obj.clone()));
+            }
+        }
+    }
+    if remaining == 0 {
+        tracing::debug!(namespace = name, "namespace is empty; finalizing");
+        finalize_namespace(objects, &key, meta::uid(&namespace)).await?;
+        return Ok(Vec::new());
+    }
+    tracing::debug!(
+        namespace = name,
+        remaining,
+        deleting = targets.len(),
+        "deleting namespace contents"
+    );
+    delete_all(objects, targets).await?;
+    Ok(Vec::new())
+}
+
+/// Removes the `kubernetes` spec finalizer of an empty terminating namespace, deleting it
+/// when nothing else holds it.
+async fn finalize_namespace(objects: &Objects, key: &str, uid: &str) -> Result<(), ApiError> {
+    let uid = uid.to_string();
+    objects
+        .storage()
+        .update(
+            key.to_string(),
+            Box::new(move |cur| {
+                let Some(cur) = cur else {
+                    return Ok(Write::Unchanged);
+                };
+                if meta::uid(cur) != uid || !meta::is_deleting(cur) {
+                    return Ok(Write::Unchanged);
+                }
+                let spec_finalizers: Vec<Value> = meta::path(cur, "spec.finalizers")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let kept: Vec<Value> = spec_finalizers
+                    .iter()
+                    .filter(|f| f.as_str() != Some("kubernetes"))
+                    .cloned()
+                    .collect();
+                if kept.is_empty() && meta::finalizers(cur).is_empty() {
+                    return Ok(Write::Delete);
+                }
+                if kept.len() == spec_finalizers.len() {
+                    return Ok(Write::Unchanged);
+                }
+                let mut next = (**cur).clone();
+                meta::set_path(&mut next, "spec.finalizers", Value::Array(kept));
+                Ok(Write::Put(next))
+            }),
+        )
+        .await
+        .map(|_| ())
+}
+
+/// Deletes the custom resources of a CRD being deleted, then releases the CRD.
+async fn clean_crd(objects: &Objects, key: &str) -> Result<Vec<Work>, ApiError> {
+    let Some(crd_obj) = objects.storage().get(key) else {
+        return Ok(Vec::new());
+    };
+    if !meta::is_deleting(&crd_obj) || !has_finalizer(&crd_obj, crd::CLEANUP_FINALIZER) {
+        return Ok(Vec::new());
+    }
+    let snapshot = objects.storage().snapshot();
+    let mut remaining = 0usize;
+    let mut targets: Vec<(String, Object)> = Vec::new();
+    for prefix in crd_prefixes(&crd_obj) {
+        for (key, obj) in snapshot.range(&prefix, None) {
+            remaining += 1;
+            if !meta::is_deleting(obj) {
+                targets.push((key.clone(), obj.clone()));
+            }
+        }
+    }
+    if remaining == 0 {
+        tracing::debug!(
+            crd = meta::name(&crd_obj),
+            "custom resources gone; releasing CRD"
+        );
+        remove_finalizer(objects, key, meta::uid(&crd_obj), crd::CLEANUP_FINALIZER).await?;
+        crd::unregister(objects.registry(), &crd_obj);
+        return Ok(Vec::new());
+    }
+    tracing::debug!(
+        crd = meta::name(&crd_obj),
+        remaining,
+        deleting = targets.len(),
+        "deleting custom resources"
+    );
+    delete_all(objects, targets).await?;
+    Ok(Vec::new())
+}
+
+/// The first error of a batch, after every item was attempted.
+fn first_error(results: Vec<Result<(), ApiError>>) -> Result<(), ApiError> {
+    results
+        .into_iter()
+        .find_map(Result::err)
+        .map_or(Ok(()), Err)
+}
+
+/// Deletes objects concurrently with background propagation.
+async fn delete_all(objects: &Objects, targets: Vec<(String, Object)>) -> Result<(), ApiError> {
+    let results: Vec<Result<(), ApiError>> = futures::stream::iter(targets)
+        .map(|(key, obj)| async move {
+            delete_object(objects, &key, &obj, Propagation::Background).await
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    first_error(results)
+}
+
+/// The resource served for a storage collection (any version: they share storage).
+fn resource_info(objects: &Objects, parts: &KeyParts<'_>) -> Option<Arc<ResourceInfo>> {
+    let infos = objects.registry().versions_of(parts.group, parts.resource);
+    infos
+        .iter()
+        .find(|i| i.custom.as_ref().is_some_and(|c| c.storage))
+        .or_else(|| infos.first())
+        .cloned()
+}
+
+/// Deletes the object `obj` stored at `key` (only that incarnation: the uid is a
+/// precondition) through [`Objects::delete`]; already gone counts as success.
+async fn delete_object(
+    objects: &Objects,
+    key: &str,
+    obj: &Value,
+    propagation: Propagation,
+) -> Result<(), ApiError> {
+    let Some(parts) = KeyParts::parse(key) else {
+        return Ok(());
+    };
+    let uid = meta::uid(obj);
+    let Some(info) = resource_info(objects, &parts) else {
+        // Nothing serves this collection any more, so nothing can finalize the object either.
+        tracing::debug!(key, "deleting an object of an unserved resource");
+        let uid = uid.to_string();
+        return objects
+            .storage()
+            .update(
+                key.to_string(),
+                Box::new(move |cur| {
+                    Ok(match cur {
+                        Some(cur) if meta::uid(cur) == uid => Write::Delete,
+                        _ => Write::Unchanged,
+                    })
+                }),
+            )
+            .await
+            .map(|_| ());
+    };
+    let opts = DeleteOptions {
+        propagation: Some(propagation),
+        precondition_uid: (!uid.is_empty()).then(|| uid.to_string()),
+        ..DeleteOptions::default()
+    };
+    match objects
+        .delete(&info, parts.namespace, parts.name, &opts)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(error) if error.code == 404 => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// Removes the owner references with these uids from the object at `key`.
+async fn remove_owner_refs(
+    objects: &Objects,
+    key: &str,
+    uids: Vec<String>,
+) -> Result<(), ApiError> {
+    objects
+        .storage()
+        .update(
+            key.to_string(),
+            Box::new(move |cur| {
+                let Some(cur) = cur else {
+                    return Ok(Write::Unchanged);
+                };
+                let refs = meta::owner_references(cur);
+                let kept: Vec<Value> = refs
+                    .iter()
+                    .filter(|r| {
+                        r.get("uid")
+                            .and_then(Value::as_str)
+                            .is_none_or(|u| !uids.iter().any(|x| x == u))
+                    })
+                    .cloned()
+                    .collect();
+                if kept.len() == refs.len() {
+                    return Ok(Write::Unchanged);
+                }
+                let mut next = (**cur).clone();
+                if let Some(md) = meta::metadata_mut(&mut next) {
+                    if kept.is_empty() {
+                        md.remove("ownerReferences");
+                    } else {
+                        md.insert("ownerReferences".into(), Value::Array(kept));
+                    }
+                }
+                Ok(Write::Put(next))
+            }),
+        )
+        .await
+        .map(|_| ())
+}
+
+/// Removes one finalizer from the object at `key` (if it is still the object with `uid`);
+/// an object being deleted whose last finalizer goes is removed from storage.
+async fn remove_finalizer(
+    objects: &Objects,
+    key: &str,
+    uid: &str,
+    finalizer: &'static str,
+) -> Result<(), ApiError> {
+    let uid = uid.to_string();
+    objects
+        .storage()
+        .update(
+            key.to_string(),
+            Box::new(move |cur| {
+                let Some(cur) = cur else {
+                    return Ok(Write::Unchanged);
+                };
+                if meta::uid(cur) != uid {
+                    return Ok(Write::Unchanged);
+                }
+                let mut finalizers = meta::finalizers(cur);
+                let before = finalizers.len();
+                finalizers.retain(|f| f != finalizer);
+                if finalizers.len() == before {
+                    return Ok(Write::Unchanged);
+                }
+                if finalizers.is_empty() && meta::is_deleting(cur) {
+                    return Ok(Write::Delete);
+                }
+                let mut next = (**cur).clone();
+                meta::set_finalizers(&mut next, &finalizers);
+                Ok(Write::Put(next))
+            }),
+        )
+        .await
+        .map(|_| ())
+}

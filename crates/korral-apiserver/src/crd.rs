@@ -1,0 +1,403 @@
+//! CustomResourceDefinitions: validation, status conditions and registration of served kinds.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::error::Cause;
+use crate::meta;
+use crate::registry::{
+    CustomResourceInfo, NameRule, PrinterColumn, Registry, ResourceInfo, ScalePaths,
+    standard_verbs,
+};
+use crate::validation::{names, schema};
+
+/// The finalizer that holds a deleted CRD until its custom resources are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// Whether `info` is the CRD resource itself.
+pub fn is_crd(info: &ResourceInfo) -> bool {
+    info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions"
+}
+
+fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
+    meta::path(v, path).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Validates a CRD's spec; returns upstream-style causes.
+pub fn validate(obj: &Value, old: Option<&Value>, _registry: &Registry) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let group = str_at(obj, "spec.group");
+    let plural = str_at(obj, "spec.names.plural");
+    let kind = str_at(obj, "spec.names.kind");
+    if group.is_empty() {
+        causes.push(Cause::required("spec.group", ""));
+    } else {
+        if !group.contains('.') {
+            causes.push(Cause::invalid(
+                "spec.group",
+                &json!(group),
+                "should be a domain with at least one dot",
+            ));
+        }
+        for msg in names::dns1123_subdomain(group) {
+            causes.push(Cause::invalid("spec.group", &json!(group), &msg));
+        }
+    }
+    if plural.is_empty() {
+        causes.push(Cause::required("spec.names.plural", ""));
+    } else {
+        for msg in names::dns1123_label(plural) {
+            causes.push(Cause::invalid("spec.names.plural", &json!(plural), &msg));
+        }
+    }
+    let singular = str_at(obj, "spec.names.singular");
+    if !singular.is_empty() {
+        for msg in names::dns1123_label(singular) {
+            causes.push(Cause::invalid("spec.names.singular", &json!(singular), &msg));
+        }
+    }
+    if kind.is_empty() {
+        causes.push(Cause::required("spec.names.kind", ""));
+    }
+    let name = meta::name(obj);
+    if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
+        causes.push(Cause::invalid(
+            "metadata.name",
+            &json!(name),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    let scope = str_at(obj, "spec.scope");
+    if scope != "Namespaced" && scope != "Cluster" {
+        if scope.is_empty() {
+            causes.push(Cause::required("spec.scope", ""));
+        } else {
+            causes.push(Cause::not_supported(
+                "spec.scope",
+                &json!(scope),
+                &[json!("Cluster"), json!("Namespaced")],
+            ));
+        }
+    }
+    let versions = meta::path(obj, "spec.versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if versions.is_empty() {
+        causes.push(Cause::invalid(
+            "spec.versions",
+            &json!(null),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    let storage_count = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .count();
+    if !versions.is_empty() && storage_count != 1 {
+        causes.push(Cause::invalid(
+            "spec.versions",
+            &Value::Array(versions.clone()),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    let mut seen = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        let vname = str_at(v, "name");
+        let path = format!("spec.versions[{i}]");
+        if vname.is_empty() {
+            causes.push(Cause::required(format!("{path}.name"), ""));
+        } else if seen.contains(&vname) {
+            causes.push(Cause::duplicate(format!("{path}.name"), &json!(vname)));
+        } else {
+            for msg in names::dns1123_label(vname) {
+                causes.push(Cause::invalid(format!("{path}.name"), &json!(vname), &msg));
+            }
+        }
+        seen.push(vname);
+        if let Some(s) = meta::path(v, "schema.openAPIV3Schema") {
+            causes.extend(schema::check_structural(
+                s,
+                &format!("{path}.schema.openAPIV3Schema"),
+            ));
+        }
+    }
+    if let Some(old) = old {
+        if str_at(old, "spec.group") != group && !str_at(old, "spec.group").is_empty() {
+            causes.push(Cause::invalid(
+                "spec.group",
+                &json!(group),
+                "field is immutable",
+            ));
+        }
+        if str_at(old, "spec.scope") != scope && !str_at(old, "spec.scope").is_empty() {
+            causes.push(Cause::invalid(
+                "spec.scope",
+                &json!(scope),
+                "field is immutable",
+            ));
+        }
+    }
+    causes
+}
+
+fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Value {
+    json!({
+        "type": kind,
+        "status": status,
+        "lastTransitionTime": meta::now_rfc3339(),
+        "reason": reason,
+        "message": message,
+    })
+}
+
+fn set_condition(obj: &mut Value, cond: Value) {
+    let mut conditions = meta::path(obj, "status.conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let kind = cond.get("type").cloned();
+    match conditions.iter_mut().find(|c| c.get("type") == kind.as_ref()) {
+        Some(existing) => {
+            let same = existing.get("status") == cond.get("status");
+            let last = existing.get("lastTransitionTime").cloned();
+            *existing = cond;
+            if same {
+                if let (Some(last), Some(map)) = (last, existing.as_object_mut()) {
+                    map.insert("lastTransitionTime".into(), last);
+                }
+            }
+        }
+        None => conditions.push(cond),
+    }
+    meta::set_path(obj, "status.conditions", Value::Array(conditions));
+}
+
+fn accepted_names(obj: &Value) -> Value {
+    let mut names = meta::path(obj, "spec.names").cloned().unwrap_or(json!({}));
+    if let Some(map) = names.as_object_mut() {
+        let kind = map.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        if !map.contains_key("listKind") && !kind.is_empty() {
+            map.insert("listKind".into(), json!(format!("{kind}List")));
+        }
+        if !map.contains_key("singular") && !kind.is_empty() {
+            map.insert("singular".into(), json!(kind.to_ascii_lowercase()));
+        }
+    }
+    names
+}
+
+fn storage_version(obj: &Value) -> Option<String> {
+    meta::path(obj, "spec.versions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .map(|v| str_at(v, "name").to_string())
+}
+
+/// Fills defaults and the initial status of a new CRD: names accepted and established.
+pub fn prepare_create(obj: &mut Value, registry: &Registry) {
+    fill_spec_defaults(obj);
+    let names = accepted_names(obj);
+    meta::set_path(obj, "spec.names", names.clone());
+    let group = str_at(obj, "spec.group").to_string();
+    let plural = str_at(obj, "spec.names.plural").to_string();
+    let name = meta::name(obj).to_string();
+    if registry.plural_taken(&group, &plural, &name) {
+        meta::set_path(obj, "status.acceptedNames", json!({"plural": "", "kind": ""}));
+        set_condition(
+            obj,
+            condition(
+                "NamesAccepted",
+                "False",
+                "PluralConflict",
+                &format!("\"{plural}\" is already in use"),
+            ),
+        );
+        set_condition(
+            obj,
+            condition("Established", "False", "NotAccepted", "not all names are accepted"),
+        );
+    } else {
+        meta::set_path(obj, "status.acceptedNames", names);
+        set_condition(
+            obj,
+            condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
+        );
+        set_condition(
+            obj,
+            condition(
+                "Established",
+                "True",
+                "InitialNamesAccepted",
+                "the initial names have been accepted",
+            ),
+        );
+    }
+    let stored: Vec<Value> = storage_version(obj).map(|v| vec![json!(v)]).unwrap_or_default();
+    meta::set_path(obj, "status.storedVersions", Value::Array(stored));
+}
+
+/// Keeps a CRD's status in step with an updated spec.
+pub fn prepare_update(obj: &mut Value, old: &Value) {
+    fill_spec_defaults(obj);
+    let names = accepted_names(obj);
+    meta::set_path(obj, "spec.names", names.clone());
+    let accepted = str_at(old, "status.acceptedNames.plural");
+    if !accepted.is_empty() || meta::path(old, "status").is_none() {
+        meta::set_path(obj, "status.acceptedNames", names);
+    }
+    let mut stored: Vec<Value> = meta::path(old, "status.storedVersions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(v) = storage_version(obj) {
+        if !stored.iter().any(|s| s == &json!(v)) {
+            stored.push(json!(v));
+        }
+    }
+    meta::set_path(obj, "status.storedVersions", Value::Array(stored));
+}
+
+fn fill_spec_defaults(obj: &mut Value) {
+    if meta::path(obj, "spec.conversion").is_none() {
+        meta::set_path(obj, "spec.conversion", json!({"strategy": "None"}));
+    }
+}
+
+/// Adds the `Terminating` condition to a CRD being deleted.
+pub fn mark_terminating(obj: &mut Value) {
+    set_condition(
+        obj,
+        condition(
+            "Terminating",
+            "True",
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+        ),
+    );
+}
+
+/// The resources a CRD serves, one per served version.
+pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
+    let group = str_at(obj, "spec.group").to_string();
+    let plural = str_at(obj, "status.acceptedNames.plural").to_string();
+    if plural.is_empty() {
+        return Vec::new();
+    }
+    let names = meta::path(obj, "status.acceptedNames").cloned().unwrap_or(json!({}));
+    let kind = str_at(&names, "kind").to_string();
+    let list_kind = match str_at(&names, "listKind") {
+        "" => format!("{kind}List"),
+        s => s.to_string(),
+    };
+    let singular = match str_at(&names, "singular") {
+        "" => kind.to_ascii_lowercase(),
+        s => s.to_string(),
+    };
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let short_names = strings(names.get("shortNames"));
+    let categories = strings(names.get("categories"));
+    let namespaced = str_at(obj, "spec.scope") != "Cluster";
+    let crd_name = meta::name(obj).to_string();
+    let versions = meta::path(obj, "spec.versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    versions
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
+        .map(|v| {
+            let scale = meta::path(v, "subresources.scale").map(|s| ScalePaths {
+                spec_replicas: str_at(s, "specReplicasPath").to_string(),
+                status_replicas: str_at(s, "statusReplicasPath").to_string(),
+                label_selector: s
+                    .get("labelSelectorPath")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            });
+            let printer_columns = v
+                .get("additionalPrinterColumns")
+                .and_then(Value::as_array)
+                .map(|cols| {
+                    cols.iter()
+                        .map(|c| PrinterColumn {
+                            name: str_at(c, "name").to_string(),
+                            column_type: str_at(c, "type").to_string(),
+                            format: c.get("format").and_then(Value::as_str).map(str::to_string),
+                            description: c
+                                .get("description")
+                                .and_then(Value::as_str)
+                                .map(str::to_string),
+                            priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                            json_path: str_at(c, "jsonPath").to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let selectable_fields: Vec<String> = v
+                .get("selectableFields")
+                .and_then(Value::as_array)
+                .map(|f| {
+                    f.iter()
+                        .map(|x| str_at(x, "jsonPath").trim_start_matches('.').to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            ResourceInfo {
+                group: group.clone(),
+                version: str_at(v, "name").to_string(),
+                resource: plural.clone(),
+                singular: singular.clone(),
+                kind: kind.clone(),
+                list_kind: list_kind.clone(),
+                namespaced,
+                short_names: short_names.clone(),
+                categories: categories.clone(),
+                verbs: standard_verbs(),
+                status_subresource: meta::path(v, "subresources.status").is_some(),
+                scale,
+                name_rule: NameRule::Subdomain,
+                tracks_generation: true,
+                field_selectors: selectable_fields.clone(),
+                custom: Some(CustomResourceInfo {
+                    crd_name: crd_name.clone(),
+                    schema: meta::path(v, "schema.openAPIV3Schema").cloned().map(Arc::new),
+                    printer_columns,
+                    selectable_fields,
+                    storage: v.get("storage").and_then(Value::as_bool) == Some(true),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// Registers (or refreshes) the kinds a stored CRD serves.
+pub fn register(registry: &Registry, obj: &Value) {
+    let resources = served_resources(obj);
+    if resources.is_empty() {
+        registry.remove_crd(meta::name(obj));
+    } else {
+        registry.put_crd(meta::name(obj), resources);
+    }
+}
+
+/// Stops serving a deleted CRD's kinds.
+pub fn unregister(registry: &Registry, obj: &Value) {
+    registry.remove_crd(meta::name(obj));
+}
+
+/// Whether a stored CRD is established.
+pub fn is_established(obj: &Value) -> bool {
+    meta::path(obj, "status.conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| str_at(c, "type") == "Established" && str_at(c, "status") == "True")
+        })
+}

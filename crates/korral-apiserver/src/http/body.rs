@@ -1,0 +1,100 @@
+//! Request bodies and responses: size limits, JSON/YAML decoding, `Status` answers.
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+/// Largest request body accepted (3 MiB), as upstream.
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// The response body type of every handler.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// A complete body from bytes.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+/// Reads a request body, answering 413 past [`MAX_BODY`].
+pub async fn read_body<B>(body: B) -> Result<Bytes, ApiError>
+where
+    B: http_body::Body<Data = Bytes> + Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    match Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) => {
+            if err.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                Err(ApiError::too_large(MAX_BODY))
+            } else {
+                Err(ApiError::bad_request(format!("reading request body: {err}")))
+            }
+        }
+    }
+}
+
+/// Whether a content type names YAML.
+fn is_yaml(content_type: &str) -> bool {
+    content_type.contains("yaml")
+}
+
+/// Decodes a JSON or YAML object body for `kind`, with upstream's error for malformed input.
+pub fn decode_object(bytes: &[u8], content_type: &str, kind: &str) -> Result<Value, ApiError> {
+    let parsed: Result<Value, String> = if is_yaml(content_type) {
+        serde_yaml_ng::from_slice::<Value>(bytes).map_err(|e| e.to_string())
+    } else {
+        serde_json::from_slice::<Value>(bytes).map_err(|e| e.to_string())
+    };
+    match parsed {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: expected an object"
+        ))),
+        Err(e) => {
+            let preview: String = String::from_utf8_lossy(bytes).chars().take(30).collect();
+            Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {e} ({preview} ...)"
+            )))
+        }
+    }
+}
+
+/// A JSON response with a status code.
+pub fn json_response<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Body> {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => bytes_response(status, bytes, "application/json"),
+        Err(e) => error_response(&ApiError::internal(format!("encoding response: {e}"))),
+    }
+}
+
+/// A response from raw bytes with a content type.
+pub fn bytes_response(status: StatusCode, bytes: Vec<u8>, content_type: &str) -> Response<Body> {
+    let mut response = Response::new(full(bytes));
+    *response.status_mut() = status;
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        response.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    response
+}
+
+/// The `Status` response of an error.
+pub fn error_response(err: &ApiError) -> Response<Body> {
+    let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    json_response(status, &err.to_status())
+}
+
+/// Adds `Warning: 299 - "..."` headers.
+pub fn add_warnings(response: &mut Response<Body>, warnings: &[String]) {
+    for w in warnings {
+        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            response.headers_mut().append(header::WARNING, v);
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Discovery documents: `/api`, `/apis`, group and group-version resource lists, `/version`.
+
+use serde_json::{Value, json};
+
+use crate::registry::{Registry, ResourceInfo};
+
+/// The Kubernetes version the server reports.
+pub const KUBE_MAJOR: &str = "1";
+/// The Kubernetes minor version the server reports.
+pub const KUBE_MINOR: &str = "33";
+
+/// `/version`.
+pub fn version() -> Value {
+    json!({
+        "major": KUBE_MAJOR,
+        "minor": KUBE_MINOR,
+        "gitVersion": format!("v{KUBE_MAJOR}.{KUBE_MINOR}.0-korral.{}", env!("CARGO_PKG_VERSION")),
+        "gitCommit": "korral",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "none (korral-apiserver is written in Rust)",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+    })
+}
+
+/// `/api`.
+pub fn core_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    })
+}
+
+fn group_doc(name: &str, versions: &[String]) -> Value {
+    let list: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    let preferred = list.first().cloned().unwrap_or(json!({}));
+    json!({"name": name, "versions": list, "preferredVersion": preferred})
+}
+
+/// `/apis`.
+pub fn groups(registry: &Registry) -> Value {
+    let groups: Vec<Value> = registry
+        .groups()
+        .into_iter()
+        .filter(|(g, _)| !g.is_empty())
+        .map(|(g, v)| group_doc(&g, &v))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `/apis/<group>`, or `None` when the group is not served.
+pub fn group(registry: &Registry, name: &str) -> Option<Value> {
+    let (_, versions) = registry.groups().into_iter().find(|(g, _)| g == name)?;
+    let mut doc = group_doc(name, &versions);
+    if let Some(map) = doc.as_object_mut() {
+        map.insert("kind".into(), json!("APIGroup"));
+        map.insert("apiVersion".into(), json!("v1"));
+    }
+    Some(doc)
+}
+
+fn resource_entry(info: &ResourceInfo) -> Value {
+    let mut entry = json!({
+        "name": info.resource,
+        "singularName": info.singular,
+        "namespaced": info.namespaced,
+        "kind": info.kind,
+        "verbs": info.verbs,
+    });
+    if let Some(map) = entry.as_object_mut() {
+        if !info.short_names.is_empty() {
+            map.insert("shortNames".into(), json!(info.short_names));
+        }
+        if !info.categories.is_empty() {
+            map.insert("categories".into(), json!(info.categories));
+        }
+    }
+    entry
+}
+
+fn sub_entry(info: &ResourceInfo, sub: &str, kind: &str, group: Option<&str>) -> Value {
+    let mut entry = json!({
+        "name": format!("{}/{sub}", info.resource),
+        "singularName": "",
+        "namespaced": info.namespaced,
+        "kind": kind,
+        "verbs": ["get", "patch", "update"],
+    });
+    if let (Some(g), Some(map)) = (group, entry.as_object_mut()) {
+        map.insert("group".into(), json!(g));
+        map.insert("version".into(), json!("v1"));
+    }
+    entry
+}
+
+/// `/api/v1` or `/apis/<group>/<version>`, or `None` when not served.
+pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+    let resources = registry.resources_in(group, version);
+    if resources.is_empty() && !(group.is_empty() && version == "v1") {
+        return None;
+    }
+    let mut entries = Vec::new();
+    for info in &resources {
+        entries.push(resource_entry(info));
+        if info.status_subresource {
+            entries.push(sub_entry(info, "status", &info.kind, None));
+        }
+        if info.scale.is_some() {
+            let group = if info.is_custom() { Some("autoscaling") } else { Some("autoscaling") };
+            entries.push(sub_entry(info, "scale", "Scale", group));
+        }
+    }
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": entries,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_list_has_namespaces_with_short_names() {
+        let registry = Registry::with_builtins();
+        let doc = resource_list(&registry, "", "v1").expect("core");
+        let ns = doc["resources"]
+            .as_array()
+            .and_then(|r| r.iter().find(|e| e["name"] == "namespaces"))
+            .cloned()
+            .expect("namespaces");
+        assert_eq!(ns["shortNames"], json!(["ns"]));
+        assert_eq!(ns["namespaced"], false);
+        assert!(resource_list(&registry, "nope.io", "v1").is_none());
+        let apis = groups(&registry);
+        assert!(apis["groups"].as_array().is_some_and(|g| g.iter().any(|g| g["name"] == "apps")));
+    }
+}

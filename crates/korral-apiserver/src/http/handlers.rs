@@ -1,0 +1,282 @@
+//! Resource verbs: get, list, create, update, patch, delete, deletecollection.
+
+use std::sync::Arc;
+
+use http::{HeaderMap, Method, Response, StatusCode, header};
+use serde_json::{Value, json};
+
+use super::body::{self, Body};
+use super::path::ResourcePath;
+use super::watch;
+use super::State;
+use crate::error::ApiError;
+use crate::meta;
+use crate::objects::{
+    self, DeleteOptions, Deleted, FieldValidation, ListOptions, Part, WriteOptions,
+};
+use crate::patch::PatchType;
+use crate::registry::ResourceInfo;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::storage::Object;
+
+/// Query parameters as pairs, in order.
+pub type Query = Vec<(String, String)>;
+
+/// First value of a query parameter.
+pub fn param<'a>(query: &'a Query, name: &str) -> Option<&'a str> {
+    query
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+fn flag(query: &Query, name: &str) -> bool {
+    matches!(param(query, name), Some("true") | Some("1"))
+}
+
+/// The object as clients of `info`'s version see it (custom resources may be stored in
+/// another version of the same group).
+pub fn present(info: &ResourceInfo, obj: &Object) -> Object {
+    let expected = info.api_version();
+    if obj.get("apiVersion").and_then(Value::as_str) == Some(expected.as_str()) {
+        return obj.clone();
+    }
+    let mut copy = (**obj).clone();
+    if let Some(map) = copy.as_object_mut() {
+        map.insert("apiVersion".into(), json!(expected));
+    }
+    Arc::new(copy)
+}
+
+fn write_options(query: &Query) -> Result<WriteOptions, ApiError> {
+    let dry_run = match param(query, "dryRun") {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+            )));
+        }
+    };
+    Ok(WriteOptions {
+        dry_run,
+        field_manager: param(query, "fieldManager").map(str::to_string),
+        field_validation: FieldValidation::parse(param(query, "fieldValidation"))?,
+    })
+}
+
+/// Parses list/watch selectors and checks them against the resource.
+pub fn list_options(info: &ResourceInfo, query: &Query) -> Result<ListOptions, ApiError> {
+    let labels = match param(query, "labelSelector") {
+        Some(s) if !s.trim().is_empty() => Some(LabelSelector::parse(s)?),
+        _ => None,
+    };
+    let fields = match param(query, "fieldSelector") {
+        Some(s) if !s.trim().is_empty() => {
+            let sel = FieldSelector::parse(s)?;
+            objects::check_field_selector(info, &sel)?;
+            Some(sel)
+        }
+        _ => None,
+    };
+    let limit = match param(query, "limit") {
+        Some(l) if !l.is_empty() => l
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))?
+            .max(0) as usize,
+        _ => 0,
+    };
+    Ok(ListOptions {
+        labels,
+        fields,
+        limit,
+        continue_token: param(query, "continue")
+            .filter(|c| !c.is_empty())
+            .map(str::to_string),
+    })
+}
+
+fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string()
+}
+
+/// Serves a request on a resource path.
+pub async fn serve(
+    state: &Arc<State>,
+    rp: ResourcePath,
+    method: &Method,
+    query: &Query,
+    headers: &HeaderMap,
+    body_bytes: bytes::Bytes,
+) -> Result<Response<Body>, ApiError> {
+    let registry = state.objects.registry();
+    let info = registry
+        .get(&rp.group, &rp.version, &rp.resource)
+        .ok_or_else(ApiError::unknown_resource)?;
+    if rp.namespace.is_some() && !info.namespaced {
+        return Err(ApiError::unknown_resource());
+    }
+    let namespace = rp.namespace.as_deref();
+    let part = match rp.subresource.as_deref() {
+        None => Part::Main,
+        Some("status") if info.status_subresource => Part::Status,
+        Some("scale") if info.scale.is_some() => {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                "the scale subresource is not served yet",
+            ));
+        }
+        Some(_) => return Err(ApiError::unknown_resource()),
+    };
+    let objects = &state.objects;
+    match (method, rp.name.as_deref()) {
+        (&Method::GET, Some(name)) => {
+            if flag(query, "watch") {
+                let mut q = query.clone();
+                q.push(("fieldSelector".into(), format!("metadata.name={name}")));
+                let opts = list_options(&info, &q)?;
+                return watch::serve(state, info, namespace, opts, query);
+            }
+            let obj = objects.get(&info, namespace, name)?;
+            Ok(body::json_response(StatusCode::OK, &*present(&info, &obj)))
+        }
+        (&Method::GET, None) => {
+            let opts = list_options(&info, query)?;
+            if flag(query, "watch") {
+                return watch::serve(state, info, namespace, opts, query);
+            }
+            let page = objects.list(&info, namespace, &opts)?;
+            Ok(list_response(&info, page))
+        }
+        (&Method::POST, None) if part == Part::Main => {
+            let opts = write_options(query)?;
+            let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
+            let written = objects.create(&info, namespace, obj, &opts).await?;
+            let mut response =
+                body::json_response(StatusCode::CREATED, &*present(&info, &written.object));
+            body::add_warnings(&mut response, &written.warnings);
+            Ok(response)
+        }
+        (&Method::PUT, Some(name)) => {
+            let opts = write_options(query)?;
+            let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
+            let written = objects
+                .update(&info, namespace, name, obj, part, &opts)
+                .await?;
+            let mut response =
+                body::json_response(StatusCode::OK, &*present(&info, &written.object));
+            body::add_warnings(&mut response, &written.warnings);
+            Ok(response)
+        }
+        (&Method::PATCH, Some(name)) => {
+            let opts = write_options(query)?;
+            let patch_type = if info.is_custom() {
+                PatchType::from_content_type_for_custom_resource(&content_type(headers))?
+            } else {
+                PatchType::from_content_type(&content_type(headers))?
+            };
+            let written = objects
+                .patch(&info, namespace, name, patch_type, body_bytes.to_vec(), part, &opts)
+                .await?;
+            let mut response =
+                body::json_response(StatusCode::OK, &*present(&info, &written.object));
+            body::add_warnings(&mut response, &written.warnings);
+            Ok(response)
+        }
+        (&Method::DELETE, Some(name)) if part == Part::Main => {
+            let options = delete_body(&body_bytes)?;
+            let opts = DeleteOptions::from_request(options.as_ref(), query)?;
+            match objects.delete(&info, namespace, name, &opts).await? {
+                Deleted::Pending(obj) => Ok(body::json_response(
+                    StatusCode::OK,
+                    &*present(&info, &obj),
+                )),
+                Deleted::Gone(obj) => {
+                    if info.is_custom() {
+                        Ok(body::json_response(StatusCode::OK, &*present(&info, &obj)))
+                    } else {
+                        Ok(body::json_response(
+                            StatusCode::OK,
+                            &json!({
+                                "kind": "Status",
+                                "apiVersion": "v1",
+                                "metadata": {},
+                                "status": "Success",
+                                "details": {
+                                    "name": name,
+                                    "group": info.group,
+                                    "kind": info.resource,
+                                    "uid": meta::uid(&obj),
+                                },
+                            }),
+                        ))
+                    }
+                }
+            }
+        }
+        (&Method::DELETE, None) if part == Part::Main && info.allows("deletecollection") => {
+            let options = delete_body(&body_bytes)?;
+            let opts = DeleteOptions::from_request(options.as_ref(), query)?;
+            let list = list_options(&info, query)?;
+            let deleted = objects
+                .delete_collection(&info, namespace, &list, &opts)
+                .await?;
+            let page = objects::ListPage {
+                revision: objects.storage().revision(),
+                items: deleted,
+                continue_token: None,
+                remaining: None,
+            };
+            Ok(list_response(&info, page))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn delete_body(bytes: &[u8]) -> Result<Option<Value>, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice::<Value>(bytes)
+        .map(Some)
+        .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))
+}
+
+/// A `<Kind>List` response written item by item.
+pub fn list_response(info: &ResourceInfo, page: objects::ListPage) -> Response<Body> {
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("resourceVersion".into(), json!(page.revision.to_string()));
+    if let Some(token) = &page.continue_token {
+        metadata.insert("continue".into(), json!(token));
+    }
+    if let Some(remaining) = page.remaining {
+        metadata.insert("remainingItemCount".into(), json!(remaining));
+    }
+    let mut out = Vec::with_capacity(64 + page.items.len() * 512);
+    out.extend_from_slice(b"{\"kind\":");
+    let head = (|| -> serde_json::Result<()> {
+        serde_json::to_writer(&mut out, &info.list_kind)?;
+        out.extend_from_slice(b",\"apiVersion\":");
+        serde_json::to_writer(&mut out, &info.api_version())?;
+        out.extend_from_slice(b",\"metadata\":");
+        serde_json::to_writer(&mut out, &metadata)?;
+        out.extend_from_slice(b",\"items\":[");
+        for (i, item) in page.items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, &*present(info, item))?;
+        }
+        out.extend_from_slice(b"]}");
+        Ok(())
+    })();
+    match head {
+        Ok(()) => body::bytes_response(StatusCode::OK, out, "application/json"),
+        Err(e) => body::error_response(&ApiError::internal(format!("encoding list: {e}"))),
+    }
+}

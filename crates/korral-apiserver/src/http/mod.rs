@@ -1,0 +1,162 @@
+//! The HTTP front: authentication, routing, discovery, OpenAPI and resource verbs.
+
+mod body;
+mod discovery;
+mod handlers;
+mod path;
+mod watch;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Method, Request, Response, StatusCode, header};
+
+use crate::error::ApiError;
+use crate::objects::Objects;
+use crate::openapi;
+
+pub use body::{Body, MAX_BODY};
+pub use discovery::version;
+
+/// Shared state of the HTTP front.
+pub struct State {
+    /// The object layer.
+    pub objects: Arc<Objects>,
+    /// The bearer token clients must present (`None` disables authentication).
+    pub token: Option<String>,
+    /// `host:port` clients reach the server at.
+    pub address: String,
+    /// Flips to `true` when the server stops; ends watches.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// How often watches with bookmarks enabled get one.
+    pub bookmark_interval: Duration,
+}
+
+fn authenticated<B>(state: &State, req: &Request<B>) -> bool {
+    let Some(token) = &state.token else {
+        return true;
+    };
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|presented| constant_time_eq(presented.trim().as_bytes(), token.as_bytes()))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn parse_query(uri: &http::Uri) -> handlers::Query {
+    uri.query()
+        .map(|q| {
+            form_urlencoded::parse(q.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text(status: StatusCode, s: &str) -> Response<Body> {
+    body::bytes_response(status, s.as_bytes().to_vec(), "text/plain; charset=utf-8")
+}
+
+/// Serves one request.
+pub async fn handle<B>(state: Arc<State>, req: Request<B>) -> Response<Body>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let method = req.method().clone();
+    let uri = req.uri().clone();
+    let path = uri.path().to_string();
+    let response = match route(&state, req).await {
+        Ok(r) => r,
+        Err(err) => body::error_response(&err),
+    };
+    tracing::debug!(%method, %path, status = response.status().as_u16(), "request");
+    response
+}
+
+async fn route<B>(state: &Arc<State>, req: Request<B>) -> Result<Response<Body>, ApiError>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let path = req.uri().path().trim_end_matches('/').to_string();
+    // Health and version are public, as upstream's system:public-info-viewer allows.
+    match path.as_str() {
+        "/healthz" | "/livez" | "/readyz" => return Ok(text(StatusCode::OK, "ok")),
+        p if p.starts_with("/healthz/") || p.starts_with("/livez/") || p.starts_with("/readyz/") => {
+            return Ok(text(StatusCode::OK, "ok"));
+        }
+        "/version" => return Ok(body::json_response(StatusCode::OK, &discovery::version())),
+        _ => {}
+    }
+    if !authenticated(state, &req) {
+        return Err(ApiError::unauthorized());
+    }
+    let registry = state.objects.registry().clone();
+    let is_get = req.method() == Method::GET;
+    match path.as_str() {
+        "" => {
+            return Ok(body::json_response(
+                StatusCode::OK,
+                &serde_json::json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version"]}),
+            ));
+        }
+        "/openapi/v2" if is_get => {
+            return Ok(body::json_response(StatusCode::OK, &openapi::v2(&registry)));
+        }
+        "/openapi/v3" if is_get => {
+            return Ok(body::json_response(StatusCode::OK, &openapi::v3_index(&registry)));
+        }
+        p if is_get && p.starts_with("/openapi/v3/") => {
+            let rest = &p["/openapi/v3/".len()..];
+            let (group, version) = match rest.split('/').collect::<Vec<_>>().as_slice() {
+                ["api", v] => (String::new(), v.to_string()),
+                ["apis", g, v] => (g.to_string(), v.to_string()),
+                _ => return Err(ApiError::unknown_resource()),
+            };
+            let doc = openapi::v3_group_version(&registry, &group, &version)
+                .ok_or_else(ApiError::unknown_resource)?;
+            return Ok(body::json_response(StatusCode::OK, &doc));
+        }
+        _ => {}
+    }
+    let target = path::parse(&path).ok_or_else(ApiError::unknown_resource)?;
+    let discovery_only = |r: Response<Body>| -> Result<Response<Body>, ApiError> {
+        if is_get {
+            Ok(r)
+        } else {
+            Err(ApiError::method_not_allowed())
+        }
+    };
+    match target {
+        path::Target::CoreVersions => discovery_only(body::json_response(
+            StatusCode::OK,
+            &discovery::core_versions(&state.address),
+        )),
+        path::Target::Groups => {
+            discovery_only(body::json_response(StatusCode::OK, &discovery::groups(&registry)))
+        }
+        path::Target::Group(g) => {
+            let doc = discovery::group(&registry, &g).ok_or_else(ApiError::unknown_resource)?;
+            discovery_only(body::json_response(StatusCode::OK, &doc))
+        }
+        path::Target::GroupVersion(g, v) => {
+            let doc = discovery::resource_list(&registry, &g, &v)
+                .ok_or_else(ApiError::unknown_resource)?;
+            discovery_only(body::json_response(StatusCode::OK, &doc))
+        }
+        path::Target::Resource(rp) => {
+            let (parts, req_body) = req.into_parts();
+            let query = parse_query(&parts.uri);
+            let bytes = body::read_body(req_body).await?;
+            handlers::serve(state, rp, &parts.method, &query, &parts.headers, bytes).await
+        }
+    }
+}

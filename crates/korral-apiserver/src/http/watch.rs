@@ -1,0 +1,286 @@
+//! Watch streams: initial state, replay from a resourceVersion, live events and bookmarks.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::SinkExt;
+use futures::channel::mpsc;
+use http::{Response, StatusCode, header};
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::State;
+use super::body::Body;
+use super::handlers::{Query, param, present};
+use crate::error::ApiError;
+use crate::objects::{ListOptions, matches_selectors};
+use crate::registry::ResourceInfo;
+use crate::storage::{EventType, Object, collection_prefix};
+
+/// The default watch duration when the client sets no `timeoutSeconds`.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Where a watch starts.
+enum Start {
+    /// Send the current state as ADDED events first.
+    InitialState { bookmark_end: bool },
+    /// Replay events after this revision.
+    After(u64),
+}
+
+fn encode(kind: &str, object: &Value) -> Bytes {
+    let mut line = Vec::with_capacity(256);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    if serde_json::to_writer(&mut line, object).is_err() {
+        line.extend_from_slice(b"null");
+    }
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
+fn bookmark(info: &ResourceInfo, revision: u64, initial_end: bool) -> Bytes {
+    let mut metadata = json!({"resourceVersion": revision.to_string()});
+    if initial_end {
+        metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    encode(
+        "BOOKMARK",
+        &json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": metadata}),
+    )
+}
+
+/// Starts a watch response.
+pub fn serve(
+    state: &Arc<State>,
+    info: Arc<ResourceInfo>,
+    namespace: Option<&str>,
+    opts: ListOptions,
+    query: &Query,
+) -> Result<Response<Body>, ApiError> {
+    let send_initial = match param(query, "sendInitialEvents") {
+        Some("true") => true,
+        Some("false") | None => false,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "invalid sendInitialEvents: {other:?}"
+            )));
+        }
+    };
+    let rv = param(query, "resourceVersion").unwrap_or("");
+    let bookmarks = param(query, "allowWatchBookmarks") == Some("true");
+    if send_initial {
+        if param(query, "resourceVersionMatch") != Some("NotOlderThan") {
+            return Err(ApiError::invalid(
+                "",
+                "ListOptions",
+                "",
+                vec![crate::error::Cause::forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                )],
+            ));
+        }
+        if !bookmarks {
+            return Err(ApiError::invalid(
+                "",
+                "ListOptions",
+                "",
+                vec![crate::error::Cause::forbidden(
+                    "allowWatchBookmarks",
+                    "sendInitialEvents requires setting allowWatchBookmarks to true",
+                )],
+            ));
+        }
+    }
+    let start = if send_initial || rv.is_empty() || rv == "0" {
+        Start::InitialState {
+            bookmark_end: send_initial,
+        }
+    } else {
+        Start::After(rv.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("invalid resourceVersion: {rv:?}"))
+        })?)
+    };
+    let timeout = match param(query, "timeoutSeconds") {
+        Some(t) => Duration::from_secs(
+            t.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {t:?}")))?,
+        ),
+        None => DEFAULT_TIMEOUT,
+    };
+    let prefix = collection_prefix(
+        &info.group,
+        &info.resource,
+        if info.namespaced { namespace } else { None },
+    );
+    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(256);
+    let task = WatchTask {
+        state: state.clone(),
+        info,
+        opts,
+        prefix,
+        bookmarks,
+        timeout,
+    };
+    // Resolve the start synchronously so errors surface before the stream begins.
+    let initial = task.begin(start);
+    tokio::spawn(task.run(initial, tx));
+    let body: Body = StreamBody::new(rx).boxed();
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::OK;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+struct WatchTask {
+    state: Arc<State>,
+    info: Arc<ResourceInfo>,
+    opts: ListOptions,
+    prefix: String,
+    bookmarks: bool,
+    timeout: Duration,
+}
+
+/// The frames to send first and the feed to follow.
+enum Begin {
+    Ready {
+        frames: Vec<Bytes>,
+        revision: u64,
+        feed: crate::storage::WatchFeed,
+    },
+    Expired(ApiError),
+}
+
+impl WatchTask {
+    fn matches(&self, obj: &Object) -> bool {
+        matches_selectors(
+            &self.info,
+            obj,
+            self.opts.labels.as_ref(),
+            self.opts.fields.as_ref(),
+        )
+    }
+
+    fn begin(&self, start: Start) -> Begin {
+        let storage = self.state.objects.storage();
+        match start {
+            Start::InitialState { bookmark_end } => {
+                let snapshot = storage.snapshot();
+                let mut frames = Vec::new();
+                for (_, obj) in snapshot.range(&self.prefix, None) {
+                    if self.matches(obj) {
+                        frames.push(encode("ADDED", &present(&self.info, obj)));
+                    }
+                }
+                if bookmark_end {
+                    frames.push(bookmark(&self.info, snapshot.revision, true));
+                }
+                match storage.watch(snapshot.revision) {
+                    Ok(feed) => Begin::Ready {
+                        frames,
+                        revision: snapshot.revision,
+                        feed,
+                    },
+                    Err(e) => Begin::Expired(e),
+                }
+            }
+            Start::After(revision) => match storage.watch(revision) {
+                Ok(feed) => Begin::Ready {
+                    frames: Vec::new(),
+                    revision,
+                    feed,
+                },
+                Err(e) => Begin::Expired(e),
+            },
+        }
+    }
+
+    /// The frame for one storage event, after scope and selector filtering.
+    fn frame(&self, event: &crate::storage::Event) -> Option<Bytes> {
+        if !event.key.starts_with(&self.prefix) {
+            return None;
+        }
+        let now = self.matches(&event.object);
+        let kind = match event.kind {
+            EventType::Added => now.then_some("ADDED")?,
+            EventType::Deleted => now.then_some("DELETED")?,
+            EventType::Modified => {
+                let before = event.previous.as_ref().is_some_and(|p| self.matches(p));
+                match (before, now) {
+                    (true, true) => "MODIFIED",
+                    (false, true) => "ADDED",
+                    (true, false) => "DELETED",
+                    (false, false) => return None,
+                }
+            }
+        };
+        Some(encode(kind, &present(&self.info, &event.object)))
+    }
+
+    async fn run(
+        self,
+        begin: Begin,
+        mut tx: mpsc::Sender<Result<Frame<Bytes>, Infallible>>,
+    ) {
+        let (frames, mut revision, mut feed) = match begin {
+            Begin::Ready {
+                frames,
+                revision,
+                feed,
+            } => (frames, revision, feed),
+            Begin::Expired(err) => {
+                let _ = tx.send(Ok(Frame::data(encode("ERROR", &err.to_status())))).await;
+                return;
+            }
+        };
+        for frame in frames {
+            if tx.send(Ok(Frame::data(frame))).await.is_err() {
+                return;
+            }
+        }
+        for event in std::mem::take(&mut feed.backlog) {
+            revision = event.revision;
+            if let Some(frame) = self.frame(&event) {
+                if tx.send(Ok(Frame::data(frame))).await.is_err() {
+                    return;
+                }
+            }
+        }
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        let mut shutdown = self.state.shutdown.clone();
+        let interval = self.state.bookmark_interval;
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return,
+                _ = shutdown.changed() => return,
+                _ = ticker.tick(), if self.bookmarks => {
+                    if tx.send(Ok(Frame::data(bookmark(&self.info, revision, false)))).await.is_err() {
+                        return;
+                    }
+                }
+                received = feed.live.recv() => match received {
+                    Ok(event) => {
+                        revision = event.revision;
+                        if let Some(frame) = self.frame(&event) {
+                            if tx.send(Ok(Frame::data(frame))).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => return,
+                },
+            }
+        }
+    }
+}

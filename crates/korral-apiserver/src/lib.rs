@@ -1,0 +1,38 @@
+//! A pure-Rust, Kubernetes-compatible API server.
+//!
+//! `korral-apiserver` serves the Kubernetes REST API (discovery, OpenAPI, CRUD, watch, CRDs,
+//! garbage collection) over HTTPS with a generated CA and a bearer token, on in-memory or
+//! durable storage. Real `kubectl` and kube-rs clients work against it. It is Korral's local
+//! control plane (`korral up`) and test control plane (`korral-testenv`).
+//!
+//! ```no_run
+//! use korral_apiserver::{ApiServer, ServerConfig};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = ApiServer::start(ServerConfig::in_memory()).await?;
+//! println!("serving at {}", server.url());
+//! println!("{}", server.kubeconfig_yaml());
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod controllers;
+pub mod crd;
+pub mod defaults;
+pub mod error;
+pub mod http;
+pub mod kubeconfig;
+pub mod meta;
+pub mod objects;
+pub mod openapi;
+pub mod patch;
+pub mod registry;
+pub mod selector;
+pub mod server;
+pub mod storage;
+pub mod tls;
+pub mod validation;
+
+pub use error::{ApiError, Cause};
+pub use server::{ApiServer, ServerConfig, StartError, StorageMode};

@@ -1,0 +1,1175 @@
+//! Object lifecycle with Kubernetes semantics: create, update, patch, delete, get and list.
+//!
+//! HTTP handlers and the built-in controllers (garbage collector, namespace and CRD cleanup)
+//! both go through [`Objects`], so every write obeys the same rules.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+
+use crate::crd;
+use crate::defaults;
+use crate::error::{ApiError, Cause};
+use crate::meta;
+use crate::patch::{self, PatchType};
+use crate::registry::{NameRule, Registry, ResourceInfo};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::storage::{Committed, Object, Snapshot, Storage, Write, collection_prefix, object_key};
+use crate::validation::{names, schema};
+
+/// The finalizer the garbage collector uses for foreground deletion.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+/// The finalizer the garbage collector uses to orphan dependents.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+
+/// Which part of an object a write addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The main resource: status changes are ignored when a status subresource exists.
+    Main,
+    /// The `/status` subresource: only status changes are kept.
+    Status,
+}
+
+/// How unknown fields in a request are treated (`fieldValidation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Drop unknown fields silently.
+    Ignore,
+    /// Drop unknown fields and warn (the default).
+    #[default]
+    Warn,
+    /// Reject unknown fields with 400.
+    Strict,
+}
+
+impl FieldValidation {
+    /// Parses the `fieldValidation` query parameter.
+    pub fn parse(value: Option<&str>) -> Result<Self, ApiError> {
+        match value {
+            None | Some("") | Some("Warn") => Ok(Self::Warn),
+            Some("Ignore") => Ok(Self::Ignore),
+            Some("Strict") => Ok(Self::Strict),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}; must be one of Ignore, Warn, Strict"
+            ))),
+        }
+    }
+}
+
+/// Options of a create, update or patch.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: validate and answer without storing.
+    pub dry_run: bool,
+    /// `fieldManager`.
+    pub field_manager: Option<String>,
+    /// `fieldValidation`.
+    pub field_validation: FieldValidation,
+}
+
+/// The result of a write: the object and any warnings for `Warning` headers.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The object as stored (or as it would be, for dry runs).
+    pub object: Object,
+    /// Warnings (unknown fields under `fieldValidation=Warn`).
+    pub warnings: Vec<String>,
+    /// Whether the write created the object.
+    pub created: bool,
+}
+
+/// Deletion propagation policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// Delete now; the garbage collector deletes dependents afterwards.
+    Background,
+    /// Delete dependents first; the owner stays until they are gone.
+    Foreground,
+    /// Remove owner references from dependents, then delete.
+    Orphan,
+}
+
+/// Options of a delete.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    /// `propagationPolicy` (or the deprecated `orphanDependents`).
+    pub propagation: Option<Propagation>,
+    /// `preconditions.uid`.
+    pub precondition_uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub precondition_resource_version: Option<String>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// `gracePeriodSeconds`.
+    pub grace_period_seconds: Option<i64>,
+}
+
+impl DeleteOptions {
+    /// Reads a `DeleteOptions` body (may be empty) and query parameters.
+    pub fn from_request(body: Option<&Value>, query: &[(String, String)]) -> Result<Self, ApiError> {
+        let mut opts = DeleteOptions::default();
+        let q = |name: &str| {
+            query
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        let mut policy: Option<String> = q("propagationPolicy").map(str::to_string);
+        let mut orphan: Option<bool> = q("orphanDependents").map(|v| v == "true");
+        if let Some(v) = q("gracePeriodSeconds") {
+            opts.grace_period_seconds = Some(v.parse().map_err(|_| {
+                ApiError::bad_request(format!("invalid gracePeriodSeconds: {v:?}"))
+            })?);
+        }
+        opts.dry_run = query.iter().any(|(k, v)| k == "dryRun" && v == "All");
+        if let Some(body) = body {
+            if let Some(p) = body.get("propagationPolicy").and_then(Value::as_str) {
+                policy = Some(p.to_string());
+            }
+            if let Some(o) = body.get("orphanDependents").and_then(Value::as_bool) {
+                orphan = Some(o);
+            }
+            if let Some(g) = body.get("gracePeriodSeconds").and_then(Value::as_i64) {
+                opts.grace_period_seconds = Some(g);
+            }
+            if let Some(pre) = body.get("preconditions") {
+                opts.precondition_uid = pre.get("uid").and_then(Value::as_str).map(str::to_string);
+                opts.precondition_resource_version = pre
+                    .get("resourceVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            if let Some(dry) = body.get("dryRun").and_then(Value::as_array) {
+                if dry.iter().any(|d| d == "All") {
+                    opts.dry_run = true;
+                }
+            }
+        }
+        opts.propagation = match (policy.as_deref(), orphan) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::invalid(
+                    "",
+                    "DeleteOptions",
+                    "",
+                    vec![Cause::invalid(
+                        "propagationPolicy",
+                        &json!(policy),
+                        "orphanDependents and deletionPropagation cannot be both set",
+                    )],
+                ));
+            }
+            (Some("Background"), _) => Some(Propagation::Background),
+            (Some("Foreground"), _) => Some(Propagation::Foreground),
+            (Some("Orphan"), _) => Some(Propagation::Orphan),
+            (Some(other), _) => {
+                return Err(ApiError::invalid(
+                    "",
+                    "DeleteOptions",
+                    "",
+                    vec![Cause::not_supported(
+                        "propagationPolicy",
+                        &json!(other),
+                        &[json!("Foreground"), json!("Background"), json!("Orphan")],
+                    )],
+                ));
+            }
+            (None, Some(true)) => Some(Propagation::Orphan),
+            (None, Some(false)) => Some(Propagation::Background),
+            (None, None) => None,
+        };
+        Ok(opts)
+    }
+}
+
+/// What a delete did.
+#[derive(Debug, Clone)]
+pub enum Deleted {
+    /// The object is gone; this was its last state.
+    Gone(Object),
+    /// The object is marked for deletion and waits for finalizers.
+    Pending(Object),
+}
+
+/// Options of a list.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// Parsed `labelSelector`.
+    pub labels: Option<LabelSelector>,
+    /// Parsed `fieldSelector`.
+    pub fields: Option<FieldSelector>,
+    /// `limit` (0 = unlimited).
+    pub limit: usize,
+    /// `continue` token.
+    pub continue_token: Option<String>,
+}
+
+/// One page of a list.
+#[derive(Debug, Clone)]
+pub struct ListPage {
+    /// The revision of the snapshot listed.
+    pub revision: u64,
+    /// Matching objects in key order.
+    pub items: Vec<Object>,
+    /// Token for the next page.
+    pub continue_token: Option<String>,
+    /// Objects left after this page, when a limit cut it short.
+    pub remaining: Option<u64>,
+}
+
+/// Snapshots kept for paginated lists, so every page comes from one consistent revision.
+#[derive(Default)]
+struct PageSnapshots {
+    entries: Vec<Snapshot>,
+}
+
+const PAGE_SNAPSHOTS: usize = 32;
+
+/// The semantic layer over storage.
+pub struct Objects {
+    storage: Arc<dyn Storage>,
+    registry: Arc<Registry>,
+    pages: Mutex<PageSnapshots>,
+    service_ips: Mutex<defaults::ServiceIpAllocator>,
+}
+
+fn generate_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = *uuid::Uuid::new_v4().as_bytes();
+    bytes
+        .iter()
+        .take(5)
+        .map(|b| ALPHABET[(*b as usize) % ALPHABET.len()] as char)
+        .collect()
+}
+
+fn names_rule(rule: NameRule) -> names::NameRule {
+    match rule {
+        NameRule::Subdomain => names::NameRule::Subdomain,
+        NameRule::Label => names::NameRule::Label,
+        NameRule::PathSegment => names::NameRule::PathSegment,
+    }
+}
+
+/// Reads an object's labels as a map for selectors.
+fn field_value(info: &ResourceInfo, obj: &Value, field: &str) -> Option<String> {
+    match field {
+        "metadata.name" => Some(meta::name(obj).to_string()),
+        "metadata.namespace" => Some(meta::namespace(obj).unwrap_or("").to_string()),
+        _ => {
+            if info.field_selectors.iter().any(|f| f == field) {
+                Some(crate::selector::json_field(obj, field).unwrap_or_default())
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// Whether `obj` passes the label and field selectors.
+pub fn matches_selectors(
+    info: &ResourceInfo,
+    obj: &Value,
+    labels: Option<&LabelSelector>,
+    fields: Option<&FieldSelector>,
+) -> bool {
+    if let Some(sel) = labels {
+        if !sel.matches(meta::labels(obj)) {
+            return false;
+        }
+    }
+    if let Some(sel) = fields {
+        if !sel.matches(|f| field_value(info, obj, f)) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Rejects field selectors on fields the resource does not index, as upstream does.
+pub fn check_field_selector(info: &ResourceInfo, sel: &FieldSelector) -> Result<(), ApiError> {
+    for field in sel.fields() {
+        let known = field == "metadata.name"
+            || field == "metadata.namespace"
+            || info.field_selectors.iter().any(|f| f == field);
+        if !known {
+            return Err(crate::selector::unsupported_field(field));
+        }
+    }
+    Ok(())
+}
+
+fn strip_status(obj: &mut Value) {
+    if let Some(map) = obj.as_object_mut() {
+        map.remove("status");
+    }
+}
+
+/// Whether two objects differ outside `metadata` and `status` (what bumps `generation`).
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    let (Some(a), Some(b)) = (old.as_object(), new.as_object()) else {
+        return old != new;
+    };
+    let relevant = |m: &Map<String, Value>| -> Vec<(String, Value)> {
+        m.iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    relevant(a) != relevant(b)
+}
+
+impl Objects {
+    /// The semantic layer over a storage and a registry.
+    pub fn new(storage: Arc<dyn Storage>, registry: Arc<Registry>) -> Self {
+        Self {
+            storage,
+            registry,
+            pages: Mutex::new(PageSnapshots::default()),
+            service_ips: Mutex::new(defaults::ServiceIpAllocator::default()),
+        }
+    }
+
+    /// The storage underneath.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The storage key of an object of `info`.
+    pub fn key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
+        object_key(
+            &info.group,
+            &info.resource,
+            if info.namespaced { namespace } else { None },
+            name,
+        )
+    }
+
+    /// Reads one object.
+    pub fn get(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Object, ApiError> {
+        self.storage
+            .get(&Self::key(info, namespace, name))
+            .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))
+    }
+
+    /// Lists objects, paginated over one consistent snapshot.
+    pub fn list(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ListPage, ApiError> {
+        let prefix = collection_prefix(
+            &info.group,
+            &info.resource,
+            if info.namespaced { namespace } else { None },
+        );
+        let (snapshot, after) = match &opts.continue_token {
+            Some(token) => {
+                let (revision, after) = decode_continue(token)?;
+                let snapshot = self.page_snapshot(revision).ok_or_else(|| {
+                    ApiError::expired(
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+                    )
+                })?;
+                (snapshot, Some(after))
+            }
+            None => (self.storage.snapshot(), None),
+        };
+        let mut items = Vec::new();
+        let mut last_key: Option<&String> = None;
+        let mut remaining: u64 = 0;
+        let mut full = false;
+        for (key, obj) in snapshot.range(&prefix, after.as_deref()) {
+            if !matches_selectors(info, obj, opts.labels.as_ref(), opts.fields.as_ref()) {
+                continue;
+            }
+            if full {
+                remaining += 1;
+                continue;
+            }
+            items.push(obj.clone());
+            last_key = Some(key);
+            if opts.limit > 0 && items.len() >= opts.limit {
+                full = true;
+            }
+        }
+        let continue_token = if remaining > 0 {
+            last_key.map(|k| encode_continue(snapshot.revision, k))
+        } else {
+            None
+        };
+        if continue_token.is_some() {
+            self.remember_snapshot(&snapshot);
+        }
+        Ok(ListPage {
+            revision: snapshot.revision,
+            items,
+            continue_token,
+            remaining: (remaining > 0).then_some(remaining),
+        })
+    }
+
+    fn remember_snapshot(&self, snapshot: &Snapshot) {
+        let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+        if pages.entries.iter().any(|s| s.revision == snapshot.revision) {
+            return;
+        }
+        if pages.entries.len() >= PAGE_SNAPSHOTS {
+            pages.entries.remove(0);
+        }
+        pages.entries.push(snapshot.clone());
+    }
+
+    fn page_snapshot(&self, revision: u64) -> Option<Snapshot> {
+        let pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+        pages
+            .entries
+            .iter()
+            .find(|s| s.revision == revision)
+            .cloned()
+            .or_else(|| {
+                let current = self.storage.snapshot();
+                (current.revision == revision).then_some(current)
+            })
+    }
+
+    /// Normalises a request body into an object of `info`'s kind.
+    fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+        let Some(map) = obj.as_object_mut() else {
+            return Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): the body is not a JSON object",
+                info.kind
+            )));
+        };
+        let expected = info.api_version();
+        match map.get("apiVersion").and_then(Value::as_str) {
+            Some(v) if v != expected => {
+                // Another served version of the same resource is acceptable for custom resources.
+                let (group, version) = v.rsplit_once('/').unwrap_or(("", v));
+                if group != info.group {
+                    return Err(ApiError::bad_request(format!(
+                        "the API version in the data ({v}) does not match the expected API version ({expected})"
+                    )));
+                }
+                let _ = version;
+                map.insert("apiVersion".into(), json!(expected));
+            }
+            Some(_) => {}
+            None => {
+                map.insert("apiVersion".into(), json!(expected));
+            }
+        }
+        match map.get("kind").and_then(Value::as_str) {
+            Some(k) if k != info.kind => {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the data ({k}) does not match the expected kind ({})",
+                    info.kind
+                )));
+            }
+            Some(_) => {}
+            None => {
+                map.insert("kind".into(), json!(info.kind));
+            }
+        }
+        if !map.get("metadata").is_none_or(Value::is_object) {
+            return Err(ApiError::bad_request(
+                "metadata must be an object".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies the custom resource schema: defaults, pruning and validation.
+    /// Returns warnings for pruned fields.
+    fn apply_schema(
+        info: &ResourceInfo,
+        obj: &mut Value,
+        validation: FieldValidation,
+    ) -> Result<Vec<String>, ApiError> {
+        let Some(custom) = &info.custom else {
+            return Ok(Vec::new());
+        };
+        let Some(s) = &custom.schema else {
+            return Ok(Vec::new());
+        };
+        let pruned = schema::prune(obj, s);
+        let warnings: Vec<String> = pruned
+            .iter()
+            .map(|p| format!("unknown field \"{p}\""))
+            .collect();
+        if validation == FieldValidation::Strict && !warnings.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+                warnings.join(", "),
+                kind = info.kind,
+                version = info.version,
+            )));
+        }
+        schema::apply_defaults(obj, s);
+        let mut causes = schema::validate(obj, s, "");
+        causes.retain(|c| !c.field.starts_with("metadata") || c.field == "metadata");
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(
+                &info.group,
+                &info.kind,
+                meta::name(obj),
+                causes,
+            ));
+        }
+        Ok(match validation {
+            FieldValidation::Warn => warnings,
+            _ => Vec::new(),
+        })
+    }
+
+    fn validate_meta(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+        let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
+        let causes = names::validate_object_meta(&meta, info.namespaced, names_rule(info.name_rule), "metadata");
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(
+                &info.group,
+                &info.kind,
+                meta::name(obj),
+                causes,
+            ))
+        }
+    }
+
+    fn kind_validation(&self, info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let causes = if crd::is_crd(info) {
+            crd::validate(obj, old, &self.registry)
+        } else {
+            Vec::new()
+        };
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(
+                &info.group,
+                &info.kind,
+                meta::name(obj),
+                causes,
+            ))
+        }
+    }
+
+    /// Creates an object.
+    pub async fn create(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        Self::check_type(info, &mut obj)?;
+        let Some(md) = meta::metadata_mut(&mut obj) else {
+            return Err(ApiError::bad_request("metadata must be an object"));
+        };
+        // Namespace: from the path for namespaced kinds, none for cluster-scoped ones.
+        if info.namespaced {
+            let body_ns = md.get("namespace").and_then(Value::as_str).unwrap_or("");
+            match namespace {
+                Some(ns) if body_ns.is_empty() || body_ns == ns => {
+                    md.insert("namespace".into(), json!(ns));
+                }
+                Some(_) => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                None => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the object must be set in the request path",
+                    ));
+                }
+            }
+        } else {
+            md.remove("namespace");
+        }
+        let name = md.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        if name.is_empty() {
+            if let Some(prefix) = md.get("generateName").and_then(Value::as_str) {
+                if !prefix.is_empty() {
+                    let generated = format!("{prefix}{}", generate_suffix());
+                    md.insert("name".into(), json!(generated));
+                }
+            }
+        }
+        // System-owned metadata.
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "selfLink",
+        ] {
+            md.remove(field);
+        }
+        md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        md.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
+        if info.tracks_generation || info.is_custom() {
+            md.insert("generation".into(), json!(1));
+        }
+        if info.status_subresource && info.resource != "namespaces" && info.resource != "pods" {
+            strip_status(&mut obj);
+        }
+        if info.resource == "namespaces" {
+            // Namespaces start Active, whatever the request says.
+            strip_status(&mut obj);
+        }
+        Self::validate_meta(info, &obj)?;
+        let warnings = Self::apply_schema(info, &mut obj, opts.field_validation)?;
+        if !info.is_custom() {
+            defaults::apply_builtin_defaults(&info.group, &info.kind, &mut obj);
+        }
+        self.kind_validation(info, &obj, None)?;
+        if crd::is_crd(info) {
+            crd::prepare_create(&mut obj, &self.registry);
+        }
+        let name = meta::name(&obj).to_string();
+        // The namespace must exist and not be terminating.
+        if info.namespaced {
+            let ns = meta::namespace(&obj).unwrap_or("").to_string();
+            let ns_key = object_key("", "namespaces", None, &ns);
+            match self.storage.get(&ns_key) {
+                None => return Err(ApiError::not_found("", "namespaces", &ns)),
+                Some(n) if meta::is_deleting(&n) => {
+                    return Err(ApiError::forbidden(format!(
+                        "{} {name:?} is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                        crate::error::qualified_resource(&info.group, &info.resource)
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        if info.resource == "services" && info.group.is_empty() {
+            let in_use = self.service_ips_in_use();
+            let mut alloc = self.service_ips.lock().unwrap_or_else(|e| e.into_inner());
+            alloc.assign(&mut obj, &in_use);
+        }
+        let key = Self::key(info, namespace, &name);
+        if opts.dry_run {
+            if self.storage.get(&key).is_some() {
+                return Err(ApiError::already_exists(&info.group, &info.resource, &name));
+            }
+            return Ok(Written {
+                object: Arc::new(obj),
+                warnings,
+                created: true,
+            });
+        }
+        let group = info.group.clone();
+        let resource = info.resource.clone();
+        let committed = self
+            .storage
+            .update(
+                key,
+                Box::new(move |cur| {
+                    if cur.is_some() {
+                        return Err(ApiError::already_exists(&group, &resource, &name));
+                    }
+                    Ok(Write::Put(obj))
+                }),
+            )
+            .await?;
+        let object = committed
+            .current
+            .ok_or_else(|| ApiError::internal("create stored nothing"))?;
+        self.after_write(info, Some(&object));
+        Ok(Written {
+            object,
+            warnings,
+            created: true,
+        })
+    }
+
+    fn service_ips_in_use(&self) -> Vec<String> {
+        let snapshot = self.storage.snapshot();
+        let prefix = collection_prefix("", "services", None);
+        snapshot
+            .range(&prefix, None)
+            .filter_map(|(_, s)| meta::path(s, "spec.clusterIP").and_then(Value::as_str).map(str::to_string))
+            .collect()
+    }
+
+    /// Hooks that keep derived server state in step with a write (the CRD registry).
+    fn after_write(&self, info: &ResourceInfo, object: Option<&Object>) {
+        if crd::is_crd(info) {
+            if let Some(obj) = object {
+                crd::register(&self.registry, obj);
+            }
+        }
+    }
+
+    /// Replaces an object (PUT), on the main resource or the status subresource.
+    pub async fn update(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        mut obj: Value,
+        part: Part,
+        opts: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        Self::check_type(info, &mut obj)?;
+        let body_name = meta::name(&obj).to_string();
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        if info.namespaced {
+            let body_ns = meta::namespace(&obj).unwrap_or("").to_string();
+            if let Some(ns) = namespace {
+                if !body_ns.is_empty() && body_ns != ns {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+            }
+        }
+        let requested_rv = meta::resource_version(&obj).to_string();
+        self.write_existing(info, namespace, name, opts, part, move |_| Ok((obj, requested_rv)))
+            .await
+    }
+
+    /// Patches an object (PATCH) with a JSON, merge or strategic merge patch.
+    pub async fn patch(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        body: Vec<u8>,
+        part: Part,
+        opts: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        if patch_type == PatchType::Strategic && info.is_custom() {
+            return Err(patch::unsupported_patch_type(patch::CUSTOM_RESOURCE_PATCH_TYPES));
+        }
+        if patch_type == PatchType::Apply {
+            return Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                "server-side apply (application/apply-patch+yaml) is not supported by this server yet",
+            ));
+        }
+        let info_for_patch = info.clone();
+        self.write_existing(info, namespace, name, opts, part, move |current| {
+            let strategy = patch::strategic::BuiltinStrategy;
+            let strategy_ref: Option<&dyn patch::strategic::MergeStrategy> =
+                if info_for_patch.is_custom() { None } else { Some(&strategy) };
+            let mut patched = patch::apply_patch(patch_type, current, &body, strategy_ref)?;
+            Self::check_type(&info_for_patch, &mut patched)?;
+            let rv = meta::resource_version(&patched).to_string();
+            let rv = if rv == meta::resource_version(current) {
+                // The patch did not set a resourceVersion: unconditional.
+                String::new()
+            } else {
+                rv
+            };
+            Ok((patched, rv))
+        })
+        .await
+    }
+
+    /// The shared update path: `build` turns the current object into the requested one plus
+    /// the resourceVersion precondition ("" for none); the rules of update apply to the result.
+    async fn write_existing<F>(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &WriteOptions,
+        part: Part,
+        build: F,
+    ) -> Result<Written, ApiError>
+    where
+        F: FnOnce(&Value) -> Result<(Value, String), ApiError> + Send + 'static,
+    {
+        let key = Self::key(info, namespace, name);
+        let info2 = info.clone();
+        let name2 = name.to_string();
+        let dry_run = opts.dry_run;
+        let validation = opts.field_validation;
+        let warnings = Arc::new(Mutex::new(Vec::new()));
+        let warnings2 = warnings.clone();
+        let registry = self.registry.clone();
+        let decide = move |cur: Option<&Object>| -> Result<Write, ApiError> {
+            let Some(cur) = cur else {
+                return Err(ApiError::not_found(&info2.group, &info2.resource, &name2));
+            };
+            let (requested, rv) = build(cur)?;
+            if !rv.is_empty() && rv != meta::resource_version(cur) {
+                return Err(ApiError::conflict(&info2.group, &info2.resource, &name2));
+            }
+            let (next, w) = prepare_update(&info2, cur, requested, part, validation, &registry)?;
+            *warnings2.lock().unwrap_or_else(|e| e.into_inner()) = w;
+            if next == **cur {
+                return Ok(Write::Unchanged);
+            }
+            if meta::is_deleting(&next) && meta::finalizers(&next).is_empty() {
+                return Ok(Write::Delete);
+            }
+            Ok(Write::Put(next))
+        };
+        if dry_run {
+            let cur = self.storage.get(&key);
+            let object = match decide(cur.as_ref())? {
+                Write::Put(next) => Arc::new(next),
+                Write::Delete | Write::Unchanged => cur
+                    .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?,
+            };
+            let warnings = std::mem::take(&mut *warnings.lock().unwrap_or_else(|e| e.into_inner()));
+            return Ok(Written {
+                object,
+                warnings,
+                created: false,
+            });
+        }
+        let result = self.storage.update(key, Box::new(decide)).await;
+        let warnings = std::mem::take(&mut *warnings.lock().unwrap_or_else(|e| e.into_inner()));
+        match result {
+            Ok(Committed { event, current }) => {
+                let object = match (current, event) {
+                    (Some(obj), _) => obj,
+                    (None, Some(ev)) => ev.object.clone(),
+                    (None, None) => return Err(ApiError::not_found(&info.group, &info.resource, name)),
+                };
+                self.after_write(info, Some(&object));
+                Ok(Written {
+                    object,
+                    warnings,
+                    created: false,
+                })
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Deletes an object, honouring finalizers, preconditions and propagation.
+    pub async fn delete(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let key = Self::key(info, namespace, name);
+        let info2 = info.clone();
+        let name2 = name.to_string();
+        let opts2 = opts.clone();
+        let decide = move |cur: Option<&Object>| -> Result<Write, ApiError> {
+            let Some(cur) = cur else {
+                return Err(ApiError::not_found(&info2.group, &info2.resource, &name2));
+            };
+            if let Some(uid) = &opts2.precondition_uid {
+                if uid != meta::uid(cur) {
+                    return Err(ApiError::conflict_because(
+                        &info2.group,
+                        &info2.resource,
+                        &name2,
+                        &format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                            meta::uid(cur)
+                        ),
+                    ));
+                }
+            }
+            if let Some(rv) = &opts2.precondition_resource_version {
+                if rv != meta::resource_version(cur) {
+                    return Err(ApiError::conflict_because(
+                        &info2.group,
+                        &info2.resource,
+                        &name2,
+                        &format!(
+                            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                            meta::resource_version(cur)
+                        ),
+                    ));
+                }
+            }
+            let mut finalizers = meta::finalizers(cur);
+            let policy = opts2.propagation.unwrap_or(Propagation::Background);
+            let gc_finalizer = match policy {
+                Propagation::Foreground => Some(FOREGROUND_FINALIZER),
+                Propagation::Orphan => Some(ORPHAN_FINALIZER),
+                Propagation::Background => None,
+            };
+            let mut changed_finalizers = false;
+            if let Some(f) = gc_finalizer {
+                // Only add GC finalizers when there can be dependents to handle.
+                if !finalizers.iter().any(|x| x == f) {
+                    finalizers.retain(|x| x != FOREGROUND_FINALIZER && x != ORPHAN_FINALIZER);
+                    finalizers.push(f.to_string());
+                    changed_finalizers = true;
+                }
+            } else if opts2.propagation.is_some() {
+                let before = finalizers.len();
+                finalizers.retain(|x| x != FOREGROUND_FINALIZER && x != ORPHAN_FINALIZER);
+                changed_finalizers = before != finalizers.len();
+            }
+            if crd::is_crd(&info2) && !finalizers.iter().any(|f| f == crd::CLEANUP_FINALIZER) && !meta::is_deleting(cur) {
+                finalizers.push(crd::CLEANUP_FINALIZER.to_string());
+                changed_finalizers = true;
+            }
+            if info2.resource == "namespaces" && info2.group.is_empty() {
+                return Ok(match namespace_mark_deleting(cur) {
+                    Some(next) => Write::Put(next),
+                    None => Write::Unchanged,
+                });
+            }
+            if finalizers.is_empty() {
+                return Ok(Write::Delete);
+            }
+            if meta::is_deleting(cur) && !changed_finalizers {
+                return Ok(Write::Unchanged);
+            }
+            let mut next = (**cur).clone();
+            meta::set_finalizers(&mut next, &finalizers);
+            if let Some(md) = meta::metadata_mut(&mut next) {
+                if !md.contains_key("deletionTimestamp") {
+                    md.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
+                    md.insert("deletionGracePeriodSeconds".into(), json!(0));
+                }
+            }
+            if crd::is_crd(&info2) {
+                crd::mark_terminating(&mut next);
+            }
+            Ok(Write::Put(next))
+        };
+        if opts.dry_run {
+            let cur = self.storage.get(&key);
+            return match decide(cur.as_ref())? {
+                Write::Put(next) => Ok(Deleted::Pending(Arc::new(next))),
+                Write::Delete | Write::Unchanged => cur
+                    .map(Deleted::Gone)
+                    .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name)),
+            };
+        }
+        match self.storage.update(key, Box::new(decide)).await {
+            Ok(Committed { event, current }) => match (current, event) {
+                (Some(obj), _) => Ok(Deleted::Pending(obj)),
+                (None, Some(ev)) => {
+                    if crd::is_crd(info) {
+                        crd::unregister(&self.registry, &ev.object);
+                    }
+                    Ok(Deleted::Gone(ev.object.clone()))
+                }
+                (None, None) => Err(ApiError::not_found(&info.group, &info.resource, name)),
+            },
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Deletes every object matching the selectors in a namespace (or everywhere).
+    pub async fn delete_collection(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<Object>, ApiError> {
+        let page = self.list(
+            info,
+            namespace,
+            &ListOptions {
+                labels: list.labels.clone(),
+                fields: list.fields.clone(),
+                limit: 0,
+                continue_token: None,
+            },
+        )?;
+        let mut deleted = Vec::new();
+        for obj in page.items {
+            let ns = meta::namespace(&obj).map(str::to_string);
+            match self.delete(info, ns.as_deref(), meta::name(&obj), opts).await {
+                Ok(Deleted::Gone(o)) | Ok(Deleted::Pending(o)) => deleted.push(o),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+/// Marks a namespace as terminating; `None` when it already is.
+fn namespace_mark_deleting(cur: &Value) -> Option<Value> {
+    if meta::is_deleting(cur) {
+        return None;
+    }
+    let mut next = cur.clone();
+    if let Some(md) = meta::metadata_mut(&mut next) {
+        md.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
+        md.insert("deletionGracePeriodSeconds".into(), json!(0));
+    }
+    meta::set_path(&mut next, "status.phase", json!("Terminating"));
+    Some(next)
+}
+
+/// Applies the update rules to a requested object given the current one.
+fn prepare_update(
+    info: &ResourceInfo,
+    cur: &Value,
+    mut requested: Value,
+    part: Part,
+    validation: FieldValidation,
+    registry: &Registry,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let mut next = match part {
+        Part::Status => {
+            // Only status changes count; everything else stays as stored.
+            let mut next = cur.clone();
+            match requested.get_mut("status").map(Value::take) {
+                Some(status) => {
+                    if let Some(map) = next.as_object_mut() {
+                        map.insert("status".into(), status);
+                    }
+                }
+                None => strip_status(&mut next),
+            }
+            next
+        }
+        Part::Main => {
+            if info.status_subresource {
+                match cur.get("status") {
+                    Some(status) => {
+                        if let Some(map) = requested.as_object_mut() {
+                            map.insert("status".into(), status.clone());
+                        }
+                    }
+                    None => strip_status(&mut requested),
+                }
+            }
+            requested
+        }
+    };
+    // System metadata is kept from the stored object.
+    let cur_meta = meta::metadata(cur).cloned().unwrap_or_default();
+    if let Some(md) = meta::metadata_mut(&mut next) {
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "namespace",
+            "name",
+            "resourceVersion",
+        ] {
+            match cur_meta.get(field) {
+                Some(v) => {
+                    md.insert(field.into(), v.clone());
+                }
+                None => {
+                    md.remove(field);
+                }
+            }
+        }
+        md.remove("selfLink");
+    }
+    // No new finalizers once deletion started.
+    if meta::is_deleting(cur) {
+        let old: Vec<String> = meta::finalizers(cur);
+        let added: Vec<String> = meta::finalizers(&next)
+            .into_iter()
+            .filter(|f| !old.contains(f))
+            .collect();
+        if !added.is_empty() {
+            let quoted: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+            let message = format!(
+                "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                quoted.join(", ")
+            );
+            return Err(ApiError::invalid(
+                &info.group,
+                &info.kind,
+                meta::name(cur),
+                vec![Cause::forbidden("metadata.finalizers", &message)],
+            ));
+        }
+    }
+    Objects::validate_meta(info, &next)?;
+    let warnings = Objects::apply_schema(info, &mut next, validation)?;
+    if !info.is_custom() {
+        defaults::apply_builtin_defaults(&info.group, &info.kind, &mut next);
+    }
+    if crd::is_crd(info) {
+        let causes = crd::validate(&next, Some(cur), registry);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&info.group, &info.kind, meta::name(cur), causes));
+        }
+        crd::prepare_update(&mut next, cur);
+    }
+    if (info.tracks_generation || info.is_custom()) && spec_changed(cur, &next) {
+        let generation = cur_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+        if let Some(md) = meta::metadata_mut(&mut next) {
+            md.insert("generation".into(), json!(generation));
+        }
+    }
+    Ok((next, warnings))
+}
+
+fn encode_continue(revision: u64, key: &str) -> String {
+    use base64::Engine;
+    let token = json!({"rv": revision, "start": key});
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
+}
+
+fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
+    use base64::Engine;
+    let invalid = || ApiError::bad_request(format!("invalid continue token: {token:?}"));
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| invalid())?;
+    let value: Value = serde_json::from_slice(&raw).map_err(|_| invalid())?;
+    let rv = value.get("rv").and_then(Value::as_u64).ok_or_else(invalid)?;
+    let start = value
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(invalid)?;
+    Ok((rv, start.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_tokens_round_trip() {
+        let token = encode_continue(42, "/core/configmaps/ns/a");
+        assert_eq!(decode_continue(&token).ok(), Some((42, "/core/configmaps/ns/a".to_string())));
+        assert!(decode_continue("%%%").is_err());
+    }
+
+    #[test]
+    fn generation_ignores_metadata_and_status() {
+        let a = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"x": 1}, "status": {"y": 1}});
+        let b = json!({"metadata": {}, "spec": {"x": 1}, "status": {"y": 2}});
+        assert!(!spec_changed(&a, &b));
+        let c = json!({"metadata": {}, "spec": {"x": 2}});
+        assert!(spec_changed(&a, &c));
+    }
+
+    #[test]
+    fn generated_suffixes_use_the_upstream_alphabet() {
+        let s = generate_suffix();
+        assert_eq!(s.len(), 5);
+        assert!(s.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+    }
+}

@@ -1,0 +1,384 @@
+//! Starting and stopping the API server: storage, TLS, the accept loop and built-in controllers.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::controllers;
+use crate::crd;
+use crate::http::{self, State};
+use crate::kubeconfig;
+use crate::objects::{Objects, WriteOptions};
+use crate::registry::Registry;
+use crate::storage::{self, DurableStorage, MemoryStorage, Storage};
+use crate::tls;
+
+/// Where objects are stored.
+#[derive(Debug, Clone)]
+pub enum StorageMode {
+    /// In memory only: fast, gone when the server stops.
+    InMemory,
+    /// Durable on disk in this directory.
+    Durable(PathBuf),
+}
+
+/// How to run the server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Where objects are stored.
+    pub storage: StorageMode,
+    /// Address to listen on (loopback by default).
+    pub bind: IpAddr,
+    /// Port; 0 picks a free one.
+    pub port: u16,
+    /// Serve HTTPS with a generated CA (`false` serves plain HTTP).
+    pub tls: bool,
+    /// Write a kubeconfig for this server here.
+    pub kubeconfig: Option<PathBuf>,
+    /// Bearer token; a random one when `None`.
+    pub token: Option<String>,
+    /// Events kept for watch resumption.
+    pub history: usize,
+    /// Interval between watch bookmarks.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            storage: StorageMode::InMemory,
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            tls: true,
+            kubeconfig: None,
+            token: None,
+            history: storage::DEFAULT_HISTORY,
+            bookmark_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// An in-memory server on a random port (what tests want).
+    pub fn in_memory() -> Self {
+        Self::default()
+    }
+
+    /// A durable server storing in `dir`.
+    pub fn durable(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            storage: StorageMode::Durable(dir.into()),
+            ..Self::default()
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Opening or recovering storage failed.
+    #[error(transparent)]
+    Storage(#[from] storage::StorageError),
+    /// Generating or loading TLS material failed.
+    #[error("preparing TLS: {0}")]
+    Tls(#[from] tls::TlsError),
+    /// Binding the listening socket failed.
+    #[error("listening on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Writing the kubeconfig or the token file failed.
+    #[error("writing {path}: {source}")]
+    WriteFile {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Creating the initial namespaces failed.
+    #[error("bootstrapping built-in objects: {0}")]
+    Bootstrap(crate::error::ApiError),
+}
+
+/// A running API server. Dropping it stops the server.
+pub struct ApiServer {
+    url: String,
+    addr: SocketAddr,
+    token: String,
+    ca_pem: Option<String>,
+    kubeconfig_yaml: String,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    objects: Arc<Objects>,
+}
+
+const BUILTIN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+fn load_or_create_token(dir: &Path) -> Result<String, StartError> {
+    let path = dir.join("token");
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let token = existing.trim().to_string();
+        if !token.is_empty() {
+            return Ok(token);
+        }
+    }
+    let token = random_token();
+    kubeconfig::write(&path, &token).map_err(|source| StartError::WriteFile {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(token)
+}
+
+fn random_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+impl ApiServer {
+    /// Starts a server; returns once it accepts requests.
+    pub async fn start(config: ServerConfig) -> Result<Self, StartError> {
+        let (storage, data_dir): (Arc<dyn Storage>, Option<PathBuf>) = match &config.storage {
+            StorageMode::InMemory => (Arc::new(MemoryStorage::with_history(config.history)), None),
+            StorageMode::Durable(dir) => {
+                let options = storage::DurableOptions {
+                    history: config.history,
+                    ..storage::DurableOptions::default()
+                };
+                let open_dir = dir.clone();
+                // Recovery reads the whole journal: keep it off the async workers.
+                let opened = tokio::task::spawn_blocking(move || {
+                    DurableStorage::open(&open_dir, options)
+                })
+                .await
+                .map_err(|e| StartError::Bootstrap(crate::error::ApiError::internal(e.to_string())))??;
+                (Arc::new(opened), Some(dir.clone()))
+            }
+        };
+        let registry = Arc::new(Registry::with_builtins());
+        // Serve every stored CRD again.
+        let snapshot = storage.snapshot();
+        let prefix = storage::collection_prefix("apiextensions.k8s.io", "customresourcedefinitions", None);
+        for (_, obj) in snapshot.range(&prefix, None) {
+            crd::register(&registry, obj);
+        }
+        let objects = Arc::new(Objects::new(storage.clone(), registry.clone()));
+        bootstrap(&objects).await.map_err(StartError::Bootstrap)?;
+
+        let token = match (&config.token, &data_dir) {
+            (Some(t), _) => t.clone(),
+            (None, Some(dir)) => load_or_create_token(dir)?,
+            (None, None) => random_token(),
+        };
+        let tls_material = if config.tls {
+            let hosts = vec![config.bind.to_string()];
+            Some(match &data_dir {
+                Some(dir) => tls::load_or_generate(&dir.join("pki"), &hosts)?,
+                None => tls::generate(&hosts)?,
+            })
+        } else {
+            None
+        };
+        let addr = SocketAddr::new(config.bind, config.port);
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| StartError::Bind { addr, source })?;
+        let host = match addr.ip() {
+            IpAddr::V6(ip) => format!("[{ip}]"),
+            IpAddr::V4(ip) => ip.to_string(),
+        };
+        let scheme = if tls_material.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{host}:{}", addr.port());
+        let ca_pem = tls_material.as_ref().map(|m| m.ca_cert_pem.clone());
+        let kubeconfig_yaml = kubeconfig::render(&url, ca_pem.as_deref(), &token, "korral");
+        if let Some(path) = &config.kubeconfig {
+            kubeconfig::write(path, &kubeconfig_yaml).map_err(|source| StartError::WriteFile {
+                path: path.clone(),
+                source,
+            })?;
+        }
+
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let state = Arc::new(State {
+            objects: objects.clone(),
+            token: Some(token.clone()),
+            address: format!("{host}:{}", addr.port()),
+            shutdown: shutdown_rx.clone(),
+            bookmark_interval: config.bookmark_interval,
+        });
+        let acceptor = match &tls_material {
+            Some(m) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(m)?)),
+            None => None,
+        };
+        let mut tasks = Vec::new();
+        tasks.push(tokio::spawn(accept_loop(
+            listener,
+            acceptor,
+            state,
+            shutdown_rx.clone(),
+        )));
+        tasks.push(tokio::spawn(controllers::run(objects.clone(), shutdown_rx)));
+        tracing::info!(%url, "korral apiserver ready");
+        Ok(Self {
+            url,
+            addr,
+            token,
+            ca_pem,
+            kubeconfig_yaml,
+            shutdown: shutdown_tx,
+            tasks,
+            objects,
+        })
+    }
+
+    /// The base URL, e.g. `https://127.0.0.1:34567`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The bearer token clients must send.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The CA certificate (PEM) clients must trust, when serving HTTPS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
+    /// A kubeconfig for this server.
+    pub fn kubeconfig_yaml(&self) -> &str {
+        &self.kubeconfig_yaml
+    }
+
+    /// The object layer, for in-process access without HTTP.
+    pub fn objects(&self) -> &Arc<Objects> {
+        &self.objects
+    }
+
+    /// Stops accepting, ends connections and watches, waits for the server's tasks and
+    /// closes storage (for durable storage: releases the data directory).
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        for task in std::mem::take(&mut self.tasks) {
+            let _ = task.await;
+        }
+        self.objects.storage().close().await;
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        for task in &self.tasks {
+            task.abort();
+        }
+        // Stops the storage writer; use `shutdown` to also wait until it is released.
+        let close = self.objects.storage().close();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(close);
+        }
+    }
+}
+
+async fn bootstrap(objects: &Objects) -> Result<(), crate::error::ApiError> {
+    let Some(info) = objects.registry().get("", "v1", "namespaces") else {
+        return Err(crate::error::ApiError::internal("namespaces are not registered"));
+    };
+    for ns in BUILTIN_NAMESPACES {
+        if objects.get(&info, None, ns).is_ok() {
+            continue;
+        }
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        match objects.create(&info, None, obj, &WriteOptions::default()).await {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    state: Arc<State>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        let acceptor = acceptor.clone();
+        let mut conn_shutdown = shutdown.clone();
+        connections.spawn(async move {
+            let service = service_fn(move |req| {
+                let state = state.clone();
+                async move { Ok::<_, std::convert::Infallible>(http::handle(state, req).await) }
+            });
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let result = match acceptor {
+                Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(tls_stream) => {
+                        let conn = builder.serve_connection(TokioIo::new(tls_stream), service);
+                        tokio::select! {
+                            r = conn => r,
+                            _ = conn_shutdown.changed() => Ok(()),
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        return;
+                    }
+                },
+                None => {
+                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    tokio::select! {
+                        r = conn => r,
+                        _ = conn_shutdown.changed() => Ok(()),
+                    }
+                }
+            };
+            if let Err(e) = result {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+        // Reap finished connections without blocking.
+        while connections.try_join_next().is_some() {}
+    }
+    connections.shutdown().await;
+}

@@ -1,0 +1,332 @@
+//! Core verbs through kube::Client: CRUD, selectors, pagination, concurrency, patches, errors.
+
+mod common;
+
+use common::*;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+fn cm(name: &str, labels: serde_json::Value, data: serde_json::Value) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "data": data}))
+        .expect("configmap")
+}
+
+#[tokio::test]
+async fn builtin_namespaces_exist() {
+    let env = TestEnv::start().await.expect("env");
+    let api: Api<Namespace> = Api::all(env.client());
+    let names: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    for ns in ["default", "kube-system", "kube-public"] {
+        assert!(names.iter().any(|n| n == ns), "{ns} missing from {names:?}");
+    }
+    let default = api.get("default").await.expect("default");
+    assert_eq!(
+        default.status.and_then(|s| s.phase).as_deref(),
+        Some("Active")
+    );
+}
+
+#[tokio::test]
+async fn configmap_crud_round_trip() {
+    let env = TestEnv::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let created = api
+        .create(&PostParams::default(), &cm("cm1", json!({"a": "b"}), json!({"k": "v"})))
+        .await
+        .expect("create");
+    let meta = &created.metadata;
+    assert!(meta.uid.as_deref().is_some_and(|u| u.len() == 36));
+    assert!(meta.creation_timestamp.is_some());
+    let rv1: u64 = meta.resource_version.as_deref().expect("rv").parse().expect("numeric rv");
+    assert_eq!(meta.namespace.as_deref(), Some("default"));
+
+    let got = api.get("cm1").await.expect("get");
+    assert_eq!(got.data.as_ref().and_then(|d| d.get("k")).map(String::as_str), Some("v"));
+
+    // Update with the current resourceVersion works and bumps it.
+    let mut next = got.clone();
+    next.data = Some([("k".to_string(), "w".to_string())].into());
+    let updated = api.replace("cm1", &PostParams::default(), &next).await.expect("replace");
+    let rv2: u64 = updated.metadata.resource_version.as_deref().expect("rv").parse().expect("rv");
+    assert!(rv2 > rv1);
+
+    // A stale resourceVersion is a conflict, and changes nothing.
+    let err = api.replace("cm1", &PostParams::default(), &next).await.expect_err("stale");
+    assert_eq!(code(err), 409);
+    assert_eq!(
+        api.get("cm1").await.expect("get").metadata.resource_version,
+        updated.metadata.resource_version
+    );
+
+    // Creating it again is AlreadyExists.
+    let err = api
+        .create(&PostParams::default(), &cm("cm1", json!({}), json!({})))
+        .await
+        .expect_err("exists");
+    assert_eq!(code(err), 409);
+
+    api.delete("cm1", &DeleteParams::default()).await.expect("delete");
+    assert_eq!(code(api.get("cm1").await.expect_err("gone")), 404);
+}
+
+#[tokio::test]
+async fn generate_name_and_no_op_update() {
+    let env = TestEnv::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"generateName": "gen-"}})).expect("cm");
+    let a = api.create(&PostParams::default(), &obj).await.expect("create");
+    let b = api.create(&PostParams::default(), &obj).await.expect("create");
+    let (na, nb) = (a.metadata.name.clone().expect("name"), b.metadata.name.clone().expect("name"));
+    assert!(na.starts_with("gen-") && na.len() == 9, "{na}");
+    assert_ne!(na, nb);
+    // Replacing with identical content does not write a new revision.
+    let same = api.replace(&na, &PostParams::default(), &a).await.expect("replace");
+    assert_eq!(same.metadata.resource_version, a.metadata.resource_version);
+}
+
+#[tokio::test]
+async fn label_and_field_selectors_and_pagination() {
+    let env = TestEnv::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    for i in 0..7 {
+        let tier = if i % 2 == 0 { "front" } else { "back" };
+        api.create(
+            &PostParams::default(),
+            &cm(&format!("cm{i}"), json!({"tier": tier, "idx": i.to_string()}), json!({})),
+        )
+        .await
+        .expect("create");
+    }
+    let names = |list: kube::core::ObjectList<ConfigMap>| -> Vec<String> {
+        list.items.into_iter().filter_map(|c| c.metadata.name).collect()
+    };
+    let front = api.list(&ListParams::default().labels("tier=front")).await.expect("list");
+    assert_eq!(names(front), vec!["cm0", "cm2", "cm4", "cm6"]);
+    let set = api
+        .list(&ListParams::default().labels("tier in (back),idx notin (3)"))
+        .await
+        .expect("list");
+    assert_eq!(names(set), vec!["cm1", "cm5"]);
+    let neq = api.list(&ListParams::default().labels("tier!=front,!missing")).await.expect("list");
+    assert_eq!(names(neq).len(), 3);
+    let by_name = api.list(&ListParams::default().fields("metadata.name=cm3")).await.expect("list");
+    assert_eq!(names(by_name), vec!["cm3"]);
+    let err = api
+        .list(&ListParams::default().fields("data.k=v"))
+        .await
+        .expect_err("unsupported field");
+    assert_eq!(code(err), 400);
+    let err = api
+        .list(&ListParams::default().labels("tier in (front"))
+        .await
+        .expect_err("bad selector");
+    assert_eq!(code(err), 400);
+
+    // Pages of 3 over a consistent snapshot: a create between pages does not show up.
+    let first = api.list(&ListParams::default().limit(3)).await.expect("page 1");
+    let token = first.metadata.continue_.clone().expect("continue");
+    assert_eq!(first.metadata.remaining_item_count, Some(4));
+    api.create(&PostParams::default(), &cm("cm99", json!({}), json!({}))).await.expect("create");
+    let second = api
+        .list(&ListParams::default().limit(3).continue_token(&token))
+        .await
+        .expect("page 2");
+    let token = second.metadata.continue_.clone().expect("continue");
+    let third = api
+        .list(&ListParams::default().limit(3).continue_token(&token))
+        .await
+        .expect("page 3");
+    assert!(third.metadata.continue_.as_deref().is_none_or(str::is_empty));
+    let all: Vec<String> = [names(first), names(second), names(third)].concat();
+    assert_eq!(all, vec!["cm0", "cm1", "cm2", "cm3", "cm4", "cm5", "cm6"]);
+    assert_eq!(api.list(&ListParams::default()).await.expect("list").items.len(), 8);
+}
+
+#[tokio::test]
+async fn merge_json_and_strategic_patches() {
+    let env = TestEnv::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    api.create(&PostParams::default(), &cm("p", json!({"a": "1"}), json!({"x": "1", "y": "2"})))
+        .await
+        .expect("create");
+    let merged = api
+        .patch("p", &PatchParams::default(), &Patch::Merge(json!({"data": {"x": null, "z": "3"}})))
+        .await
+        .expect("merge");
+    let data = merged.data.expect("data");
+    assert_eq!((data.get("x"), data.get("z").map(String::as_str)), (None, Some("3")));
+    let patched = api
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Json::<()>(serde_json::from_value(json!([
+                {"op": "test", "path": "/data/y", "value": "2"},
+                {"op": "replace", "path": "/data/y", "value": "22"}
+            ])).expect("json patch")),
+        )
+        .await
+        .expect("json patch");
+    assert_eq!(patched.data.expect("data").get("y").map(String::as_str), Some("22"));
+    let failed = api
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Json::<()>(serde_json::from_value(json!([
+                {"op": "test", "path": "/data/y", "value": "nope"},
+                {"op": "replace", "path": "/data/y", "value": "bad"}
+            ])).expect("json patch")),
+        )
+        .await
+        .expect_err("test op fails");
+    assert!(matches!(code(failed), 422 | 409 | 400 | 500));
+    assert_eq!(
+        api.get("p").await.expect("get").data.expect("data").get("y").map(String::as_str),
+        Some("22"),
+        "a rejected patch changes nothing"
+    );
+    let strategic = api
+        .patch("p", &PatchParams::default(), &Patch::Strategic(json!({"metadata": {"labels": {"b": "2"}}})))
+        .await
+        .expect("strategic");
+    assert_eq!(strategic.metadata.labels.expect("labels").len(), 2);
+}
+
+#[tokio::test]
+async fn delete_preconditions_dry_run_and_deletecollection() {
+    let env = TestEnv::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let created = api
+        .create(&PostParams::default(), &cm("d", json!({"g": "x"}), json!({})))
+        .await
+        .expect("create");
+    let mut dp = DeleteParams::default();
+    dp.preconditions = Some(kube::api::Preconditions { uid: Some("wrong".into()), resource_version: None });
+    assert_eq!(code(api.delete("d", &dp).await.expect_err("precondition")), 409);
+    api.get("d").await.expect("still there");
+
+    // Dry runs store nothing.
+    let dry = PostParams { dry_run: true, ..PostParams::default() };
+    api.create(&dry, &cm("dry", json!({}), json!({}))).await.expect("dry create");
+    assert_eq!(code(api.get("dry").await.expect_err("not stored")), 404);
+    api.delete("d", &DeleteParams { dry_run: true, ..DeleteParams::default() })
+        .await
+        .expect("dry delete");
+    api.get("d").await.expect("dry delete keeps it");
+
+    dp.preconditions = Some(kube::api::Preconditions { uid: created.metadata.uid.clone(), resource_version: None });
+    api.delete("d", &dp).await.expect("delete with matching uid");
+
+    for i in 0..4 {
+        api.create(&PostParams::default(), &cm(&format!("c{i}"), json!({"g": if i < 3 {"x"} else {"y"}}), json!({})))
+            .await
+            .expect("create");
+    }
+    api.delete_collection(&DeleteParams::default(), &ListParams::default().labels("g=x"))
+        .await
+        .expect("deletecollection");
+    let left: Vec<String> = api.list(&ListParams::default()).await.expect("list").items.into_iter().filter_map(|c| c.metadata.name).collect();
+    assert_eq!(left, vec!["c3"]);
+}
+
+#[tokio::test]
+async fn finalizers_hold_deletion() {
+    let env = TestEnv::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}})).expect("cm");
+    api.create(&PostParams::default(), &obj).await.expect("create");
+    api.delete("f", &DeleteParams::default()).await.expect("delete");
+    let held = api.get("f").await.expect("still there");
+    assert!(held.metadata.deletion_timestamp.is_some());
+    let err = api
+        .patch("f", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}})))
+        .await
+        .expect_err("no new finalizers while deleting");
+    assert_eq!(code(err), 422);
+    api.patch("f", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+        .await
+        .expect("remove finalizer");
+    assert_eq!(code(api.get("f").await.expect_err("gone")), 404);
+}
+
+#[tokio::test]
+async fn bad_input_gets_status_errors() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+
+    // Invalid name → 422 with a cause naming metadata.name.
+    let (status, body) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", Some("application/json"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}).to_string().into_bytes()).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["kind"], "Status");
+    assert_eq!(body["reason"], "Invalid");
+    assert_eq!(body["details"]["causes"][0]["field"], "metadata.name");
+
+    // Invalid label → 422.
+    let err = api.create(&PostParams::default(), &cm("ok", json!({"bad key!": "v"}), json!({}))).await.expect_err("label");
+    assert_eq!(code(err), 422);
+
+    // Malformed JSON → 400.
+    let (status, body) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", Some("application/json"), b"{\"apiVersion\":\"v1\",\"kind\":\"Con".to_vec()).await;
+    assert_eq!((status, body["reason"].as_str()), (400, Some("BadRequest")));
+
+    // YAML bodies are accepted.
+    let (status, _) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", Some("application/yaml"), b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n".to_vec()).await;
+    assert_eq!(status, 201);
+
+    // Over 3 MiB → 413.
+    let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"k": "x".repeat(3 * 1024 * 1024 + 10)}});
+    let (status, body) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", Some("application/json"), big.to_string().into_bytes()).await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["kind"], "Status");
+    assert_eq!(code(api.get("big").await.expect_err("not stored")), 404);
+
+    // Unknown resource → 404; unsupported verb → 405; unsupported patch type → 415.
+    let (status, body) = raw(&client, "GET", "/api/v1/namespaces/default/nothings", None, vec![]).await;
+    assert_eq!((status, body["reason"].as_str()), (404, Some("NotFound")));
+    let (status, body) = raw(&client, "PUT", "/api/v1/namespaces/default/configmaps", Some("application/json"), b"{}".to_vec()).await;
+    assert_eq!((status, body["reason"].as_str()), (405, Some("MethodNotAllowed")));
+    let (status, body) = raw(&client, "PATCH", "/api/v1/namespaces/default/configmaps/from-yaml", Some("text/plain"), b"{}".to_vec()).await;
+    assert_eq!((status, body["reason"].as_str()), (415, Some("UnsupportedMediaType")));
+
+    // Missing namespace → 404 naming the namespace.
+    let missing: Api<ConfigMap> = Api::namespaced(client.clone(), "nope");
+    let err = missing.create(&PostParams::default(), &cm("x", json!({}), json!({}))).await.expect_err("ns");
+    match err {
+        kube::Error::Api(s) => assert_eq!(s.message, "namespaces \"nope\" not found"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn unauthenticated_requests_get_401() {
+    let env = TestEnv::start().await.expect("env");
+    let url = format!("{}/api/v1/namespaces", env.server().url());
+    let ca = env.server().ca_pem().expect("tls").to_string();
+    let status = tokio::task::spawn_blocking(move || curl_status(&url, &ca)).await.expect("join");
+    if let Some(status) = status {
+        assert_eq!(status, 401);
+    }
+}
+
+/// Uses curl (present on CI machines) to send a request without a token.
+fn curl_status(url: &str, ca_pem: &str) -> Option<u16> {
+    let dir = tempfile::tempdir().ok()?;
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, ca_pem).ok()?;
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
+        .arg(&ca)
+        .arg(url)
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}

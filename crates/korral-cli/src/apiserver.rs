@@ -1,0 +1,78 @@
+//! `korral apiserver`: the embedded control plane as a process.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use korral_apiserver::{ApiServer, ServerConfig, StorageMode};
+
+/// Options of `korral apiserver`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Directory for durable storage.
+    #[arg(long, default_value = ".korral/data", conflicts_with = "in_memory")]
+    data_dir: PathBuf,
+    /// Keep everything in memory (lost on exit).
+    #[arg(long)]
+    in_memory: bool,
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Where to write the kubeconfig for this server.
+    #[arg(long, default_value = ".korral/kubeconfig")]
+    kubeconfig: PathBuf,
+    /// Serve plain HTTP on loopback instead of HTTPS.
+    #[arg(long)]
+    insecure_http: bool,
+}
+
+/// Waits for Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Runs the server until a signal arrives.
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let storage = if args.in_memory {
+        StorageMode::InMemory
+    } else {
+        StorageMode::Durable(args.data_dir.clone())
+    };
+    let config = ServerConfig {
+        storage,
+        port: args.port,
+        tls: !args.insecure_http,
+        kubeconfig: Some(args.kubeconfig.clone()),
+        ..ServerConfig::default()
+    };
+    let server = ApiServer::start(config)
+        .await
+        .context("starting the embedded API server")?;
+    let kubeconfig = std::fs::canonicalize(&args.kubeconfig).unwrap_or(args.kubeconfig.clone());
+    println!("korral apiserver listening on {}", server.url());
+    println!("kubeconfig written to {}", kubeconfig.display());
+    println!("point kubectl at it with:");
+    println!("  export KUBECONFIG={}", kubeconfig.display());
+    println!("  kubectl get namespaces");
+    shutdown_signal().await;
+    println!("shutting down");
+    server.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,258 @@
+//! Test environment: an in-process Kubernetes API server for operator tests.
+//!
+//! [`TestEnv`] starts the embedded `korral-apiserver` in memory on a random port in a few
+//! milliseconds, installs CRDs from kube-derived Rust types or YAML files, and hands out a
+//! `kube::Client` and a kubeconfig path (for `kubectl`). The server stops when the
+//! environment is dropped.
+//!
+//! ```no_run
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::Api;
+//! use korral_testenv::TestEnv;
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let env = TestEnv::start().await?;
+//! let configmaps: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+//! assert!(configmaps.list(&Default::default()).await?.items.is_empty());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use korral_apiserver::{ApiServer, ServerConfig};
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config, CustomResourceExt};
+
+/// Why a test environment step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TestEnvError {
+    /// Starting the API server failed.
+    #[error("starting the API server: {0}")]
+    Start(#[from] korral_apiserver::StartError),
+    /// Creating the temporary directory or writing the kubeconfig failed.
+    #[error("preparing the kubeconfig: {0}")]
+    Kubeconfig(#[source] std::io::Error),
+    /// Building a kube client from the kubeconfig failed.
+    #[error("building a client: {0}")]
+    Client(String),
+    /// Reading or parsing a CRD file failed.
+    #[error("reading CRD {path}: {message}")]
+    CrdFile {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The API server rejected a CRD.
+    #[error("installing CRD {name}: {source}")]
+    InstallCrd {
+        /// The CRD's name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// A wait ran out of time.
+    #[error("timed out after {0:?} waiting for {1}")]
+    Timeout(Duration, String),
+}
+
+/// Options for [`TestEnv`].
+#[derive(Default)]
+pub struct TestEnvBuilder {
+    crds: Vec<CustomResourceDefinition>,
+    crd_files: Vec<PathBuf>,
+    config: Option<ServerConfig>,
+}
+
+impl TestEnvBuilder {
+    /// Installs the CRD of a kube-derived custom resource type at start.
+    pub fn crd<K: CustomResourceExt>(mut self) -> Self {
+        self.crds.push(K::crd());
+        self
+    }
+
+    /// Installs the CRDs in a YAML file (one or more documents) at start.
+    pub fn crd_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.crd_files.push(path.into());
+        self
+    }
+
+    /// Uses a custom server configuration (e.g. durable storage).
+    pub fn server_config(mut self, config: ServerConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Starts the environment.
+    pub async fn start(self) -> Result<TestEnv, TestEnvError> {
+        let dir = tempfile::tempdir().map_err(TestEnvError::Kubeconfig)?;
+        let kubeconfig_path = dir.path().join("kubeconfig");
+        let mut config = self.config.unwrap_or_else(ServerConfig::in_memory);
+        config.kubeconfig = Some(kubeconfig_path.clone());
+        let server = ApiServer::start(config).await?;
+        let client = client_for(server.kubeconfig_yaml()).await?;
+        let env = TestEnv {
+            server,
+            client,
+            kubeconfig_path,
+            _dir: dir,
+        };
+        for crd in self.crds {
+            env.install_crd(crd).await?;
+        }
+        for file in self.crd_files {
+            env.install_crd_file(&file).await?;
+        }
+        Ok(env)
+    }
+}
+
+async fn client_for(kubeconfig_yaml: &str) -> Result<Client, TestEnvError> {
+    let kubeconfig =
+        Kubeconfig::from_yaml(kubeconfig_yaml).map_err(|e| TestEnvError::Client(e.to_string()))?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| TestEnvError::Client(e.to_string()))?;
+    Client::try_from(config).map_err(|e| TestEnvError::Client(e.to_string()))
+}
+
+/// A running in-process API server with a client. Stops on drop.
+pub struct TestEnv {
+    server: ApiServer,
+    client: Client,
+    kubeconfig_path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TestEnv {
+    /// Starts an in-memory server on a random port.
+    pub async fn start() -> Result<Self, TestEnvError> {
+        Self::builder().start().await
+    }
+
+    /// Options: CRDs to install, server configuration.
+    pub fn builder() -> TestEnvBuilder {
+        TestEnvBuilder::default()
+    }
+
+    /// A client for the server (cheap to clone).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// A new client built from the kubeconfig (a separate connection pool).
+    pub async fn new_client(&self) -> Result<Client, TestEnvError> {
+        client_for(self.server.kubeconfig_yaml()).await
+    }
+
+    /// Path of a kubeconfig for this server (for `kubectl --kubeconfig`).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig_path
+    }
+
+    /// The server itself.
+    pub fn server(&self) -> &ApiServer {
+        &self.server
+    }
+
+    /// Stops the server and waits until it has released everything (for a durable server:
+    /// its data directory, so a new server can open it).
+    pub async fn shutdown(self) {
+        self.server.shutdown().await;
+    }
+
+    /// Installs a CRD and waits until it is established.
+    pub async fn install_crd(&self, crd: CustomResourceDefinition) -> Result<(), TestEnvError> {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let api: Api<CustomResourceDefinition> = Api::all(self.client());
+        match api.create(&PostParams::default(), &crd).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(source) => return Err(TestEnvError::InstallCrd { name, source }),
+        }
+        self.wait_crd_established(&name, Duration::from_secs(10))
+            .await
+    }
+
+    /// Installs the CRD of a kube-derived custom resource type.
+    pub async fn install_crd_for<K: CustomResourceExt>(&self) -> Result<(), TestEnvError> {
+        self.install_crd(K::crd()).await
+    }
+
+    /// Installs every CRD in a YAML file (multi-document files allowed).
+    pub async fn install_crd_file(&self, path: &Path) -> Result<(), TestEnvError> {
+        let text = std::fs::read_to_string(path).map_err(|e| TestEnvError::CrdFile {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        for document in serde_yaml_ng::Deserializer::from_str(&text) {
+            let value = <serde_json::Value as serde::Deserialize>::deserialize(document)
+                .map_err(|e| TestEnvError::CrdFile {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                })?;
+            if value.is_null() {
+                continue;
+            }
+            let crd: CustomResourceDefinition =
+                serde_json::from_value(value).map_err(|e| TestEnvError::CrdFile {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                })?;
+            self.install_crd(crd).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits until a CRD has the `Established` condition.
+    pub async fn wait_crd_established(
+        &self,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<(), TestEnvError> {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client());
+        let name = name.to_string();
+        wait_until(timeout, format!("CRD {name} to be established"), || {
+            let api = api.clone();
+            let name = name.clone();
+            async move {
+                let Ok(crd) = api.get(&name).await else {
+                    return false;
+                };
+                crd.status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            }
+        })
+        .await
+    }
+}
+
+/// Polls `check` every 10 ms until it returns `true` or `timeout` passes.
+pub async fn wait_until<F, Fut>(
+    timeout: Duration,
+    what: impl Into<String>,
+    mut check: F,
+) -> Result<(), TestEnvError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check().await {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(TestEnvError::Timeout(timeout, what.into()));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
