@@ -122,8 +122,8 @@ pub struct ApiError {
     pub reason: &'static str,
     /// `Status.message`.
     pub message: String,
-    /// `Status.details`, when upstream fills it.
-    pub details: Option<Details>,
+    /// `Status.details`, when upstream fills it (boxed to keep errors small).
+    pub details: Option<Box<Details>>,
 }
 
 /// `Status.details`.
@@ -173,7 +173,7 @@ impl ApiError {
     }
 
     fn with_details(mut self, details: Details) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 

@@ -182,6 +182,15 @@ impl DeleteOptions {
     }
 }
 
+/// A patch request body and its type.
+#[derive(Debug, Clone)]
+pub struct PatchBody {
+    /// The patch format, from the request's content type.
+    pub kind: PatchType,
+    /// The raw patch document.
+    pub bytes: Vec<u8>,
+}
+
 /// What a delete did.
 #[derive(Debug, Clone)]
 pub enum Deleted {
@@ -326,7 +335,7 @@ impl Objects {
             storage,
             registry,
             pages: Mutex::new(PageSnapshots::default()),
-            service_ips: Mutex::new(defaults::ServiceIpAllocator::default()),
+            service_ips: Mutex::new(defaults::ServiceIpAllocator::new()),
         }
     }
 
@@ -660,7 +669,13 @@ impl Objects {
         if info.resource == "services" && info.group.is_empty() {
             let in_use = self.service_ips_in_use();
             let mut alloc = self.service_ips.lock().unwrap_or_else(|e| e.into_inner());
-            alloc.assign(&mut obj, &in_use);
+            if let Err(e) = alloc.assign(&mut obj, &in_use) {
+                let requested: Vec<String> = meta::path(&obj, "spec.clusterIP")
+                    .and_then(Value::as_str)
+                    .map(|s| vec![s.to_string()])
+                    .unwrap_or_default();
+                return Err(e.to_api_error(&name, &requested));
+            }
         }
         let key = Self::key(info, namespace, &name);
         if opts.dry_run {
@@ -754,11 +769,14 @@ impl Objects {
         info: &Arc<ResourceInfo>,
         namespace: Option<&str>,
         name: &str,
-        patch_type: PatchType,
-        body: Vec<u8>,
+        patch: PatchBody,
         part: Part,
         opts: &WriteOptions,
     ) -> Result<Written, ApiError> {
+        let PatchBody {
+            kind: patch_type,
+            bytes: body,
+        } = patch;
         if patch_type == PatchType::Strategic && info.is_custom() {
             return Err(patch::unsupported_patch_type(patch::CUSTOM_RESOURCE_PATCH_TYPES));
         }
@@ -786,6 +804,47 @@ impl Objects {
             Ok((patched, rv))
         })
         .await
+    }
+
+    /// Reads the `/scale` view of an object.
+    pub fn get_scale(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let paths = info.scale.as_ref().ok_or_else(ApiError::unknown_resource)?;
+        let obj = self.get(info, namespace, name)?;
+        Ok(crate::scale::to_scale(info, paths, &obj))
+    }
+
+    /// Updates replicas through `/scale`: `build` turns the current `Scale` into the requested
+    /// one (a PUT body or a patched `Scale`); answers the new `Scale`.
+    pub async fn write_scale<F>(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &WriteOptions,
+        build: F,
+    ) -> Result<Value, ApiError>
+    where
+        F: FnOnce(&Value) -> Result<Value, ApiError> + Send + 'static,
+    {
+        let paths = info.scale.clone().ok_or_else(ApiError::unknown_resource)?;
+        let info2 = info.clone();
+        let written = self
+            .write_existing(info, namespace, name, opts, Part::Main, move |current| {
+                let scale = crate::scale::to_scale(&info2, &paths, current);
+                let requested = build(&scale)?;
+                let rv = meta::resource_version(&requested).to_string();
+                let rv = if rv == meta::resource_version(current) { String::new() } else { rv };
+                let next = crate::scale::apply_scale(&info2, &paths, current, &requested)?;
+                Ok((next, rv))
+            })
+            .await?;
+        let paths = info.scale.as_ref().ok_or_else(ApiError::unknown_resource)?;
+        Ok(crate::scale::to_scale(info, paths, &written.object))
     }
 
     /// The shared update path: `build` turns the current object into the requested one plus
@@ -1108,6 +1167,18 @@ fn prepare_update(
     let warnings = Objects::apply_schema(info, &mut next, validation)?;
     if !info.is_custom() {
         defaults::apply_builtin_defaults(&info.group, &info.kind, &mut next);
+    }
+    if info.group.is_empty() && info.resource == "services" {
+        // The cluster IP is immutable: an update that omits it keeps the stored one.
+        let mut allocator = defaults::ServiceIpAllocator::new();
+        if let Err(e) = defaults::assign_cluster_ip(
+            &mut next,
+            Some(cur),
+            &mut allocator,
+            &std::collections::HashSet::new(),
+        ) {
+            return Err(e.to_api_error(meta::name(cur), &[]));
+        }
     }
     if crd::is_crd(info) {
         let causes = crd::validate(&next, Some(cur), registry);

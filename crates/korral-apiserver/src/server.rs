@@ -228,14 +228,10 @@ impl ApiServer {
             Some(m) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(m)?)),
             None => None,
         };
-        let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(accept_loop(
-            listener,
-            acceptor,
-            state,
-            shutdown_rx.clone(),
-        )));
-        tasks.push(tokio::spawn(controllers::run(objects.clone(), shutdown_rx)));
+        let tasks = vec![
+            tokio::spawn(accept_loop(listener, acceptor, state, shutdown_rx.clone())),
+            tokio::spawn(controllers::run(objects.clone(), shutdown_rx)),
+        ];
         tracing::info!(%url, "korral apiserver ready");
         Ok(Self {
             url,

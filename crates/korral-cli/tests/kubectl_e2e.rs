@@ -123,12 +123,26 @@ struct Run<'a> {
     server: &'a Server,
     tag: String,
     failures: &'a mut Failures,
+    server_died: bool,
 }
 
 impl Run<'_> {
     fn k(&mut self, args: &[&str]) -> CmdOutput {
         match self.server.kubectl(self.kubectl, args) {
-            Ok(out) => out,
+            Ok(out) => {
+                if !out.success() && !self.server_died {
+                    if let Some(status) = self.server.exited() {
+                        self.server_died = true;
+                        self.failures.add(format!(
+                            "[{}] the korral apiserver process died ({status}) during `{}`\n--- server stderr (tail) ---\n{}",
+                            self.tag,
+                            out.command,
+                            self.server.stderr_tail(40)
+                        ));
+                    }
+                }
+                out
+            }
             Err(e) => {
                 self.failures.add(format!(
                     "[{}] could not run kubectl {args:?}: {e:#}",
@@ -238,6 +252,7 @@ fn workflow(kubectl: &Path, storage_label: &str, failures: &mut Failures) -> any
         server: &server,
         tag,
         failures,
+        server_died: false,
     };
 
     version_and_discovery(&mut run);
@@ -253,8 +268,17 @@ fn workflow(kubectl: &Path, storage_label: &str, failures: &mut Failures) -> any
         return Ok(());
     }
     custom_resources(&mut run, &crd, &cr, &invalid_cr);
+    if run.server_died {
+        return Ok(());
+    }
     deployments(&mut run, &deploy)?;
+    if run.server_died {
+        return Ok(());
+    }
     configmaps(&mut run);
+    if run.server_died {
+        return Ok(());
+    }
     delete_namespace(&mut run);
 
     drop(server);

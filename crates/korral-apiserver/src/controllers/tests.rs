@@ -598,3 +598,30 @@ async fn stops_on_shutdown_and_when_the_sender_is_dropped() {
         .expect("controllers stop when the sender is dropped")
         .expect("no panic");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn plain_objects_cost_no_controller_writes() {
+    let objects = new_objects();
+    let controllers = Controllers::start(&objects);
+    create_namespace(&objects, "bulk").await;
+    let start = objects.storage().revision();
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let objects = objects.clone();
+            tokio::spawn(async move {
+                for i in 0..100 {
+                    create_cm(&objects, "bulk", &format!("cm-{w}-{i}"), &[], &[]).await;
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.expect("writer");
+    }
+    assert_eq!(objects.storage().revision(), start + 800);
+    stays("the controllers write nothing for plain objects", || {
+        objects.storage().revision() == start + 800
+    })
+    .await;
+    controllers.stop().await;
+}

@@ -46,6 +46,13 @@ fn is_yaml(content_type: &str) -> bool {
 
 /// Decodes a JSON or YAML object body for `kind`, with upstream's error for malformed input.
 pub fn decode_object(bytes: &[u8], content_type: &str, kind: &str) -> Result<Value, ApiError> {
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if !(media.is_empty() || media == "*/*" || media.contains("json") || is_yaml(media)) {
+        return Err(ApiError::unsupported_media_type(
+            media,
+            &["application/json", "application/yaml"],
+        ));
+    }
     let parsed: Result<Value, String> = if is_yaml(content_type) {
         serde_yaml_ng::from_slice::<Value>(bytes).map_err(|e| e.to_string())
     } else {

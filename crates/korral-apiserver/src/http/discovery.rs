@@ -111,8 +111,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             entries.push(sub_entry(info, "status", &info.kind, None));
         }
         if info.scale.is_some() {
-            let group = if info.is_custom() { Some("autoscaling") } else { Some("autoscaling") };
-            entries.push(sub_entry(info, "scale", "Scale", group));
+            entries.push(sub_entry(info, "scale", "Scale", Some("autoscaling")));
         }
     }
     let group_version = if group.is_empty() {

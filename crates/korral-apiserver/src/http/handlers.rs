@@ -125,11 +125,7 @@ pub async fn serve(
         None => Part::Main,
         Some("status") if info.status_subresource => Part::Status,
         Some("scale") if info.scale.is_some() => {
-            return Err(ApiError::new(
-                404,
-                "NotFound",
-                "the scale subresource is not served yet",
-            ));
+            return serve_scale(state, &info, &rp, method, query, headers, body_bytes).await;
         }
         Some(_) => return Err(ApiError::unknown_resource()),
     };
@@ -181,7 +177,17 @@ pub async fn serve(
                 PatchType::from_content_type(&content_type(headers))?
             };
             let written = objects
-                .patch(&info, namespace, name, patch_type, body_bytes.to_vec(), part, &opts)
+                .patch(
+                    &info,
+                    namespace,
+                    name,
+                    objects::PatchBody {
+                        kind: patch_type,
+                        bytes: body_bytes.to_vec(),
+                    },
+                    part,
+                    &opts,
+                )
                 .await?;
             let mut response =
                 body::json_response(StatusCode::OK, &*present(&info, &written.object));
@@ -236,6 +242,43 @@ pub async fn serve(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// `GET|PUT|PATCH .../<name>/scale`.
+async fn serve_scale(
+    state: &Arc<State>,
+    info: &Arc<ResourceInfo>,
+    rp: &ResourcePath,
+    method: &Method,
+    query: &Query,
+    headers: &HeaderMap,
+    body_bytes: bytes::Bytes,
+) -> Result<Response<Body>, ApiError> {
+    let name = rp.name.as_deref().ok_or_else(ApiError::method_not_allowed)?;
+    let namespace = rp.namespace.as_deref();
+    let objects = &state.objects;
+    let scale = match *method {
+        Method::GET => objects.get_scale(info, namespace, name)?,
+        Method::PUT => {
+            let opts = write_options(query)?;
+            let body = body::decode_object(&body_bytes, &content_type(headers), "Scale")?;
+            objects
+                .write_scale(info, namespace, name, &opts, move |_| Ok(body))
+                .await?
+        }
+        Method::PATCH => {
+            let opts = write_options(query)?;
+            let patch_type = PatchType::from_content_type(&content_type(headers))?;
+            let bytes = body_bytes.to_vec();
+            objects
+                .write_scale(info, namespace, name, &opts, move |current| {
+                    crate::patch::apply_patch(patch_type, current, &bytes, None)
+                })
+                .await?
+        }
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    Ok(body::json_response(StatusCode::OK, &scale))
 }
 
 fn delete_body(bytes: &[u8]) -> Result<Option<Value>, ApiError> {

@@ -29,7 +29,7 @@ pub mod strategic;
 
 use serde_json::Value;
 
-use crate::error::{ApiError, Details};
+use crate::error::ApiError;
 
 pub use strategic::{BuiltinStrategy, ListStrategy, MergeStrategy};
 
@@ -89,7 +89,7 @@ impl PatchType {
         match Self::recognise(ct) {
             Some(t) => Ok(t),
             None => Err(ApiError {
-                details: Some(Details::default()),
+                details: Some(Box::default()),
                 ..ApiError::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
             }),
         }
@@ -160,7 +160,7 @@ pub fn apply_patch(
 /// with code 422): the detail is not part of the response.
 pub(crate) fn rejected_patch() -> ApiError {
     ApiError {
-        details: Some(Details::default()),
+        details: Some(Box::default()),
         ..ApiError::new(
             422,
             "Invalid",

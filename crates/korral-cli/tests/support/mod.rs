@@ -201,7 +201,7 @@ pub fn kubectl_binaries() -> Vec<PathBuf> {
 
 /// A running `korral apiserver` child process. Dropping it kills the process (SIGKILL).
 pub struct Server {
-    child: Child,
+    child: Mutex<Child>,
     /// The URL printed on stdout.
     pub url: String,
     /// The kubeconfig path the server wrote.
@@ -324,7 +324,7 @@ impl Server {
         }
         let kubectl_cache = tempfile::tempdir()?;
         Ok(Self {
-            child,
+            child: Mutex::new(child),
             url: url.unwrap_or_default(),
             kubeconfig: kubeconfig.unwrap_or_default(),
             options,
@@ -336,7 +336,19 @@ impl Server {
 
     /// The process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.lock().expect("lock").id()
+    }
+
+    /// The exit status, if the process has exited (e.g. crashed).
+    pub fn exited(&self) -> Option<ExitStatus> {
+        self.child.lock().expect("lock").try_wait().ok().flatten()
+    }
+
+    /// The last `n` lines of stderr.
+    pub fn stderr_tail(&self, n: usize) -> String {
+        let text = self.stderr();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
     /// The port the server listens on, from its URL.
@@ -362,19 +374,19 @@ impl Server {
     }
 
     /// Sends SIGTERM and waits (at most `timeout`) for the process to exit.
-    pub fn stop(mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
-        send_signal("TERM", i64::from(self.child.id()));
+    pub fn stop(self, timeout: Duration) -> anyhow::Result<ExitStatus> {
+        let pid = self.pid();
+        send_signal("TERM", i64::from(pid));
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(status) = self.child.try_wait()? {
+            if let Some(status) = self.child.lock().expect("lock").try_wait()? {
                 // Let the reader threads drain the pipes.
                 thread::sleep(Duration::from_millis(50));
                 return Ok(status);
             }
             if Instant::now() >= deadline {
                 bail!(
-                    "korral apiserver (pid {}) did not exit within {timeout:?} after SIGTERM\n--- stderr ---\n{}",
-                    self.child.id(),
+                    "korral apiserver (pid {pid}) did not exit within {timeout:?} after SIGTERM\n--- stderr ---\n{}",
                     self.stderr()
                 );
             }
@@ -383,9 +395,10 @@ impl Server {
     }
 
     /// Kills the process with SIGKILL and reaps it.
-    pub fn kill(mut self) -> anyhow::Result<ExitStatus> {
-        self.child.kill()?;
-        Ok(self.child.wait()?)
+    pub fn kill(self) -> anyhow::Result<ExitStatus> {
+        let mut child = self.child.lock().expect("lock");
+        child.kill()?;
+        Ok(child.wait()?)
     }
 
     /// Arguments every kubectl call gets.
@@ -420,8 +433,10 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Ok(child) = self.child.get_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
