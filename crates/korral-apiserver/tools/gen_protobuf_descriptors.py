@@ -350,6 +350,11 @@ def main() -> None:
         "k8s.io.apimachinery.pkg.apis.meta.v1.UpdateOptions",
         "k8s.io.apimachinery.pkg.apis.meta.v1.PatchOptions",
         "k8s.io.apimachinery.pkg.apis.meta.v1.Status",
+        "k8s.io.apimachinery.pkg.apis.meta.v1.Duration",
+        "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime",
+        "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1",
+        "k8s.io.apimachinery.pkg.util.intstr.IntOrString",
+        "k8s.io.apimachinery.pkg.api.resource.Quantity",
     ]
     wanted: set[str] = set()
     queue = list(roots)

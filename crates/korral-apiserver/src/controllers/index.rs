@@ -322,10 +322,10 @@ impl Index {
             self.deleting(key, parts, obj, queue);
         }
         if added {
-            if let Some(ns) = parts.namespace {
-                if self.terminating_namespaces.contains(ns) {
-                    queue.insert(Work::Namespace(ns.to_string()));
-                }
+            if let Some(ns) = parts.namespace
+                && self.terminating_namespaces.contains(ns)
+            {
+                queue.insert(Work::Namespace(ns.to_string()));
             }
             if let Some(crd_key) = self.terminating_crds.get(parts.prefix) {
                 queue.insert(Work::Crd(crd_key.clone()));
@@ -378,10 +378,10 @@ impl Index {
                 queue.insert(Work::Owner(owner_key));
             }
         }
-        if !uid.is_empty() {
-            if let Some(dependents) = self.dependents.remove(uid) {
-                queue.extend(dependents.into_iter().map(Work::Dependent));
-            }
+        if !uid.is_empty()
+            && let Some(dependents) = self.dependents.remove(uid)
+        {
+            queue.extend(dependents.into_iter().map(Work::Dependent));
         }
         self.gc_pending.remove(key);
         if parts.is_namespace() {
@@ -391,15 +391,14 @@ impl Index {
             self.terminating_crds.retain(|_, k| k != key);
             queue.insert(Work::CrdGone(key.to_string()));
         }
-        if let Some(ns) = parts.namespace {
-            if namespace_empty && self.terminating_namespaces.contains(ns) {
-                queue.insert(Work::Namespace(ns.to_string()));
-            }
+        if let Some(ns) = parts.namespace
+            && namespace_empty
+            && self.terminating_namespaces.contains(ns)
+        {
+            queue.insert(Work::Namespace(ns.to_string()));
         }
-        if collection_empty {
-            if let Some(crd_key) = self.terminating_crds.get(parts.prefix) {
-                queue.insert(Work::Crd(crd_key.clone()));
-            }
+        if collection_empty && let Some(crd_key) = self.terminating_crds.get(parts.prefix) {
+            queue.insert(Work::Crd(crd_key.clone()));
         }
     }
 }

@@ -314,10 +314,10 @@ async fn execute(objects: &Objects, index: &Index, work: &Work) -> Outcome {
         Work::Namespace(name) => clean_namespace(objects, index, name).await,
         Work::Crd(key) => clean_crd(objects, key).await,
         Work::CrdGone(key) => {
-            if objects.storage().get(key).is_none() {
-                if let Some(parts) = KeyParts::parse(key) {
-                    objects.registry().remove_crd(parts.name);
-                }
+            if objects.storage().get(key).is_none()
+                && let Some(parts) = KeyParts::parse(key)
+            {
+                objects.registry().remove_crd(parts.name);
             }
             Ok(Vec::new())
         }

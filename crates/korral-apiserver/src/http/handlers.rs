@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::body::{self, Body};
 use super::path::ResourcePath;
+use super::table;
 use super::watch;
 use super::State;
 use crate::error::ApiError;
@@ -130,23 +131,40 @@ pub async fn serve(
         Some(_) => return Err(ApiError::unknown_resource()),
     };
     let objects = &state.objects;
+    let as_table = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(table::wants_table)
+        .then(|| table::IncludeObject::parse(param(query, "includeObject")));
     match (method, rp.name.as_deref()) {
         (&Method::GET, Some(name)) => {
             if flag(query, "watch") {
                 let mut q = query.clone();
                 q.push(("fieldSelector".into(), format!("metadata.name={name}")));
                 let opts = list_options(&info, &q)?;
-                return watch::serve(state, info, namespace, opts, query);
+                return watch::serve(state, info, namespace, opts, query, as_table);
             }
-            let obj = objects.get(&info, namespace, name)?;
-            Ok(body::json_response(StatusCode::OK, &*present(&info, &obj)))
+            let obj = present(&info, &objects.get(&info, namespace, name)?);
+            if let Some(include) = as_table {
+                let mut list_meta = serde_json::Map::new();
+                list_meta.insert("resourceVersion".into(), json!(meta::resource_version(&obj)));
+                let t = table::table(&info, [&*obj], list_meta, include, true);
+                return Ok(body::json_response(StatusCode::OK, &t));
+            }
+            Ok(body::json_response(StatusCode::OK, &*obj))
         }
         (&Method::GET, None) => {
             let opts = list_options(&info, query)?;
             if flag(query, "watch") {
-                return watch::serve(state, info, namespace, opts, query);
+                return watch::serve(state, info, namespace, opts, query, as_table);
             }
             let page = objects.list(&info, namespace, &opts)?;
+            if let Some(include) = as_table {
+                let items: Vec<_> = page.items.iter().map(|o| present(&info, o)).collect();
+                let t = table::table(&info, items.iter().map(|o| &**o), list_metadata(&page), include, true);
+                return Ok(body::json_response(StatusCode::OK, &t));
+            }
             Ok(list_response(&info, page))
         }
         (&Method::POST, None) if part == Part::Main => {
@@ -290,8 +308,8 @@ fn delete_body(bytes: &[u8]) -> Result<Option<Value>, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))
 }
 
-/// A `<Kind>List` response written item by item.
-pub fn list_response(info: &ResourceInfo, page: objects::ListPage) -> Response<Body> {
+/// The `ListMeta` of a page.
+fn list_metadata(page: &objects::ListPage) -> serde_json::Map<String, Value> {
     let mut metadata = serde_json::Map::new();
     metadata.insert("resourceVersion".into(), json!(page.revision.to_string()));
     if let Some(token) = &page.continue_token {
@@ -300,6 +318,12 @@ pub fn list_response(info: &ResourceInfo, page: objects::ListPage) -> Response<B
     if let Some(remaining) = page.remaining {
         metadata.insert("remainingItemCount".into(), json!(remaining));
     }
+    metadata
+}
+
+/// A `<Kind>List` response written item by item.
+pub fn list_response(info: &ResourceInfo, page: objects::ListPage) -> Response<Body> {
+    let metadata = list_metadata(&page);
     let mut out = Vec::with_capacity(64 + page.items.len() * 512);
     out.extend_from_slice(b"{\"kind\":");
     let head = (|| -> serde_json::Result<()> {

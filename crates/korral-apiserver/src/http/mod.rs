@@ -4,6 +4,7 @@ mod body;
 mod discovery;
 mod handlers;
 mod path;
+mod table;
 mod watch;
 
 use std::sync::Arc;
@@ -60,6 +61,22 @@ fn parse_query(uri: &http::Uri) -> handlers::Query {
         .unwrap_or_default()
 }
 
+/// Whether a request accepts a JSON answer (no Accept header counts as yes).
+fn accepts_json(headers: &http::HeaderMap) -> bool {
+    let accept: Vec<&str> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    accept.is_empty()
+        || accept.iter().any(|a| {
+            a.split(',').any(|m| {
+                let m = m.split(';').next().unwrap_or("").trim();
+                m == "application/json" || m == "*/*" || m == "application/*" || m.is_empty()
+            })
+        })
+}
+
 fn text(status: StatusCode, s: &str) -> Response<Body> {
     body::bytes_response(status, s.as_bytes().to_vec(), "text/plain; charset=utf-8")
 }
@@ -109,6 +126,14 @@ where
             ));
         }
         "/openapi/v2" if is_get => {
+            if !accepts_json(req.headers()) {
+                // Old kubectl asks for the protobuf (gnostic) encoding only; we serve JSON.
+                return Err(ApiError::new(
+                    406,
+                    "NotAcceptable",
+                    "only the following media types are accepted: application/json",
+                ));
+            }
             return Ok(body::json_response(StatusCode::OK, &openapi::v2(&registry)));
         }
         "/openapi/v3" if is_get => {

@@ -16,6 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::State;
 use super::body::Body;
 use super::handlers::{Query, param, present};
+use super::table::{self, IncludeObject};
 use crate::error::ApiError;
 use crate::objects::{ListOptions, matches_selectors};
 use crate::registry::ResourceInfo;
@@ -62,6 +63,7 @@ pub fn serve(
     namespace: Option<&str>,
     opts: ListOptions,
     query: &Query,
+    as_table: Option<IncludeObject>,
 ) -> Result<Response<Body>, ApiError> {
     let send_initial = match param(query, "sendInitialEvents") {
         Some("true") => true,
@@ -120,13 +122,15 @@ pub fn serve(
         if info.namespaced { namespace } else { None },
     );
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(256);
-    let task = WatchTask {
+    let mut task = WatchTask {
         state: state.clone(),
         info,
         opts,
         prefix,
         bookmarks,
         timeout,
+        as_table,
+        columns_sent: false,
     };
     // Resolve the start synchronously so errors surface before the stream begins.
     let initial = task.begin(start);
@@ -148,6 +152,9 @@ struct WatchTask {
     prefix: String,
     bookmarks: bool,
     timeout: Duration,
+    /// Send each object as a one-row `Table` (columns only in the first event).
+    as_table: Option<IncludeObject>,
+    columns_sent: bool,
 }
 
 /// The frames to send first and the feed to follow.
@@ -170,15 +177,35 @@ impl WatchTask {
         )
     }
 
-    fn begin(&self, start: Start) -> Begin {
-        let storage = self.state.objects.storage();
+    /// Encodes one event for this watch: the object, or a one-row table.
+    fn event(&mut self, kind: &str, obj: &Object) -> Bytes {
+        let obj = present(&self.info, obj);
+        match self.as_table {
+            Some(include) => {
+                let with_columns = !self.columns_sent;
+                self.columns_sent = true;
+                let mut list_meta = serde_json::Map::new();
+                list_meta.insert(
+                    "resourceVersion".into(),
+                    json!(crate::meta::resource_version(&obj)),
+                );
+                let t = table::table(&self.info, [&*obj], list_meta, include, with_columns);
+                encode(kind, &t)
+            }
+            None => encode(kind, &obj),
+        }
+    }
+
+    fn begin(&mut self, start: Start) -> Begin {
+        let storage = self.state.objects.storage().clone();
         match start {
             Start::InitialState { bookmark_end } => {
                 let snapshot = storage.snapshot();
                 let mut frames = Vec::new();
-                for (_, obj) in snapshot.range(&self.prefix, None) {
+                let prefix = self.prefix.clone();
+                for (_, obj) in snapshot.range(&prefix, None) {
                     if self.matches(obj) {
-                        frames.push(encode("ADDED", &present(&self.info, obj)));
+                        frames.push(self.event("ADDED", obj));
                     }
                 }
                 if bookmark_end {
@@ -205,7 +232,7 @@ impl WatchTask {
     }
 
     /// The frame for one storage event, after scope and selector filtering.
-    fn frame(&self, event: &crate::storage::Event) -> Option<Bytes> {
+    fn frame(&mut self, event: &crate::storage::Event) -> Option<Bytes> {
         if !event.key.starts_with(&self.prefix) {
             return None;
         }
@@ -223,11 +250,11 @@ impl WatchTask {
                 }
             }
         };
-        Some(encode(kind, &present(&self.info, &event.object)))
+        Some(self.event(kind, &event.object))
     }
 
     async fn run(
-        self,
+        mut self,
         begin: Begin,
         mut tx: mpsc::Sender<Result<Frame<Bytes>, Infallible>>,
     ) {

@@ -284,12 +284,16 @@ fn scalar_json(s: Scalar, wire: WireValue<'_>) -> Option<Result<Value, ProtobufE
             let v = v as u32;
             Value::from(((v >> 1) as i32) ^ -((v & 1) as i32))
         }
-        (Scalar::Sint64, WireValue::Varint(v)) => Value::from(((v >> 1) as i64) ^ -((v & 1) as i64)),
+        (Scalar::Sint64, WireValue::Varint(v)) => {
+            Value::from(((v >> 1) as i64) ^ -((v & 1) as i64))
+        }
         (Scalar::Fixed32, WireValue::Fixed32(v)) => Value::from(v),
         (Scalar::Sfixed32, WireValue::Fixed32(v)) => Value::from(v as i32),
         (Scalar::Fixed64, WireValue::Fixed64(v)) => Value::from(v),
         (Scalar::Sfixed64, WireValue::Fixed64(v)) => Value::from(v as i64),
-        (Scalar::Float, WireValue::Fixed32(v)) => return Some(float_json(f64::from(f32::from_bits(v)))),
+        (Scalar::Float, WireValue::Fixed32(v)) => {
+            return Some(float_json(f64::from(f32::from_bits(v))));
+        }
         (Scalar::Double, WireValue::Fixed64(v)) => return Some(float_json(f64::from_bits(v))),
         _ => return None,
     };
@@ -300,7 +304,9 @@ fn scalar_json(s: Scalar, wire: WireValue<'_>) -> Option<Result<Value, ProtobufE
 fn float_json(f: f64) -> Result<Value, ProtobufError> {
     Number::from_f64(f)
         .map(Value::Number)
-        .ok_or(ProtobufError::InvalidValue("non-finite floating-point number"))
+        .ok_or(ProtobufError::InvalidValue(
+            "non-finite floating-point number",
+        ))
 }
 
 /// Reads the varint fields of a small well-known message into `(number, value)` pairs,
@@ -340,7 +346,11 @@ fn decode_time(bytes: &[u8], micro: bool) -> Result<Value, ProtobufError> {
         }
     }
     // Upstream drops nanoseconds of Time and truncates MicroTime to microseconds.
-    let sub_micros = if micro { i128::from(nanos / 1000) * 1000 } else { 0 };
+    let sub_micros = if micro {
+        i128::from(nanos / 1000) * 1000
+    } else {
+        0
+    };
     let total = i128::from(seconds) * 1_000_000_000 + sub_micros;
     if total == i128::from(GO_ZERO_TIME_SECONDS) * 1_000_000_000 {
         return Ok(Value::Null); // Go's zero time.Time marshals as null
@@ -470,14 +480,20 @@ fn single_bytes_field(bytes: &[u8], what: &str) -> Result<Option<Vec<u8>>, Proto
 
 /// `Quantity` (string = 1) → its string; an absent string is the zero quantity `"0"`.
 fn decode_quantity(bytes: &[u8]) -> Result<Value, ProtobufError> {
-    Ok(Value::String(match single_bytes_field(bytes, "Quantity")? {
-        Some(b) => String::from_utf8_lossy(&b).into_owned(),
-        None => "0".to_owned(),
-    }))
+    Ok(Value::String(
+        match single_bytes_field(bytes, "Quantity")? {
+            Some(b) => String::from_utf8_lossy(&b).into_owned(),
+            None => "0".to_owned(),
+        },
+    ))
 }
 
 /// `RawExtension` (raw = 1): embedded JSON, or an embedded `k8s\0` protobuf object.
-fn decode_raw_extension(d: &Descriptors, bytes: &[u8], depth: usize) -> Result<Value, ProtobufError> {
+fn decode_raw_extension(
+    d: &Descriptors,
+    bytes: &[u8],
+    depth: usize,
+) -> Result<Value, ProtobufError> {
     let Some(raw) = single_bytes_field(bytes, "RawExtension")? else {
         return Ok(Value::Null);
     };

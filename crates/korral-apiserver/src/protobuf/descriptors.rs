@@ -224,6 +224,7 @@ impl Descriptors {
     }
 
     /// The message index for a fully qualified name.
+    #[cfg(test)]
     pub(crate) fn message_by_name(&self, full_name: &str) -> Option<usize> {
         self.by_name.get(full_name).copied()
     }

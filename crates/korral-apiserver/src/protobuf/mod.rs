@@ -50,7 +50,9 @@ pub const MAX_DEPTH: usize = 100;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtobufError {
     /// The body does not start with `k8s\0`.
-    #[error("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]")]
+    #[error(
+        "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
+    )]
     MissingMagic,
     /// The body holds only the prefix.
     #[error("empty body")]
@@ -210,13 +212,17 @@ pub(crate) fn decode_envelope(
     if depth > MAX_DEPTH {
         return Err(ProtobufError::TooDeep(MAX_DEPTH));
     }
-    let body = bytes.strip_prefix(MAGIC).ok_or(ProtobufError::MissingMagic)?;
+    let body = bytes
+        .strip_prefix(MAGIC)
+        .ok_or(ProtobufError::MissingMagic)?;
     if body.is_empty() {
         return Err(ProtobufError::Empty);
     }
     let mut env = read_envelope(body)?;
     if !env.content_encoding.is_empty() {
-        return Err(ProtobufError::UnsupportedContentEncoding(env.content_encoding));
+        return Err(ProtobufError::UnsupportedContentEncoding(
+            env.content_encoding,
+        ));
     }
     if let Some((api_version, kind)) = defaults {
         if env.kind.is_empty() {

@@ -108,7 +108,8 @@ impl<'a> Reader<'a> {
         if number == 0 || number > MAX_FIELD_NUMBER {
             return Err(ProtobufError::InvalidFieldNumber(number));
         }
-        let number = u32::try_from(number).map_err(|_| ProtobufError::InvalidFieldNumber(number))?;
+        let number =
+            u32::try_from(number).map_err(|_| ProtobufError::InvalidFieldNumber(number))?;
         let value = match wire_type {
             0 => WireValue::Varint(self.read_varint()?),
             1 => WireValue::Fixed64(self.read_fixed64()?),
@@ -166,7 +167,8 @@ mod tests {
     fn fields() {
         // field 1 varint 150, field 2 "hi", field 3 fixed32, field 4 fixed64
         let bytes = [
-            0x08, 0x96, 0x01, 0x12, 0x02, b'h', b'i', 0x1d, 1, 0, 0, 0, 0x21, 2, 0, 0, 0, 0, 0, 0, 0,
+            0x08, 0x96, 0x01, 0x12, 0x02, b'h', b'i', 0x1d, 1, 0, 0, 0, 0x21, 2, 0, 0, 0, 0, 0, 0,
+            0,
         ];
         let mut r = Reader::new(&bytes);
         assert_eq!(r.read_field().ok(), Some(Some((1, WireValue::Varint(150)))));
