@@ -16,7 +16,7 @@ use kube::Client;
 use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 
 use crate::probe::ReadyzProbe;
-use crate::process::{ServerProcess, Storage, locate_korral};
+use crate::process::{ServerProcess, Storage, locate_korral, own_cpu_time};
 use crate::report::{Goal, Report, Row, format_number};
 use crate::stats::{ms, summarize};
 
@@ -101,7 +101,7 @@ impl ApiserverOptions {
             Self {
                 quick,
                 startups: 10,
-                creates: 5_000,
+                creates: 20_000,
                 clients: 16,
                 list_objects: 10_000,
                 lists: 20,
@@ -327,6 +327,7 @@ async fn in_memory_suite(
 ) -> anyhow::Result<Vec<Row>> {
     let clients = server.clients(opts.clients).await?;
     let mut rows = create_rows(
+        server,
         &clients,
         opts,
         ["create_memory_1", "create_memory_n"],
@@ -353,6 +354,7 @@ async fn durable_suite(
 ) -> anyhow::Result<Vec<Row>> {
     let clients = server.clients(opts.clients).await?;
     create_rows(
+        server,
         &clients,
         opts,
         ["create_durable_1", "create_durable_n"],
@@ -365,6 +367,7 @@ async fn durable_suite(
 /// Create throughput with 1 client and with all clients, each into its own namespace. `ids` are
 /// the row ids for the two rows; `target` applies to the many-clients row.
 async fn create_rows(
+    server: &ServerProcess,
     clients: &[Client],
     opts: &ApiserverOptions,
     ids: [&'static str; 2],
@@ -395,7 +398,8 @@ async fn create_rows(
             // The stated targets are for many concurrent clients.
             goal: (n > 1).then_some(Goal::AtLeast(target)),
             note: format!(
-                "{} creates (one small key) in {:.2} s{}, each client its own kube::Client issuing one request at a time",
+                "{} creates (one small key) in {:.2} s{}, each client its own kube::Client issuing one request at a time; \
+                 CPU per create: server {:.0} us, bench client {:.0} us ({:.0}% of {} cores busy)",
                 format_number(t.done as f64, 0),
                 t.elapsed.as_secs_f64(),
                 if t.done < opts.creates {
@@ -403,6 +407,11 @@ async fn create_rows(
                 } else {
                     String::new()
                 },
+                per_create(server_cpu),
+                per_create(client_cpu),
+                100.0 * (server_cpu + client_cpu).as_secs_f64()
+                    / (t.elapsed.as_secs_f64() * cores() as f64),
+                cores(),
             ),
         });
     }
@@ -755,9 +764,13 @@ async fn create_many(
     })
 }
 
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Cores, CPU model, memory and kernel, from `std` and `/proc`.
 fn machine() -> String {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cores = cores();
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {

@@ -228,6 +228,11 @@ impl ServerProcess {
             .ok_or_else(|| anyhow!("no VmRSS line in {path}"))
     }
 
+    /// CPU time (user + system, all threads) the server has used so far.
+    pub fn cpu_time(&self) -> anyhow::Result<Duration> {
+        cpu_time_of(&format!("/proc/{}/stat", self.pid))
+    }
+
     /// A new kube client (with its own connection pool) from the server's kubeconfig.
     pub async fn client(&self) -> anyhow::Result<kube::Client> {
         client_from_kubeconfig(&self.kubeconfig).await
@@ -265,6 +270,33 @@ impl ServerProcess {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
     }
+}
+
+/// CPU time (user + system, all threads) this process has used so far.
+pub fn own_cpu_time() -> anyhow::Result<Duration> {
+    cpu_time_of("/proc/self/stat")
+}
+
+/// `utime + stime` from a `/proc/<pid>/stat` file, in the kernel's USER_HZ ticks (100 per second
+/// on Linux).
+fn cpu_time_of(path: &str) -> anyhow::Result<Duration> {
+    const USER_HZ: u64 = 100;
+    let stat = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    // Fields after the parenthesised command name start with field 3 (state); utime and stime
+    // are fields 14 and 15.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or_else(|| anyhow!("unexpected format of {path}"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| -> anyhow::Result<u64> {
+        fields
+            .get(i)
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(|| anyhow!("unexpected format of {path}"))
+    };
+    let total = ticks(11)? + ticks(12)?;
+    Ok(Duration::from_millis(total * 1000 / USER_HZ))
 }
 
 /// A kube client built from a kubeconfig file, as a user's program would build one.

@@ -26,6 +26,7 @@ pub mod kubeconfig;
 pub mod meta;
 pub mod objects;
 pub mod openapi;
+pub mod openapi_proto;
 pub mod patch;
 pub mod protobuf;
 pub mod registry;

@@ -882,7 +882,11 @@ impl Objects {
             if next == **cur {
                 return Ok(Write::Unchanged);
             }
-            if meta::is_deleting(&next) && meta::finalizers(&next).is_empty() {
+            let spec_finalizers_done = !(info2.group.is_empty() && info2.resource == "namespaces")
+                || meta::path(&next, "spec.finalizers")
+                    .and_then(Value::as_array)
+                    .is_none_or(|f| f.is_empty());
+            if meta::is_deleting(&next) && meta::finalizers(&next).is_empty() && spec_finalizers_done {
                 return Ok(Write::Delete);
             }
             Ok(Write::Put(next))
@@ -906,11 +910,19 @@ impl Objects {
         match result {
             Ok(Committed { event, current }) => {
                 let object = match (current, event) {
-                    (Some(obj), _) => obj,
-                    (None, Some(ev)) => ev.object.clone(),
+                    (Some(obj), _) => {
+                        self.after_write(info, Some(&obj));
+                        obj
+                    }
+                    (None, Some(ev)) => {
+                        // The write removed the object (its last finalizer went).
+                        if crd::is_crd(info) {
+                            crd::unregister(&self.registry, &ev.object);
+                        }
+                        ev.object.clone()
+                    }
                     (None, None) => return Err(ApiError::not_found(&info.group, &info.resource, name)),
                 };
-                self.after_write(info, Some(&object));
                 Ok(Written {
                     object,
                     warnings,

@@ -29,8 +29,9 @@ pub const MEDIA_TYPE_DEPRECATED: &str =
     "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 
 /// Schema nesting below which sub-schemas are encoded empty (JSON parsed by `serde_json` is
-/// at most 128 levels deep, so real documents never reach it; it only bounds recursion).
-const MAX_DEPTH: usize = 256;
+/// at most 128 levels deep, two per schema level, so real documents never reach it; it only
+/// bounds recursion).
+const MAX_DEPTH: usize = 128;
 
 /// The encodings `/openapi/v2` is served in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,8 +278,8 @@ fn put_extensions(w: &mut Writer, field: u32, m: &Obj) {
     }
 }
 
-/// A `Named*` message (`name = 1`, `value = 2`) for each non-extension entry of the object
-/// under `key`, wrapped in the map message `field` (`additional_properties = 1` inside).
+/// A map message in `field` (`additional_properties = 1` inside) of `Named*` messages
+/// (`name = 1`, `value = 2`) for every entry of the object under `key`.
 fn put_named_map(
     w: &mut Writer,
     field: u32,
@@ -287,19 +288,30 @@ fn put_named_map(
     value: impl Fn(&mut Writer, &Value),
 ) {
     put_obj(w, field, m, key, |map, o| {
-        named_entries(map, 1, o, &value);
+        named_entries(map, 1, o, |_| true, &value);
     });
 }
 
-/// One `Named*` message (`name = 1`, `value = 2`) in `field` for each entry of `o` whose key
-/// does not start with `x-`.
-fn named_entries(w: &mut Writer, field: u32, o: &Obj, value: &impl Fn(&mut Writer, &Value)) {
-    for (k, v) in o.iter().filter(|(k, _)| !k.starts_with("x-")) {
+/// One `Named*` message (`name = 1`, `value = 2`) in `field` for each entry of `o` whose
+/// key `keep` accepts.
+fn named_entries(
+    w: &mut Writer,
+    field: u32,
+    o: &Obj,
+    keep: impl Fn(&str) -> bool,
+    value: &impl Fn(&mut Writer, &Value),
+) {
+    for (k, v) in o.iter().filter(|(k, _)| keep(k)) {
         w.message(field, |n| {
             n.string(1, k);
             value(n, v);
         });
     }
+}
+
+/// Keys of `Responses` naming a response: three digits or `default`.
+fn is_response_code(k: &str) -> bool {
+    k == "default" || (k.len() == 3 && k.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Renders a value as YAML flow text (JSON syntax, double-quoted strings) for `Any.yaml`.
@@ -357,7 +369,10 @@ fn write_yaml_string(out: &mut String, s: &str) {
             '\t' => out.push_str("\\t"),
             c if u32::from(c) < 0x20
                 || ('\u{7f}'..='\u{9f}').contains(&c)
-                || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}') =>
+                || matches!(
+                    c,
+                    '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+                ) =>
             {
                 out.push_str(&format!("\\u{:04x}", u32::from(c)));
             }
@@ -397,7 +412,7 @@ fn document(w: &mut Writer, m: &Obj) {
     });
     put_objs(w, 12, m, "security", security_requirement);
     put_obj(w, 13, m, "securityDefinitions", |sd, o| {
-        named_entries(sd, 1, o, &|n: &mut Writer, v: &Value| {
+        named_entries(sd, 1, o, |_| true, &|n: &mut Writer, v: &Value| {
             if let Some(item) = v.as_object() {
                 n.message(2, |inner| security_definitions_item(inner, item));
             }
@@ -443,14 +458,21 @@ fn tag(w: &mut Writer, m: &Obj) {
     put_extensions(w, 4, m);
 }
 
-/// `Paths`: `vendor_extension = 1`, `NamedPathItem path = 2`.
+/// `Paths`: `vendor_extension = 1` (`x-` keys), `NamedPathItem path = 2` (keys starting
+/// with `/`).
 fn paths(w: &mut Writer, m: &Obj) {
     put_extensions(w, 1, m);
-    named_entries(w, 2, m, &|n: &mut Writer, v: &Value| {
-        if let Some(item) = v.as_object() {
-            n.message(2, |inner| path_item(inner, item));
-        }
-    });
+    named_entries(
+        w,
+        2,
+        m,
+        |k| k.starts_with('/'),
+        &|n: &mut Writer, v: &Value| {
+            if let Some(item) = v.as_object() {
+                n.message(2, |inner| path_item(inner, item));
+            }
+        },
+    );
 }
 
 /// `PathItem`.
@@ -588,7 +610,9 @@ fn parameter(w: &mut Writer, m: &Obj) {
         Some("path") => (4, false),
         _ => return,
     };
-    w.message(2, |n| n.message(field, |s| non_body_sub_schema(s, m, allow_empty)));
+    w.message(2, |n| {
+        n.message(field, |s| non_body_sub_schema(s, m, allow_empty))
+    });
 }
 
 /// `BodyParameter`.
@@ -634,7 +658,9 @@ fn primitive_fields(w: &mut Writer, m: &Obj, base: u32, depth: usize) {
     }
     put_str(w, base + 1, m, "format");
     if depth < MAX_DEPTH {
-        put_obj(w, base + 2, m, "items", |i, o| primitives_items(i, o, depth + 1));
+        put_obj(w, base + 2, m, "items", |i, o| {
+            primitives_items(i, o, depth + 1)
+        });
     }
     put_str(w, base + 3, m, "collectionFormat");
     put_any(w, base + 4, m, "default");
@@ -665,9 +691,10 @@ fn header(w: &mut Writer, m: &Obj) {
     put_extensions(w, 19, m);
 }
 
-/// `Responses`: `NamedResponseValue response_code = 1`, `vendor_extension = 2`.
+/// `Responses`: `NamedResponseValue response_code = 1` (status codes and `default`),
+/// `vendor_extension = 2` (`x-` keys).
 fn responses(w: &mut Writer, m: &Obj) {
-    named_entries(w, 1, m, &|n: &mut Writer, v: &Value| {
+    named_entries(w, 1, m, is_response_code, &|n: &mut Writer, v: &Value| {
         if let Some(r) = v.as_object() {
             // ResponseValue { Response response = 1 | JsonReference json_reference = 2 }
             n.message(2, |rv| {
@@ -813,4 +840,810 @@ fn schema(w: &mut Writer, m: &Obj, depth: usize) {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // -----------------------------------------------------------------------------------------
+    // A minimal decoder, independent of the encoder
+    // -----------------------------------------------------------------------------------------
+
+    #[derive(Debug, Clone, PartialEq)]
+    enum Field {
+        Varint(u64),
+        Fixed64(u64),
+        Bytes(Vec<u8>),
+    }
+
+    fn read_varint(buf: &[u8], pos: &mut usize) -> u64 {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *buf.get(*pos).expect("varint runs past the end");
+            *pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return v;
+            }
+        }
+        panic!("varint longer than 10 bytes");
+    }
+
+    /// A decoded message: its fields in wire order.
+    #[derive(Debug, Clone)]
+    struct Msg(Vec<(u32, Field)>);
+
+    impl Msg {
+        fn parse(buf: &[u8]) -> Msg {
+            let mut pos = 0;
+            let mut fields = Vec::new();
+            while pos < buf.len() {
+                let key = read_varint(buf, &mut pos);
+                let number = u32::try_from(key >> 3).expect("field number");
+                assert!(number >= 1, "field number 0");
+                let field = match key & 7 {
+                    0 => Field::Varint(read_varint(buf, &mut pos)),
+                    1 => {
+                        let bytes = buf.get(pos..pos + 8).expect("fixed64 runs past the end");
+                        pos += 8;
+                        Field::Fixed64(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+                    }
+                    2 => {
+                        let len = usize::try_from(read_varint(buf, &mut pos)).expect("length");
+                        let bytes = buf.get(pos..pos + len).expect("payload runs past the end");
+                        pos += len;
+                        Field::Bytes(bytes.to_vec())
+                    }
+                    wire => panic!("unexpected wire type {wire}"),
+                };
+                fields.push((number, field));
+            }
+            Msg(fields)
+        }
+
+        fn all(&self, n: u32) -> Vec<&Field> {
+            self.0
+                .iter()
+                .filter(|(k, _)| *k == n)
+                .map(|(_, f)| f)
+                .collect()
+        }
+
+        fn numbers(&self) -> Vec<u32> {
+            let mut n: Vec<u32> = self.0.iter().map(|(k, _)| *k).collect();
+            n.dedup();
+            n
+        }
+
+        fn bytes(&self, n: u32) -> Vec<&[u8]> {
+            self.all(n)
+                .into_iter()
+                .map(|f| match f {
+                    Field::Bytes(b) => b.as_slice(),
+                    other => panic!("field {n} is not length-delimited: {other:?}"),
+                })
+                .collect()
+        }
+
+        fn msgs(&self, n: u32) -> Vec<Msg> {
+            self.bytes(n).into_iter().map(Msg::parse).collect()
+        }
+
+        fn opt_msg(&self, n: u32) -> Option<Msg> {
+            let mut all = self.msgs(n);
+            assert!(all.len() <= 1, "field {n} repeated");
+            all.pop()
+        }
+
+        fn msg(&self, n: u32) -> Msg {
+            self.opt_msg(n)
+                .unwrap_or_else(|| panic!("field {n} missing in {self:?}"))
+        }
+
+        fn strs(&self, n: u32) -> Vec<String> {
+            self.bytes(n)
+                .into_iter()
+                .map(|b| String::from_utf8(b.to_vec()).expect("UTF-8 string"))
+                .collect()
+        }
+
+        fn str(&self, n: u32) -> String {
+            let mut all = self.strs(n);
+            assert!(all.len() <= 1, "field {n} repeated");
+            all.pop().unwrap_or_default()
+        }
+
+        fn varint(&self, n: u32) -> Option<u64> {
+            let all = self.all(n);
+            assert!(all.len() <= 1, "field {n} repeated");
+            all.first().map(|f| match f {
+                Field::Varint(v) => *v,
+                other => panic!("field {n} is not a varint: {other:?}"),
+            })
+        }
+
+        fn bool(&self, n: u32) -> bool {
+            self.varint(n).is_some_and(|v| v != 0)
+        }
+
+        fn int(&self, n: u32) -> i64 {
+            self.varint(n).map_or(0, |v| v as i64)
+        }
+
+        fn double(&self, n: u32) -> Option<f64> {
+            let all = self.all(n);
+            assert!(all.len() <= 1, "field {n} repeated");
+            all.first().map(|f| match f {
+                Field::Fixed64(v) => f64::from_bits(*v),
+                other => panic!("field {n} is not a fixed64: {other:?}"),
+            })
+        }
+
+        /// Repeated `Named*` messages: (`name = 1`, message `value = 2`).
+        fn named(&self, n: u32) -> Vec<(String, Msg)> {
+            self.msgs(n)
+                .into_iter()
+                .map(|m| (m.str(1), m.msg(2)))
+                .collect()
+        }
+
+        /// Repeated `NamedAny` in field `n`, with `Any.yaml` parsed.
+        fn extensions(&self, n: u32) -> Map<String, Value> {
+            self.named(n)
+                .into_iter()
+                .map(|(name, any)| (name, yaml_value(&any)))
+                .collect()
+        }
+    }
+
+    /// The value of an `Any` message's `yaml` (field 2), parsed as YAML.
+    fn yaml_value(any: &Msg) -> Value {
+        assert_eq!(any.numbers(), vec![2], "Any carries only yaml");
+        serde_yaml_ng::from_str(&any.str(2)).expect("Any.yaml parses as YAML")
+    }
+
+    /// A JSON number from a decoded double, integral ones as integers.
+    fn number(f: f64) -> Value {
+        if f.fract() == 0.0 && f.abs() < 1e15 {
+            json!(f as i64)
+        } else {
+            json!(f)
+        }
+    }
+
+    /// Rebuilds the JSON form of a decoded `Schema`.
+    fn schema_back(s: &Msg) -> Value {
+        let mut m = Map::new();
+        let mut put = |k: &str, v: Value| {
+            m.insert(k.to_string(), v);
+        };
+        for (field, key) in [(1, "$ref"), (2, "format"), (3, "title"), (4, "description")] {
+            if !s.str(field).is_empty() {
+                put(key, json!(s.str(field)));
+            }
+        }
+        if let Some(d) = s.opt_msg(5) {
+            put("default", yaml_value(&d));
+        }
+        for (field, key) in [(6, "multipleOf"), (7, "maximum"), (9, "minimum")] {
+            if let Some(f) = s.double(field) {
+                put(key, number(f));
+            }
+        }
+        for (field, key) in [
+            (8, "exclusiveMaximum"),
+            (10, "exclusiveMinimum"),
+            (16, "uniqueItems"),
+            (27, "readOnly"),
+        ] {
+            if s.bool(field) {
+                put(key, json!(true));
+            }
+        }
+        for (field, key) in [
+            (11, "maxLength"),
+            (12, "minLength"),
+            (14, "maxItems"),
+            (15, "minItems"),
+            (17, "maxProperties"),
+            (18, "minProperties"),
+        ] {
+            if s.varint(field).is_some() {
+                put(key, json!(s.int(field)));
+            }
+        }
+        if !s.str(13).is_empty() {
+            put("pattern", json!(s.str(13)));
+        }
+        if !s.strs(19).is_empty() {
+            put("required", json!(s.strs(19)));
+        }
+        let enums: Vec<Value> = s.msgs(20).iter().map(yaml_value).collect();
+        if !enums.is_empty() {
+            put("enum", Value::Array(enums));
+        }
+        if let Some(a) = s.opt_msg(21) {
+            match (a.opt_msg(1), a.varint(2)) {
+                (Some(schema), None) => put("additionalProperties", schema_back(&schema)),
+                (None, Some(b)) => put("additionalProperties", json!(b != 0)),
+                other => panic!("AdditionalPropertiesItem is not a oneof: {other:?}"),
+            }
+        }
+        if let Some(t) = s.opt_msg(22) {
+            let types = t.strs(1);
+            match types.as_slice() {
+                [one] => put("type", json!(one)),
+                _ => put("type", json!(types)),
+            }
+        }
+        if let Some(items) = s.opt_msg(23) {
+            let all: Vec<Value> = items.msgs(1).iter().map(schema_back).collect();
+            match <[Value; 1]>::try_from(all) {
+                Ok([one]) => put("items", one),
+                Err(all) => put("items", Value::Array(all)),
+            }
+        }
+        let all_of: Vec<Value> = s.msgs(24).iter().map(schema_back).collect();
+        if !all_of.is_empty() {
+            put("allOf", Value::Array(all_of));
+        }
+        if let Some(p) = s.opt_msg(25) {
+            let props: Map<String, Value> = p
+                .named(1)
+                .iter()
+                .map(|(k, v)| (k.clone(), schema_back(v)))
+                .collect();
+            put("properties", Value::Object(props));
+        }
+        if let Some(e) = s.opt_msg(30) {
+            put("example", yaml_value(&e));
+        }
+        for (k, v) in s.extensions(31) {
+            put(&k, v);
+        }
+        Value::Object(m)
+    }
+
+    fn test_doc() -> Value {
+        json!({
+            "swagger": "2.0",
+            "info": {"title": "Kubernetes", "version": "v1.2.3"},
+            "consumes": ["application/json"],
+            "paths": {
+                "/apis/apps/v1/namespaces/{namespace}/deployments/{name}": {
+                    "patch": {
+                        "description": "partially update the specified Deployment",
+                        "consumes": ["application/merge-patch+json", "application/apply-patch+yaml"],
+                        "produces": ["application/json", "application/yaml"],
+                        "schemes": ["https"],
+                        "tags": ["apps_v1"],
+                        "operationId": "patchAppsV1NamespacedDeployment",
+                        "parameters": [
+                            {"name": "body", "in": "body", "required": true, "schema": {"$ref": "#/definitions/io.k8s.api.apps.v1.Deployment"}},
+                            {"uniqueItems": true, "type": "string", "description": "fieldValidation instructs the server", "name": "fieldValidation", "in": "query"},
+                            {"$ref": "#/parameters/pretty"}
+                        ],
+                        "responses": {
+                            "200": {"description": "OK", "schema": {"$ref": "#/definitions/io.k8s.api.apps.v1.Deployment"}},
+                            "401": {"description": "Unauthorized"},
+                            "x-note": "ignored as a response"
+                        },
+                        "x-kubernetes-action": "patch",
+                        "x-kubernetes-group-version-kind": {"group": "apps", "version": "v1", "kind": "Deployment"}
+                    },
+                    "parameters": [
+                        {"uniqueItems": true, "type": "string", "description": "name of the Deployment", "name": "name", "in": "path", "required": true}
+                    ]
+                },
+                "x-paths-extension": {"a": 1}
+            },
+            "definitions": {
+                "io.k8s.api.apps.v1.Deployment": {
+                    "description": "Deployment enables declarative updates.",
+                    "type": "object",
+                    "required": ["spec"],
+                    "properties": {
+                        "metadata": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "description": "Standard object metadata."},
+                        "spec": {
+                            "type": "object",
+                            "properties": {
+                                "replicas": {"type": "integer", "format": "int32", "default": 1, "minimum": 1, "maximum": 1500},
+                                "strategy": {"type": "string", "enum": ["Recreate", "RollingUpdate"], "minLength": 1, "maxLength": 300},
+                                "containers": {
+                                    "type": "array",
+                                    "items": {"$ref": "#/definitions/io.k8s.api.core.v1.Container"},
+                                    "x-kubernetes-patch-merge-key": "name",
+                                    "x-kubernetes-patch-strategy": "merge",
+                                    "x-kubernetes-list-map-keys": ["name"]
+                                },
+                                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                                "closed": {"type": "object", "additionalProperties": false, "readOnly": true},
+                                "x-looks-like-extension": {"type": "string"}
+                            }
+                        },
+                        "status": {"type": "object", "properties": {}}
+                    },
+                    "x-kubernetes-group-version-kind": [{"group": "apps", "kind": "Deployment", "version": "v1"}]
+                },
+                "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": {"type": "object", "properties": {"name": {"type": "string"}}},
+                "io.k8s.api.core.v1.Container": {"type": "object", "properties": {"name": {"type": "string"}}}
+            },
+            "parameters": {
+                "pretty": {"uniqueItems": true, "type": "string", "description": "If 'true', then the output is pretty printed.", "name": "pretty", "in": "query"}
+            },
+            "securityDefinitions": {
+                "BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}
+            },
+            "security": [{"BearerToken": []}]
+        })
+    }
+
+    #[test]
+    fn writer_encodes_the_wire_format() {
+        let mut w = Writer::default();
+        for v in [0u64, 1, 127, 128, 300, u64::MAX] {
+            w.varint(v);
+        }
+        assert_eq!(
+            w.buf,
+            [
+                &[0x00, 0x01, 0x7f, 0x80, 0x01, 0xac, 0x02][..],
+                &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+            ]
+            .concat()
+        );
+        let mut w = Writer::default();
+        w.string(1, "");
+        w.bool(2, false);
+        w.int64(3, 0);
+        w.double(4, 0.0);
+        assert!(w.buf.is_empty(), "proto3 defaults are left out");
+        w.int64(3, -1);
+        assert_eq!(w.buf, [&[0x18][..], &[0xff; 9], &[0x01]].concat());
+        let mut w = Writer::default();
+        w.string(31, "ab");
+        w.bool(8, true);
+        w.double(7, 1.5);
+        w.message(25, |_| {});
+        assert_eq!(
+            w.buf,
+            [
+                &[0xfa, 0x01, 0x02, b'a', b'b', 0x40, 0x01, 0x39][..],
+                &1.5f64.to_le_bytes(),
+                &[0xca, 0x01, 0x00],
+            ]
+            .concat()
+        );
+    }
+
+    #[test]
+    fn document_round_trips() {
+        let doc = Msg::parse(&encode_v2(&test_doc()));
+        assert_eq!(doc.numbers(), vec![1, 2, 6, 8, 9, 10, 12, 13]);
+        assert_eq!(doc.str(1), "2.0");
+        let info = doc.msg(2);
+        assert_eq!(
+            (info.str(1), info.str(2)),
+            ("Kubernetes".into(), "v1.2.3".into())
+        );
+        assert_eq!(doc.strs(6), ["application/json"]);
+
+        // Paths: vendor extensions (1) apart from the path items (2).
+        let paths = doc.msg(8);
+        let ext = paths.extensions(1);
+        assert_eq!(ext.get("x-paths-extension"), Some(&json!({"a": 1})));
+        let items = paths.named(2);
+        assert_eq!(items.len(), 1);
+        let (name, item) = &items[0];
+        assert_eq!(
+            name,
+            "/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+        );
+        assert_eq!(item.numbers(), vec![8, 9], "only patch and parameters");
+
+        // PathItem.parameters: a path parameter (NonBodyParameter.path_parameter_sub_schema).
+        let path_params = item.msgs(9);
+        assert_eq!(path_params.len(), 1);
+        let path_param = path_params[0].msg(1).msg(2).msg(4);
+        assert!(path_param.bool(1));
+        assert_eq!(path_param.str(2), "path");
+        assert_eq!(path_param.str(3), "name of the Deployment");
+        assert_eq!(path_param.str(4), "name");
+        assert_eq!(path_param.str(5), "string");
+        assert!(path_param.bool(19));
+
+        // The PATCH operation.
+        let patch = item.msg(8);
+        assert_eq!(patch.strs(1), ["apps_v1"]);
+        assert_eq!(patch.str(3), "partially update the specified Deployment");
+        assert_eq!(patch.str(5), "patchAppsV1NamespacedDeployment");
+        assert_eq!(patch.strs(6), ["application/json", "application/yaml"]);
+        assert_eq!(
+            patch.strs(7),
+            [
+                "application/merge-patch+json",
+                "application/apply-patch+yaml"
+            ]
+        );
+        assert_eq!(patch.strs(10), ["https"]);
+        let gvk = patch.extensions(13);
+        assert_eq!(gvk.get("x-kubernetes-action"), Some(&json!("patch")));
+        assert_eq!(
+            gvk.get("x-kubernetes-group-version-kind"),
+            Some(&json!({"group": "apps", "version": "v1", "kind": "Deployment"}))
+        );
+        let params = patch.msgs(8);
+        assert_eq!(params.len(), 3);
+        let body = params[0].msg(1).msg(1);
+        assert_eq!(
+            (body.str(2), body.str(3), body.bool(4)),
+            ("body".into(), "body".into(), true)
+        );
+        assert_eq!(
+            body.msg(5).str(1),
+            "#/definitions/io.k8s.api.apps.v1.Deployment"
+        );
+        // ParametersItem.parameter → Parameter.non_body_parameter → query_parameter_sub_schema.
+        let query = params[1].msg(1).msg(2).msg(3);
+        assert_eq!(query.str(4), "fieldValidation");
+        assert_eq!(query.str(2), "query");
+        assert_eq!(query.str(3), "fieldValidation instructs the server");
+        assert_eq!(query.str(6), "string");
+        assert!(query.bool(20));
+        assert!(!query.bool(1));
+        // ParametersItem.json_reference.
+        assert_eq!(params[2].numbers(), vec![2]);
+        assert_eq!(params[2].msg(2).str(1), "#/parameters/pretty");
+        // Responses: status codes only; Response.schema is a SchemaItem.schema.
+        let responses = patch.msg(9).named(1);
+        let codes: Vec<&str> = responses.iter().map(|(c, _)| c.as_str()).collect();
+        assert_eq!(codes, ["200", "401"]);
+        let ok = responses[0].1.msg(1);
+        assert_eq!(ok.str(1), "OK");
+        assert_eq!(
+            ok.msg(2).msg(1).str(1),
+            "#/definitions/io.k8s.api.apps.v1.Deployment"
+        );
+        assert_eq!(responses[1].1.msg(1).numbers(), vec![1]);
+
+        // Definitions.
+        let definitions = doc.msg(9).named(1);
+        let names: Vec<&str> = definitions.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "io.k8s.api.apps.v1.Deployment",
+                "io.k8s.api.core.v1.Container",
+                "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+            ]
+        );
+        let deployment = &definitions[0].1;
+        assert_eq!(deployment.str(4), "Deployment enables declarative updates.");
+        assert_eq!(deployment.msg(22).strs(1), ["object"]);
+        assert_eq!(deployment.strs(19), ["spec"]);
+        let properties = deployment.msg(25).named(1);
+        let metadata = &properties
+            .iter()
+            .find(|(n, _)| n == "metadata")
+            .expect("metadata")
+            .1;
+        assert_eq!(
+            metadata.str(1),
+            "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+        );
+        assert_eq!(metadata.str(4), "Standard object metadata.");
+        assert_eq!(
+            deployment
+                .extensions(31)
+                .get("x-kubernetes-group-version-kind"),
+            Some(&json!([{"group": "apps", "kind": "Deployment", "version": "v1"}]))
+        );
+        let spec = &properties
+            .iter()
+            .find(|(n, _)| n == "spec")
+            .expect("spec")
+            .1;
+        let spec_props = spec.msg(25).named(1);
+        let containers = &spec_props
+            .iter()
+            .find(|(n, _)| n == "containers")
+            .expect("containers")
+            .1;
+        assert_eq!(containers.msg(22).strs(1), ["array"]);
+        let items = containers.msg(23).msgs(1);
+        assert_eq!(items.len(), 1);
+        assert_eq!(
+            items[0].str(1),
+            "#/definitions/io.k8s.api.core.v1.Container"
+        );
+        let ext = containers.extensions(31);
+        assert_eq!(
+            ext.get("x-kubernetes-patch-merge-key"),
+            Some(&json!("name"))
+        );
+        assert_eq!(
+            ext.get("x-kubernetes-patch-strategy"),
+            Some(&json!("merge"))
+        );
+        // `x-` property names are properties, not extensions.
+        assert!(
+            spec_props
+                .iter()
+                .any(|(n, _)| n == "x-looks-like-extension")
+        );
+        assert!(spec.extensions(31).is_empty());
+        // An empty `properties` is present (kubectl tells objects from maps by it).
+        let status = &properties
+            .iter()
+            .find(|(n, _)| n == "status")
+            .expect("status")
+            .1;
+        assert!(status.msg(25).0.is_empty());
+        let replicas = &spec_props
+            .iter()
+            .find(|(n, _)| n == "replicas")
+            .expect("replicas")
+            .1;
+        assert_eq!(replicas.str(2), "int32");
+        assert_eq!(yaml_value(&replicas.msg(5)), json!(1));
+        assert_eq!(replicas.double(7), Some(1500.0));
+        assert_eq!(replicas.double(9), Some(1.0));
+        let strategy = &spec_props
+            .iter()
+            .find(|(n, _)| n == "strategy")
+            .expect("strategy")
+            .1;
+        let enums: Vec<Value> = strategy.msgs(20).iter().map(yaml_value).collect();
+        assert_eq!(enums, [json!("Recreate"), json!("RollingUpdate")]);
+        assert_eq!((strategy.int(11), strategy.int(12)), (300, 1));
+        let labels = &spec_props
+            .iter()
+            .find(|(n, _)| n == "labels")
+            .expect("labels")
+            .1;
+        assert_eq!(labels.msg(21).msg(1).msg(22).strs(1), ["string"]);
+        let closed = &spec_props
+            .iter()
+            .find(|(n, _)| n == "closed")
+            .expect("closed")
+            .1;
+        assert_eq!(
+            closed.msg(21).varint(2),
+            Some(0),
+            "false is written in a oneof"
+        );
+        assert!(closed.bool(27));
+
+        // Whole-schema round trip.
+        let original = &test_doc()["definitions"]["io.k8s.api.apps.v1.Deployment"];
+        assert_eq!(&schema_back(deployment), original);
+
+        // Parameters, security definitions and requirements.
+        let parameters = doc.msg(10).named(1);
+        assert_eq!(parameters[0].0, "pretty");
+        assert_eq!(parameters[0].1.msg(2).msg(3).str(4), "pretty");
+        let security = doc.msg(13).named(1);
+        assert_eq!(security[0].0, "BearerToken");
+        let api_key = security[0].1.msg(2);
+        assert_eq!(
+            (
+                api_key.str(1),
+                api_key.str(2),
+                api_key.str(3),
+                api_key.str(4)
+            ),
+            (
+                "apiKey".into(),
+                "authorization".into(),
+                "header".into(),
+                "Bearer Token authentication".into()
+            )
+        );
+        let requirement = doc.msgs(12);
+        assert_eq!(requirement.len(), 1);
+        let named = requirement[0].named(1);
+        assert_eq!(named[0].0, "BearerToken");
+        assert!(named[0].1.0.is_empty());
+    }
+
+    /// kube-openapi's `proto.NewOpenAPIData` rules (kubectl 1.29–1.31 parse every definition
+    /// with them, and fail on the first violation).
+    fn check_kube_openapi(s: &Msg, names: &[String], path: &str) {
+        let types = s.opt_msg(22).map(|t| t.strs(1)).unwrap_or_default();
+        let properties = s.opt_msg(25);
+        if !s.str(1).is_empty() {
+            let reference = s.str(1);
+            assert!(
+                properties.as_ref().is_none_or(|p| p.0.is_empty()),
+                "{path}: $ref with properties"
+            );
+            assert!(types.is_empty(), "{path}: $ref with a type");
+            let model = reference
+                .strip_prefix("#/definitions/")
+                .expect("definition $ref");
+            assert!(
+                names.iter().any(|n| n == model),
+                "{path}: dangling $ref {model}"
+            );
+            return;
+        }
+        let sub = |m: &Msg, p: &str| check_kube_openapi(m, names, p);
+        match types.as_slice() {
+            [] | [_] if properties.is_some() => {
+                assert!(
+                    types.is_empty() || types[0] == "object",
+                    "{path}: properties on a non-object"
+                );
+                for (name, p) in properties.iter().flat_map(|p| p.named(1)) {
+                    sub(&p, &format!("{path}.{name}"));
+                }
+            }
+            [] => {}
+            [t] if t == "object" => {
+                if let Some(schema) = s.opt_msg(21).and_then(|a| a.opt_msg(1)) {
+                    sub(&schema, &format!("{path}.*"));
+                }
+            }
+            [t] if t == "array" => {
+                let items = s.opt_msg(23).map(|i| i.msgs(1)).unwrap_or_default();
+                assert_eq!(
+                    items.len(),
+                    1,
+                    "{path}: array should have exactly one sub-item"
+                );
+                sub(&items[0], &format!("{path}[]"));
+            }
+            [t] => assert!(
+                ["string", "number", "integer", "boolean"].contains(&t.as_str()),
+                "{path}: unknown primitive type {t}"
+            ),
+            _ => panic!("{path}: multiple types"),
+        }
+    }
+
+    #[test]
+    fn served_document_satisfies_kubectl() {
+        let registry = crate::registry::Registry::with_builtins();
+        let json_doc = crate::openapi::v2(&registry);
+        let doc = Msg::parse(&encode_v2(&json_doc));
+        assert_eq!(doc.str(1), "2.0");
+
+        // kubectl 1.27/1.28 `supportsQueryParam`: the PATCH operation whose GVK extension
+        // matches must list a `fieldValidation` query parameter.
+        let paths = doc.msg(8).named(2);
+        assert_eq!(
+            paths.len(),
+            json_doc["paths"].as_object().map_or(0, Map::len)
+        );
+        let supports = |group: &str, version: &str, kind: &str| {
+            paths.iter().any(|(_, item)| {
+                let Some(patch) = item.opt_msg(8) else {
+                    return false;
+                };
+                let ext = patch.extensions(13);
+                let Some(gvk) = ext.get("x-kubernetes-group-version-kind") else {
+                    return false;
+                };
+                // kubectl reads it into a map[string]string.
+                let gvk: std::collections::BTreeMap<String, String> =
+                    serde_json::from_value(gvk.clone()).expect("GVK of strings");
+                gvk.get("group").map(String::as_str) == Some(group)
+                    && gvk.get("version").map(String::as_str) == Some(version)
+                    && gvk.get("kind").map(String::as_str) == Some(kind)
+                    && patch.msgs(8).iter().any(|p| {
+                        p.opt_msg(1)
+                            .and_then(|p| p.opt_msg(2))
+                            .and_then(|n| n.opt_msg(3))
+                            .is_some_and(|q| q.str(4) == "fieldValidation")
+                    })
+            })
+        };
+        assert!(supports("apps", "v1", "Deployment"));
+        assert!(supports("", "v1", "ConfigMap"));
+        assert!(supports(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition"
+        ));
+        assert!(!supports("apps", "v1", "NoSuchKind"));
+
+        // Every definition decodes back to its JSON, and passes kube-openapi's parser.
+        let definitions = doc.msg(9).named(1);
+        let json_defs = json_doc["definitions"].as_object().expect("definitions");
+        assert_eq!(definitions.len(), json_defs.len());
+        let names: Vec<String> = definitions.iter().map(|(n, _)| n.clone()).collect();
+        for (name, schema) in &definitions {
+            assert_eq!(
+                Some(&schema_back(schema)),
+                json_defs.get(name),
+                "definition {name}"
+            );
+            check_kube_openapi(schema, &names, name);
+        }
+    }
+
+    #[test]
+    fn any_yaml_is_valid_yaml_for_odd_strings() {
+        let value = json!({"k\"ey": ["a\u{7f}b", "line\nbreak\u{2028}", "tab\t", "\u{85}", "é🎉", "yes", "1.0"], "n": [1, -2, 1.5e300, null, true]});
+        let text = yaml_text(&value);
+        assert!(text.contains("\\u007f") && text.contains("\\u2028") && text.contains("\\u0085"));
+        assert!(!text.contains('\u{7f}') && !text.contains('\n'));
+        let back: Value = serde_yaml_ng::from_str(&text).expect("YAML");
+        assert_eq!(back, value);
+        assert_eq!(yaml_text(&json!("merge")), "\"merge\"");
+        assert_eq!(yaml_text(&json!({})), "{}");
+    }
+
+    #[test]
+    fn odd_and_deep_inputs_encode_without_panicking() {
+        assert!(encode_v2(&json!(null)).is_empty());
+        assert!(encode_v2(&json!([1, 2])).is_empty());
+        // Wrong JSON types are left out; a wrongly typed schema is an empty one.
+        let odd = json!({
+            "swagger": 2,
+            "paths": {"/x": {"get": "nope", "parameters": [1, {"in": "cookie", "name": "c"}]}},
+            "definitions": {"a": true, "b": {"type": 7, "items": [true, {"type": "string"}], "maxLength": 1e3, "minLength": -1, "minimum": 0, "maximum": -0.0, "additionalProperties": null}}
+        });
+        let doc = Msg::parse(&encode_v2(&odd));
+        assert_eq!(doc.str(1), "");
+        let item = &doc.msg(8).named(2)[0].1;
+        assert_eq!(item.numbers(), vec![9]);
+        assert_eq!(item.msgs(9)[0].msg(1).0, vec![]);
+        let defs = doc.msg(9).named(1);
+        assert!(defs[0].1.0.is_empty());
+        let b = &defs[1].1;
+        assert_eq!(b.msg(23).msgs(1).len(), 2);
+        assert_eq!((b.int(11), b.int(12)), (1000, -1));
+        // proto3 leaves +0.0 out (upstream's documents lose `minimum: 0` the same way).
+        assert_eq!((b.double(9), b.double(7)), (None, Some(-0.0)));
+        assert_eq!(b.opt_msg(21).map(|m| m.0), None);
+
+        // Nesting far deeper than any parsed document is cut off, not followed.
+        let mut schema = json!({"type": "string"});
+        for _ in 0..1000 {
+            schema = json!({"type": "object", "properties": {"p": schema}, "default": {"d": []}});
+        }
+        let doc = Msg::parse(&encode_v2(&json!({"definitions": {"deep": schema}})));
+        let mut s = doc.msg(9).named(1).remove(0).1;
+        let mut depth = 1;
+        while let Some(p) = s.opt_msg(25) {
+            s = p.named(1).remove(0).1;
+            depth += 1;
+        }
+        // MAX_DEPTH encoded levels, then one empty schema.
+        assert_eq!(depth, MAX_DEPTH + 1);
+        assert!(s.0.is_empty());
+    }
+
+    #[test]
+    fn negotiation_follows_upstream() {
+        use V2Encoding::{Json, Protobuf};
+        assert_eq!(negotiate(None), Some(Json));
+        assert_eq!(negotiate(Some("")), Some(Json));
+        assert_eq!(negotiate(Some("application/json")), Some(Json));
+        assert_eq!(negotiate(Some("*/*")), Some(Json));
+        // kubectl 1.27–1.31.
+        assert_eq!(negotiate(Some(MEDIA_TYPE_DEPRECATED)), Some(Protobuf));
+        assert_eq!(negotiate(Some(MEDIA_TYPE)), Some(Protobuf));
+        assert_eq!(
+            negotiate(Some(
+                "application/json;q=0.5, application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+            )),
+            Some(Protobuf)
+        );
+        assert_eq!(
+            negotiate(Some(
+                "application/com.github.proto-openapi.spec.v2@v1.0+protobuf;q=0.5, application/json"
+            )),
+            Some(Json)
+        );
+        assert_eq!(
+            negotiate(Some(
+                "*/*, application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+            )),
+            Some(Protobuf)
+        );
+        assert_eq!(negotiate(Some("application/xml")), None);
+        assert_eq!(negotiate(Some("application/json;q=0")), None);
+        assert_eq!(negotiate(Some("application/protobuf")), None);
+    }
+}

@@ -188,7 +188,7 @@ impl ApiServer {
         let tls_material = if config.tls {
             let hosts = vec![config.bind.to_string()];
             Some(match &data_dir {
-                Some(dir) => tls::load_or_generate(&dir.join("pki"), &hosts)?,
+                Some(dir) => tls::load_or_generate(dir, &hosts)?,
                 None => tls::generate(&hosts)?,
             })
         } else {

@@ -140,3 +140,33 @@ async fn invalid_crds_are_rejected() {
     let crd: CustomResourceDefinition = serde_json::from_value(bad).expect("crd");
     assert_eq!(code(crds.create(&PostParams::default(), &crd).await.expect_err("two storage versions")), 422);
 }
+
+/// Regression: when a CRD disappears because an update removed its last finalizer, its kind
+/// must stop being served.
+#[tokio::test]
+async fn crd_removed_by_finalizer_update_is_unserved() {
+    let env = TestEnv::start().await.expect("env");
+    let mut crd_json = widget_crd();
+    crd_json["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    let crd: CustomResourceDefinition = serde_json::from_value(crd_json).expect("crd");
+    env.install_crd(crd).await.expect("install");
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    crds.delete("widgets.ref.example.org", &DeleteParams::default()).await.expect("delete");
+    // The cleanup finalizer goes once the (zero) custom resources are gone; ours stays.
+    wait_until(WAIT, "cleanup finalizer removed", || {
+        let crds = crds.clone();
+        async move {
+            crds.get("widgets.ref.example.org").await.is_ok_and(|c| {
+                c.metadata.finalizers.unwrap_or_default() == vec!["example.com/keep".to_string()]
+            })
+        }
+    })
+    .await
+    .expect("only our finalizer left");
+    crds.patch("widgets.ref.example.org", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+        .await
+        .expect("release");
+    assert!(crds.get_opt("widgets.ref.example.org").await.expect("get").is_none());
+    let (status, _) = raw(&env.client(), "GET", "/apis/ref.example.org/v1/namespaces/default/widgets", None, vec![]).await;
+    assert_eq!(status, 404, "the kind is no longer served");
+}

@@ -330,3 +330,37 @@ fn curl_status(url: &str, ca_pem: &str) -> Option<u16> {
         .ok()?;
     String::from_utf8_lossy(&out.stdout).trim().parse().ok()
 }
+
+/// Regression: clearing a terminating namespace's own finalizers must not remove it while its
+/// contents (held by a finalizer) remain: `spec.finalizers` keeps it until they are gone.
+#[tokio::test]
+async fn terminating_namespace_waits_for_its_contents() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "held", "finalizers": ["example.com/ns"]}})).expect("ns");
+    namespaces.create(&PostParams::default(), &ns).await.expect("create ns");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "held");
+    let held: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "c", "finalizers": ["example.com/hold"]}})).expect("cm");
+    cms.create(&PostParams::default(), &held).await.expect("create cm");
+    namespaces.delete("held", &DeleteParams::default()).await.expect("delete ns");
+    let terminating = namespaces.get("held").await.expect("terminating");
+    assert_eq!(terminating.status.and_then(|s| s.phase).as_deref(), Some("Terminating"));
+    // New content is refused while terminating.
+    let err = cms.create(&PostParams::default(), &cm("late", json!({}), json!({}))).await.expect_err("terminating");
+    assert_eq!(code(err), 403);
+    namespaces
+        .patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+        .await
+        .expect("clear ns finalizer");
+    assert!(namespaces.get_opt("held").await.expect("get").is_some(), "contents remain, so does the namespace");
+    cms.patch("c", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+        .await
+        .expect("release cm");
+    wait_until(WAIT, "namespace gone", || {
+        let namespaces = namespaces.clone();
+        async move { namespaces.get_opt("held").await.ok().flatten().is_none() }
+    })
+    .await
+    .expect("namespace removed after its contents");
+}

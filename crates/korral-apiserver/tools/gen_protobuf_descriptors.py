@@ -45,6 +45,19 @@ SCALARS = {
     "double", "float", "fixed32", "fixed64", "sfixed32", "sfixed64",
 }
 
+# Messages the decoder handles by name (their JSON is not an object of their fields), so a
+# missing Go struct or field for them is expected.
+SPECIAL = {
+    "k8s.io.apimachinery.pkg.apis.meta.v1.Time",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.Duration",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    "k8s.io.apimachinery.pkg.util.intstr.IntOrString",
+    "k8s.io.apimachinery.pkg.api.resource.Quantity",
+    "k8s.io.apimachinery.pkg.api.resource.QuantityValue",
+    "k8s.io.apimachinery.pkg.runtime.RawExtension",
+}
+
 # apimachinery packages the decoder may need, by directory.
 APIMACHINERY_DIRS = [
     "pkg/apis/meta/v1",
@@ -435,7 +448,7 @@ def main() -> None:
                         and gf["omitempty"]
                     ):
                         flags += "z"
-                elif go is not None and m not in p.go_slices:
+                elif go is not None and m not in p.go_slices and f"{p.full}.{m}" not in SPECIAL:
                     print(f"warning: {p.full}.{m}.{f['name']}: no Go field #{f['number']}", file=sys.stderr)
                     warnings += 1
                 out.append(f"{f['number']} {json_name} {typ}{(' ' + flags) if flags else ''}")

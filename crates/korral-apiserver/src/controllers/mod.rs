@@ -107,6 +107,7 @@ enum Drain {
     Closed,
 }
 
+/// The controllers' state: the index, queued work and scheduled retries.
 struct Controller {
     objects: Arc<Objects>,
     index: Index,
@@ -118,6 +119,7 @@ struct Controller {
     seen: u64,
 }
 
+/// Whether shutdown was requested.
 fn stop_requested(shutdown: &watch::Receiver<bool>) -> bool {
     *shutdown.borrow()
 }

@@ -212,10 +212,10 @@ enum PendingType {
 impl Descriptors {
     /// The message index for an object of `kind` in `api_version`.
     pub(crate) fn message_for_kind(&self, api_version: &str, kind: &str) -> Option<usize> {
-        if let Some(package) = self.packages.get(api_version) {
-            if let Some(&idx) = self.by_name.get(&format!("{package}.{kind}")) {
-                return Some(idx);
-            }
+        if let Some(package) = self.packages.get(api_version)
+            && let Some(&idx) = self.by_name.get(&format!("{package}.{kind}"))
+        {
+            return Some(idx);
         }
         if META_KINDS.contains(&kind) {
             return self.by_name.get(&format!("{META_PACKAGE}.{kind}")).copied();
