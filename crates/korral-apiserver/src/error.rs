@@ -244,7 +244,13 @@ impl ApiError {
 
     /// 422 `Invalid` with field causes.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let summary: Vec<String> = causes.iter().map(Cause::summary).collect();
+        let mut summary: Vec<String> = Vec::with_capacity(causes.len());
+        for line in causes.iter().map(Cause::summary) {
+            // Upstream prints a repeated cause once in the message (but keeps it in causes).
+            if !summary.contains(&line) {
+                summary.push(line);
+            }
+        }
         let joined = if summary.len() == 1 {
             summary[0].clone()
         } else {

@@ -525,6 +525,7 @@ impl Objects {
                 version = info.version,
             )));
         }
+        schema::drop_non_nullable_nulls(obj, s);
         schema::apply_defaults(obj, s);
         let mut causes = schema::validate(obj, s, "");
         causes.retain(|c| !c.field.starts_with("metadata") || c.field == "metadata");

@@ -61,10 +61,10 @@ pub fn negotiate(accept: Option<&str>) -> Option<V2Encoding> {
         }
         let mut q = 1.0;
         for param in parts {
-            if let Some((name, value)) = param.split_once('=') {
-                if name.trim().eq_ignore_ascii_case("q") {
-                    q = value.trim().parse::<f64>().unwrap_or(0.0);
-                }
+            if let Some((name, value)) = param.split_once('=')
+                && name.trim().eq_ignore_ascii_case("q")
+            {
+                q = value.trim().parse::<f64>().unwrap_or(0.0);
             }
         }
         if q <= 0.0 || q.is_nan() {

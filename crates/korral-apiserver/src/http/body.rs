@@ -46,11 +46,22 @@ fn is_yaml(content_type: &str) -> bool {
 
 /// Decodes a JSON or YAML object body for `kind`, with upstream's error for malformed input.
 pub fn decode_object(bytes: &[u8], content_type: &str, kind: &str) -> Result<Value, ApiError> {
+    if crate::protobuf::is_protobuf_content_type(content_type) {
+        return crate::protobuf::decode_object(bytes).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {kind}): {e}"
+            ))
+        });
+    }
     let media = content_type.split(';').next().unwrap_or("").trim();
     if !(media.is_empty() || media == "*/*" || media.contains("json") || is_yaml(media)) {
         return Err(ApiError::unsupported_media_type(
             media,
-            &["application/json", "application/yaml"],
+            &[
+                "application/json",
+                "application/yaml",
+                crate::protobuf::CONTENT_TYPE,
+            ],
         ));
     }
     let parsed: Result<Value, String> = if is_yaml(content_type) {
