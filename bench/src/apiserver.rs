@@ -144,6 +144,7 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
         "--memory-objects must be at least 1"
     );
     let run_started = Instant::now();
+    let load_at_start = load_average();
     let bin = locate_korral(opts.korral.as_deref(), opts.build_korral)?;
     let mut rows = Vec::new();
 
@@ -238,6 +239,13 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
             ),
         ),
     ];
+    header.push((
+        "load".to_string(),
+        format!(
+            "load average {load_at_start} at start, {} at end (other processes on the machine skew every figure)",
+            load_average()
+        ),
+    ));
     header.push((
         "run time".to_string(),
         format!("{:.1} s", run_started.elapsed().as_secs_f64()),
@@ -379,6 +387,7 @@ async fn create_rows(
         let ns = format!("bench-create-{n}");
         create_namespace(&clients[0], &ns).await?;
         warm_up(&clients[..n], &ns).await?;
+        let cpu_before = (server.cpu_time()?, own_cpu_time()?);
         let t = create_many(
             &clients[..n],
             &ns,
@@ -389,6 +398,9 @@ async fn create_rows(
         )
         .await
         .with_context(|| format!("creating ConfigMaps with {n} client(s), {label}"))?;
+        let server_cpu = server.cpu_time()?.saturating_sub(cpu_before.0);
+        let client_cpu = own_cpu_time()?.saturating_sub(cpu_before.1);
+        let per_create = |d: Duration| d.as_secs_f64() * 1e6 / t.done.max(1) as f64;
         let plural = if n == 1 { "client" } else { "clients" };
         rows.push(Row {
             id,
@@ -762,6 +774,14 @@ async fn create_many(
         done: done.load(Ordering::Relaxed),
         elapsed,
     })
+}
+
+/// The 1-minute load average from `/proc/loadavg`.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 fn cores() -> usize {

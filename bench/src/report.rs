@@ -259,6 +259,6 @@ mod tests {
         assert_eq!(format_number(999.5, 1), "999.5");
         assert_eq!(format_number(-1234.25, 2), "-1,234.25");
         assert_eq!(format_value(12345.0, "/s"), "12,345/s");
-        assert_eq!(format_value(3.14159, "ms"), "3.14 ms");
+        assert_eq!(format_value(4.56789, "ms"), "4.57 ms");
     }
 }

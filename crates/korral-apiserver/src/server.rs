@@ -219,7 +219,9 @@ impl ApiServer {
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(State {
             objects: objects.clone(),
-            token: Some(token.clone()),
+            // Plain HTTP is for loopback use; clients (kubectl) do not send bearer tokens over
+            // it, so it is served without authentication, like upstream's old insecure port.
+            token: tls_material.is_some().then(|| token.clone()),
             address: format!("{host}:{}", addr.port()),
             shutdown: shutdown_rx.clone(),
             bookmark_interval: config.bookmark_interval,

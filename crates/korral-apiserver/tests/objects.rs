@@ -364,3 +364,26 @@ async fn terminating_namespace_waits_for_its_contents() {
     .await
     .expect("namespace removed after its contents");
 }
+
+#[tokio::test]
+async fn insecure_http_serves_loopback_without_a_token() {
+    let config = korral_apiserver::ServerConfig { tls: false, ..korral_apiserver::ServerConfig::in_memory() };
+    let env = TestEnv::builder().server_config(config).start().await.expect("env");
+    assert!(env.server().url().starts_with("http://"));
+    let url = format!("{}/api/v1/namespaces/default", env.server().url());
+    let status = tokio::task::spawn_blocking(move || {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+            .arg(&url)
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse::<u16>().ok()
+    })
+    .await
+    .expect("join");
+    if let Some(status) = status {
+        assert_eq!(status, 200);
+    }
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    api.create(&PostParams::default(), &cm("plain", json!({}), json!({}))).await.expect("create over http");
+}

@@ -20,7 +20,8 @@ pub struct Args {
     /// Where to write the kubeconfig for this server.
     #[arg(long, default_value = ".korral/kubeconfig")]
     kubeconfig: PathBuf,
-    /// Serve plain HTTP on loopback instead of HTTPS.
+    /// Serve plain HTTP on loopback instead of HTTPS (without authentication: clients do not
+    /// send tokens over plain HTTP).
     #[arg(long)]
     insecure_http: bool,
 }

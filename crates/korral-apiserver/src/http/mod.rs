@@ -15,6 +15,7 @@ use http::{Method, Request, Response, StatusCode, header};
 use crate::error::ApiError;
 use crate::objects::Objects;
 use crate::openapi;
+use crate::openapi_proto;
 
 pub use body::{Body, MAX_BODY};
 pub use discovery::version;
@@ -59,22 +60,6 @@ fn parse_query(uri: &http::Uri) -> handlers::Query {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Whether a request accepts a JSON answer (no Accept header counts as yes).
-fn accepts_json(headers: &http::HeaderMap) -> bool {
-    let accept: Vec<&str> = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    accept.is_empty()
-        || accept.iter().any(|a| {
-            a.split(',').any(|m| {
-                let m = m.split(';').next().unwrap_or("").trim();
-                m == "application/json" || m == "*/*" || m == "application/*" || m.is_empty()
-            })
-        })
 }
 
 fn text(status: StatusCode, s: &str) -> Response<Body> {
@@ -125,16 +110,43 @@ where
                 &serde_json::json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version"]}),
             ));
         }
-        "/openapi/v2" if is_get => {
-            if !accepts_json(req.headers()) {
-                // Old kubectl asks for the protobuf (gnostic) encoding only; we serve JSON.
-                return Err(ApiError::new(
-                    406,
-                    "NotAcceptable",
-                    "only the following media types are accepted: application/json",
-                ));
-            }
-            return Ok(body::json_response(StatusCode::OK, &openapi::v2(&registry)));
+        "/openapi/v2" | "/swagger-2.0.0.pb-v1" if is_get => {
+            let accept: Vec<&str> = req
+                .headers()
+                .get_all(header::ACCEPT)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            let accept = accept.join(",");
+            // The legacy path is protobuf-only: kubectl's fallback request sends a JSON Accept.
+            let encoding = if path == "/swagger-2.0.0.pb-v1" {
+                Some(openapi_proto::V2Encoding::Protobuf)
+            } else {
+                openapi_proto::negotiate((!accept.is_empty()).then_some(accept.as_str()))
+            };
+            let doc = openapi::v2(&registry);
+            let mut response = match encoding {
+                Some(openapi_proto::V2Encoding::Json) => body::json_response(StatusCode::OK, &doc),
+                Some(openapi_proto::V2Encoding::Protobuf) => body::bytes_response(
+                    StatusCode::OK,
+                    openapi_proto::encode_v2(&doc),
+                    openapi_proto::MEDIA_TYPE,
+                ),
+                None => {
+                    return Err(ApiError::new(
+                        406,
+                        "NotAcceptable",
+                        format!(
+                            "only the following media types are accepted: application/json, {}",
+                            openapi_proto::MEDIA_TYPE
+                        ),
+                    ));
+                }
+            };
+            response
+                .headers_mut()
+                .insert(header::VARY, http::HeaderValue::from_static("Accept"));
+            return Ok(response);
         }
         "/openapi/v3" if is_get => {
             return Ok(body::json_response(StatusCode::OK, &openapi::v3_index(&registry)));
