@@ -7,8 +7,7 @@ use serde_json::{Value, json};
 use crate::error::Cause;
 use crate::meta;
 use crate::registry::{
-    CustomResourceInfo, NameRule, PrinterColumn, Registry, ResourceInfo, ScalePaths,
-    standard_verbs,
+    CustomResourceInfo, NameRule, PrinterColumn, Registry, ResourceInfo, ScalePaths, standard_verbs,
 };
 use crate::validation::{names, schema};
 
@@ -54,7 +53,11 @@ pub fn validate(obj: &Value, old: Option<&Value>, _registry: &Registry) -> Vec<C
     let singular = str_at(obj, "spec.names.singular");
     if !singular.is_empty() {
         for msg in names::dns1123_label(singular) {
-            causes.push(Cause::invalid("spec.names.singular", &json!(singular), &msg));
+            causes.push(Cause::invalid(
+                "spec.names.singular",
+                &json!(singular),
+                &msg,
+            ));
         }
     }
     if kind.is_empty() {
@@ -158,15 +161,16 @@ fn set_condition(obj: &mut Value, cond: Value) {
         .cloned()
         .unwrap_or_default();
     let kind = cond.get("type").cloned();
-    match conditions.iter_mut().find(|c| c.get("type") == kind.as_ref()) {
+    match conditions
+        .iter_mut()
+        .find(|c| c.get("type") == kind.as_ref())
+    {
         Some(existing) => {
             let same = existing.get("status") == cond.get("status");
             let last = existing.get("lastTransitionTime").cloned();
             *existing = cond;
-            if same {
-                if let (Some(last), Some(map)) = (last, existing.as_object_mut()) {
-                    map.insert("lastTransitionTime".into(), last);
-                }
+            if same && let (Some(last), Some(map)) = (last, existing.as_object_mut()) {
+                map.insert("lastTransitionTime".into(), last);
             }
         }
         None => conditions.push(cond),
@@ -177,7 +181,11 @@ fn set_condition(obj: &mut Value, cond: Value) {
 fn accepted_names(obj: &Value) -> Value {
     let mut names = meta::path(obj, "spec.names").cloned().unwrap_or(json!({}));
     if let Some(map) = names.as_object_mut() {
-        let kind = map.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let kind = map
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if !map.contains_key("listKind") && !kind.is_empty() {
             map.insert("listKind".into(), json!(format!("{kind}List")));
         }
@@ -205,7 +213,11 @@ pub fn prepare_create(obj: &mut Value, registry: &Registry) {
     let plural = str_at(obj, "spec.names.plural").to_string();
     let name = meta::name(obj).to_string();
     if registry.plural_taken(&group, &plural, &name) {
-        meta::set_path(obj, "status.acceptedNames", json!({"plural": "", "kind": ""}));
+        meta::set_path(
+            obj,
+            "status.acceptedNames",
+            json!({"plural": "", "kind": ""}),
+        );
         set_condition(
             obj,
             condition(
@@ -217,7 +229,12 @@ pub fn prepare_create(obj: &mut Value, registry: &Registry) {
         );
         set_condition(
             obj,
-            condition("Established", "False", "NotAccepted", "not all names are accepted"),
+            condition(
+                "Established",
+                "False",
+                "NotAccepted",
+                "not all names are accepted",
+            ),
         );
     } else {
         meta::set_path(obj, "status.acceptedNames", names);
@@ -235,7 +252,9 @@ pub fn prepare_create(obj: &mut Value, registry: &Registry) {
             ),
         );
     }
-    let stored: Vec<Value> = storage_version(obj).map(|v| vec![json!(v)]).unwrap_or_default();
+    let stored: Vec<Value> = storage_version(obj)
+        .map(|v| vec![json!(v)])
+        .unwrap_or_default();
     meta::set_path(obj, "status.storedVersions", Value::Array(stored));
 }
 
@@ -252,10 +271,10 @@ pub fn prepare_update(obj: &mut Value, old: &Value) {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if let Some(v) = storage_version(obj) {
-        if !stored.iter().any(|s| s == &json!(v)) {
-            stored.push(json!(v));
-        }
+    if let Some(v) = storage_version(obj)
+        && !stored.iter().any(|s| s == &json!(v))
+    {
+        stored.push(json!(v));
     }
     meta::set_path(obj, "status.storedVersions", Value::Array(stored));
 }
@@ -286,7 +305,9 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
     if plural.is_empty() {
         return Vec::new();
     }
-    let names = meta::path(obj, "status.acceptedNames").cloned().unwrap_or(json!({}));
+    let names = meta::path(obj, "status.acceptedNames")
+        .cloned()
+        .unwrap_or(json!({}));
     let kind = str_at(&names, "kind").to_string();
     let list_kind = match str_at(&names, "listKind") {
         "" => format!("{kind}List"),
@@ -298,7 +319,12 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
     };
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let short_names = strings(names.get("shortNames"));
@@ -367,7 +393,9 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 field_selectors: selectable_fields.clone(),
                 custom: Some(CustomResourceInfo {
                     crd_name: crd_name.clone(),
-                    schema: meta::path(v, "schema.openAPIV3Schema").cloned().map(Arc::new),
+                    schema: meta::path(v, "schema.openAPIV3Schema")
+                        .cloned()
+                        .map(Arc::new),
                     printer_columns,
                     selectable_fields,
                     storage: v.get("storage").and_then(Value::as_bool) == Some(true),

@@ -349,16 +349,16 @@ fn volume(v: &mut Map<String, Value>) {
         default_value(src, "fsType", json!("ext4"));
         default_value(src, "readOnly", json!(false));
     }
-    if let Some(src) = child(v, "image") {
-        if unset_str(src.get("pullPolicy")) {
-            let policy = default_image_pull_policy(str_of(src, "reference").unwrap_or(""));
-            src.insert("pullPolicy".into(), json!(policy));
-        }
+    if let Some(src) = child(v, "image")
+        && unset_str(src.get("pullPolicy"))
+    {
+        let policy = default_image_pull_policy(str_of(src, "reference").unwrap_or(""));
+        src.insert("pullPolicy".into(), json!(policy));
     }
-    if let Some(template) = child(v, "ephemeral").and_then(|e| child(e, "volumeClaimTemplate")) {
-        if let Some(spec) = child(template, "spec") {
-            default_value(spec, "volumeMode", json!("Filesystem"));
-        }
+    if let Some(template) = child(v, "ephemeral").and_then(|e| child(e, "volumeClaimTemplate"))
+        && let Some(spec) = child(template, "spec")
+    {
+        default_value(spec, "volumeMode", json!("Filesystem"));
     }
 }
 
@@ -391,10 +391,10 @@ fn pod_spec(spec: &mut Map<String, Value>, is_pod: bool) {
         for key in ["initContainers", "containers"] {
             for c in each(spec, key) {
                 for port in each(c, "ports") {
-                    if unset_number(port.get("hostPort")) {
-                        if let Some(p) = port.get("containerPort").cloned() {
-                            port.insert("hostPort".into(), p);
-                        }
+                    if unset_number(port.get("hostPort"))
+                        && let Some(p) = port.get("containerPort").cloned()
+                    {
+                        port.insert("hostPort".into(), p);
                     }
                 }
             }
@@ -444,10 +444,10 @@ fn pod(root: &mut Map<String, Value>) {
             .to_string();
         spec.insert("serviceAccountName".into(), json!(name));
     }
-    if unset_str(spec.get("serviceAccount")) {
-        if let Some(name) = spec.get("serviceAccountName").cloned() {
-            spec.insert("serviceAccount".into(), name);
-        }
+    if unset_str(spec.get("serviceAccount"))
+        && let Some(name) = spec.get("serviceAccountName").cloned()
+    {
+        spec.insert("serviceAccount".into(), name);
     }
 
     // DefaultTolerationSeconds admission.
@@ -568,19 +568,19 @@ pub fn pod_qos_class(spec: &Map<String, Value>) -> &'static str {
                 .and_then(Value::as_object)
         };
         for (name, q) in list("requests").into_iter().flatten() {
-            if let Some(res) = QOS_RESOURCES.iter().find(|r| *r == name) {
-                if let Some(v) = parse_quantity_nanos(q).filter(|v| *v > 0) {
-                    *requests.entry(res).or_default() += v;
-                }
+            if let Some(res) = QOS_RESOURCES.iter().find(|r| *r == name)
+                && let Some(v) = parse_quantity_nanos(q).filter(|v| *v > 0)
+            {
+                *requests.entry(res).or_default() += v;
             }
         }
         let mut found = 0;
         for (name, q) in list("limits").into_iter().flatten() {
-            if let Some(res) = QOS_RESOURCES.iter().find(|r| *r == name) {
-                if let Some(v) = parse_quantity_nanos(q).filter(|v| *v > 0) {
-                    *limits.entry(res).or_default() += v;
-                    found += 1;
-                }
+            if let Some(res) = QOS_RESOURCES.iter().find(|r| *r == name)
+                && let Some(v) = parse_quantity_nanos(q).filter(|v| *v > 0)
+            {
+                *limits.entry(res).or_default() += v;
+                found += 1;
             }
         }
         if found < QOS_RESOURCES.len() {
@@ -614,11 +614,11 @@ fn deployment(root: &mut Map<String, Value>) {
         default_value(spec, "replicas", json!(1));
         if let Some(strategy) = child_or_insert(spec, "strategy") {
             default_str(strategy, "type", "RollingUpdate");
-            if str_of(strategy, "type") == Some("RollingUpdate") {
-                if let Some(rolling) = child_or_insert(strategy, "rollingUpdate") {
-                    default_value(rolling, "maxUnavailable", json!("25%"));
-                    default_value(rolling, "maxSurge", json!("25%"));
-                }
+            if str_of(strategy, "type") == Some("RollingUpdate")
+                && let Some(rolling) = child_or_insert(strategy, "rollingUpdate")
+            {
+                default_value(rolling, "maxUnavailable", json!("25%"));
+                default_value(rolling, "maxSurge", json!("25%"));
             }
         }
         default_value(spec, "revisionHistoryLimit", json!(10));
@@ -647,20 +647,19 @@ fn replication_controller(root: &mut Map<String, Value>) {
         .filter(|l| l.is_object())
         .cloned();
     if let Some(spec) = child_or_insert(root, "spec") {
-        if let Some(labels) = &template_labels {
-            if unset_collection(spec.get("selector")) {
-                spec.insert("selector".into(), labels.clone());
-            }
+        if let Some(labels) = &template_labels
+            && unset_collection(spec.get("selector"))
+        {
+            spec.insert("selector".into(), labels.clone());
         }
         default_value(spec, "replicas", json!(1));
         template_of(spec);
     }
-    if let Some(labels) = template_labels {
-        if let Some(metadata) = child_or_insert(root, "metadata") {
-            if unset_collection(metadata.get("labels")) {
-                metadata.insert("labels".into(), labels);
-            }
-        }
+    if let Some(labels) = template_labels
+        && let Some(metadata) = child_or_insert(root, "metadata")
+        && unset_collection(metadata.get("labels"))
+    {
+        metadata.insert("labels".into(), labels);
     }
     if let Some(status) = child_or_insert(root, "status") {
         default_value(status, "replicas", json!(0));
@@ -684,10 +683,10 @@ fn stateful_set(root: &mut Map<String, Value>) {
                 strategy.insert("type".into(), json!("RollingUpdate"));
                 default_value(strategy, "rollingUpdate", json!({}));
             }
-            if str_of(strategy, "type") == Some("RollingUpdate") {
-                if let Some(rolling) = child(strategy, "rollingUpdate") {
-                    default_value(rolling, "partition", json!(0));
-                }
+            if str_of(strategy, "type") == Some("RollingUpdate")
+                && let Some(rolling) = child(strategy, "rollingUpdate")
+            {
+                default_value(rolling, "partition", json!(0));
             }
         }
         if let Some(policy) = child_or_insert(spec, "persistentVolumeClaimRetentionPolicy") {
@@ -711,11 +710,11 @@ fn daemon_set(root: &mut Map<String, Value>) {
     if let Some(spec) = child_or_insert(root, "spec") {
         if let Some(strategy) = child_or_insert(spec, "updateStrategy") {
             default_str(strategy, "type", "RollingUpdate");
-            if str_of(strategy, "type") == Some("RollingUpdate") {
-                if let Some(rolling) = child_or_insert(strategy, "rollingUpdate") {
-                    default_value(rolling, "maxUnavailable", json!(1));
-                    default_value(rolling, "maxSurge", json!(0));
-                }
+            if str_of(strategy, "type") == Some("RollingUpdate")
+                && let Some(rolling) = child_or_insert(strategy, "rollingUpdate")
+            {
+                default_value(rolling, "maxUnavailable", json!(1));
+                default_value(rolling, "maxSurge", json!(0));
             }
         }
         default_value(spec, "revisionHistoryLimit", json!(10));
@@ -793,12 +792,11 @@ fn job(root: &mut Map<String, Value>) {
     }
     // Upstream copies the template labels to a label-less Job (on decode, so after the
     // selector labels were generated).
-    if let Some(labels) = template_labels {
-        if let Some(metadata) = child_or_insert(root, "metadata") {
-            if unset_collection(metadata.get("labels")) {
-                metadata.insert("labels".into(), labels);
-            }
-        }
+    if let Some(labels) = template_labels
+        && let Some(metadata) = child_or_insert(root, "metadata")
+        && unset_collection(metadata.get("labels"))
+    {
+        metadata.insert("labels".into(), labels);
     }
     default_value(root, "status", json!({}));
 }
@@ -887,10 +885,8 @@ fn service_spec(spec: &mut Map<String, Value>) {
             Some(Value::String(s)) => s.is_empty(),
             Some(_) => false,
         };
-        if target_unset {
-            if let Some(p) = port.get("port").cloned() {
-                port.insert("targetPort".into(), p);
-            }
+        if target_unset && let Some(p) = port.get("port").cloned() {
+            port.insert("targetPort".into(), p);
         }
     }
     let has_external_ips = !unset_collection(spec.get("externalIPs"));
@@ -922,10 +918,10 @@ fn service_spec(spec: &mut Map<String, Value>) {
         .map(str::to_string);
     if !cluster_ip.is_empty() && unset_collection(spec.get("clusterIPs")) {
         spec.insert("clusterIPs".into(), json!([cluster_ip]));
-    } else if cluster_ip.is_empty() {
-        if let Some(first) = first_cluster_ip.filter(|f| !f.is_empty()) {
-            spec.insert("clusterIP".into(), json!(first));
-        }
+    } else if cluster_ip.is_empty()
+        && let Some(first) = first_cluster_ip.filter(|f| !f.is_empty())
+    {
+        spec.insert("clusterIP".into(), json!(first));
     }
 
     // IP families, as upstream initializes them on a single-stack IPv4 cluster.
@@ -956,21 +952,17 @@ fn namespace(root: &mut Map<String, Value>) {
         .get("metadata")
         .and_then(|m| m.get("deletionTimestamp"))
         .is_some_and(|t| !t.is_null());
-    if let Some(metadata) = child_or_insert(root, "metadata") {
-        if let Some(name) = str_of(metadata, "name").map(str::to_string) {
-            if !name.is_empty() {
-                if let Some(labels) = child_or_insert(metadata, "labels") {
-                    labels.insert(NAMESPACE_NAME_LABEL.into(), json!(name));
-                }
-            }
-        }
+    if let Some(metadata) = child_or_insert(root, "metadata")
+        && let Some(name) = str_of(metadata, "name").map(str::to_string)
+        && !name.is_empty()
+        && let Some(labels) = child_or_insert(metadata, "labels")
+    {
+        labels.insert(NAMESPACE_NAME_LABEL.into(), json!(name));
     }
     // Upstream sets the finalizer on create and keeps it on updates until the namespace
     // controller removes it while deleting; never put it back on a namespace being deleted.
-    if !deleting {
-        if let Some(spec) = child_or_insert(root, "spec") {
-            default_value(spec, "finalizers", json!(["kubernetes"]));
-        }
+    if !deleting && let Some(spec) = child_or_insert(root, "spec") {
+        default_value(spec, "finalizers", json!(["kubernetes"]));
     }
     if let Some(status) = child_or_insert(root, "status") {
         default_str(status, "phase", "Active");

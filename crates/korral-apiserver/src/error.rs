@@ -413,7 +413,11 @@ mod tests {
             "Widget",
             "w2",
             vec![
-                Cause::not_supported("spec.color", &json!("green"), &[json!("red"), json!("blue")]),
+                Cause::not_supported(
+                    "spec.color",
+                    &json!("green"),
+                    &[json!("red"), json!("blue")],
+                ),
                 Cause::invalid(
                     "spec.replicas",
                     &json!(0),
@@ -425,6 +429,9 @@ mod tests {
             err.message,
             "Widget.ref.example.org \"w2\" is invalid: [spec.color: Unsupported value: \"green\": supported values: \"red\", \"blue\", spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1]"
         );
-        assert_eq!(err.to_status()["details"]["causes"][0]["reason"], "FieldValueNotSupported");
+        assert_eq!(
+            err.to_status()["details"]["causes"][0]["reason"],
+            "FieldValueNotSupported"
+        );
     }
 }

@@ -4,7 +4,9 @@ use serde_json::{Map, Value};
 
 /// The current time as upstream formats timestamps: RFC 3339, seconds, UTC.
 pub fn now_rfc3339() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 /// `metadata` of an object, if it is an object.

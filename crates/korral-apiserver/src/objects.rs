@@ -107,7 +107,10 @@ pub struct DeleteOptions {
 
 impl DeleteOptions {
     /// Reads a `DeleteOptions` body (may be empty) and query parameters.
-    pub fn from_request(body: Option<&Value>, query: &[(String, String)]) -> Result<Self, ApiError> {
+    pub fn from_request(
+        body: Option<&Value>,
+        query: &[(String, String)],
+    ) -> Result<Self, ApiError> {
         let mut opts = DeleteOptions::default();
         let q = |name: &str| {
             query
@@ -140,10 +143,10 @@ impl DeleteOptions {
                     .and_then(Value::as_str)
                     .map(str::to_string);
             }
-            if let Some(dry) = body.get("dryRun").and_then(Value::as_array) {
-                if dry.iter().any(|d| d == "All") {
-                    opts.dry_run = true;
-                }
+            if let Some(dry) = body.get("dryRun").and_then(Value::as_array)
+                && dry.iter().any(|d| d == "All")
+            {
+                opts.dry_run = true;
             }
         }
         opts.propagation = match (policy.as_deref(), orphan) {
@@ -282,15 +285,15 @@ pub fn matches_selectors(
     labels: Option<&LabelSelector>,
     fields: Option<&FieldSelector>,
 ) -> bool {
-    if let Some(sel) = labels {
-        if !sel.matches(meta::labels(obj)) {
-            return false;
-        }
+    if let Some(sel) = labels
+        && !sel.matches(meta::labels(obj))
+    {
+        return false;
     }
-    if let Some(sel) = fields {
-        if !sel.matches(|f| field_value(info, obj, f)) {
-            return false;
-        }
+    if let Some(sel) = fields
+        && !sel.matches(|f| field_value(info, obj, f))
+    {
+        return false;
     }
     true
 }
@@ -431,7 +434,11 @@ impl Objects {
 
     fn remember_snapshot(&self, snapshot: &Snapshot) {
         let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
-        if pages.entries.iter().any(|s| s.revision == snapshot.revision) {
+        if pages
+            .entries
+            .iter()
+            .any(|s| s.revision == snapshot.revision)
+        {
             return;
         }
         if pages.entries.len() >= PAGE_SNAPSHOTS {
@@ -545,7 +552,12 @@ impl Objects {
 
     fn validate_meta(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
-        let causes = names::validate_object_meta(&meta, info.namespaced, names_rule(info.name_rule), "metadata");
+        let causes = names::validate_object_meta(
+            &meta,
+            info.namespaced,
+            names_rule(info.name_rule),
+            "metadata",
+        );
         if causes.is_empty() {
             Ok(())
         } else {
@@ -558,7 +570,12 @@ impl Objects {
         }
     }
 
-    fn kind_validation(&self, info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    fn kind_validation(
+        &self,
+        info: &ResourceInfo,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
         let causes = if crd::is_crd(info) {
             crd::validate(obj, old, &self.registry)
         } else {
@@ -609,14 +626,17 @@ impl Objects {
         } else {
             md.remove("namespace");
         }
-        let name = md.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-        if name.is_empty() {
-            if let Some(prefix) = md.get("generateName").and_then(Value::as_str) {
-                if !prefix.is_empty() {
-                    let generated = format!("{prefix}{}", generate_suffix());
-                    md.insert("name".into(), json!(generated));
-                }
-            }
+        let name = md
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if name.is_empty()
+            && let Some(prefix) = md.get("generateName").and_then(Value::as_str)
+            && !prefix.is_empty()
+        {
+            let generated = format!("{prefix}{}", generate_suffix());
+            md.insert("name".into(), json!(generated));
         }
         // System-owned metadata.
         for field in [
@@ -719,16 +739,20 @@ impl Objects {
         let prefix = collection_prefix("", "services", None);
         snapshot
             .range(&prefix, None)
-            .filter_map(|(_, s)| meta::path(s, "spec.clusterIP").and_then(Value::as_str).map(str::to_string))
+            .filter_map(|(_, s)| {
+                meta::path(s, "spec.clusterIP")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
             .collect()
     }
 
     /// Hooks that keep derived server state in step with a write (the CRD registry).
     fn after_write(&self, info: &ResourceInfo, object: Option<&Object>) {
-        if crd::is_crd(info) {
-            if let Some(obj) = object {
-                crd::register(&self.registry, obj);
-            }
+        if crd::is_crd(info)
+            && let Some(obj) = object
+        {
+            crd::register(&self.registry, obj);
         }
     }
 
@@ -751,17 +775,20 @@ impl Objects {
         }
         if info.namespaced {
             let body_ns = meta::namespace(&obj).unwrap_or("").to_string();
-            if let Some(ns) = namespace {
-                if !body_ns.is_empty() && body_ns != ns {
-                    return Err(ApiError::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
+            if let Some(ns) = namespace
+                && !body_ns.is_empty()
+                && body_ns != ns
+            {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
             }
         }
         let requested_rv = meta::resource_version(&obj).to_string();
-        self.write_existing(info, namespace, name, opts, part, move |_| Ok((obj, requested_rv)))
-            .await
+        self.write_existing(info, namespace, name, opts, part, move |_| {
+            Ok((obj, requested_rv))
+        })
+        .await
     }
 
     /// Patches an object (PATCH) with a JSON, merge or strategic merge patch.
@@ -779,7 +806,9 @@ impl Objects {
             bytes: body,
         } = patch;
         if patch_type == PatchType::Strategic && info.is_custom() {
-            return Err(patch::unsupported_patch_type(patch::CUSTOM_RESOURCE_PATCH_TYPES));
+            return Err(patch::unsupported_patch_type(
+                patch::CUSTOM_RESOURCE_PATCH_TYPES,
+            ));
         }
         if patch_type == PatchType::Apply {
             return Err(ApiError::new(
@@ -792,7 +821,11 @@ impl Objects {
         self.write_existing(info, namespace, name, opts, part, move |current| {
             let strategy = patch::strategic::BuiltinStrategy;
             let strategy_ref: Option<&dyn patch::strategic::MergeStrategy> =
-                if info_for_patch.is_custom() { None } else { Some(&strategy) };
+                if info_for_patch.is_custom() {
+                    None
+                } else {
+                    Some(&strategy)
+                };
             let mut patched = patch::apply_patch(patch_type, current, &body, strategy_ref)?;
             Self::check_type(&info_for_patch, &mut patched)?;
             let rv = meta::resource_version(&patched).to_string();
@@ -839,7 +872,11 @@ impl Objects {
                 let scale = crate::scale::to_scale(&info2, &paths, current);
                 let requested = build(&scale)?;
                 let rv = meta::resource_version(&requested).to_string();
-                let rv = if rv == meta::resource_version(current) { String::new() } else { rv };
+                let rv = if rv == meta::resource_version(current) {
+                    String::new()
+                } else {
+                    rv
+                };
                 let next = crate::scale::apply_scale(&info2, &paths, current, &requested)?;
                 Ok((next, rv))
             })
@@ -887,7 +924,10 @@ impl Objects {
                 || meta::path(&next, "spec.finalizers")
                     .and_then(Value::as_array)
                     .is_none_or(|f| f.is_empty());
-            if meta::is_deleting(&next) && meta::finalizers(&next).is_empty() && spec_finalizers_done {
+            if meta::is_deleting(&next)
+                && meta::finalizers(&next).is_empty()
+                && spec_finalizers_done
+            {
                 return Ok(Write::Delete);
             }
             Ok(Write::Put(next))
@@ -896,8 +936,9 @@ impl Objects {
             let cur = self.storage.get(&key);
             let object = match decide(cur.as_ref())? {
                 Write::Put(next) => Arc::new(next),
-                Write::Delete | Write::Unchanged => cur
-                    .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?,
+                Write::Delete | Write::Unchanged => {
+                    cur.ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?
+                }
             };
             let warnings = std::mem::take(&mut *warnings.lock().unwrap_or_else(|e| e.into_inner()));
             return Ok(Written {
@@ -922,7 +963,9 @@ impl Objects {
                         }
                         ev.object.clone()
                     }
-                    (None, None) => return Err(ApiError::not_found(&info.group, &info.resource, name)),
+                    (None, None) => {
+                        return Err(ApiError::not_found(&info.group, &info.resource, name));
+                    }
                 };
                 Ok(Written {
                     object,
@@ -950,31 +993,31 @@ impl Objects {
             let Some(cur) = cur else {
                 return Err(ApiError::not_found(&info2.group, &info2.resource, &name2));
             };
-            if let Some(uid) = &opts2.precondition_uid {
-                if uid != meta::uid(cur) {
-                    return Err(ApiError::conflict_because(
-                        &info2.group,
-                        &info2.resource,
-                        &name2,
-                        &format!(
-                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                            meta::uid(cur)
-                        ),
-                    ));
-                }
+            if let Some(uid) = &opts2.precondition_uid
+                && uid != meta::uid(cur)
+            {
+                return Err(ApiError::conflict_because(
+                    &info2.group,
+                    &info2.resource,
+                    &name2,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        meta::uid(cur)
+                    ),
+                ));
             }
-            if let Some(rv) = &opts2.precondition_resource_version {
-                if rv != meta::resource_version(cur) {
-                    return Err(ApiError::conflict_because(
-                        &info2.group,
-                        &info2.resource,
-                        &name2,
-                        &format!(
-                            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                            meta::resource_version(cur)
-                        ),
-                    ));
-                }
+            if let Some(rv) = &opts2.precondition_resource_version
+                && rv != meta::resource_version(cur)
+            {
+                return Err(ApiError::conflict_because(
+                    &info2.group,
+                    &info2.resource,
+                    &name2,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        meta::resource_version(cur)
+                    ),
+                ));
             }
             let mut finalizers = meta::finalizers(cur);
             let policy = opts2.propagation.unwrap_or(Propagation::Background);
@@ -996,7 +1039,10 @@ impl Objects {
                 finalizers.retain(|x| x != FOREGROUND_FINALIZER && x != ORPHAN_FINALIZER);
                 changed_finalizers = before != finalizers.len();
             }
-            if crd::is_crd(&info2) && !finalizers.iter().any(|f| f == crd::CLEANUP_FINALIZER) && !meta::is_deleting(cur) {
+            if crd::is_crd(&info2)
+                && !finalizers.iter().any(|f| f == crd::CLEANUP_FINALIZER)
+                && !meta::is_deleting(cur)
+            {
                 finalizers.push(crd::CLEANUP_FINALIZER.to_string());
                 changed_finalizers = true;
             }
@@ -1014,11 +1060,11 @@ impl Objects {
             }
             let mut next = (**cur).clone();
             meta::set_finalizers(&mut next, &finalizers);
-            if let Some(md) = meta::metadata_mut(&mut next) {
-                if !md.contains_key("deletionTimestamp") {
-                    md.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
-                    md.insert("deletionGracePeriodSeconds".into(), json!(0));
-                }
+            if let Some(md) = meta::metadata_mut(&mut next)
+                && !md.contains_key("deletionTimestamp")
+            {
+                md.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
+                md.insert("deletionGracePeriodSeconds".into(), json!(0));
             }
             if crd::is_crd(&info2) {
                 crd::mark_terminating(&mut next);
@@ -1070,7 +1116,10 @@ impl Objects {
         let mut deleted = Vec::new();
         for obj in page.items {
             let ns = meta::namespace(&obj).map(str::to_string);
-            match self.delete(info, ns.as_deref(), meta::name(&obj), opts).await {
+            match self
+                .delete(info, ns.as_deref(), meta::name(&obj), opts)
+                .await
+            {
                 Ok(Deleted::Gone(o)) | Ok(Deleted::Pending(o)) => deleted.push(o),
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
@@ -1196,12 +1245,21 @@ fn prepare_update(
     if crd::is_crd(info) {
         let causes = crd::validate(&next, Some(cur), registry);
         if !causes.is_empty() {
-            return Err(ApiError::invalid(&info.group, &info.kind, meta::name(cur), causes));
+            return Err(ApiError::invalid(
+                &info.group,
+                &info.kind,
+                meta::name(cur),
+                causes,
+            ));
         }
         crd::prepare_update(&mut next, cur);
     }
     if (info.tracks_generation || info.is_custom()) && spec_changed(cur, &next) {
-        let generation = cur_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+        let generation = cur_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            + 1;
         if let Some(md) = meta::metadata_mut(&mut next) {
             md.insert("generation".into(), json!(generation));
         }
@@ -1222,7 +1280,10 @@ fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
         .decode(token)
         .map_err(|_| invalid())?;
     let value: Value = serde_json::from_slice(&raw).map_err(|_| invalid())?;
-    let rv = value.get("rv").and_then(Value::as_u64).ok_or_else(invalid)?;
+    let rv = value
+        .get("rv")
+        .and_then(Value::as_u64)
+        .ok_or_else(invalid)?;
     let start = value
         .get("start")
         .and_then(Value::as_str)
@@ -1237,7 +1298,10 @@ mod tests {
     #[test]
     fn continue_tokens_round_trip() {
         let token = encode_continue(42, "/core/configmaps/ns/a");
-        assert_eq!(decode_continue(&token).ok(), Some((42, "/core/configmaps/ns/a".to_string())));
+        assert_eq!(
+            decode_continue(&token).ok(),
+            Some((42, "/core/configmaps/ns/a".to_string()))
+        );
         assert!(decode_continue("%%%").is_err());
     }
 

@@ -1451,10 +1451,10 @@ fn schema_to_v2(schema: &mut Value) {
     let Some(m) = schema.as_object_mut() else {
         return;
     };
-    if let Some(Value::String(r)) = m.get_mut("$ref") {
-        if let Some(rest) = r.strip_prefix(V3_REF) {
-            *r = format!("{V2_REF}{rest}");
-        }
+    if let Some(Value::String(r)) = m.get_mut("$ref")
+        && let Some(rest) = r.strip_prefix(V3_REF)
+    {
+        *r = format!("{V2_REF}{rest}");
     }
     let single_ref = match m.get("allOf") {
         Some(Value::Array(all)) if all.len() == 1 => all

@@ -90,16 +90,22 @@ mod tests {
     #[test]
     fn deployment_scale_matches_upstream_shape() {
         let registry = Registry::with_builtins();
-        let info = registry.get("apps", "v1", "deployments").expect("deployments");
+        let info = registry
+            .get("apps", "v1", "deployments")
+            .expect("deployments");
         let paths = info.scale.clone().expect("scale");
         let deploy = json!({
             "metadata": {"name": "web", "namespace": "ref", "uid": "u", "resourceVersion": "442", "creationTimestamp": "2026-11-22T00:41:41Z"},
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}},
         });
         let scale = to_scale(&info, &paths, &deploy);
-        assert_eq!(scale["status"], json!({"replicas": 0, "selector": "app=web"}));
+        assert_eq!(
+            scale["status"],
+            json!({"replicas": 0, "selector": "app=web"})
+        );
         assert_eq!(scale["spec"]["replicas"], 1);
-        let next = apply_scale(&info, &paths, &deploy, &json!({"spec": {"replicas": 4}})).expect("scale");
+        let next =
+            apply_scale(&info, &paths, &deploy, &json!({"spec": {"replicas": 4}})).expect("scale");
         assert_eq!(next["spec"]["replicas"], 4);
         assert!(apply_scale(&info, &paths, &deploy, &json!({"spec": {"replicas": -1}})).is_err());
     }

@@ -162,18 +162,20 @@ impl ApiServer {
                 };
                 let open_dir = dir.clone();
                 // Recovery reads the whole journal: keep it off the async workers.
-                let opened = tokio::task::spawn_blocking(move || {
-                    DurableStorage::open(&open_dir, options)
-                })
-                .await
-                .map_err(|e| StartError::Bootstrap(crate::error::ApiError::internal(e.to_string())))??;
+                let opened =
+                    tokio::task::spawn_blocking(move || DurableStorage::open(&open_dir, options))
+                        .await
+                        .map_err(|e| {
+                            StartError::Bootstrap(crate::error::ApiError::internal(e.to_string()))
+                        })??;
                 (Arc::new(opened), Some(dir.clone()))
             }
         };
         let registry = Arc::new(Registry::with_builtins());
         // Serve every stored CRD again.
         let snapshot = storage.snapshot();
-        let prefix = storage::collection_prefix("apiextensions.k8s.io", "customresourcedefinitions", None);
+        let prefix =
+            storage::collection_prefix("apiextensions.k8s.io", "customresourcedefinitions", None);
         for (_, obj) in snapshot.range(&prefix, None) {
             crd::register(&registry, obj);
         }
@@ -205,7 +207,11 @@ impl ApiServer {
             IpAddr::V6(ip) => format!("[{ip}]"),
             IpAddr::V4(ip) => ip.to_string(),
         };
-        let scheme = if tls_material.is_some() { "https" } else { "http" };
+        let scheme = if tls_material.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let url = format!("{scheme}://{host}:{}", addr.port());
         let ca_pem = tls_material.as_ref().map(|m| m.ca_cert_pem.clone());
         let kubeconfig_yaml = kubeconfig::render(&url, ca_pem.as_deref(), &token, "korral");
@@ -304,14 +310,19 @@ impl Drop for ApiServer {
 
 async fn bootstrap(objects: &Objects) -> Result<(), crate::error::ApiError> {
     let Some(info) = objects.registry().get("", "v1", "namespaces") else {
-        return Err(crate::error::ApiError::internal("namespaces are not registered"));
+        return Err(crate::error::ApiError::internal(
+            "namespaces are not registered",
+        ));
     };
     for ns in BUILTIN_NAMESPACES {
         if objects.get(&info, None, ns).is_ok() {
             continue;
         }
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-        match objects.create(&info, None, obj, &WriteOptions::default()).await {
+        match objects
+            .create(&info, None, obj, &WriteOptions::default())
+            .await
+        {
             Ok(_) => {}
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(e),

@@ -27,28 +27,49 @@ fn deployment(name: &str, replicas: i32) -> Deployment {
 async fn deployments_get_defaults_and_scale() {
     let env = TestEnv::start().await.expect("env");
     let api: Api<Deployment> = Api::namespaced(env.client(), "default");
-    let created = api.create(&PostParams::default(), &deployment("web", 2)).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &deployment("web", 2))
+        .await
+        .expect("create");
     let spec = created.spec;
     assert_eq!(spec.revision_history_limit, Some(10));
     assert_eq!(spec.progress_deadline_seconds, Some(600));
     let container = &spec.template.spec.expect("pod spec").containers[0];
     assert_eq!(container.image_pull_policy.as_deref(), Some("IfNotPresent"));
-    assert_eq!(container.termination_message_path.as_deref(), Some("/dev/termination-log"));
+    assert_eq!(
+        container.termination_message_path.as_deref(),
+        Some("/dev/termination-log")
+    );
     assert_eq!(created.metadata.generation, Some(1));
 
     let scale = api.get_scale("web").await.expect("scale");
     assert_eq!(scale.spec.and_then(|s| s.replicas), Some(2));
-    assert_eq!(scale.status.and_then(|s| s.selector).as_deref(), Some("app=web"));
+    assert_eq!(
+        scale.status.and_then(|s| s.selector).as_deref(),
+        Some("app=web")
+    );
     let scaled = api
-        .patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 5}})))
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
         .await
         .expect("patch scale");
     assert_eq!(scaled.spec.and_then(|s| s.replicas), Some(5));
     let after = api.get("web").await.expect("get");
     assert_eq!(after.spec.replicas, Some(5));
-    assert_eq!(after.metadata.generation, Some(2), "scaling changes the spec");
+    assert_eq!(
+        after.metadata.generation,
+        Some(2),
+        "scaling changes the spec"
+    );
     let err = api
-        .patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": -1}})))
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": -1}})),
+        )
         .await
         .expect_err("negative");
     assert_eq!(code(err), 422);
@@ -63,7 +84,10 @@ async fn services_get_a_cluster_ip_that_updates_keep() {
         "spec": {"selector": {"app": "x"}, "ports": [{"port": 80}]}
     }))
     .expect("svc");
-    let created = api.create(&PostParams::default(), &svc).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &svc)
+        .await
+        .expect("create");
     let spec = created.spec.expect("spec");
     let ip = spec.cluster_ip.clone().expect("cluster ip");
     assert!(ip.starts_with("10.9") || ip.starts_with("10.1"), "{ip}");
@@ -73,12 +97,21 @@ async fn services_get_a_cluster_ip_that_updates_keep() {
     // A second service gets another address.
     let mut other = svc.clone();
     other.metadata.name = Some("svc2".into());
-    let ip2 = api.create(&PostParams::default(), &other).await.expect("create").spec.and_then(|s| s.cluster_ip).expect("ip");
+    let ip2 = api
+        .create(&PostParams::default(), &other)
+        .await
+        .expect("create")
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .expect("ip");
     assert_ne!(ip, ip2);
     // Replacing without the IP keeps it.
     let mut replaced = svc.clone();
     replaced.metadata.resource_version = None;
-    let updated = api.replace("svc", &PostParams::default(), &replaced).await.expect("replace");
+    let updated = api
+        .replace("svc", &PostParams::default(), &replaced)
+        .await
+        .expect("replace");
     assert_eq!(updated.spec.and_then(|s| s.cluster_ip), Some(ip));
 }
 
@@ -88,24 +121,58 @@ async fn discovery_and_openapi_documents() {
     let client = env.client();
     let (status, core) = raw(&client, "GET", "/api/v1", None, vec![]).await;
     assert_eq!(status, 200);
-    let pods = core["resources"].as_array().expect("resources").iter().find(|r| r["name"] == "pods").cloned().expect("pods");
+    let pods = core["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["name"] == "pods")
+        .cloned()
+        .expect("pods");
     assert_eq!(pods["shortNames"], json!(["po"]));
     assert_eq!(pods["categories"], json!(["all"]));
     let (_, apps) = raw(&client, "GET", "/apis/apps/v1", None, vec![]).await;
-    let names: Vec<&str> = apps["resources"].as_array().expect("resources").iter().filter_map(|r| r["name"].as_str()).collect();
-    for expected in ["deployments", "deployments/status", "deployments/scale", "statefulsets", "daemonsets", "replicasets"] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    let names: Vec<&str> = apps["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    for expected in [
+        "deployments",
+        "deployments/status",
+        "deployments/scale",
+        "statefulsets",
+        "daemonsets",
+        "replicasets",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
     }
     let (status, version) = raw(&client, "GET", "/version", None, vec![]).await;
     assert_eq!(status, 200);
-    assert!(version["gitVersion"].as_str().is_some_and(|v| v.starts_with('v')));
+    assert!(
+        version["gitVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with('v'))
+    );
     let (status, index) = raw(&client, "GET", "/openapi/v3", None, vec![]).await;
     assert_eq!(status, 200);
-    assert!(index["paths"]["apis/apps/v1"]["serverRelativeURL"].is_string(), "{index}");
+    assert!(
+        index["paths"]["apis/apps/v1"]["serverRelativeURL"].is_string(),
+        "{index}"
+    );
     let (status, v2) = raw(&client, "GET", "/openapi/v2", None, vec![]).await;
     assert_eq!(status, 200);
     assert_eq!(v2["swagger"], "2.0");
-    for group in ["batch", "coordination.k8s.io", "rbac.authorization.k8s.io", "events.k8s.io", "apiextensions.k8s.io"] {
+    for group in [
+        "batch",
+        "coordination.k8s.io",
+        "rbac.authorization.k8s.io",
+        "events.k8s.io",
+        "apiextensions.k8s.io",
+    ] {
         let (status, _) = raw(&client, "GET", &format!("/apis/{group}"), None, vec![]).await;
         assert_eq!(status, 200, "{group}");
     }

@@ -34,7 +34,8 @@ pub async fn raw(
         .await
         .expect("body")
         .to_bytes();
-    let value = serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    let value = serde_json::from_slice(&bytes)
+        .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
     (status, value)
 }
 
@@ -103,7 +104,9 @@ pub fn widget(name: &str, spec: Value) -> DynamicObject {
 pub async fn create_namespace(client: &Client, name: &str) {
     let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let ns = serde_json::from_value(json!({"metadata": {"name": name}})).expect("ns");
-    api.create(&PostParams::default(), &ns).await.expect("create namespace");
+    api.create(&PostParams::default(), &ns)
+        .await
+        .expect("create namespace");
 }
 
 /// Five seconds: how long tests wait for asynchronous effects.

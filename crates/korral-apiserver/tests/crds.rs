@@ -14,20 +14,54 @@ async fn crd_is_established_and_served_at_once() {
     let env = TestEnv::start().await.expect("env");
     let crds: Api<CustomResourceDefinition> = Api::all(env.client());
     let crd: CustomResourceDefinition = serde_json::from_value(widget_crd()).expect("crd");
-    let created = crds.create(&PostParams::default(), &crd).await.expect("create");
-    let conditions = created.status.and_then(|s| s.conditions).unwrap_or_default();
-    let established = conditions.iter().find(|c| c.type_ == "Established").expect("Established");
+    let created = crds
+        .create(&PostParams::default(), &crd)
+        .await
+        .expect("create");
+    let conditions = created
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default();
+    let established = conditions
+        .iter()
+        .find(|c| c.type_ == "Established")
+        .expect("Established");
     assert_eq!(established.status, "True");
-    assert!(conditions.iter().any(|c| c.type_ == "NamesAccepted" && c.status == "True"));
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c.type_ == "NamesAccepted" && c.status == "True")
+    );
     // Served immediately, with discovery.
-    let list = widgets(&env, "default").list(&ListParams::default()).await.expect("list");
+    let list = widgets(&env, "default")
+        .list(&ListParams::default())
+        .await
+        .expect("list");
     assert!(list.items.is_empty());
-    let (status, doc) = raw(&env.client(), "GET", "/apis/ref.example.org/v1", None, vec![]).await;
+    let (status, doc) = raw(
+        &env.client(),
+        "GET",
+        "/apis/ref.example.org/v1",
+        None,
+        vec![],
+    )
+    .await;
     assert_eq!(status, 200);
-    let names: Vec<&str> = doc["resources"].as_array().expect("resources").iter().filter_map(|r| r["name"].as_str()).collect();
+    let names: Vec<&str> = doc["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
     assert_eq!(names, vec!["widgets", "widgets/status"]);
     let (_, groups) = raw(&env.client(), "GET", "/apis", None, vec![]).await;
-    let group = groups["groups"].as_array().expect("groups").iter().find(|g| g["name"] == "ref.example.org").cloned().expect("group");
+    let group = groups["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .find(|g| g["name"] == "ref.example.org")
+        .cloned()
+        .expect("group");
     assert_eq!(group["preferredVersion"]["version"], "v1");
 }
 
@@ -37,31 +71,59 @@ async fn schema_defaults_prunes_and_rejects_with_field_paths() {
     install_widget_crd(&env).await;
     let api = widgets(&env, "default");
     let created = api
-        .create(&PostParams::default(), &widget("w1", json!({"replicas": 2, "bogus": true})))
+        .create(
+            &PostParams::default(),
+            &widget("w1", json!({"replicas": 2, "bogus": true})),
+        )
         .await
         .expect("create");
-    assert_eq!(created.data["spec"], json!({"color": "red", "replicas": 2}), "defaulted and pruned");
+    assert_eq!(
+        created.data["spec"],
+        json!({"color": "red", "replicas": 2}),
+        "defaulted and pruned"
+    );
     assert_eq!(created.metadata.generation, Some(1));
 
     let err = api
-        .create(&PostParams::default(), &widget("w2", json!({"replicas": 0, "color": "green"})))
+        .create(
+            &PostParams::default(),
+            &widget("w2", json!({"replicas": 0, "color": "green"})),
+        )
         .await
         .expect_err("invalid");
-    let kube::Error::Api(status) = err else { panic!("not an API error") };
+    let kube::Error::Api(status) = err else {
+        panic!("not an API error")
+    };
     assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
-    assert!(status.message.contains("spec.color: Unsupported value: \"green\""), "{}", status.message);
-    assert!(status.message.contains("spec.replicas"), "{}", status.message);
+    assert!(
+        status
+            .message
+            .contains("spec.color: Unsupported value: \"green\""),
+        "{}",
+        status.message
+    );
+    assert!(
+        status.message.contains("spec.replicas"),
+        "{}",
+        status.message
+    );
     assert_eq!(code(api.get("w2").await.expect_err("not stored")), 404);
 
     // Required field missing.
-    let err = api.create(&PostParams::default(), &widget("w3", json!({}))).await.expect_err("required");
+    let err = api
+        .create(&PostParams::default(), &widget("w3", json!({})))
+        .await
+        .expect_err("required");
     assert_eq!(code(err), 422);
 
     // Strict field validation rejects unknown fields; the default warns and prunes.
     let (status, body) = raw(&env.client(), "POST", "/apis/ref.example.org/v1/namespaces/default/widgets?fieldValidation=Strict", Some("application/json"),
         json!({"apiVersion": "ref.example.org/v1", "kind": "Widget", "metadata": {"name": "w4"}, "spec": {"replicas": 1, "bogus": 1}}).to_string().into_bytes()).await;
     assert_eq!(status, 400, "{body}");
-    assert_eq!(body["message"], "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"spec.bogus\"");
+    assert_eq!(
+        body["message"],
+        "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"spec.bogus\""
+    );
 }
 
 #[tokio::test]
@@ -71,23 +133,57 @@ async fn status_subresource_and_generation_rules() {
     let api = widgets(&env, "default");
     let mut w = widget("w", json!({"replicas": 1}));
     w.data["status"] = json!({"ready": 5});
-    let created = api.create(&PostParams::default(), &w).await.expect("create");
-    assert!(created.data.get("status").is_none(), "status ignored on create");
+    let created = api
+        .create(&PostParams::default(), &w)
+        .await
+        .expect("create");
+    assert!(
+        created.data.get("status").is_none(),
+        "status ignored on create"
+    );
 
     let pp = PatchParams::default();
     // Status through /status only changes status; generation unchanged.
-    let s = api.patch_status("w", &pp, &Patch::Merge(json!({"status": {"ready": 1}, "spec": {"replicas": 9}}))).await.expect("status");
+    let s = api
+        .patch_status(
+            "w",
+            &pp,
+            &Patch::Merge(json!({"status": {"ready": 1}, "spec": {"replicas": 9}})),
+        )
+        .await
+        .expect("status");
     assert_eq!(s.data["status"]["ready"], 1);
     assert_eq!(s.data["spec"]["replicas"], 1);
     assert_eq!(s.metadata.generation, Some(1));
     // The main endpoint ignores status; spec changes bump generation, metadata changes don't.
-    let m = api.patch("w", &pp, &Patch::Merge(json!({"status": {"ready": 7}, "spec": {"replicas": 3}}))).await.expect("main");
+    let m = api
+        .patch(
+            "w",
+            &pp,
+            &Patch::Merge(json!({"status": {"ready": 7}, "spec": {"replicas": 3}})),
+        )
+        .await
+        .expect("main");
     assert_eq!(m.data["status"]["ready"], 1);
     assert_eq!(m.metadata.generation, Some(2));
-    let l = api.patch("w", &pp, &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}}))).await.expect("labels");
+    let l = api
+        .patch(
+            "w",
+            &pp,
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
+        .await
+        .expect("labels");
     assert_eq!(l.metadata.generation, Some(2));
     // Strategic merge patch is not supported for custom resources.
-    let err = api.patch("w", &pp, &Patch::Strategic(json!({"spec": {"replicas": 4}}))).await.expect_err("smp");
+    let err = api
+        .patch(
+            "w",
+            &pp,
+            &Patch::Strategic(json!({"spec": {"replicas": 4}})),
+        )
+        .await
+        .expect_err("smp");
     assert_eq!(code(err), 415);
 }
 
@@ -95,12 +191,18 @@ async fn status_subresource_and_generation_rules() {
 async fn several_versions_share_storage() {
     let env = TestEnv::start().await.expect("env");
     install_widget_crd(&env).await;
-    widgets(&env, "default").create(&PostParams::default(), &widget("w", json!({"replicas": 1}))).await.expect("create");
+    widgets(&env, "default")
+        .create(&PostParams::default(), &widget("w", json!({"replicas": 1})))
+        .await
+        .expect("create");
     let gvk = GroupVersionKind::gvk("ref.example.org", "v1beta1", "Widget");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "widgets");
     let beta: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &ar);
     let got = beta.get("w").await.expect("get via v1beta1");
-    assert_eq!(got.types.expect("types").api_version, "ref.example.org/v1beta1");
+    assert_eq!(
+        got.types.expect("types").api_version,
+        "ref.example.org/v1beta1"
+    );
     assert_eq!(got.data["spec"]["replicas"], 1);
 }
 
@@ -110,21 +212,47 @@ async fn deleting_a_crd_removes_its_objects() {
     install_widget_crd(&env).await;
     let api = widgets(&env, "default");
     for i in 0..3 {
-        api.create(&PostParams::default(), &widget(&format!("w{i}"), json!({"replicas": 1}))).await.expect("create");
+        api.create(
+            &PostParams::default(),
+            &widget(&format!("w{i}"), json!({"replicas": 1})),
+        )
+        .await
+        .expect("create");
     }
     let crds: Api<CustomResourceDefinition> = Api::all(env.client());
-    crds.delete("widgets.ref.example.org", &DeleteParams::default()).await.expect("delete crd");
+    crds.delete("widgets.ref.example.org", &DeleteParams::default())
+        .await
+        .expect("delete crd");
     wait_until(WAIT, "CRD gone", || {
         let crds = crds.clone();
-        async move { crds.get_opt("widgets.ref.example.org").await.ok().flatten().is_none() }
+        async move {
+            crds.get_opt("widgets.ref.example.org")
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+        }
     })
     .await
     .expect("crd deleted");
-    let (status, _) = raw(&env.client(), "GET", "/apis/ref.example.org/v1/namespaces/default/widgets", None, vec![]).await;
+    let (status, _) = raw(
+        &env.client(),
+        "GET",
+        "/apis/ref.example.org/v1/namespaces/default/widgets",
+        None,
+        vec![],
+    )
+    .await;
     assert_eq!(status, 404);
     // Re-creating the CRD serves an empty collection: the old objects are gone for good.
     install_widget_crd(&env).await;
-    assert!(api.list(&ListParams::default()).await.expect("list").items.is_empty());
+    assert!(
+        api.list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -134,11 +262,25 @@ async fn invalid_crds_are_rejected() {
     let mut bad = widget_crd();
     bad["metadata"]["name"] = json!("wrong.ref.example.org");
     let crd: CustomResourceDefinition = serde_json::from_value(bad).expect("crd");
-    assert_eq!(code(crds.create(&PostParams::default(), &crd).await.expect_err("name")), 422);
+    assert_eq!(
+        code(
+            crds.create(&PostParams::default(), &crd)
+                .await
+                .expect_err("name")
+        ),
+        422
+    );
     let mut bad = widget_crd();
     bad["spec"]["versions"][1]["storage"] = json!(true);
     let crd: CustomResourceDefinition = serde_json::from_value(bad).expect("crd");
-    assert_eq!(code(crds.create(&PostParams::default(), &crd).await.expect_err("two storage versions")), 422);
+    assert_eq!(
+        code(
+            crds.create(&PostParams::default(), &crd)
+                .await
+                .expect_err("two storage versions")
+        ),
+        422
+    );
 }
 
 /// Regression: when a CRD disappears because an update removed its last finalizer, its kind
@@ -151,7 +293,9 @@ async fn crd_removed_by_finalizer_update_is_unserved() {
     let crd: CustomResourceDefinition = serde_json::from_value(crd_json).expect("crd");
     env.install_crd(crd).await.expect("install");
     let crds: Api<CustomResourceDefinition> = Api::all(env.client());
-    crds.delete("widgets.ref.example.org", &DeleteParams::default()).await.expect("delete");
+    crds.delete("widgets.ref.example.org", &DeleteParams::default())
+        .await
+        .expect("delete");
     // The cleanup finalizer goes once the (zero) custom resources are gone; ours stays.
     wait_until(WAIT, "cleanup finalizer removed", || {
         let crds = crds.clone();
@@ -163,10 +307,26 @@ async fn crd_removed_by_finalizer_update_is_unserved() {
     })
     .await
     .expect("only our finalizer left");
-    crds.patch("widgets.ref.example.org", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
-        .await
-        .expect("release");
-    assert!(crds.get_opt("widgets.ref.example.org").await.expect("get").is_none());
-    let (status, _) = raw(&env.client(), "GET", "/apis/ref.example.org/v1/namespaces/default/widgets", None, vec![]).await;
+    crds.patch(
+        "widgets.ref.example.org",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .expect("release");
+    assert!(
+        crds.get_opt("widgets.ref.example.org")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    let (status, _) = raw(
+        &env.client(),
+        "GET",
+        "/apis/ref.example.org/v1/namespaces/default/widgets",
+        None,
+        vec![],
+    )
+    .await;
     assert_eq!(status, 404, "the kind is no longer served");
 }

@@ -29,7 +29,10 @@ async fn restart_recovers_objects_revisions_and_watch_history() {
             .await
             .expect("widget");
         let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-        let first = api.create(&PostParams::default(), &cm("first")).await.expect("create");
+        let first = api
+            .create(&PostParams::default(), &cm("first"))
+            .await
+            .expect("create");
         let mut last = String::new();
         for i in 0..50 {
             last = api
@@ -40,7 +43,9 @@ async fn restart_recovers_objects_revisions_and_watch_history() {
                 .resource_version
                 .expect("rv");
         }
-        api.delete("cm0", &Default::default()).await.expect("delete");
+        api.delete("cm0", &Default::default())
+            .await
+            .expect("delete");
         env.shutdown().await;
         (first.metadata.resource_version.expect("rv"), last)
     };
@@ -59,14 +64,29 @@ async fn restart_recovers_objects_revisions_and_watch_history() {
         .into_iter()
         .filter_map(|c| c.metadata.name)
         .collect();
-    assert_eq!(names.len(), 50, "first + cm1..cm49 (cm0 deleted): {names:?}");
+    assert_eq!(
+        names.len(),
+        50,
+        "first + cm1..cm49 (cm0 deleted): {names:?}"
+    );
     assert!(!names.contains(&"cm0".to_string()));
     // The CRD is served again and its object is back.
-    let w = widgets(&env, "default").get("w").await.expect("widget after restart");
+    let w = widgets(&env, "default")
+        .get("w")
+        .await
+        .expect("widget after restart");
     assert_eq!(w.data["spec"]["replicas"], 2);
     // Revisions continue above the old ones.
-    let new = api.create(&PostParams::default(), &cm("after")).await.expect("create");
-    let new_rv: u64 = new.metadata.resource_version.expect("rv").parse().expect("rv");
+    let new = api
+        .create(&PostParams::default(), &cm("after"))
+        .await
+        .expect("create");
+    let new_rv: u64 = new
+        .metadata
+        .resource_version
+        .expect("rv")
+        .parse()
+        .expect("rv");
     assert!(new_rv > last_rv.parse::<u64>().expect("rv"));
     // A watch from before the restart replays what happened after it.
     let mut stream = api
@@ -96,7 +116,9 @@ async fn restart_recovers_objects_revisions_and_watch_history() {
 #[tokio::test]
 async fn a_data_dir_in_use_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let _first = ApiServer::start(ServerConfig::durable(dir.path())).await.expect("first");
+    let _first = ApiServer::start(ServerConfig::durable(dir.path()))
+        .await
+        .expect("first");
     let second = ApiServer::start(ServerConfig::durable(dir.path())).await;
     let err = second.err().expect("second start must fail");
     assert!(err.to_string().contains("in use"), "{err}");

@@ -39,27 +39,53 @@ async fn configmap_crud_round_trip() {
     let env = TestEnv::start().await.expect("env");
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
     let created = api
-        .create(&PostParams::default(), &cm("cm1", json!({"a": "b"}), json!({"k": "v"})))
+        .create(
+            &PostParams::default(),
+            &cm("cm1", json!({"a": "b"}), json!({"k": "v"})),
+        )
         .await
         .expect("create");
     let meta = &created.metadata;
     assert!(meta.uid.as_deref().is_some_and(|u| u.len() == 36));
     assert!(meta.creation_timestamp.is_some());
-    let rv1: u64 = meta.resource_version.as_deref().expect("rv").parse().expect("numeric rv");
+    let rv1: u64 = meta
+        .resource_version
+        .as_deref()
+        .expect("rv")
+        .parse()
+        .expect("numeric rv");
     assert_eq!(meta.namespace.as_deref(), Some("default"));
 
     let got = api.get("cm1").await.expect("get");
-    assert_eq!(got.data.as_ref().and_then(|d| d.get("k")).map(String::as_str), Some("v"));
+    assert_eq!(
+        got.data
+            .as_ref()
+            .and_then(|d| d.get("k"))
+            .map(String::as_str),
+        Some("v")
+    );
 
     // Update with the current resourceVersion works and bumps it.
     let mut next = got.clone();
     next.data = Some([("k".to_string(), "w".to_string())].into());
-    let updated = api.replace("cm1", &PostParams::default(), &next).await.expect("replace");
-    let rv2: u64 = updated.metadata.resource_version.as_deref().expect("rv").parse().expect("rv");
+    let updated = api
+        .replace("cm1", &PostParams::default(), &next)
+        .await
+        .expect("replace");
+    let rv2: u64 = updated
+        .metadata
+        .resource_version
+        .as_deref()
+        .expect("rv")
+        .parse()
+        .expect("rv");
     assert!(rv2 > rv1);
 
     // A stale resourceVersion is a conflict, and changes nothing.
-    let err = api.replace("cm1", &PostParams::default(), &next).await.expect_err("stale");
+    let err = api
+        .replace("cm1", &PostParams::default(), &next)
+        .await
+        .expect_err("stale");
     assert_eq!(code(err), 409);
     assert_eq!(
         api.get("cm1").await.expect("get").metadata.resource_version,
@@ -73,7 +99,9 @@ async fn configmap_crud_round_trip() {
         .expect_err("exists");
     assert_eq!(code(err), 409);
 
-    api.delete("cm1", &DeleteParams::default()).await.expect("delete");
+    api.delete("cm1", &DeleteParams::default())
+        .await
+        .expect("delete");
     assert_eq!(code(api.get("cm1").await.expect_err("gone")), 404);
 }
 
@@ -81,14 +109,27 @@ async fn configmap_crud_round_trip() {
 async fn generate_name_and_no_op_update() {
     let env = TestEnv::start().await.expect("env");
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-    let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"generateName": "gen-"}})).expect("cm");
-    let a = api.create(&PostParams::default(), &obj).await.expect("create");
-    let b = api.create(&PostParams::default(), &obj).await.expect("create");
-    let (na, nb) = (a.metadata.name.clone().expect("name"), b.metadata.name.clone().expect("name"));
+    let obj: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"generateName": "gen-"}})).expect("cm");
+    let a = api
+        .create(&PostParams::default(), &obj)
+        .await
+        .expect("create");
+    let b = api
+        .create(&PostParams::default(), &obj)
+        .await
+        .expect("create");
+    let (na, nb) = (
+        a.metadata.name.clone().expect("name"),
+        b.metadata.name.clone().expect("name"),
+    );
     assert!(na.starts_with("gen-") && na.len() == 9, "{na}");
     assert_ne!(na, nb);
     // Replacing with identical content does not write a new revision.
-    let same = api.replace(&na, &PostParams::default(), &a).await.expect("replace");
+    let same = api
+        .replace(&na, &PostParams::default(), &a)
+        .await
+        .expect("replace");
     assert_eq!(same.metadata.resource_version, a.metadata.resource_version);
 }
 
@@ -100,24 +141,40 @@ async fn label_and_field_selectors_and_pagination() {
         let tier = if i % 2 == 0 { "front" } else { "back" };
         api.create(
             &PostParams::default(),
-            &cm(&format!("cm{i}"), json!({"tier": tier, "idx": i.to_string()}), json!({})),
+            &cm(
+                &format!("cm{i}"),
+                json!({"tier": tier, "idx": i.to_string()}),
+                json!({}),
+            ),
         )
         .await
         .expect("create");
     }
     let names = |list: kube::core::ObjectList<ConfigMap>| -> Vec<String> {
-        list.items.into_iter().filter_map(|c| c.metadata.name).collect()
+        list.items
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .collect()
     };
-    let front = api.list(&ListParams::default().labels("tier=front")).await.expect("list");
+    let front = api
+        .list(&ListParams::default().labels("tier=front"))
+        .await
+        .expect("list");
     assert_eq!(names(front), vec!["cm0", "cm2", "cm4", "cm6"]);
     let set = api
         .list(&ListParams::default().labels("tier in (back),idx notin (3)"))
         .await
         .expect("list");
     assert_eq!(names(set), vec!["cm1", "cm5"]);
-    let neq = api.list(&ListParams::default().labels("tier!=front,!missing")).await.expect("list");
+    let neq = api
+        .list(&ListParams::default().labels("tier!=front,!missing"))
+        .await
+        .expect("list");
     assert_eq!(names(neq).len(), 3);
-    let by_name = api.list(&ListParams::default().fields("metadata.name=cm3")).await.expect("list");
+    let by_name = api
+        .list(&ListParams::default().fields("metadata.name=cm3"))
+        .await
+        .expect("list");
     assert_eq!(names(by_name), vec!["cm3"]);
     let err = api
         .list(&ListParams::default().fields("data.k=v"))
@@ -131,10 +188,15 @@ async fn label_and_field_selectors_and_pagination() {
     assert_eq!(code(err), 400);
 
     // Pages of 3 over a consistent snapshot: a create between pages does not show up.
-    let first = api.list(&ListParams::default().limit(3)).await.expect("page 1");
+    let first = api
+        .list(&ListParams::default().limit(3))
+        .await
+        .expect("page 1");
     let token = first.metadata.continue_.clone().expect("continue");
     assert_eq!(first.metadata.remaining_item_count, Some(4));
-    api.create(&PostParams::default(), &cm("cm99", json!({}), json!({}))).await.expect("create");
+    api.create(&PostParams::default(), &cm("cm99", json!({}), json!({})))
+        .await
+        .expect("create");
     let second = api
         .list(&ListParams::default().limit(3).continue_token(&token))
         .await
@@ -144,56 +206,98 @@ async fn label_and_field_selectors_and_pagination() {
         .list(&ListParams::default().limit(3).continue_token(&token))
         .await
         .expect("page 3");
-    assert!(third.metadata.continue_.as_deref().is_none_or(str::is_empty));
+    assert!(
+        third
+            .metadata
+            .continue_
+            .as_deref()
+            .is_none_or(str::is_empty)
+    );
     let all: Vec<String> = [names(first), names(second), names(third)].concat();
     assert_eq!(all, vec!["cm0", "cm1", "cm2", "cm3", "cm4", "cm5", "cm6"]);
-    assert_eq!(api.list(&ListParams::default()).await.expect("list").items.len(), 8);
+    assert_eq!(
+        api.list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+            .len(),
+        8
+    );
 }
 
 #[tokio::test]
 async fn merge_json_and_strategic_patches() {
     let env = TestEnv::start().await.expect("env");
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-    api.create(&PostParams::default(), &cm("p", json!({"a": "1"}), json!({"x": "1", "y": "2"})))
-        .await
-        .expect("create");
+    api.create(
+        &PostParams::default(),
+        &cm("p", json!({"a": "1"}), json!({"x": "1", "y": "2"})),
+    )
+    .await
+    .expect("create");
     let merged = api
-        .patch("p", &PatchParams::default(), &Patch::Merge(json!({"data": {"x": null, "z": "3"}})))
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"x": null, "z": "3"}})),
+        )
         .await
         .expect("merge");
     let data = merged.data.expect("data");
-    assert_eq!((data.get("x"), data.get("z").map(String::as_str)), (None, Some("3")));
+    assert_eq!(
+        (data.get("x"), data.get("z").map(String::as_str)),
+        (None, Some("3"))
+    );
     let patched = api
         .patch(
             "p",
             &PatchParams::default(),
-            &Patch::Json::<()>(serde_json::from_value(json!([
-                {"op": "test", "path": "/data/y", "value": "2"},
-                {"op": "replace", "path": "/data/y", "value": "22"}
-            ])).expect("json patch")),
+            &Patch::Json::<()>(
+                serde_json::from_value(json!([
+                    {"op": "test", "path": "/data/y", "value": "2"},
+                    {"op": "replace", "path": "/data/y", "value": "22"}
+                ]))
+                .expect("json patch"),
+            ),
         )
         .await
         .expect("json patch");
-    assert_eq!(patched.data.expect("data").get("y").map(String::as_str), Some("22"));
+    assert_eq!(
+        patched.data.expect("data").get("y").map(String::as_str),
+        Some("22")
+    );
     let failed = api
         .patch(
             "p",
             &PatchParams::default(),
-            &Patch::Json::<()>(serde_json::from_value(json!([
-                {"op": "test", "path": "/data/y", "value": "nope"},
-                {"op": "replace", "path": "/data/y", "value": "bad"}
-            ])).expect("json patch")),
+            &Patch::Json::<()>(
+                serde_json::from_value(json!([
+                    {"op": "test", "path": "/data/y", "value": "nope"},
+                    {"op": "replace", "path": "/data/y", "value": "bad"}
+                ]))
+                .expect("json patch"),
+            ),
         )
         .await
         .expect_err("test op fails");
     assert!(matches!(code(failed), 422 | 409 | 400 | 500));
     assert_eq!(
-        api.get("p").await.expect("get").data.expect("data").get("y").map(String::as_str),
+        api.get("p")
+            .await
+            .expect("get")
+            .data
+            .expect("data")
+            .get("y")
+            .map(String::as_str),
         Some("22"),
         "a rejected patch changes nothing"
     );
     let strategic = api
-        .patch("p", &PatchParams::default(), &Patch::Strategic(json!({"metadata": {"labels": {"b": "2"}}})))
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"metadata": {"labels": {"b": "2"}}})),
+        )
         .await
         .expect("strategic");
     assert_eq!(strategic.metadata.labels.expect("labels").len(), 2);
@@ -204,35 +308,79 @@ async fn delete_preconditions_dry_run_and_deletecollection() {
     let env = TestEnv::start().await.expect("env");
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
     let created = api
-        .create(&PostParams::default(), &cm("d", json!({"g": "x"}), json!({})))
+        .create(
+            &PostParams::default(),
+            &cm("d", json!({"g": "x"}), json!({})),
+        )
         .await
         .expect("create");
-    let mut dp = DeleteParams::default();
-    dp.preconditions = Some(kube::api::Preconditions { uid: Some("wrong".into()), resource_version: None });
-    assert_eq!(code(api.delete("d", &dp).await.expect_err("precondition")), 409);
+    let mut dp = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some("wrong".into()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    assert_eq!(
+        code(api.delete("d", &dp).await.expect_err("precondition")),
+        409
+    );
     api.get("d").await.expect("still there");
 
     // Dry runs store nothing.
-    let dry = PostParams { dry_run: true, ..PostParams::default() };
-    api.create(&dry, &cm("dry", json!({}), json!({}))).await.expect("dry create");
-    assert_eq!(code(api.get("dry").await.expect_err("not stored")), 404);
-    api.delete("d", &DeleteParams { dry_run: true, ..DeleteParams::default() })
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    api.create(&dry, &cm("dry", json!({}), json!({})))
         .await
-        .expect("dry delete");
+        .expect("dry create");
+    assert_eq!(code(api.get("dry").await.expect_err("not stored")), 404);
+    api.delete(
+        "d",
+        &DeleteParams {
+            dry_run: true,
+            ..DeleteParams::default()
+        },
+    )
+    .await
+    .expect("dry delete");
     api.get("d").await.expect("dry delete keeps it");
 
-    dp.preconditions = Some(kube::api::Preconditions { uid: created.metadata.uid.clone(), resource_version: None });
-    api.delete("d", &dp).await.expect("delete with matching uid");
+    dp.preconditions = Some(kube::api::Preconditions {
+        uid: created.metadata.uid.clone(),
+        resource_version: None,
+    });
+    api.delete("d", &dp)
+        .await
+        .expect("delete with matching uid");
 
     for i in 0..4 {
-        api.create(&PostParams::default(), &cm(&format!("c{i}"), json!({"g": if i < 3 {"x"} else {"y"}}), json!({})))
-            .await
-            .expect("create");
-    }
-    api.delete_collection(&DeleteParams::default(), &ListParams::default().labels("g=x"))
+        api.create(
+            &PostParams::default(),
+            &cm(
+                &format!("c{i}"),
+                json!({"g": if i < 3 {"x"} else {"y"}}),
+                json!({}),
+            ),
+        )
         .await
-        .expect("deletecollection");
-    let left: Vec<String> = api.list(&ListParams::default()).await.expect("list").items.into_iter().filter_map(|c| c.metadata.name).collect();
+        .expect("create");
+    }
+    api.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("g=x"),
+    )
+    .await
+    .expect("deletecollection");
+    let left: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
     assert_eq!(left, vec!["c3"]);
 }
 
@@ -240,19 +388,36 @@ async fn delete_preconditions_dry_run_and_deletecollection() {
 async fn finalizers_hold_deletion() {
     let env = TestEnv::start().await.expect("env");
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-    let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}})).expect("cm");
-    api.create(&PostParams::default(), &obj).await.expect("create");
-    api.delete("f", &DeleteParams::default()).await.expect("delete");
+    let obj: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}}),
+    )
+    .expect("cm");
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("create");
+    api.delete("f", &DeleteParams::default())
+        .await
+        .expect("delete");
     let held = api.get("f").await.expect("still there");
     assert!(held.metadata.deletion_timestamp.is_some());
     let err = api
-        .patch("f", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}})))
+        .patch(
+            "f",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}}),
+            ),
+        )
         .await
         .expect_err("no new finalizers while deleting");
     assert_eq!(code(err), 422);
-    api.patch("f", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
-        .await
-        .expect("remove finalizer");
+    api.patch(
+        "f",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .expect("remove finalizer");
     assert_eq!(code(api.get("f").await.expect_err("gone")), 404);
 }
 
@@ -263,43 +428,108 @@ async fn bad_input_gets_status_errors() {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 
     // Invalid name → 422 with a cause naming metadata.name.
-    let (status, body) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", Some("application/json"),
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}).to_string().into_bytes()).await;
+    let (status, body) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}})
+            .to_string()
+            .into_bytes(),
+    )
+    .await;
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["kind"], "Status");
     assert_eq!(body["reason"], "Invalid");
     assert_eq!(body["details"]["causes"][0]["field"], "metadata.name");
 
     // Invalid label → 422.
-    let err = api.create(&PostParams::default(), &cm("ok", json!({"bad key!": "v"}), json!({}))).await.expect_err("label");
+    let err = api
+        .create(
+            &PostParams::default(),
+            &cm("ok", json!({"bad key!": "v"}), json!({})),
+        )
+        .await
+        .expect_err("label");
     assert_eq!(code(err), 422);
 
     // Malformed JSON → 400.
-    let (status, body) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", Some("application/json"), b"{\"apiVersion\":\"v1\",\"kind\":\"Con".to_vec()).await;
+    let (status, body) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json"),
+        b"{\"apiVersion\":\"v1\",\"kind\":\"Con".to_vec(),
+    )
+    .await;
     assert_eq!((status, body["reason"].as_str()), (400, Some("BadRequest")));
 
     // YAML bodies are accepted.
-    let (status, _) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", Some("application/yaml"), b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n".to_vec()).await;
+    let (status, _) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/yaml"),
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n".to_vec(),
+    )
+    .await;
     assert_eq!(status, 201);
 
     // Over 3 MiB → 413.
     let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"k": "x".repeat(3 * 1024 * 1024 + 10)}});
-    let (status, body) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", Some("application/json"), big.to_string().into_bytes()).await;
+    let (status, body) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json"),
+        big.to_string().into_bytes(),
+    )
+    .await;
     assert_eq!(status, 413, "{body}");
     assert_eq!(body["kind"], "Status");
     assert_eq!(code(api.get("big").await.expect_err("not stored")), 404);
 
     // Unknown resource → 404; unsupported verb → 405; unsupported patch type → 415.
-    let (status, body) = raw(&client, "GET", "/api/v1/namespaces/default/nothings", None, vec![]).await;
+    let (status, body) = raw(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/nothings",
+        None,
+        vec![],
+    )
+    .await;
     assert_eq!((status, body["reason"].as_str()), (404, Some("NotFound")));
-    let (status, body) = raw(&client, "PUT", "/api/v1/namespaces/default/configmaps", Some("application/json"), b"{}".to_vec()).await;
-    assert_eq!((status, body["reason"].as_str()), (405, Some("MethodNotAllowed")));
-    let (status, body) = raw(&client, "PATCH", "/api/v1/namespaces/default/configmaps/from-yaml", Some("text/plain"), b"{}".to_vec()).await;
-    assert_eq!((status, body["reason"].as_str()), (415, Some("UnsupportedMediaType")));
+    let (status, body) = raw(
+        &client,
+        "PUT",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json"),
+        b"{}".to_vec(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["reason"].as_str()),
+        (405, Some("MethodNotAllowed"))
+    );
+    let (status, body) = raw(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/from-yaml",
+        Some("text/plain"),
+        b"{}".to_vec(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["reason"].as_str()),
+        (415, Some("UnsupportedMediaType"))
+    );
 
     // Missing namespace → 404 naming the namespace.
     let missing: Api<ConfigMap> = Api::namespaced(client.clone(), "nope");
-    let err = missing.create(&PostParams::default(), &cm("x", json!({}), json!({}))).await.expect_err("ns");
+    let err = missing
+        .create(&PostParams::default(), &cm("x", json!({}), json!({})))
+        .await
+        .expect_err("ns");
     match err {
         kube::Error::Api(s) => assert_eq!(s.message, "namespaces \"nope\" not found"),
         other => panic!("{other:?}"),
@@ -311,7 +541,9 @@ async fn unauthenticated_requests_get_401() {
     let env = TestEnv::start().await.expect("env");
     let url = format!("{}/api/v1/namespaces", env.server().url());
     let ca = env.server().ca_pem().expect("tls").to_string();
-    let status = tokio::task::spawn_blocking(move || curl_status(&url, &ca)).await.expect("join");
+    let status = tokio::task::spawn_blocking(move || curl_status(&url, &ca))
+        .await
+        .expect("join");
     if let Some(status) = status {
         assert_eq!(status, 401);
     }
@@ -338,25 +570,56 @@ async fn terminating_namespace_waits_for_its_contents() {
     let env = TestEnv::start().await.expect("env");
     let client = env.client();
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "held", "finalizers": ["example.com/ns"]}})).expect("ns");
-    namespaces.create(&PostParams::default(), &ns).await.expect("create ns");
+    let ns: Namespace = serde_json::from_value(
+        json!({"metadata": {"name": "held", "finalizers": ["example.com/ns"]}}),
+    )
+    .expect("ns");
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("create ns");
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "held");
-    let held: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "c", "finalizers": ["example.com/hold"]}})).expect("cm");
-    cms.create(&PostParams::default(), &held).await.expect("create cm");
-    namespaces.delete("held", &DeleteParams::default()).await.expect("delete ns");
+    let held: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "c", "finalizers": ["example.com/hold"]}}),
+    )
+    .expect("cm");
+    cms.create(&PostParams::default(), &held)
+        .await
+        .expect("create cm");
+    namespaces
+        .delete("held", &DeleteParams::default())
+        .await
+        .expect("delete ns");
     let terminating = namespaces.get("held").await.expect("terminating");
-    assert_eq!(terminating.status.and_then(|s| s.phase).as_deref(), Some("Terminating"));
+    assert_eq!(
+        terminating.status.and_then(|s| s.phase).as_deref(),
+        Some("Terminating")
+    );
     // New content is refused while terminating.
-    let err = cms.create(&PostParams::default(), &cm("late", json!({}), json!({}))).await.expect_err("terminating");
+    let err = cms
+        .create(&PostParams::default(), &cm("late", json!({}), json!({})))
+        .await
+        .expect_err("terminating");
     assert_eq!(code(err), 403);
     namespaces
-        .patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
         .await
         .expect("clear ns finalizer");
-    assert!(namespaces.get_opt("held").await.expect("get").is_some(), "contents remain, so does the namespace");
-    cms.patch("c", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
-        .await
-        .expect("release cm");
+    assert!(
+        namespaces.get_opt("held").await.expect("get").is_some(),
+        "contents remain, so does the namespace"
+    );
+    cms.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .expect("release cm");
     wait_until(WAIT, "namespace gone", || {
         let namespaces = namespaces.clone();
         async move { namespaces.get_opt("held").await.ok().flatten().is_none() }
@@ -367,8 +630,15 @@ async fn terminating_namespace_waits_for_its_contents() {
 
 #[tokio::test]
 async fn insecure_http_serves_loopback_without_a_token() {
-    let config = korral_apiserver::ServerConfig { tls: false, ..korral_apiserver::ServerConfig::in_memory() };
-    let env = TestEnv::builder().server_config(config).start().await.expect("env");
+    let config = korral_apiserver::ServerConfig {
+        tls: false,
+        ..korral_apiserver::ServerConfig::in_memory()
+    };
+    let env = TestEnv::builder()
+        .server_config(config)
+        .start()
+        .await
+        .expect("env");
     assert!(env.server().url().starts_with("http://"));
     let url = format!("{}/api/v1/namespaces/default", env.server().url());
     let status = tokio::task::spawn_blocking(move || {
@@ -377,7 +647,10 @@ async fn insecure_http_serves_loopback_without_a_token() {
             .arg(&url)
             .output()
             .ok()?;
-        String::from_utf8_lossy(&out.stdout).trim().parse::<u16>().ok()
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<u16>()
+            .ok()
     })
     .await
     .expect("join");
@@ -385,5 +658,7 @@ async fn insecure_http_serves_loopback_without_a_token() {
         assert_eq!(status, 200);
     }
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-    api.create(&PostParams::default(), &cm("plain", json!({}), json!({}))).await.expect("create over http");
+    api.create(&PostParams::default(), &cm("plain", json!({}), json!({})))
+        .await
+        .expect("create over http");
 }

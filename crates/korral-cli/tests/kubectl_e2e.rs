@@ -130,16 +130,17 @@ impl Run<'_> {
     fn k(&mut self, args: &[&str]) -> CmdOutput {
         match self.server.kubectl(self.kubectl, args) {
             Ok(out) => {
-                if !out.success() && !self.server_died {
-                    if let Some(status) = self.server.exited() {
-                        self.server_died = true;
-                        self.failures.add(format!(
+                if !out.success()
+                    && !self.server_died
+                    && let Some(status) = self.server.exited()
+                {
+                    self.server_died = true;
+                    self.failures.add(format!(
                             "[{}] the korral apiserver process died ({status}) during `{}`\n--- server stderr (tail) ---\n{}",
                             self.tag,
                             out.command,
                             self.server.stderr_tail(40)
                         ));
-                    }
                 }
                 out
             }

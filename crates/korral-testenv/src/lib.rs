@@ -191,10 +191,12 @@ impl TestEnv {
             message: e.to_string(),
         })?;
         for document in serde_yaml_ng::Deserializer::from_str(&text) {
-            let value = <serde_json::Value as serde::Deserialize>::deserialize(document)
-                .map_err(|e| TestEnvError::CrdFile {
-                    path: path.to_path_buf(),
-                    message: e.to_string(),
+            let value =
+                <serde_json::Value as serde::Deserialize>::deserialize(document).map_err(|e| {
+                    TestEnvError::CrdFile {
+                        path: path.to_path_buf(),
+                        message: e.to_string(),
+                    }
                 })?;
             if value.is_null() {
                 continue;

@@ -30,10 +30,15 @@ where
     match Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(err) => {
-            if err.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+            if err
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
                 Err(ApiError::too_large(MAX_BODY))
             } else {
-                Err(ApiError::bad_request(format!("reading request body: {err}")))
+                Err(ApiError::bad_request(format!(
+                    "reading request body: {err}"
+                )))
             }
         }
     }

@@ -144,6 +144,10 @@ mod tests {
         assert_eq!(ns["namespaced"], false);
         assert!(resource_list(&registry, "nope.io", "v1").is_none());
         let apis = groups(&registry);
-        assert!(apis["groups"].as_array().is_some_and(|g| g.iter().any(|g| g["name"] == "apps")));
+        assert!(
+            apis["groups"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g["name"] == "apps"))
+        );
     }
 }

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use http::{HeaderMap, Method, Response, StatusCode, header};
 use serde_json::{Value, json};
 
+use super::State;
 use super::body::{self, Body};
 use super::path::ResourcePath;
 use super::table;
 use super::watch;
-use super::State;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::{
@@ -148,7 +148,10 @@ pub async fn serve(
             let obj = present(&info, &objects.get(&info, namespace, name)?);
             if let Some(include) = as_table {
                 let mut list_meta = serde_json::Map::new();
-                list_meta.insert("resourceVersion".into(), json!(meta::resource_version(&obj)));
+                list_meta.insert(
+                    "resourceVersion".into(),
+                    json!(meta::resource_version(&obj)),
+                );
                 let t = table::table(&info, [&*obj], list_meta, include, true);
                 return Ok(body::json_response(StatusCode::OK, &t));
             }
@@ -162,7 +165,13 @@ pub async fn serve(
             let page = objects.list(&info, namespace, &opts)?;
             if let Some(include) = as_table {
                 let items: Vec<_> = page.items.iter().map(|o| present(&info, o)).collect();
-                let t = table::table(&info, items.iter().map(|o| &**o), list_metadata(&page), include, true);
+                let t = table::table(
+                    &info,
+                    items.iter().map(|o| &**o),
+                    list_metadata(&page),
+                    include,
+                    true,
+                );
                 return Ok(body::json_response(StatusCode::OK, &t));
             }
             Ok(list_response(&info, page))
@@ -216,10 +225,9 @@ pub async fn serve(
             let options = delete_body(&body_bytes)?;
             let opts = DeleteOptions::from_request(options.as_ref(), query)?;
             match objects.delete(&info, namespace, name, &opts).await? {
-                Deleted::Pending(obj) => Ok(body::json_response(
-                    StatusCode::OK,
-                    &*present(&info, &obj),
-                )),
+                Deleted::Pending(obj) => {
+                    Ok(body::json_response(StatusCode::OK, &*present(&info, &obj)))
+                }
                 Deleted::Gone(obj) => {
                     if info.is_custom() {
                         Ok(body::json_response(StatusCode::OK, &*present(&info, &obj)))
@@ -272,7 +280,10 @@ async fn serve_scale(
     headers: &HeaderMap,
     body_bytes: bytes::Bytes,
 ) -> Result<Response<Body>, ApiError> {
-    let name = rp.name.as_deref().ok_or_else(ApiError::method_not_allowed)?;
+    let name = rp
+        .name
+        .as_deref()
+        .ok_or_else(ApiError::method_not_allowed)?;
     let namespace = rp.namespace.as_deref();
     let objects = &state.objects;
     let scale = match *method {

@@ -92,7 +92,10 @@ where
     // Health and version are public, as upstream's system:public-info-viewer allows.
     match path.as_str() {
         "/healthz" | "/livez" | "/readyz" => return Ok(text(StatusCode::OK, "ok")),
-        p if p.starts_with("/healthz/") || p.starts_with("/livez/") || p.starts_with("/readyz/") => {
+        p if p.starts_with("/healthz/")
+            || p.starts_with("/livez/")
+            || p.starts_with("/readyz/") =>
+        {
             return Ok(text(StatusCode::OK, "ok"));
         }
         "/version" => return Ok(body::json_response(StatusCode::OK, &discovery::version())),
@@ -149,7 +152,10 @@ where
             return Ok(response);
         }
         "/openapi/v3" if is_get => {
-            return Ok(body::json_response(StatusCode::OK, &openapi::v3_index(&registry)));
+            return Ok(body::json_response(
+                StatusCode::OK,
+                &openapi::v3_index(&registry),
+            ));
         }
         p if is_get && p.starts_with("/openapi/v3/") => {
             let rest = &p["/openapi/v3/".len()..];
@@ -177,9 +183,10 @@ where
             StatusCode::OK,
             &discovery::core_versions(&state.address),
         )),
-        path::Target::Groups => {
-            discovery_only(body::json_response(StatusCode::OK, &discovery::groups(&registry)))
-        }
+        path::Target::Groups => discovery_only(body::json_response(
+            StatusCode::OK,
+            &discovery::groups(&registry),
+        )),
         path::Target::Group(g) => {
             let doc = discovery::group(&registry, &g).ok_or_else(ApiError::unknown_resource)?;
             discovery_only(body::json_response(StatusCode::OK, &doc))

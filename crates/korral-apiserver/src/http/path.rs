@@ -81,7 +81,9 @@ pub fn parse(path: &str) -> Option<Target> {
         }))
     };
     match rest {
-        ["namespaces", ns, resource, tail @ ..] if !(group.is_empty() && is_namespace_sub(resource) && tail.is_empty()) => {
+        ["namespaces", ns, resource, tail @ ..]
+            if !(group.is_empty() && is_namespace_sub(resource) && tail.is_empty()) =>
+        {
             match tail {
                 [] => mk(Some(ns), resource, None, None),
                 [name] => mk(Some(ns), resource, Some(name), None),
@@ -114,19 +116,42 @@ mod tests {
     #[test]
     fn parses_resource_paths() {
         let r = res("/api/v1/namespaces/default/configmaps/cm1");
-        assert_eq!((r.namespace.as_deref(), r.resource.as_str(), r.name.as_deref()), (Some("default"), "configmaps", Some("cm1")));
+        assert_eq!(
+            (
+                r.namespace.as_deref(),
+                r.resource.as_str(),
+                r.name.as_deref()
+            ),
+            (Some("default"), "configmaps", Some("cm1"))
+        );
         let r = res("/apis/apps/v1/namespaces/ns/deployments/d/status");
-        assert_eq!((r.group.as_str(), r.subresource.as_deref()), ("apps", Some("status")));
+        assert_eq!(
+            (r.group.as_str(), r.subresource.as_deref()),
+            ("apps", Some("status"))
+        );
         let r = res("/api/v1/namespaces/foo");
-        assert_eq!((r.namespace, r.resource.as_str(), r.name.as_deref()), (None, "namespaces", Some("foo")));
+        assert_eq!(
+            (r.namespace, r.resource.as_str(), r.name.as_deref()),
+            (None, "namespaces", Some("foo"))
+        );
         let r = res("/api/v1/namespaces/foo/status");
-        assert_eq!((r.resource.as_str(), r.name.as_deref(), r.subresource.as_deref()), ("namespaces", Some("foo"), Some("status")));
+        assert_eq!(
+            (
+                r.resource.as_str(),
+                r.name.as_deref(),
+                r.subresource.as_deref()
+            ),
+            ("namespaces", Some("foo"), Some("status"))
+        );
         let r = res("/api/v1/pods");
         assert_eq!((r.namespace, r.name), (None, None));
         let r = res("/apis/rbac.authorization.k8s.io/v1/clusterroles/system%3Aadmin");
         assert_eq!(r.name.as_deref(), Some("system:admin"));
         assert_eq!(parse("/apis/apps"), Some(Target::Group("apps".into())));
-        assert_eq!(parse("/api/v1"), Some(Target::GroupVersion(String::new(), "v1".into())));
+        assert_eq!(
+            parse("/api/v1"),
+            Some(Target::GroupVersion(String::new(), "v1".into()))
+        );
         assert_eq!(parse("/foo"), None);
     }
 }

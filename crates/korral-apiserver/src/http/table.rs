@@ -490,10 +490,8 @@ pub fn table<'a>(
         "metadata": list_meta,
         "rows": rows,
     });
-    if with_columns {
-        if let Some(map) = table.as_object_mut() {
-            map.insert("columnDefinitions".into(), json!(column_definitions(info)));
-        }
+    if with_columns && let Some(map) = table.as_object_mut() {
+        map.insert("columnDefinitions".into(), json!(column_definitions(info)));
     }
     table
 }
@@ -515,18 +513,42 @@ mod tests {
     #[test]
     fn deployment_rows_match_upstream_columns() {
         let registry = Registry::with_builtins();
-        let info = registry.get("apps", "v1", "deployments").expect("deployments");
+        let info = registry
+            .get("apps", "v1", "deployments")
+            .expect("deployments");
         let obj = json!({
             "metadata": {"name": "web", "creationTimestamp": meta::now_rfc3339()},
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
                      "template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}},
         });
         let t = table(&info, [&obj], Map::new(), IncludeObject::Metadata, true);
-        let names: Vec<&str> = t["columnDefinitions"].as_array().expect("cols").iter().filter_map(|c| c["name"].as_str()).collect();
-        assert_eq!(names, ["Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector"]);
-        assert_eq!(t["rows"][0]["cells"], json!(["web", "0/1", 0, 0, "0s", "nginx", "nginx:1.27", "app=web"]));
+        let names: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .expect("cols")
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "Ready",
+                "Up-to-date",
+                "Available",
+                "Age",
+                "Containers",
+                "Images",
+                "Selector"
+            ]
+        );
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["web", "0/1", 0, 0, "0s", "nginx", "nginx:1.27", "app=web"])
+        );
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
-        assert!(wants_table("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"));
+        assert!(wants_table(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+        ));
         assert!(!wants_table("application/json"));
     }
 }

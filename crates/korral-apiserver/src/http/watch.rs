@@ -105,9 +105,10 @@ pub fn serve(
             bookmark_end: send_initial,
         }
     } else {
-        Start::After(rv.parse::<u64>().map_err(|_| {
-            ApiError::bad_request(format!("invalid resourceVersion: {rv:?}"))
-        })?)
+        Start::After(
+            rv.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion: {rv:?}")))?,
+        )
     };
     let timeout = match param(query, "timeoutSeconds") {
         Some(t) => Duration::from_secs(
@@ -253,11 +254,7 @@ impl WatchTask {
         Some(self.event(kind, &event.object))
     }
 
-    async fn run(
-        mut self,
-        begin: Begin,
-        mut tx: mpsc::Sender<Result<Frame<Bytes>, Infallible>>,
-    ) {
+    async fn run(mut self, begin: Begin, mut tx: mpsc::Sender<Result<Frame<Bytes>, Infallible>>) {
         let (frames, mut revision, mut feed) = match begin {
             Begin::Ready {
                 frames,
@@ -265,7 +262,9 @@ impl WatchTask {
                 feed,
             } => (frames, revision, feed),
             Begin::Expired(err) => {
-                let _ = tx.send(Ok(Frame::data(encode("ERROR", &err.to_status())))).await;
+                let _ = tx
+                    .send(Ok(Frame::data(encode("ERROR", &err.to_status()))))
+                    .await;
                 return;
             }
         };
@@ -276,10 +275,10 @@ impl WatchTask {
         }
         for event in std::mem::take(&mut feed.backlog) {
             revision = event.revision;
-            if let Some(frame) = self.frame(&event) {
-                if tx.send(Ok(Frame::data(frame))).await.is_err() {
-                    return;
-                }
+            if let Some(frame) = self.frame(&event)
+                && tx.send(Ok(Frame::data(frame))).await.is_err()
+            {
+                return;
             }
         }
         let deadline = tokio::time::sleep(self.timeout);
@@ -299,11 +298,10 @@ impl WatchTask {
                 received = feed.live.recv() => match received {
                     Ok(event) => {
                         revision = event.revision;
-                        if let Some(frame) = self.frame(&event) {
-                            if tx.send(Ok(Frame::data(frame))).await.is_err() {
+                        if let Some(frame) = self.frame(&event)
+                            && tx.send(Ok(Frame::data(frame))).await.is_err() {
                                 return;
                             }
-                        }
                     }
                     Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => return,
                 },

@@ -206,7 +206,11 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
                 list_kind: format!("{}List", s.kind),
                 namespaced: s.namespaced,
                 short_names: s.short.iter().map(|x| x.to_string()).collect(),
-                categories: if s.all { vec!["all".to_string()] } else { vec![] },
+                categories: if s.all {
+                    vec!["all".to_string()]
+                } else {
+                    vec![]
+                },
                 verbs,
                 status_subresource: s.status,
                 scale: s.scale.then(|| ScalePaths {

@@ -173,11 +173,7 @@ impl Registry {
                     info.version.clone(),
                     info.resource.clone(),
                 );
-                if !tables
-                    .builtin_groups
-                    .iter()
-                    .any(|(g, _)| g == &info.group)
-                {
+                if !tables.builtin_groups.iter().any(|(g, _)| g == &info.group) {
                     tables
                         .builtin_groups
                         .push((info.group.clone(), vec![info.version.clone()]));
@@ -281,7 +277,9 @@ impl Registry {
             tables.resources.insert(key.clone(), Arc::new(info));
             keys.push(key);
         }
-        tables.crds.insert(crd_name.to_string(), (group, keys, order));
+        tables
+            .crds
+            .insert(crd_name.to_string(), (group, keys, order));
     }
 
     /// Unregisters the resources of a CRD.
@@ -347,11 +345,17 @@ mod tests {
     #[test]
     fn builtins_are_registered() {
         let registry = Registry::with_builtins();
-        let deploy = registry.get("apps", "v1", "deployments").expect("deployments");
+        let deploy = registry
+            .get("apps", "v1", "deployments")
+            .expect("deployments");
         assert_eq!(deploy.kind, "Deployment");
         assert!(deploy.status_subresource);
         assert!(deploy.scale.is_some());
-        assert!(registry.get("", "v1", "namespaces").is_some_and(|n| !n.namespaced));
+        assert!(
+            registry
+                .get("", "v1", "namespaces")
+                .is_some_and(|n| !n.namespaced)
+        );
         assert!(registry.get("", "v1", "nothing").is_none());
     }
 }

@@ -285,13 +285,12 @@ impl Storage for DurableStorage {
         let writer = self.stop_writer();
         let dir = self.dir.clone();
         async move {
-            if let Some(writer) = writer {
-                if tokio::task::spawn_blocking(move || Self::join_writer(&dir, writer))
+            if let Some(writer) = writer
+                && tokio::task::spawn_blocking(move || Self::join_writer(&dir, writer))
                     .await
                     .is_err()
-                {
-                    tracing::error!("closing durable storage panicked");
-                }
+            {
+                tracing::error!("closing durable storage panicked");
             }
         }
         .boxed()
@@ -1797,8 +1796,14 @@ mod tests {
     #[tokio::test]
     async fn writes_after_close_are_refused_cleanly() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut store = open(dir.path());
-        drop(store.requests.write().unwrap_or_else(|e| e.into_inner()).take());
+        let store = open(dir.path());
+        drop(
+            store
+                .requests
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
         let result = store
             .update(
                 "/core/configmaps/ns/a".to_string(),

@@ -9,8 +9,8 @@ mod core;
 mod durable;
 mod memory;
 
-pub use durable::DurableStorage;
 pub use durable::DurableOptions;
+pub use durable::DurableStorage;
 pub use memory::MemoryStorage;
 
 use std::sync::Arc;
@@ -188,7 +188,11 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Atomically read-decide-write one key. The returned future resolves once the write is
     /// durable (for durable storage: fsynced) and visible to readers and watchers.
-    fn update(&self, key: String, decide: UpdateFn) -> BoxFuture<'static, Result<Committed, ApiError>>;
+    fn update(
+        &self,
+        key: String,
+        decide: UpdateFn,
+    ) -> BoxFuture<'static, Result<Committed, ApiError>>;
 
     /// Events with a revision greater than `after`, then live ones.
     ///
