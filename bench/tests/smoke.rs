@@ -7,7 +7,17 @@ use korral_bench::{ApiserverOptions, ROW_IDS, run_apiserver};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn quick_apiserver_run_reports_every_row() -> anyhow::Result<()> {
-    let report = run_apiserver(&ApiserverOptions::quick()).await?;
+    let mut options = ApiserverOptions::quick();
+    // Under `cargo test --workspace` the korral binary is already built with the workspace's
+    // unified features; building `korral-cli` alone would resolve features differently and
+    // rebuild its dependencies, so only build when it is missing.
+    let built = std::env::current_exe()?
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join(format!("korral{}", std::env::consts::EXE_SUFFIX)))
+        .is_some_and(|p| p.is_file());
+    options.build_korral = !built;
+    let report = run_apiserver(&options).await?;
     let table = report.to_string();
     println!("{table}");
     assert_eq!(report.rows.len(), ROW_IDS.len(), "{table}");
