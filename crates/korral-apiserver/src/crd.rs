@@ -317,18 +317,8 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
         "" => kind.to_ascii_lowercase(),
         s => s.to_string(),
     };
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let short_names = strings(names.get("shortNames"));
-    let categories = strings(names.get("categories"));
+    let short_names = meta::strings(names.get("shortNames"));
+    let categories = meta::strings(names.get("categories"));
     let namespaced = str_at(obj, "spec.scope") != "Cluster";
     let crd_name = meta::name(obj).to_string();
     let versions = meta::path(obj, "spec.versions")

@@ -58,8 +58,12 @@ pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
 
 /// `metadata.finalizers` as strings.
 pub fn finalizers(obj: &Value) -> Vec<String> {
-    metadata(obj)
-        .and_then(|m| m.get("finalizers"))
+    strings(metadata(obj).and_then(|m| m.get("finalizers")))
+}
+
+/// The strings of a JSON array (non-strings skipped); empty when absent.
+pub fn strings(value: Option<&Value>) -> Vec<String> {
+    value
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()

@@ -716,131 +716,16 @@ impl Parser {
 
 // --- validation (upstream `content.IsLabelKey` / `IsLabelValue`) -------------------------------
 
-const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_KEY_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-
-fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
-    if examples.is_empty() {
-        return format!("{msg} (regex used for validation is '{re}')");
-    }
-    let mut out = format!("{msg} (e.g. ");
-    for (i, ex) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push('\'');
-        out.push_str(ex);
-        out.push_str("', ");
-    }
-    out.push_str("regex used for validation is '");
-    out.push_str(re);
-    out.push_str("')");
-    out
-}
-
-/// Matches `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
-fn is_label_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            match (b.first(), b.last()) {
-                (Some(first), Some(last)) => {
-                    (first.is_ascii_lowercase() || first.is_ascii_digit())
-                        && (last.is_ascii_lowercase() || last.is_ascii_digit())
-                        && b.iter()
-                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-                }
-                _ => false,
-            }
-        })
-}
-
-/// Upstream's `IsLabelKey` (a.k.a. qualified name) messages; empty when valid.
+/// Upstream's `IsQualifiedName` errors for a label key (empty when valid).
 pub fn label_key_errors(key: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = key.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                if prefix.len() > 253 {
-                    errs.push("prefix part must be no more than 253 bytes".to_string());
-                }
-                if !is_dns1123_subdomain(prefix) {
-                    errs.push(format!(
-                        "prefix part {}",
-                        regex_error(
-                            DNS1123_SUBDOMAIN_ERR,
-                            DNS1123_SUBDOMAIN_FMT,
-                            &["example.com"]
-                        )
-                    ));
-                }
-            }
-            *name
-        }
-        _ => {
-            errs.push(format!(
-                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 bytes".to_string());
-    }
-    if !is_label_name(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(
-                LABEL_KEY_ERR,
-                LABEL_KEY_FMT,
-                &["MyName", "my.name", "123-abc"]
-            )
-        ));
-    }
-    errs
+    crate::validation::names::validate_label_key(key)
 }
 
-/// Upstream's `IsLabelValue` messages; empty when valid.
+/// Upstream's `IsValidLabelValue` errors for a label value (empty when valid).
 pub fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push("must be no more than 63 bytes".to_string());
-    }
-    if !value.is_empty() && !is_label_name(value) {
-        errs.push(regex_error(
-            LABEL_VALUE_ERR,
-            &format!("({LABEL_KEY_FMT})?"),
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
+    crate::validation::names::validate_label_value(value)
 }
 
-/// `field.Invalid(path, value, detail).Error()` for a string value.
 fn field_invalid(path: &str, value: &str, detail: &str) -> String {
     format!("{path}: Invalid value: {}: {detail}", go_quote(value))
 }
