@@ -1,0 +1,36 @@
+//! Korral's controller runtime, built on kube-rs.
+//!
+//! The runtime is being built piece by piece (see the runtime issue). Available today:
+//!
+//! - [`queue`]: a work queue with controller-runtime semantics (deduplication, one worker per
+//!   key, requeue-after where the earliest time wins, per-key exponential backoff from 5 ms to
+//!   1000 s) and workers with a concurrency limit and an optional reconcile timeout;
+//! - [`reconcile`]: the reconcile contract ([`reconcile::Action`], transient and terminal errors);
+//! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease;
+//! - [`metrics`]: a Prometheus registry with the controller-runtime series, a `/metrics` server
+//!   and `/healthz` `/readyz` probes with named checks;
+//! - [`conditions`]: `metav1.Condition` helpers with a correct `lastTransitionTime`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use korral_runtime::queue::{WorkQueue, process};
+//! use korral_runtime::reconcile::{Action, ObjectRef};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let queue: WorkQueue<ObjectRef> = WorkQueue::new();
+//! queue.add(ObjectRef::namespaced("default", "memcached-sample"));
+//! queue.add(ObjectRef::namespaced("default", "memcached-sample")); // collapses with the first
+//! assert_eq!(queue.len(), 1);
+//! let key = queue.get().await.expect("a key");
+//! // Reconcile `key` here, then hand the result to the queue.
+//! process(&queue, &key, Ok(Action::requeue_after(Duration::from_secs(30)))).await;
+//! queue.done(&key);
+//! # }
+//! ```
+
+pub mod conditions;
+pub mod leader;
+pub mod metrics;
+pub mod queue;
+pub mod reconcile;
