@@ -9,7 +9,14 @@
 //! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease;
 //! - [`metrics`]: a Prometheus registry with the controller-runtime series, a `/metrics` server
 //!   and `/healthz` `/readyz` probes with named checks;
-//! - [`conditions`]: `metav1.Condition` helpers with a correct `lastTransitionTime`.
+//! - [`conditions`]: `metav1.Condition` helpers with a correct `lastTransitionTime`;
+//! - [`cache`]: shared caches, one list+watch per type and scope however many readers, with
+//!   selectors, a transform hook (drops `managedFields` by default), owner and label lookups and
+//!   change events carrying the previous object;
+//! - [`helpers`]: controller and owner references, the finalizer flow, create-or-update,
+//!   create-or-patch, status writes, server-side apply and an event recorder.
+//!
+//! Not yet: the manager, the controller builder and the `korral` facade crate.
 //!
 //! ```
 //! use std::time::Duration;
@@ -29,7 +36,9 @@
 //! # }
 //! ```
 
+pub mod cache;
 pub mod conditions;
+pub mod helpers;
 pub mod leader;
 pub mod metrics;
 pub mod queue;
