@@ -15,8 +15,14 @@
 //!   change events carrying the previous object;
 //! - [`helpers`]: controller and owner references, the finalizer flow, create-or-update,
 //!   create-or-patch, status writes, server-side apply and an event recorder.
+//! - [`controller`]: the controller builder (`for_`, `owns`, `watches` with `Kind` and `Channel`
+//!   sources, object / owner / map-function handlers, predicates with and/or/not), a concurrency
+//!   limit and a reconcile timeout, with the controller-runtime metrics;
+//! - [`manager`]: runs controllers and runnables over one shared cache, with metrics and probe
+//!   servers, readiness after cache sync, Lease leader election, ordered graceful shutdown and
+//!   [`manager::shutdown_signal`] for Ctrl-C / SIGTERM.
 //!
-//! Not yet: the manager, the controller builder and the `korral` facade crate.
+//! Not yet: the `korral` facade crate with a prelude, and the runtime benchmark.
 //!
 //! ```
 //! use std::time::Duration;
@@ -38,8 +44,10 @@
 
 pub mod cache;
 pub mod conditions;
+pub mod controller;
 pub mod helpers;
 pub mod leader;
+pub mod manager;
 pub mod metrics;
 pub mod queue;
 pub mod reconcile;
