@@ -22,7 +22,8 @@
 //!   servers, readiness after cache sync, Lease leader election, ordered graceful shutdown and
 //!   [`manager::shutdown_signal`] for Ctrl-C / SIGTERM.
 //!
-//! Not yet: the `korral` facade crate with a prelude, and the runtime benchmark.
+//! Operators depend on the `korral` facade crate, which re-exports this one with a prelude.
+//! Not yet: the runtime benchmark against kube-runtime.
 //!
 //! ```
 //! use std::time::Duration;

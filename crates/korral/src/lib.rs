@@ -1,0 +1,44 @@
+//! Korral, the Operator SDK for Rust.
+//!
+//! This facade re-exports the runtime ([`korral_runtime`]) and the kube-rs crates operators
+//! need, with a [`prelude`]. A controller reconciles one object at a time from a shared cache:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use korral::prelude::*;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//!
+//! async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<()>) -> ReconcileResult {
+//!     println!("reconciling {:?}", cm.metadata.name);
+//!     Ok(Action::requeue_after(Duration::from_secs(300)))
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut manager = Manager::from_env().await?.build()?;
+//! let controller = Controller::new(manager.cache().clone(), "configmaps")
+//!     .for_::<ConfigMap>(Scope::All)
+//!     .max_concurrent_reconciles(2);
+//! manager.add_controller(controller, reconcile, Arc::new(()));
+//! manager.run(korral::manager::shutdown_signal()).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+pub use k8s_openapi;
+pub use korral_runtime::{
+    cache, conditions, controller, helpers, leader, manager, metrics, queue, reconcile,
+};
+pub use kube;
+
+/// The names most operators use.
+pub mod prelude {
+    pub use korral_runtime::cache::{Cache, Scope};
+    pub use korral_runtime::controller::{
+        Channel, Controller, EnqueueObject, EnqueueOwner, GenerationChanged, Kind, MapFn,
+    };
+    pub use korral_runtime::manager::Manager;
+    pub use korral_runtime::reconcile::{Action, ObjectRef, ReconcileError, ReconcileResult};
+    pub use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
+}
