@@ -342,3 +342,77 @@ async fn manager_serves_metrics_and_probes() -> Result<()> {
     );
     Ok(())
 }
+
+/// Two managers on one Lease: exactly one runs its leader-only runnable at any time, and the
+/// other takes over after the leader stops.
+#[tokio::test]
+async fn two_managers_on_one_lease_never_lead_together() -> Result<()> {
+    let env = TestEnv::start().await?;
+    let active = Arc::new(AtomicUsize::new(0));
+    let overlap = Arc::new(AtomicBool::new(false));
+    let leaders: Arc<std::sync::Mutex<Vec<usize>>> = Arc::default();
+    let mut stops = Vec::new();
+    let mut runs = Vec::new();
+    for (index, identity) in ["manager-one", "manager-two"].into_iter().enumerate() {
+        let config = LeaderElectionConfig::new("shared-lease", "default")
+            .with_identity(identity)
+            .with_lease_duration(Duration::from_secs(2))
+            .with_renew_deadline(Duration::from_millis(1500))
+            .with_retry_period(Duration::from_millis(100));
+        let mut manager = Manager::builder(env.client())
+            .metrics_registry(Registry::new())
+            .leader_election(config)
+            .build()?;
+        let (active, overlap, leaders) = (
+            Arc::clone(&active),
+            Arc::clone(&overlap),
+            Arc::clone(&leaders),
+        );
+        manager.add_runnable("leader-only", true, move |stop| async move {
+            if active.fetch_add(1, Ordering::SeqCst) > 0 {
+                overlap.store(true, Ordering::SeqCst);
+            }
+            leaders.lock().map_err(|e| e.to_string())?.push(index);
+            stop.await;
+            active.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        });
+        let (stop, shutdown) = stopper();
+        stops.push(Some(stop));
+        runs.push(Some(tokio::spawn(manager.run(shutdown))));
+    }
+    let leader_count = || leaders.lock().map(|l| l.len()).unwrap_or(0);
+    wait_until(WAIT, "one leader", || async { leader_count() == 1 }).await?;
+    // Several retry periods later the other manager still has not started its runnable.
+    for _ in 0..50 {
+        ensure!(leader_count() == 1, "a second leader started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let first = leaders.lock().map_err(|e| anyhow!("{e}"))?[0];
+    // Stop the leader: it releases the lease and the other manager takes over.
+    if let (Some(stop), Some(run)) = (stops[first].take(), runs[first].take()) {
+        stop.send_replace(true);
+        tokio::time::timeout(WAIT, run)
+            .await?
+            .map_err(|e| anyhow!("join: {e}"))??;
+    }
+    wait_until(WAIT, "the other manager leads", || async {
+        leader_count() == 2
+    })
+    .await?;
+    let order = leaders.lock().map_err(|e| anyhow!("{e}"))?.clone();
+    ensure!(
+        order[0] != order[1],
+        "the same manager led twice: {order:?}"
+    );
+    ensure!(!overlap.load(Ordering::SeqCst), "two leaders ran at once");
+    let other = 1 - first;
+    if let (Some(stop), Some(run)) = (stops[other].take(), runs[other].take()) {
+        stop.send_replace(true);
+        tokio::time::timeout(WAIT, run)
+            .await?
+            .map_err(|e| anyhow!("join: {e}"))??;
+    }
+    ensure!(!overlap.load(Ordering::SeqCst), "two leaders ran at once");
+    Ok(())
+}
