@@ -19,6 +19,28 @@ struct Cli {
 enum Command {
     /// Benchmark the embedded API server (`korral apiserver`).
     Apiserver(ApiserverArgs),
+    /// Compare a Korral controller with a kube-runtime controller on the embedded API server.
+    Runtime(RuntimeArgs),
+}
+
+#[derive(clap::Args)]
+struct RuntimeArgs {
+    /// 200 objects instead of 1,000 and 10,000 (explicit --counts still apply).
+    #[arg(long)]
+    quick: bool,
+    /// Object counts, comma separated.
+    #[arg(long, value_delimiter = ',')]
+    counts: Option<Vec<usize>>,
+    /// Runs per implementation and count, medians reported (default 3, quick 1).
+    #[arg(long)]
+    repeats: Option<usize>,
+    /// Run every measurement in this process instead of one child process each.
+    #[arg(long)]
+    in_process: bool,
+    /// Internal: measure only this implementation (korral or kube-runtime) in this process and
+    /// print a RESULT line.
+    #[arg(long, hide = true)]
+    only: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -104,6 +126,26 @@ fn main() -> anyhow::Result<()> {
                 let json = serde_json::to_string_pretty(&report.to_json())?;
                 std::fs::write(path, json + "\n")
                     .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+        Command::Runtime(args) => {
+            let mut opts = korral_bench::RuntimeOptions::new(args.quick);
+            if let Some(counts) = args.counts {
+                opts.counts = counts;
+            }
+            opts.isolate = !args.in_process;
+            if let Some(r) = args.repeats {
+                opts.repeats = r;
+            }
+            if let Some(only) = &args.only {
+                let which = korral_bench::runtime::Impl::parse(only)?;
+                for &n in &opts.counts {
+                    let m = runtime.block_on(korral_bench::runtime::measure(which, n))?;
+                    println!("{}", m.to_line());
+                }
+            } else {
+                let report = runtime.block_on(korral_bench::run_runtime(&opts))?;
+                println!("{report}");
             }
         }
     }
