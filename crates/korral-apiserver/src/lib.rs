@@ -38,4 +38,4 @@ pub mod tls;
 pub mod validation;
 
 pub use error::{ApiError, Cause};
-pub use server::{ApiServer, ServerConfig, StartError, StorageMode};
+pub use server::{ApiServer, AuthorizationMode, ServerConfig, StartError, StorageMode};

@@ -50,6 +50,21 @@ pub struct ServerConfig {
     pub history: usize,
     /// Interval between watch bookmarks.
     pub bookmark_interval: Duration,
+    /// Simulate the workload controllers a cluster would run (Deployments get
+    /// ReplicaSets and Pods, Pods turn Ready, Services get Endpoints, Jobs complete).
+    pub simulation: bool,
+    /// How requests are authorized once authenticated.
+    pub authorization: AuthorizationMode,
+}
+
+/// How the server authorizes authenticated requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AuthorizationMode {
+    /// Every authenticated request is allowed (the default).
+    #[default]
+    AlwaysAllow,
+    /// Requests are checked against Roles, ClusterRoles and their bindings.
+    Rbac,
 }
 
 impl Default for ServerConfig {
@@ -63,6 +78,8 @@ impl Default for ServerConfig {
             token: None,
             history: storage::DEFAULT_HISTORY,
             bookmark_interval: Duration::from_secs(10),
+            simulation: false,
+            authorization: AuthorizationMode::AlwaysAllow,
         }
     }
 }
