@@ -20,7 +20,9 @@
 //!   limit and a reconcile timeout, with the controller-runtime metrics;
 //! - [`manager`]: runs controllers and runnables over one shared cache, with metrics and probe
 //!   servers, readiness after cache sync, Lease leader election, ordered graceful shutdown and
-//!   [`manager::shutdown_signal`] for Ctrl-C / SIGTERM.
+//!   [`manager::shutdown_signal`] for Ctrl-C / SIGTERM;
+//! - [`manifests`]: manifests from code: CRDs from the derived types, RBAC from what
+//!   controllers watch, own and write, the deploy manifests, and `--print-manifests`.
 //!
 //! Operators depend on the `korral` facade crate, which re-exports this one with a prelude.
 //! Not yet: the runtime benchmark against kube-runtime.
@@ -49,6 +51,7 @@ pub mod controller;
 pub mod helpers;
 pub mod leader;
 pub mod manager;
+pub mod manifests;
 pub mod metrics;
 pub mod queue;
 pub mod reconcile;

@@ -28,7 +28,8 @@
 
 pub use k8s_openapi;
 pub use korral_runtime::{
-    cache, conditions, controller, helpers, leader, manager, metrics, queue, reconcile,
+    cache, conditions, controller, helpers, leader, manager, manifests, metrics, queue,
+    reconcile,
 };
 pub use kube;
 
@@ -39,6 +40,7 @@ pub mod prelude {
         Channel, Controller, EnqueueObject, EnqueueOwner, GenerationChanged, Kind, MapFn,
     };
     pub use korral_runtime::manager::Manager;
+    pub use korral_runtime::manifests::Rule;
     pub use korral_runtime::reconcile::{Action, ObjectRef, ReconcileError, ReconcileResult};
     pub use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
 }

@@ -66,6 +66,7 @@ pub use predicate::{
 pub use source::{Channel, Kind, Source};
 
 use crate::cache::{Cache, CacheError, Informer, Scope};
+use crate::manifests::{Permissions, Rule};
 use crate::metrics::{ControllerMetrics, ReconcileOutcome, Registry};
 use crate::queue::{QueueConfig, WorkQueue, guard_reconcile, process, run_workers};
 use crate::reconcile::{Action, ObjectRef, ReconcileError, ReconcileResult};
@@ -140,6 +141,7 @@ pub struct Controller<K> {
     timeout: Option<Duration>,
     registry: Registry,
     error: Option<ControllerError>,
+    permissions: Permissions,
 }
 
 impl<K> Debug for Controller<K> {
@@ -198,6 +200,11 @@ where
             timeout: None,
             registry: Registry::global().clone(),
             error,
+            permissions: {
+                let mut permissions = Permissions::new();
+                permissions.watches::<K>();
+                permissions
+            },
         }
     }
 
@@ -236,6 +243,7 @@ where
         C: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
         C::Scope: NamespaceScope,
     {
+        self.permissions.owns::<C>();
         match self.cache.informer::<C>(self.scope.clone()) {
             Ok(informer) => {
                 let source = Kind::new(informer).predicate(predicate);
@@ -257,6 +265,40 @@ where
         self
     }
 
+    /// Declares that the reconciler writes the status subresource of `K` (`get`, `update`,
+    /// `patch` on `<plural>/status` in the operator's RBAC).
+    pub fn writes_status(mut self) -> Self {
+        self.permissions.writes_status::<K>();
+        self
+    }
+
+    /// Declares that the reconciler adds and removes finalizers on `K` (`update` on
+    /// `<plural>/finalizers`, `update` and `patch` on `<plural>`).
+    pub fn uses_finalizers(mut self) -> Self {
+        self.permissions.uses_finalizers::<K>();
+        self
+    }
+
+    /// Declares that the reconciler records Events (`create`, `patch` on events).
+    pub fn records_events(mut self) -> Self {
+        self.permissions.records_events();
+        self
+    }
+
+    /// Declares a permission the reconciler needs beyond what the controller watches and owns
+    /// (for example `Rule::new("", ["pods"]).verbs(["list"])` for a reconciler listing Pods
+    /// through the API).
+    pub fn permission(mut self, rule: Rule) -> Self {
+        self.permissions.add(rule);
+        self
+    }
+
+    /// What this controller needs in the operator's RBAC: what it watches (`get`, `list`,
+    /// `watch`), owns (also `create`, `update`, `patch`, `delete`) and declares.
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
+    }
+
     /// How many keys are reconciled at once (default 1; 0 counts as 1).
     pub fn max_concurrent_reconciles(mut self, max: usize) -> Self {
         self.max_concurrent = max.max(1);
@@ -276,6 +318,9 @@ where
     }
 
     fn add_source<T: 'static, S: Source<T>, H: Handler<T>>(&mut self, source: S, handler: H) {
+        for rule in source.permissions() {
+            self.permissions.add(rule);
+        }
         let handler: Arc<dyn Handler<T>> = Arc::new(handler);
         self.sources.push(Box::new(move |queue, stop| {
             source.into_task(handler, queue, stop)

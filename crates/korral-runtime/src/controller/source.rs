@@ -12,6 +12,7 @@ use tracing::{debug, warn};
 use super::handler::Handler;
 use super::predicate::{Always, BoxPredicate, Predicate};
 use crate::cache::{CacheEvent, EventKind, Informer};
+use crate::manifests::{READ_VERBS, Rule};
 use crate::queue::WorkQueue;
 use crate::reconcile::ObjectRef;
 
@@ -25,6 +26,12 @@ pub trait Source<T>: Send + 'static {
         queue: WorkQueue<ObjectRef>,
         stop: watch::Receiver<bool>,
     ) -> BoxFuture<'static, ()>;
+
+    /// The permissions reading this source needs (for the operator's RBAC manifests): `get`,
+    /// `list`, `watch` on the type of a [`Kind`]; nothing by default.
+    fn permissions(&self) -> Vec<Rule> {
+        Vec::new()
+    }
 }
 
 /// The events of a cache informer, filtered by predicates. Once the informer has synced, every
@@ -34,6 +41,7 @@ pub trait Source<T>: Send + 'static {
 pub struct Kind<T> {
     informer: Informer<T>,
     predicate: Option<BoxPredicate<T>>,
+    reads: Rule,
 }
 
 impl<T> Debug for Kind<T> {
@@ -44,12 +52,13 @@ impl<T> Debug for Kind<T> {
     }
 }
 
-impl<T: Resource + Clone + Send + Sync + 'static> Kind<T> {
+impl<T: Resource<DynamicType = ()> + Clone + Send + Sync + 'static> Kind<T> {
     /// The events of `informer`, unfiltered.
     pub fn new(informer: Informer<T>) -> Self {
         Self {
             informer,
             predicate: None,
+            reads: Rule::of::<T>().verbs(READ_VERBS),
         }
     }
 
@@ -80,6 +89,10 @@ pub(crate) fn enqueue_event<T: 'static>(
 }
 
 impl<T: Resource + Clone + Send + Sync + 'static> Source<T> for Kind<T> {
+    fn permissions(&self) -> Vec<Rule> {
+        vec![self.reads.clone()]
+    }
+
     fn into_task(
         self,
         handler: Arc<dyn Handler<T>>,

@@ -53,8 +53,8 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use kube::Client;
 use kube::Resource;
+use kube::{Client, CustomResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
@@ -63,6 +63,7 @@ use tracing::{error, info, warn};
 use crate::cache::{Cache, CacheError};
 use crate::controller::Controller;
 use crate::leader::{LeaderElectionConfig, LeaderElectionError, LeaderElector};
+use crate::manifests::{Manifests, Rule};
 use crate::metrics::{
     AddCheckError, HealthChecks, Registry, ServeError, ServerHandle, serve_metrics, serve_probes,
 };
@@ -239,6 +240,7 @@ impl ManagerBuilder {
             leader_election: self.leader_election,
             graceful_timeout: self.graceful_timeout,
             runnables: Vec::new(),
+            manifests: Manifests::new(),
         })
     }
 }
@@ -255,6 +257,7 @@ pub struct Manager {
     leader_election: Option<LeaderElectionConfig>,
     graceful_timeout: Duration,
     runnables: Vec<Runnable>,
+    manifests: Manifests,
 }
 
 impl Debug for Manager {
@@ -312,6 +315,23 @@ impl Manager {
         &self.health
     }
 
+    /// Declares that this operator serves the custom resource `K`: its CRD is part of the
+    /// operator's [manifests](crate::manifests) (it is not installed by the manager).
+    pub fn declare_crd<K: CustomResourceExt>(&mut self) {
+        self.manifests.crd::<K>();
+    }
+
+    /// Declares a permission the operator needs besides those of its controllers (for a
+    /// runnable that is not a controller, say).
+    pub fn declare_permission(&mut self, rule: Rule) {
+        self.manifests.permissions_mut().add(rule);
+    }
+
+    /// The CRDs and permissions declared so far (see [`crate::manifests`]).
+    pub fn manifests(&self) -> &Manifests {
+        &self.manifests
+    }
+
     /// Adds a runnable: `start(stop)` runs until `stop` completes (it should then return
     /// soon). With `needs_leader`, it only starts once this manager leads.
     pub fn add_runnable<F, Fut>(&mut self, name: impl Into<String>, needs_leader: bool, start: F)
@@ -338,6 +358,9 @@ impl Manager {
         F: Fn(Arc<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ReconcileResult> + Send + 'static,
     {
+        self.manifests
+            .permissions_mut()
+            .merge(controller.permissions());
         let name = format!("controller {}", controller.name());
         let controller = controller.metrics_registry(self.registry.clone());
         self.add_runnable(name, true, move |stop| async move {
