@@ -21,6 +21,8 @@
 //! - [`manager`]: runs controllers and runnables over one shared cache, with metrics and probe
 //!   servers, readiness after cache sync, Lease leader election, ordered graceful shutdown and
 //!   [`manager::shutdown_signal`] for Ctrl-C / SIGTERM;
+//! - [`trigger`]: a periodic trigger, a (leader-elected) runnable ticking on a channel source,
+//!   for controllers that poll something outside the cluster.
 //! - [`manifests`]: manifests from code: CRDs from the derived types, RBAC from what
 //!   controllers watch, own and write, the deploy manifests, and `--print-manifests`.
 //!
@@ -55,3 +57,4 @@ pub mod manifests;
 pub mod metrics;
 pub mod queue;
 pub mod reconcile;
+pub mod trigger;

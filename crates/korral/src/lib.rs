@@ -28,8 +28,8 @@
 
 pub use k8s_openapi;
 pub use korral_runtime::{
-    cache, conditions, controller, helpers, leader, manager, manifests, metrics, queue,
-    reconcile,
+    cache, conditions, controller, helpers, leader, manager, manifests, metrics, queue, reconcile,
+    trigger,
 };
 pub use kube;
 
@@ -42,5 +42,6 @@ pub mod prelude {
     pub use korral_runtime::manager::Manager;
     pub use korral_runtime::manifests::Rule;
     pub use korral_runtime::reconcile::{Action, ObjectRef, ReconcileError, ReconcileResult};
+    pub use korral_runtime::trigger::{PeriodicTrigger, Tick};
     pub use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
 }

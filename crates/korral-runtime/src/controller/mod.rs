@@ -254,6 +254,36 @@ where
         self
     }
 
+    /// Watches the namespaced type `C` (in the primary scope) through the shared cache, turning
+    /// each event into keys with `handler` (typically a [`MapFn`], e.g. from a label of a Pod
+    /// to the primary object it belongs to). A failure to get the informer surfaces when the
+    /// controller runs, as for [`Controller::owns`].
+    pub fn watches_kind<C, H>(self, handler: H) -> Self
+    where
+        C: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        C::Scope: NamespaceScope,
+        H: Handler<C>,
+    {
+        self.watches_kind_with::<C, H>(Always, handler)
+    }
+
+    /// [`Controller::watches_kind`] with a predicate on the events of `C`.
+    pub fn watches_kind_with<C, H>(mut self, predicate: impl Predicate<C>, handler: H) -> Self
+    where
+        C: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        C::Scope: NamespaceScope,
+        H: Handler<C>,
+    {
+        match self.cache.informer::<C>(self.scope.clone()) {
+            Ok(informer) => {
+                let source = Kind::new(informer).predicate(predicate);
+                self.add_source(source, handler);
+            }
+            Err(source) => self.fail("a watched type", source),
+        }
+        self
+    }
+
     /// Watches `source`, turning each event into keys with `handler`.
     pub fn watches<T, S, H>(mut self, source: S, handler: H) -> Self
     where
