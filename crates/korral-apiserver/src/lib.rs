@@ -33,6 +33,7 @@ pub mod registry;
 pub mod scale;
 pub mod selector;
 pub mod server;
+pub mod simulate;
 pub mod storage;
 pub mod tls;
 pub mod validation;

@@ -253,10 +253,13 @@ impl ApiServer {
             Some(m) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(m)?)),
             None => None,
         };
-        let tasks = vec![
+        let mut tasks = vec![
             tokio::spawn(accept_loop(listener, acceptor, state, shutdown_rx.clone())),
-            tokio::spawn(controllers::run(objects.clone(), shutdown_rx)),
+            tokio::spawn(controllers::run(objects.clone(), shutdown_rx.clone())),
         ];
+        if config.simulation {
+            tasks.push(tokio::spawn(crate::simulate::run(objects.clone(), shutdown_rx)));
+        }
         tracing::info!(%url, "korral apiserver ready");
         Ok(Self {
             url,

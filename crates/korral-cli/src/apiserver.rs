@@ -24,6 +24,10 @@ pub struct Args {
     /// send tokens over plain HTTP).
     #[arg(long)]
     insecure_http: bool,
+    /// Simulate the workload controllers: Deployments get ReplicaSets and Pods, Pods turn
+    /// Ready on a simulated node, Services get Endpoints, Jobs complete.
+    #[arg(long)]
+    simulate: bool,
 }
 
 /// Waits for Ctrl-C or SIGTERM.
@@ -61,6 +65,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         port: args.port,
         tls: !args.insecure_http,
         kubeconfig: Some(args.kubeconfig.clone()),
+        simulation: args.simulate,
         ..ServerConfig::default()
     };
     let server = ApiServer::start(config)

@@ -67,6 +67,7 @@ pub struct TestEnvBuilder {
     crds: Vec<CustomResourceDefinition>,
     crd_files: Vec<PathBuf>,
     config: Option<ServerConfig>,
+    simulation: Option<bool>,
 }
 
 impl TestEnvBuilder {
@@ -88,11 +89,21 @@ impl TestEnvBuilder {
         self
     }
 
+    /// Simulates the workload controllers (Deployments get ReplicaSets and Pods, Pods turn
+    /// Ready, Services get Endpoints, Jobs complete); off unless asked for.
+    pub fn simulation(mut self, on: bool) -> Self {
+        self.simulation = Some(on);
+        self
+    }
+
     /// Starts the environment.
     pub async fn start(self) -> Result<TestEnv, TestEnvError> {
         let dir = tempfile::tempdir().map_err(TestEnvError::Kubeconfig)?;
         let kubeconfig_path = dir.path().join("kubeconfig");
         let mut config = self.config.unwrap_or_else(ServerConfig::in_memory);
+        if let Some(on) = self.simulation {
+            config.simulation = on;
+        }
         config.kubeconfig = Some(kubeconfig_path.clone());
         let server = ApiServer::start(config).await?;
         let client = client_for(server.kubeconfig_yaml()).await?;

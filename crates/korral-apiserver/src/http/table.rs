@@ -66,6 +66,13 @@ fn builtin_columns(info: &ResourceInfo) -> Vec<Column> {
         ("", "configmaps") => vec![col("Data"), col("Age")],
         ("", "secrets") => vec![col("Type"), col("Data"), col("Age")],
         ("", "serviceaccounts") | ("", "endpoints") => vec![col("Age")],
+        ("", "nodes") => vec![
+            col("Status"),
+            col("Roles"),
+            col("Age"),
+            col("Version"),
+            wide("Internal-IP"),
+        ],
         ("", "pods") => vec![
             col("Ready"),
             col("Status"),
@@ -268,6 +275,31 @@ fn builtin_cell(info: &ResourceInfo, column: &str, obj: &Value) -> Value {
             json!(restarts.to_string())
         }
         ("pods", "IP") => json!(or_none(text(obj, "status.podIP"))),
+        ("nodes", "Status") => {
+            let ready = meta::path(obj, "status.conditions")
+                .and_then(Value::as_array)
+                .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+                .map(|c| text(c, "status"));
+            json!(if ready == Some("True") { "Ready" } else { "NotReady" })
+        }
+        ("nodes", "Roles") => {
+            let roles: Vec<&str> = meta::labels(obj)
+                .map(|l| {
+                    l.keys()
+                        .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            json!(if roles.is_empty() { "<none>".to_string() } else { roles.join(",") })
+        }
+        ("nodes", "Version") => json!(text(obj, "status.nodeInfo.kubeletVersion")),
+        ("nodes", "Internal-IP") => {
+            let ip = meta::path(obj, "status.addresses")
+                .and_then(Value::as_array)
+                .and_then(|a| a.iter().find(|a| a["type"] == "InternalIP"))
+                .map_or("", |a| text(a, "address"));
+            json!(or_none(ip))
+        }
         ("pods", "Node") => json!(or_none(text(obj, "spec.nodeName"))),
         ("services", "Type") => json!(text(obj, "spec.type")),
         ("services", "Cluster-IP") => json!(or_none(text(obj, "spec.clusterIP"))),

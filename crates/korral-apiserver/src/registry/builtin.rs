@@ -63,6 +63,13 @@ fn table() -> Vec<Spec> {
             ..spec("", "endpoints", "Endpoints")
         },
         Spec {
+            namespaced: false,
+            short: &["no"],
+            status: true,
+            fields: &["spec.unschedulable"],
+            ..spec("", "nodes", "Node")
+        },
+        Spec {
             short: &["sa"],
             ..spec("", "serviceaccounts", "ServiceAccount")
         },

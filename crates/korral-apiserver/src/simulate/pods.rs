@@ -1,0 +1,361 @@
+//! The simulated scheduler and kubelet: one Node, and Pods that get scheduled, start and turn
+//! Ready (Job Pods then complete).
+//!
+//! Every step is its own write, as upstream's scheduler and kubelet make them: a new Pod is
+//! bound to the node (`spec.nodeName`, `PodScheduled`, still `Pending`); then it runs (IPs,
+//! `startTime`, container statuses, all conditions `True`, `Running`); a Pod of a Job then
+//! succeeds (containers terminated with exit code 0, `Succeeded`).
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+
+use super::access::{self, controller_of};
+use super::names;
+use crate::error::ApiError;
+use crate::meta;
+use crate::objects::Objects;
+use crate::storage::{collection_prefix, object_key};
+
+/// The simulated node's name.
+pub const NODE_NAME: &str = "korral-node";
+/// The simulated node's address (pods' `hostIP`).
+pub const NODE_IP: &str = "172.18.0.2";
+/// The kubelet version the node reports.
+const KUBELET_VERSION: &str = "v1.33.0";
+
+/// Registers the node (when the server serves Nodes) and keeps its status Ready.
+pub async fn ensure_node(objects: &Objects) -> Result<(), ApiError> {
+    let Some(info) = objects.registry().get("", "v1", "nodes") else {
+        return Ok(());
+    };
+    let key = object_key("", "nodes", None, NODE_NAME);
+    let node = match objects.storage().get(&key) {
+        Some(node) => node,
+        None => {
+            let node = json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": NODE_NAME,
+                    "labels": {
+                        "beta.kubernetes.io/arch": std::env::consts::ARCH.replace("x86_64", "amd64").replace("aarch64", "arm64"),
+                        "beta.kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": std::env::consts::ARCH.replace("x86_64", "amd64").replace("aarch64", "arm64"),
+                        "kubernetes.io/hostname": NODE_NAME,
+                        "kubernetes.io/os": "linux",
+                        "node-role.kubernetes.io/control-plane": "",
+                    },
+                },
+                "spec": {"podCIDR": "10.244.0.0/16", "podCIDRs": ["10.244.0.0/16"]},
+            });
+            access::create(objects, &info, None, node).await?
+        }
+    };
+    if meta::path(&node, "status.conditions").is_some() {
+        return Ok(());
+    }
+    let now = meta::now_rfc3339();
+    let condition = |kind: &str, status: &str, reason: &str, message: &str| {
+        json!({
+            "type": kind, "status": status,
+            "lastHeartbeatTime": now, "lastTransitionTime": now,
+            "reason": reason, "message": message,
+        })
+    };
+    let resources = json!({"cpu": "8", "ephemeral-storage": "100Gi", "hugepages-2Mi": "0", "memory": "32Gi", "pods": "110"});
+    let status = json!({
+        "addresses": [{"type": "InternalIP", "address": NODE_IP}, {"type": "Hostname", "address": NODE_NAME}],
+        "allocatable": resources,
+        "capacity": resources,
+        "conditions": [
+            condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+            condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+            condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+        ],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "nodeInfo": {
+            "architecture": std::env::consts::ARCH.replace("x86_64", "amd64").replace("aarch64", "arm64"),
+            "bootID": meta::uid(&node),
+            "containerRuntimeVersion": "korral://simulated",
+            "kernelVersion": "simulated",
+            "kubeProxyVersion": KUBELET_VERSION,
+            "kubeletVersion": KUBELET_VERSION,
+            "machineID": meta::uid(&node).replace('-', ""),
+            "operatingSystem": "linux",
+            "osImage": "Korral simulated node",
+            "systemUUID": meta::uid(&node),
+        },
+    });
+    access::write_status(objects, key, meta::uid(&node), status).await
+}
+
+/// Moves one Pod one step along its lifecycle.
+pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+    let Some(pod) = access::get(objects, "", "pods", ns, name) else {
+        return Ok(());
+    };
+    if meta::is_deleting(&pod) {
+        return Ok(());
+    }
+    let phase = meta::path(&pod, "status.phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if matches!(phase, "Succeeded" | "Failed") {
+        return Ok(());
+    }
+    let key = access::key_of("", "pods", &pod);
+    let uid = meta::uid(&pod).to_string();
+    let node = meta::path(&pod, "spec.nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if node.is_empty() || access::condition_status(&pod, "PodScheduled") != Some("True") {
+        // The scheduler binds the pod.
+        return access::modify(objects, key, uid, |pod| {
+            if meta::path(pod, "spec.nodeName").and_then(Value::as_str).unwrap_or("").is_empty() {
+                meta::set_path(pod, "spec.nodeName", json!(NODE_NAME));
+            }
+            let now = meta::now_rfc3339();
+            meta::set_path(pod, "status.phase", json!("Pending"));
+            meta::set_path(
+                pod,
+                "status.conditions",
+                json!([{"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}]),
+            );
+        })
+        .await;
+    }
+    if phase != "Running" {
+        let ip = free_pod_ip(objects);
+        return access::modify(objects, key, uid, move |pod| run(pod, &ip)).await;
+    }
+    let job_pod = controller_of(&pod).is_some_and(|(kind, _, _)| kind == "Job");
+    if job_pod {
+        return access::modify(objects, key, uid, complete).await;
+    }
+    Ok(())
+}
+
+/// The lowest pod IP (10.244.0.2 onwards) no stored pod holds.
+fn free_pod_ip(objects: &Objects) -> String {
+    let snapshot = objects.storage().snapshot();
+    let prefix = collection_prefix("", "pods", None);
+    let used: HashSet<&str> = snapshot
+        .range(&prefix, None)
+        .filter_map(|(_, p)| meta::path(p, "status.podIP").and_then(Value::as_str))
+        .collect();
+    for n in 2u32..65_534 {
+        let ip = format!("10.244.{}.{}", n / 256, n % 256);
+        if n % 256 != 0 && n % 256 != 255 && !used.contains(ip.as_str()) {
+            return ip;
+        }
+    }
+    "10.244.255.254".to_string()
+}
+
+fn image_of(container: &Value) -> String {
+    container
+        .get("image")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The image reference as a runtime reports it (`docker.io/library/nginx:latest`).
+fn full_image(image: &str) -> String {
+    let (name, tag) = match image.rsplit_once(':') {
+        Some((n, t)) if !t.contains('/') => (n.to_string(), t.to_string()),
+        _ => (image.to_string(), "latest".to_string()),
+    };
+    let name = if name.contains('/') {
+        let first = name.split('/').next().unwrap_or("");
+        if first.contains('.') || first.contains(':') || first == "localhost" {
+            name
+        } else {
+            format!("docker.io/{name}")
+        }
+    } else {
+        format!("docker.io/library/{name}")
+    };
+    format!("{name}:{tag}")
+}
+
+fn image_id(image: &str) -> String {
+    let full = full_image(image);
+    let repo = full.rsplit_once(':').map_or(full.as_str(), |(r, _)| r);
+    format!("{repo}@sha256:{}", names::fake_digest(&full))
+}
+
+/// The kubelet starts the pod: running containers, IPs, every condition `True`.
+fn run(pod: &mut Value, ip: &str) {
+    let now = meta::now_rfc3339();
+    let containers: Vec<Value> = meta::path(pod, "spec.containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let init_containers: Vec<Value> = meta::path(pod, "spec.initContainers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let statuses: Vec<Value> = containers
+        .iter()
+        .map(|c| {
+            json!({
+                "name": c.get("name").cloned().unwrap_or(Value::Null),
+                "image": full_image(&image_of(c)),
+                "imageID": image_id(&image_of(c)),
+                "containerID": format!("containerd://{}", names::random_container_id()),
+                "ready": true,
+                "started": true,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+                "lastState": {},
+            })
+        })
+        .collect();
+    let init_statuses: Vec<Value> = init_containers
+        .iter()
+        .map(|c| {
+            json!({
+                "name": c.get("name").cloned().unwrap_or(Value::Null),
+                "image": full_image(&image_of(c)),
+                "imageID": image_id(&image_of(c)),
+                "containerID": format!("containerd://{}", names::random_container_id()),
+                "ready": true,
+                "started": false,
+                "restartCount": 0,
+                "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}},
+                "lastState": {},
+            })
+        })
+        .collect();
+    let scheduled_at = meta::path(pod, "status.conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "PodScheduled"))
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(now));
+    let cond = |kind: &str, at: &Value| json!({"type": kind, "status": "True", "lastProbeTime": null, "lastTransitionTime": at});
+    let now_v = json!(now);
+    let mut status = pod.get("status").cloned().unwrap_or_else(|| json!({}));
+    status["phase"] = json!("Running");
+    status["conditions"] = json!([
+        cond("PodReadyToStartContainers", &now_v),
+        cond("Initialized", &now_v),
+        cond("Ready", &now_v),
+        cond("ContainersReady", &now_v),
+        cond("PodScheduled", &scheduled_at),
+    ]);
+    status["hostIP"] = json!(NODE_IP);
+    status["hostIPs"] = json!([{"ip": NODE_IP}]);
+    status["podIP"] = json!(ip);
+    status["podIPs"] = json!([{"ip": ip}]);
+    status["startTime"] = now_v;
+    status["containerStatuses"] = Value::Array(statuses);
+    if !init_statuses.is_empty() {
+        status["initContainerStatuses"] = Value::Array(init_statuses);
+    }
+    if status.get("qosClass").is_none() {
+        status["qosClass"] = json!("BestEffort");
+    }
+    if let Some(map) = pod.as_object_mut() {
+        map.insert("status".into(), status);
+    }
+}
+
+/// A Job's pod finishes successfully.
+fn complete(pod: &mut Value) {
+    let now = meta::now_rfc3339();
+    let Some(status) = pod.get_mut("status") else {
+        return;
+    };
+    status["phase"] = json!("Succeeded");
+    if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in conditions.iter_mut() {
+            match c.get("type").and_then(Value::as_str) {
+                Some("Ready" | "ContainersReady") => {
+                    c["status"] = json!("False");
+                    c["reason"] = json!("PodCompleted");
+                    c["lastTransitionTime"] = json!(now);
+                }
+                Some("PodReadyToStartContainers") => {
+                    c["status"] = json!("False");
+                    c["lastTransitionTime"] = json!(now);
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(statuses) = status
+        .get_mut("containerStatuses")
+        .and_then(Value::as_array_mut)
+    {
+        for s in statuses.iter_mut() {
+            let started = s
+                .pointer("/state/running/startedAt")
+                .cloned()
+                .unwrap_or_else(|| json!(now));
+            let id = s.get("containerID").cloned().unwrap_or(Value::Null);
+            s["ready"] = json!(false);
+            s["started"] = json!(false);
+            s["state"] = json!({"terminated": {
+                "exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": now, "containerID": id,
+            }});
+        }
+    }
+    if let Some(map) = status.as_object_mut() {
+        map.remove("podIP");
+        map.remove("podIPs");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_are_reported_fully_qualified() {
+        assert_eq!(full_image("nginx"), "docker.io/library/nginx:latest");
+        assert_eq!(
+            full_image("memcached:1.6"),
+            "docker.io/library/memcached:1.6"
+        );
+        assert_eq!(
+            full_image("bitnami/redis"),
+            "docker.io/bitnami/redis:latest"
+        );
+        assert_eq!(full_image("quay.io/x/y:2"), "quay.io/x/y:2");
+        assert!(image_id("nginx").starts_with("docker.io/library/nginx@sha256:"));
+    }
+
+    #[test]
+    fn running_pods_get_upstream_status_fields() {
+        let mut pod = json!({"spec": {"nodeName": NODE_NAME, "containers": [{"name": "c", "image": "nginx"}]},
+            "status": {"phase": "Pending", "qosClass": "BestEffort", "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "t0"}]}});
+        run(&mut pod, "10.244.0.9");
+        let s = &pod["status"];
+        assert_eq!(s["phase"], "Running");
+        assert_eq!(s["podIP"], "10.244.0.9");
+        assert_eq!(s["hostIP"], NODE_IP);
+        assert_eq!(s["containerStatuses"][0]["ready"], true);
+        assert_eq!(s["containerStatuses"][0]["restartCount"], 0);
+        assert!(s["containerStatuses"][0]["state"]["running"]["startedAt"].is_string());
+        for kind in ["PodScheduled", "Initialized", "ContainersReady", "Ready"] {
+            let c = s["conditions"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["type"] == kind))
+                .cloned();
+            assert_eq!(
+                c.map(|c| c["status"].clone()),
+                Some(json!("True")),
+                "{kind}"
+            );
+        }
+        complete(&mut pod);
+        assert_eq!(pod["status"]["phase"], "Succeeded");
+        assert_eq!(
+            pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+            0
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! The ReplicaSet controller: keeps `spec.replicas` Pods from the template and reports status.
+//!
+//! Pods are created as upstream names them (`generateName: <replicaset>-`, five characters of
+//! the safe alphabet), with the template's labels and annotations and a controller owner
+//! reference. Missing Pods are replaced; extra ones are deleted, not-ready and newest first.
+
+use serde_json::{Value, json};
+
+use super::access::{self, controlled_by, pod_active, pod_ready};
+use crate::error::ApiError;
+use crate::meta;
+use crate::selector;
+
+/// Brings one ReplicaSet's Pods to `spec.replicas` and writes its status.
+pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+    let Some(rs) = access::get(objects, "apps", "replicasets", ns, name) else {
+        return Ok(());
+    };
+    if meta::is_deleting(&rs) {
+        return Ok(());
+    }
+    let uid = meta::uid(&rs).to_string();
+    let desired = access::int(&rs, "spec.replicas", 1).max(0) as usize;
+    let mut active: Vec<_> = owned_pods(objects, ns, &uid)
+        .into_iter()
+        .filter(|p| pod_active(p))
+        .collect();
+    let pod_info = access::info(objects, "", "v1", "pods")?;
+    if active.len() < desired {
+        for _ in active.len()..desired {
+            access::create(objects, &pod_info, Some(ns), pod_from_template(&rs)).await?;
+        }
+    } else if active.len() > desired {
+        // Not scheduled, then not ready, then newest first (upstream's ActivePods ordering).
+        active.sort_by(|a, b| {
+            let rank = |p: &Value| {
+                let scheduled = !meta::path(p, "spec.nodeName")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .is_empty();
+                (scheduled, pod_ready(p))
+            };
+            rank(a)
+                .cmp(&rank(b))
+                .then_with(|| created(b).cmp(created(a)))
+                .then_with(|| meta::name(a).cmp(meta::name(b)))
+        });
+        for pod in active.iter().take(active.len() - desired) {
+            access::delete(objects, &pod_info, pod).await?;
+        }
+    }
+    write_status(objects, &rs).await
+}
+
+fn created(obj: &Value) -> &str {
+    meta::meta_str(obj, "creationTimestamp").unwrap_or("")
+}
+
+/// The Pods in `ns` controlled by the object with `uid`.
+pub fn owned_pods(objects: &Objects, ns: &str, uid: &str) -> Vec<crate::storage::Object> {
+    access::list(objects, "", "pods", ns)
+        .into_iter()
+        .filter(|p| controlled_by(p, uid))
+        .collect()
+}
+
+/// A new Pod for a ReplicaSet.
+fn pod_from_template(rs: &Value) -> Value {
+    let template = meta::path(rs, "spec.template")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("generateName".into(), json!(format!("{}-", meta::name(rs))));
+    for field in ["labels", "annotations"] {
+        if let Some(v) = template.pointer(&format!("/metadata/{field}")) {
+            metadata.insert(field.into(), v.clone());
+        }
+    }
+    metadata.insert(
+        "ownerReferences".into(),
+        json!([access::owner_ref(rs, "apps/v1", "ReplicaSet")]),
+    );
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": template.get("spec").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// Writes the ReplicaSet's status from its Pods as stored now.
+async fn write_status(objects: &Objects, rs: &Value) -> Result<(), ApiError> {
+    let ns = meta::namespace(rs).unwrap_or("");
+    let pods: Vec<_> = owned_pods(objects, ns, meta::uid(rs))
+        .into_iter()
+        .filter(|p| pod_active(p))
+        .collect();
+    let template_labels = access::labels_of(rs, "spec.template.metadata.labels");
+    let fully_labeled = pods
+        .iter()
+        .filter(|p| {
+            let labels = meta::labels(p);
+            template_labels
+                .iter()
+                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+        })
+        .count();
+    let ready = pods.iter().filter(|p| pod_ready(p)).count();
+    let mut status = rs.get("status").cloned().unwrap_or_else(|| json!({}));
+    status["replicas"] = json!(pods.len());
+    status["fullyLabeledReplicas"] = json!(fully_labeled);
+    status["readyReplicas"] = json!(ready);
+    status["availableReplicas"] = json!(ready);
+    status["observedGeneration"] = json!(access::generation(rs));
+    if let Some(map) = status.as_object_mut() {
+        // Upstream omits zero counts (omitempty) except replicas.
+        for field in ["fullyLabeledReplicas", "readyReplicas", "availableReplicas"] {
+            if map.get(field) == Some(&json!(0)) {
+                map.remove(field);
+            }
+        }
+    }
+    if rs.get("status") == Some(&status) {
+        return Ok(());
+    }
+    access::write_status(
+        objects,
+        access::key_of("apps", "replicasets", rs),
+        meta::uid(rs),
+        status,
+    )
+    .await
+}
+
+/// Whether `pod` matches a workload's `spec.selector`.
+pub fn selector_matches(workload: &Value, pod: &Value) -> bool {
+    let Some(sel) = meta::path(workload, "spec.selector") else {
+        return false;
+    };
+    selector::from_label_selector_json(sel).is_ok_and(|s| s.matches(meta::labels(pod)))
+}
+
+use crate::objects::Objects;

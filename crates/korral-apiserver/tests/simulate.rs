@@ -1,0 +1,848 @@
+//! Workload simulation: Deployments, ReplicaSets, Pods, StatefulSets, Services and Jobs behave
+//! as on a cluster when `ServerConfig.simulation` is on, and nothing happens when it is off.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, Service};
+use korral_apiserver::ServerConfig;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(20);
+const SAFE: &str = "bcdfghjklmnpqrstvwxz2456789";
+
+async fn sim_env() -> TestEnv {
+    TestEnv::builder()
+        .simulation(true)
+        .start()
+        .await
+        .expect("env")
+}
+
+fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "main", "image": image, "ports": [{"name": "http", "containerPort": 8080}]}]}
+            }
+        }
+    }))
+    .expect("deployment")
+}
+
+fn is_safe(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| SAFE.contains(c))
+}
+
+async fn pods_with(api: &Api<Pod>, selector: &str) -> Vec<Pod> {
+    api.list(&ListParams::default().labels(selector))
+        .await
+        .expect("pods")
+        .items
+}
+
+fn ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        && pod.metadata.deletion_timestamp.is_none()
+}
+
+/// Waits until the Deployment reports `n` ready, available, updated replicas for its
+/// current generation, and exactly `n` Pods exist.
+async fn wait_deployment_ready(env: &TestEnv, name: &str, n: i32) {
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let selector = format!("app={name}");
+    wait_until(WAIT, format!("deployment {name} {n}/{n}"), || {
+        let deployments = deployments.clone();
+        let pods = pods.clone();
+        let selector = selector.clone();
+        async move {
+            let Ok(d) = deployments.get(name).await else {
+                return false;
+            };
+            let s = d.status.clone().unwrap_or_default();
+            let pods = pods_with(&pods, &selector).await;
+            s.observed_generation == d.metadata.generation
+                && s.replicas.unwrap_or(0) == n
+                && s.ready_replicas.unwrap_or(0) == n
+                && s.available_replicas.unwrap_or(0) == n
+                && s.updated_replicas.unwrap_or(0) == n
+                && pods.len() == n as usize
+                && pods.iter().all(ready)
+        }
+    })
+    .await
+    .expect("deployment ready");
+}
+
+#[tokio::test]
+async fn deployment_gets_replicaset_and_ready_pods_named_like_upstream() {
+    let env = sim_env().await;
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    deployments
+        .create(&PostParams::default(), &deployment("web", 3, "nginx:1.27"))
+        .await
+        .expect("create");
+    wait_deployment_ready(&env, "web", 3).await;
+
+    let rss: Api<ReplicaSet> = Api::namespaced(env.client(), "default");
+    let rs_list = rss.list(&ListParams::default()).await.expect("rs").items;
+    assert_eq!(rs_list.len(), 1);
+    let rs = &rs_list[0];
+    let rs_name = rs.metadata.name.clone().expect("name");
+    let hash = rs_name
+        .strip_prefix("web-")
+        .expect("rs named after the deployment");
+    assert!(is_safe(hash) && hash.len() <= 10, "hash {hash}");
+    let labels = rs.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("pod-template-hash").map(String::as_str),
+        Some(hash)
+    );
+    let spec = rs.spec.clone();
+    let match_labels = spec.selector.match_labels.clone().unwrap_or_default();
+    assert_eq!(
+        match_labels.get("pod-template-hash").map(String::as_str),
+        Some(hash)
+    );
+    assert_eq!(spec.replicas, Some(3));
+    let annotations = rs.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        annotations
+            .get("deployment.kubernetes.io/revision")
+            .map(String::as_str),
+        Some("1")
+    );
+    let owner = &rs.metadata.owner_references.clone().expect("owner")[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Deployment", "web")
+    );
+    assert_eq!(
+        (owner.controller, owner.block_owner_deletion),
+        (Some(true), Some(true))
+    );
+    let rs_status = rs.status.clone().expect("rs status");
+    assert_eq!(rs_status.replicas, 3);
+    assert_eq!(rs_status.ready_replicas, Some(3));
+    assert_eq!(rs_status.available_replicas, Some(3));
+    assert_eq!(rs_status.fully_labeled_replicas, Some(3));
+    assert_eq!(rs_status.observed_generation, rs.metadata.generation);
+
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    for pod in pods_with(&pods, "app=web").await {
+        let name = pod.metadata.name.clone().expect("name");
+        let suffix = name
+            .strip_prefix(&format!("{rs_name}-"))
+            .expect("pod named after the rs");
+        assert!(is_safe(suffix) && suffix.len() == 5, "suffix {suffix}");
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(
+            labels.get("pod-template-hash").map(String::as_str),
+            Some(hash)
+        );
+        let owner = &pod.metadata.owner_references.clone().expect("owner")[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str()),
+            ("ReplicaSet", rs_name.as_str())
+        );
+        assert_eq!(owner.controller, Some(true));
+        let spec = pod.spec.clone().expect("spec");
+        assert_eq!(spec.node_name.as_deref(), Some("korral-node"));
+        let status = pod.status.clone().expect("status");
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert!(
+            status
+                .pod_ip
+                .as_deref()
+                .is_some_and(|ip| ip.starts_with("10.244."))
+        );
+        assert!(status.host_ip.is_some() && status.start_time.is_some());
+        let cs = &status
+            .container_statuses
+            .clone()
+            .expect("container statuses")[0];
+        assert!(cs.ready && cs.started == Some(true) && cs.restart_count == 0);
+        assert!(cs.state.as_ref().and_then(|s| s.running.as_ref()).is_some());
+        assert!(
+            cs.container_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with("containerd://"))
+        );
+        assert!(cs.image_id.contains("@sha256:"));
+        let conditions = status.conditions.clone().unwrap_or_default();
+        for kind in ["PodScheduled", "Initialized", "ContainersReady", "Ready"] {
+            assert!(
+                conditions
+                    .iter()
+                    .any(|c| c.type_ == kind && c.status == "True"),
+                "{kind}"
+            );
+        }
+    }
+
+    let d = deployments.get("web").await.expect("get");
+    let annotations = d.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        annotations
+            .get("deployment.kubernetes.io/revision")
+            .map(String::as_str),
+        Some("1")
+    );
+    let conditions = d
+        .status
+        .clone()
+        .and_then(|s| s.conditions)
+        .unwrap_or_default();
+    let available = conditions
+        .iter()
+        .find(|c| c.type_.as_deref() == Some("Available"))
+        .expect("Available");
+    assert_eq!(
+        (available.status.as_deref(), available.reason.as_deref()),
+        (Some("True"), Some("MinimumReplicasAvailable"))
+    );
+    assert_eq!(
+        available.message.as_deref(),
+        Some("Deployment has minimum availability.")
+    );
+    let progressing = conditions
+        .iter()
+        .find(|c| c.type_.as_deref() == Some("Progressing"))
+        .expect("Progressing");
+    assert_eq!(
+        progressing.reason.as_deref(),
+        Some("NewReplicaSetAvailable")
+    );
+    assert_eq!(
+        progressing.message.as_deref(),
+        Some(format!("ReplicaSet \"{rs_name}\" has successfully progressed.").as_str())
+    );
+    assert!(d.status.and_then(|s| s.unavailable_replicas).is_none());
+
+    // One simulated node, Ready.
+    let nodes: Api<Node> = Api::all(env.client());
+    let nodes = nodes
+        .list(&ListParams::default())
+        .await
+        .expect("nodes")
+        .items;
+    assert_eq!(nodes.len(), 1);
+    let node_ready = nodes[0]
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    assert!(node_ready);
+}
+
+#[tokio::test]
+async fn scaling_adds_and_removes_pods() {
+    let env = sim_env().await;
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    deployments
+        .create(&PostParams::default(), &deployment("scale", 2, "nginx"))
+        .await
+        .expect("create");
+    wait_deployment_ready(&env, "scale", 2).await;
+    let patch = |n: i32| Patch::Merge(json!({"spec": {"replicas": n}}));
+    deployments
+        .patch("scale", &PatchParams::default(), &patch(5))
+        .await
+        .expect("scale up");
+    wait_deployment_ready(&env, "scale", 5).await;
+    deployments
+        .patch("scale", &PatchParams::default(), &patch(1))
+        .await
+        .expect("scale down");
+    wait_deployment_ready(&env, "scale", 1).await;
+    let rss: Api<ReplicaSet> = Api::namespaced(env.client(), "default");
+    assert_eq!(
+        rss.list(&ListParams::default())
+            .await
+            .expect("rs")
+            .items
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn template_change_rolls_to_a_new_replicaset() {
+    let env = sim_env().await;
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    deployments
+        .create(&PostParams::default(), &deployment("roll", 2, "nginx:1"))
+        .await
+        .expect("create");
+    wait_deployment_ready(&env, "roll", 2).await;
+    let rss: Api<ReplicaSet> = Api::namespaced(env.client(), "default");
+    let first = rss.list(&ListParams::default()).await.expect("rs").items[0]
+        .metadata
+        .name
+        .clone()
+        .expect("name");
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}});
+    deployments
+        .patch("roll", &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .expect("patch image");
+    wait_until(WAIT, "rolled out to a new replicaset", || {
+        let rss = rss.clone();
+        let deployments = deployments.clone();
+        let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+        let first = first.clone();
+        async move {
+            let list = rss.list(&ListParams::default()).await.expect("rs").items;
+            let d = deployments.get("roll").await.expect("get");
+            let pods = pods_with(&pods, "app=roll").await;
+            let old_empty = list
+                .iter()
+                .filter(|rs| rs.metadata.name.as_deref() == Some(&first))
+                .all(|rs| {
+                    rs.spec.replicas == Some(0)
+                        && rs.status.as_ref().is_some_and(|s| s.replicas == 0)
+                });
+            let new = list
+                .iter()
+                .find(|rs| rs.metadata.name.as_deref() != Some(&first));
+            let new_ok = new.is_some_and(|rs| {
+                rs.metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+                    .map(String::as_str)
+                    == Some("2")
+                    && rs.status.as_ref().and_then(|s| s.ready_replicas) == Some(2)
+            });
+            let images_new = pods.len() == 2
+                && pods.iter().all(|p| {
+                    p.spec
+                        .as_ref()
+                        .is_some_and(|s| s.containers[0].image.as_deref() == Some("nginx:2"))
+                });
+            let d_rev = d
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+                .cloned();
+            list.len() == 2 && old_empty && new_ok && images_new && d_rev.as_deref() == Some("2")
+        }
+    })
+    .await
+    .expect("rollout");
+    wait_deployment_ready(&env, "roll", 2).await;
+}
+
+#[tokio::test]
+async fn deleted_pod_is_replaced_and_deleting_the_deployment_collects_everything() {
+    let env = sim_env().await;
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    deployments
+        .create(&PostParams::default(), &deployment("heal", 2, "nginx"))
+        .await
+        .expect("create");
+    wait_deployment_ready(&env, "heal", 2).await;
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let before = pods_with(&pods, "app=heal").await;
+    let victim = before[0].metadata.name.clone().expect("name");
+    pods.delete(&victim, &DeleteParams::default())
+        .await
+        .expect("delete pod");
+    wait_until(WAIT, "replacement pod", || {
+        let pods = pods.clone();
+        let victim = victim.clone();
+        async move {
+            let now = pods_with(&pods, "app=heal").await;
+            now.len() == 2
+                && now.iter().all(ready)
+                && now
+                    .iter()
+                    .all(|p| p.metadata.name.as_deref() != Some(victim.as_str()))
+        }
+    })
+    .await
+    .expect("self-healing");
+
+    deployments
+        .delete("heal", &DeleteParams::default())
+        .await
+        .expect("delete deployment");
+    let rss: Api<ReplicaSet> = Api::namespaced(env.client(), "default");
+    wait_until(WAIT, "replicaset and pods collected", || {
+        let rss = rss.clone();
+        let pods = pods.clone();
+        async move {
+            rss.list(&ListParams::default())
+                .await
+                .expect("rs")
+                .items
+                .is_empty()
+                && pods_with(&pods, "app=heal").await.is_empty()
+        }
+    })
+    .await
+    .expect("garbage collection");
+}
+
+#[tokio::test]
+async fn statefulset_pods_come_up_in_order_and_scale_down_from_the_top() {
+    let env = sim_env().await;
+    let sts: StatefulSet = serde_json::from_value(json!({
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 3, "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "db", "image": "postgres"}]}}
+        }
+    }))
+    .expect("sts");
+    let api: Api<StatefulSet> = Api::namespaced(env.client(), "default");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let wait_ready = |n: usize| {
+        let api = api.clone();
+        let pods = pods.clone();
+        async move {
+            wait_until(WAIT, format!("statefulset {n} ready"), || {
+                let api = api.clone();
+                let pods = pods.clone();
+                async move {
+                    let s = api.get("db").await.expect("get").status.unwrap_or_default();
+                    let list = pods_with(&pods, "app=db").await;
+                    let mut names: Vec<String> = list
+                        .iter()
+                        .filter_map(|p| p.metadata.name.clone())
+                        .collect();
+                    names.sort();
+                    let expected: Vec<String> = (0..n).map(|i| format!("db-{i}")).collect();
+                    s.ready_replicas.unwrap_or(0) as usize == n
+                        && s.replicas as usize == n
+                        && names == expected
+                        && list.iter().all(ready)
+                }
+            })
+            .await
+            .expect("statefulset ready");
+        }
+    };
+    wait_ready(3).await;
+    // Ordered: each pod started after the one before it was created.
+    let mut list = pods_with(&pods, "app=db").await;
+    list.sort_by_key(|p| p.metadata.name.clone());
+    let created = |p: &Pod| p.metadata.creation_timestamp.clone().map(|t| t.0);
+    assert!(created(&list[0]) <= created(&list[1]) && created(&list[1]) <= created(&list[2]));
+    let pod = &list[1];
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels
+            .get("statefulset.kubernetes.io/pod-name")
+            .map(String::as_str),
+        Some("db-1")
+    );
+    assert!(
+        labels
+            .get("controller-revision-hash")
+            .is_some_and(|h| h.starts_with("db-"))
+    );
+    assert_eq!(
+        pod.spec.as_ref().and_then(|s| s.hostname.as_deref()),
+        Some("db-1")
+    );
+    let status = api.get("db").await.expect("get").status.expect("status");
+    assert_eq!(status.current_revision, status.update_revision);
+    assert_eq!(status.current_replicas, Some(3));
+    assert_eq!(status.updated_replicas, Some(3));
+    assert_eq!(status.available_replicas, Some(3));
+
+    api.patch(
+        "db",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 1}})),
+    )
+    .await
+    .expect("scale down");
+    wait_ready(1).await;
+}
+
+#[tokio::test]
+async fn service_endpoints_follow_pod_readiness() {
+    let env = sim_env().await;
+    let services: Api<Service> = Api::namespaced(env.client(), "default");
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}
+    }))
+    .expect("svc");
+    services
+        .create(&PostParams::default(), &svc)
+        .await
+        .expect("svc");
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    deployments
+        .create(&PostParams::default(), &deployment("web", 2, "nginx"))
+        .await
+        .expect("create");
+    wait_deployment_ready(&env, "web", 2).await;
+    let endpoints: Api<Endpoints> = Api::namespaced(env.client(), "default");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let ready_ips = || {
+        let endpoints = endpoints.clone();
+        async move {
+            let Ok(ep) = endpoints.get("web").await else {
+                return None;
+            };
+            let subsets = ep.subsets.unwrap_or_default();
+            let mut ips: Vec<String> = subsets
+                .iter()
+                .flat_map(|s| s.addresses.clone().unwrap_or_default())
+                .map(|a| a.ip)
+                .collect();
+            ips.sort();
+            let ports: Vec<i32> = subsets
+                .iter()
+                .flat_map(|s| s.ports.clone().unwrap_or_default())
+                .map(|p| p.port)
+                .collect();
+            Some((ips, ports))
+        }
+    };
+    let pod_ips = |list: &[Pod]| {
+        let mut ips: Vec<String> = list
+            .iter()
+            .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
+            .collect();
+        ips.sort();
+        ips
+    };
+    wait_until(
+        WAIT,
+        "endpoints list both pods on the named target port",
+        || {
+            let pods = pods.clone();
+            async move {
+                let list = pods_with(&pods, "app=web").await;
+                ready_ips().await == Some((pod_ips(&list), vec![8080]))
+            }
+        },
+    )
+    .await
+    .expect("endpoints");
+
+    // A pod turning unready moves to notReadyAddresses.
+    let list = pods_with(&pods, "app=web").await;
+    let name = list[0].metadata.name.clone().expect("name");
+    let mut status = serde_json::to_value(list[0].status.clone().expect("status")).expect("json");
+    for c in status["conditions"].as_array_mut().expect("conditions") {
+        if c["type"] == "Ready" {
+            c["status"] = json!("False");
+        }
+    }
+    pods.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"conditions": status["conditions"]}})),
+    )
+    .await
+    .expect("unready");
+    let unready_ip = list[0]
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .expect("ip");
+    wait_until(WAIT, "unready pod moved out of addresses", || {
+        let endpoints = endpoints.clone();
+        let unready_ip = unready_ip.clone();
+        async move {
+            let Ok(ep) = endpoints.get("web").await else {
+                return false;
+            };
+            let subsets = ep.subsets.unwrap_or_default();
+            let ready: Vec<String> = subsets
+                .iter()
+                .flat_map(|s| s.addresses.clone().unwrap_or_default())
+                .map(|a| a.ip)
+                .collect();
+            let not_ready: Vec<String> = subsets
+                .iter()
+                .flat_map(|s| s.not_ready_addresses.clone().unwrap_or_default())
+                .map(|a| a.ip)
+                .collect();
+            ready.len() == 1 && !ready.contains(&unready_ip) && not_ready == vec![unready_ip]
+        }
+    })
+    .await
+    .expect("not ready");
+
+    // Deleting the service removes its endpoints.
+    services
+        .delete("web", &DeleteParams::default())
+        .await
+        .expect("delete svc");
+    wait_until(WAIT, "endpoints removed", || {
+        let endpoints = endpoints.clone();
+        async move { endpoints.get_opt("web").await.expect("get").is_none() }
+    })
+    .await
+    .expect("endpoints gone");
+}
+
+#[tokio::test]
+async fn job_runs_its_pods_to_completion() {
+    let env = sim_env().await;
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "pi"},
+        "spec": {"completions": 3, "parallelism": 2, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "pi", "image": "perl"}]}}}
+    }))
+    .expect("job");
+    let jobs: Api<Job> = Api::namespaced(env.client(), "default");
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("create");
+    wait_until(WAIT, "job complete", || {
+        let jobs = jobs.clone();
+        async move {
+            let s = jobs
+                .get("pi")
+                .await
+                .expect("get")
+                .status
+                .unwrap_or_default();
+            let conditions = s.conditions.unwrap_or_default();
+            s.succeeded == Some(3)
+                && s.completion_time.is_some()
+                && s.start_time.is_some()
+                && s.active.is_none()
+                && ["SuccessCriteriaMet", "Complete"].iter().all(|k| {
+                    conditions.iter().any(|c| {
+                        c.type_ == *k
+                            && c.status == "True"
+                            && c.reason.as_deref() == Some("CompletionsReached")
+                    })
+                })
+        }
+    })
+    .await
+    .expect("job completes");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let list = pods_with(&pods, "job-name=pi").await;
+    assert_eq!(list.len(), 3);
+    for pod in list {
+        assert!(
+            pod.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("pi-"))
+        );
+        assert_eq!(
+            pod.status.and_then(|s| s.phase).as_deref(),
+            Some("Succeeded")
+        );
+    }
+
+    // A suspended job starts nothing.
+    let suspended: Job = serde_json::from_value(json!({
+        "metadata": {"name": "later"},
+        "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}
+    }))
+    .expect("job");
+    jobs.create(&PostParams::default(), &suspended)
+        .await
+        .expect("create");
+    wait_until(WAIT, "suspended condition", || {
+        let jobs = jobs.clone();
+        async move {
+            let s = jobs
+                .get("later")
+                .await
+                .expect("get")
+                .status
+                .unwrap_or_default();
+            s.conditions
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Suspended" && c.status == "True")
+        }
+    })
+    .await
+    .expect("suspended");
+    assert!(pods_with(&pods, "job-name=later").await.is_empty());
+    jobs.patch(
+        "later",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"suspend": false}})),
+    )
+    .await
+    .expect("resume");
+    wait_until(WAIT, "resumed job completes", || {
+        let jobs = jobs.clone();
+        async move {
+            let s = jobs
+                .get("later")
+                .await
+                .expect("get")
+                .status
+                .unwrap_or_default();
+            s.succeeded == Some(1) && s.completion_time.is_some()
+        }
+    })
+    .await
+    .expect("resumed");
+}
+
+#[tokio::test]
+async fn bare_pod_is_scheduled_then_runs_in_a_separate_write() {
+    let env = sim_env().await;
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "solo"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+        .expect("pod");
+    let created = pods
+        .create(&PostParams::default(), &pod)
+        .await
+        .expect("create");
+    let rv: u64 = created
+        .metadata
+        .resource_version
+        .clone()
+        .expect("rv")
+        .parse()
+        .expect("number");
+    wait_until(WAIT, "bare pod ready", || {
+        let pods = pods.clone();
+        async move { pods.get("solo").await.is_ok_and(|p| ready(&p)) }
+    })
+    .await
+    .expect("ready");
+    // A watch from the create sees the scheduling write (Pending, PodScheduled) before Running.
+    use futures::{StreamExt, TryStreamExt};
+    let mut stream = pods
+        .watch(
+            &kube::api::WatchParams::default().fields("metadata.name=solo"),
+            &rv.to_string(),
+        )
+        .await
+        .expect("watch")
+        .boxed();
+    let mut phases = Vec::new();
+    while phases.last().map(String::as_str) != Some("Running") {
+        let event = tokio::time::timeout(WAIT, stream.try_next())
+            .await
+            .expect("event")
+            .expect("ok")
+            .expect("some");
+        if let kube::api::WatchEvent::Modified(p) = event {
+            phases.push(p.status.and_then(|s| s.phase).unwrap_or_default());
+        }
+    }
+    assert_eq!(phases, vec!["Pending".to_string(), "Running".to_string()]);
+}
+
+#[tokio::test]
+async fn durable_restart_keeps_simulating() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let config = || {
+        let mut c = ServerConfig::durable(&data);
+        c.simulation = true;
+        c
+    };
+    {
+        let env = TestEnv::builder()
+            .server_config(config())
+            .start()
+            .await
+            .expect("env");
+        let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+        deployments
+            .create(&PostParams::default(), &deployment("keep", 1, "nginx"))
+            .await
+            .expect("create");
+        wait_deployment_ready(&env, "keep", 1).await;
+        env.shutdown().await;
+    }
+    // While "down", the desired state changes: restart with simulation off to change it.
+    {
+        let mut off = config();
+        off.simulation = false;
+        let env = TestEnv::builder()
+            .server_config(off)
+            .start()
+            .await
+            .expect("env");
+        let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+        deployments
+            .patch(
+                "keep",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": 3}})),
+            )
+            .await
+            .expect("scale");
+        env.shutdown().await;
+    }
+    let env = TestEnv::builder()
+        .server_config(config())
+        .start()
+        .await
+        .expect("restart");
+    wait_deployment_ready(&env, "keep", 3).await;
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn simulation_off_does_nothing() {
+    let env = TestEnv::builder()
+        .simulation(false)
+        .start()
+        .await
+        .expect("env");
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    deployments
+        .create(&PostParams::default(), &deployment("idle", 2, "nginx"))
+        .await
+        .expect("create");
+    // Give a (wrongly running) simulation ample time to react to a Pod-creating workload.
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let bare: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+        .expect("pod");
+    pods.create(&PostParams::default(), &bare)
+        .await
+        .expect("pod");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rss: Api<ReplicaSet> = Api::namespaced(env.client(), "default");
+    assert!(
+        rss.list(&ListParams::default())
+            .await
+            .expect("rs")
+            .items
+            .is_empty()
+    );
+    let pod = pods.get("p").await.expect("get");
+    assert!(pod.spec.and_then(|s| s.node_name).is_none());
+    assert!(pod.status.and_then(|s| s.pod_ip).is_none());
+    let nodes: Api<Node> = Api::all(env.client());
+    assert!(
+        nodes
+            .list(&ListParams::default())
+            .await
+            .expect("nodes")
+            .items
+            .is_empty()
+    );
+}
