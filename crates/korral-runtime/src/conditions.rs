@@ -82,6 +82,73 @@ pub fn is_false(conditions: &[Condition], type_: &str) -> bool {
     find_condition(conditions, type_).is_some_and(|c| c.status == FALSE)
 }
 
+/// The OpenAPI schema of a `[]metav1.Condition` list, as controller-gen writes it for
+/// `Conditions []metav1.Condition` (the required fields, the `reason` and `type` patterns, the
+/// `status` enum, and `x-kubernetes-list-type: map` keyed by `type`).
+///
+/// `k8s-openapi`'s `Condition` has no `JsonSchema`; use this for a conditions field of a
+/// status derived with `schemars`:
+///
+/// ```
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+///
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// struct Status {
+///     #[serde(default)]
+///     #[schemars(schema_with = "korral_runtime::conditions::conditions_schema")]
+///     conditions: Vec<Condition>,
+/// }
+/// ```
+pub fn conditions_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "description": "The latest available observations of the object's state.",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+        "items": {
+            "type": "object",
+            "description": "One aspect of the current state of the object.",
+            "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+            "properties": {
+                "lastTransitionTime": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "When the condition last changed from one status to another."
+                },
+                "message": {
+                    "type": "string",
+                    "maxLength": 32768,
+                    "description": "A human-readable message about the transition."
+                },
+                "observedGeneration": {
+                    "type": "integer",
+                    "format": "int64",
+                    "minimum": 0,
+                    "description": "The .metadata.generation the condition was set from."
+                },
+                "reason": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 1024,
+                    "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+                    "description": "A programmatic identifier of the reason for the last transition, in CamelCase."
+                },
+                "status": {
+                    "type": "string",
+                    "enum": ["True", "False", "Unknown"],
+                    "description": "The status of the condition: True, False or Unknown."
+                },
+                "type": {
+                    "type": "string",
+                    "maxLength": 316,
+                    "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+                    "description": "The type of the condition, in CamelCase or foo.example.com/CamelCase."
+                }
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +191,34 @@ mod tests {
         );
         assert!(remove_condition(&mut conditions, "Ready"));
         assert!(find_condition(&conditions, "Ready").is_none());
+    }
+
+    #[test]
+    fn conditions_schema_accepts_what_the_helpers_write() {
+        let schema = conditions_schema(&mut schemars::SchemaGenerator::default());
+        let value = schema.as_value();
+        assert_eq!(value["type"], "array");
+        assert_eq!(value["x-kubernetes-list-type"], "map");
+        assert_eq!(value["x-kubernetes-list-map-keys"][0], "type");
+        let item = &value["items"];
+        let pattern = |field: &str| {
+            regex::Regex::new(
+                item["properties"][field]["pattern"]
+                    .as_str()
+                    .unwrap_or_default(),
+            )
+            .unwrap_or_else(|e| panic!("{field} pattern: {e}"))
+        };
+        let condition = new_condition("Ready", TRUE, "BucketAvailable", "ok", Some(1));
+        let written = serde_json::to_value(&condition).unwrap_or_default();
+        for required in item["required"].as_array().into_iter().flatten() {
+            let field = required.as_str().unwrap_or_default();
+            assert!(written.get(field).is_some(), "{field} written");
+        }
+        assert!(pattern("reason").is_match("BucketAvailable"));
+        assert!(!pattern("reason").is_match("not a reason"));
+        assert!(pattern("type").is_match("Ready"));
+        assert!(pattern("type").is_match("example.com/Ready"));
+        assert!(!pattern("type").is_match("-Ready"));
     }
 }

@@ -192,6 +192,52 @@ async fn channel_source_feeds_reconciles_through_a_map_function() -> Result<()> 
     Ok(())
 }
 
+#[tokio::test]
+async fn watches_kind_maps_events_of_another_type_to_primary_keys() -> Result<()> {
+    let env = TestEnv::start().await?;
+    let client = env.client();
+    let cache = Cache::new(client.clone());
+    let counts = Arc::new(Counts::default());
+    let (stop, shutdown) = stopper();
+    // A Secret labelled `config=<name>` reconciles the ConfigMap `<name>`.
+    let controller = Controller::new(cache.clone(), "watches-kind-test")
+        .for_::<ConfigMap>(Scope::namespace("default"))
+        .watches_kind::<Secret, _>(MapFn(|secret: &Secret| {
+            secret
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("config"))
+                .map(|name| vec![ObjectRef::namespaced("default", name.clone())])
+                .unwrap_or_default()
+        }))
+        .metrics_registry(Registry::new());
+    let run = tokio::spawn(controller.run(count_reconcile, Arc::clone(&counts), shutdown));
+
+    create_configmap(&client, "target").await?;
+    wait_until(WAIT, "the first reconcile", || async {
+        counts.get("target") == 1
+    })
+    .await?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "creds", "labels": {"config": "target"}}
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    wait_until(WAIT, "a reconcile from the Secret", || async {
+        counts.get("target") >= 2
+    })
+    .await?;
+    ensure!(
+        counts.get("creds") == 0,
+        "the Secret is not a primary object"
+    );
+
+    stop.send_replace(true);
+    tokio::time::timeout(WAIT, run).await???;
+    Ok(())
+}
+
 fn deployment(name: &str) -> Deployment {
     let labels = BTreeMap::from([("app".to_owned(), name.to_owned())]);
     Deployment {
