@@ -120,10 +120,13 @@ pub fn validate(obj: &Value, old: Option<&Value>, _registry: &Registry) -> Vec<C
         }
         seen.push(vname);
         if let Some(s) = meta::path(v, "schema.openAPIV3Schema") {
-            causes.extend(schema::check_structural(
-                s,
-                &format!("{path}.schema.openAPIV3Schema"),
-            ));
+            let schema_path = format!("{path}.schema.openAPIV3Schema");
+            let structural = schema::check_structural(s, &schema_path);
+            if structural.is_empty() {
+                // CEL rules compile, sit where they can, and stay within the cost budget.
+                causes.extend(crate::validation::cel::check_schema(s, &schema_path));
+            }
+            causes.extend(structural);
         }
     }
     if let Some(old) = old {

@@ -15,7 +15,7 @@ use crate::patch::{self, PatchType};
 use crate::registry::{NameRule, Registry, ResourceInfo};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::storage::{Committed, Object, Snapshot, Storage, Write, collection_prefix, object_key};
-use crate::validation::{names, schema};
+use crate::validation::{cel, names, schema};
 
 /// The finalizer the garbage collector uses for foreground deletion.
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
@@ -511,6 +511,7 @@ impl Objects {
     fn apply_schema(
         info: &ResourceInfo,
         obj: &mut Value,
+        old: Option<&Value>,
         validation: FieldValidation,
     ) -> Result<Vec<String>, ApiError> {
         let Some(custom) = &info.custom else {
@@ -536,6 +537,13 @@ impl Objects {
         schema::apply_defaults(obj, s);
         let mut causes = schema::validate(obj, s, "");
         causes.retain(|c| !c.field.starts_with("metadata") || c.field == "metadata");
+        // CEL rules (`x-kubernetes-validations`) run unless a blocking schema error came first.
+        if cel::has_rules(s) {
+            match schema::blocked_rules_cause(&causes) {
+                Some(blocked) => causes.push(blocked),
+                None => causes.extend(cel::validate(obj, old, s)),
+            }
+        }
         if !causes.is_empty() {
             return Err(ApiError::invalid(
                 &info.group,
@@ -663,7 +671,7 @@ impl Objects {
             strip_status(&mut obj);
         }
         Self::validate_meta(info, &obj)?;
-        let warnings = Self::apply_schema(info, &mut obj, opts.field_validation)?;
+        let warnings = Self::apply_schema(info, &mut obj, None, opts.field_validation)?;
         if !info.is_custom() {
             defaults::apply_builtin_defaults(&info.group, &info.kind, &mut obj);
         }
@@ -1226,7 +1234,7 @@ fn prepare_update(
         }
     }
     Objects::validate_meta(info, &next)?;
-    let warnings = Objects::apply_schema(info, &mut next, validation)?;
+    let warnings = Objects::apply_schema(info, &mut next, Some(cur), validation)?;
     if !info.is_custom() {
         defaults::apply_builtin_defaults(&info.group, &info.kind, &mut next);
     }

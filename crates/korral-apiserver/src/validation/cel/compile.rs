@@ -1,0 +1,239 @@
+//! Compiling CEL rules: the environment, input limits that keep the parser safe, and a cache.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::{Env, Program};
+
+use super::cost::{self, Shape};
+
+/// The longest rule or message expression accepted, in bytes.
+pub const MAX_EXPRESSION_BYTES: usize = 32 * 1024;
+/// The deepest nesting of parentheses, brackets, braces and unary operators in the source.
+const MAX_SOURCE_NESTING: usize = 64;
+/// The deepest expression tree accepted (upstream's parser recursion limit is 250).
+const MAX_AST_DEPTH: usize = 250;
+/// Stack for the parser thread: the generated parser recurses once per nesting level.
+const PARSER_STACK: usize = 64 * 1024 * 1024;
+/// Compiled programs kept; the cache is emptied when it fills up.
+const CACHE_ENTRIES: usize = 4096;
+
+/// The CEL environment rules run in: the standard library and the string extension library.
+pub fn env() -> &'static Arc<Env> {
+    static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+        let mut env = Env::stdlib();
+        // Registering a built-in extension into a fresh standard environment cannot clash.
+        let _ = env.add_extension(cel::extensions::strings);
+        Arc::new(env)
+    });
+    &ENV
+}
+
+/// A compiled expression and what it refers to.
+#[derive(Debug)]
+pub struct Compiled {
+    /// The program.
+    pub program: Program,
+    /// Whether it reads `oldSelf` (a transition rule).
+    pub uses_old_self: bool,
+}
+
+/// Why an expression does not compile; the text follows cel-go's `ERROR: <input>:…` style.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CompileError(pub String);
+
+static CACHE: LazyLock<Mutex<HashMap<String, Arc<Compiled>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Compiles `source` (or takes it from the cache). Every identifier and function must be known
+/// to the cost model, so the compiled program can always be bounded before it runs.
+pub fn compile(source: &str) -> Result<Arc<Compiled>, CompileError> {
+    if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(source) {
+        return Ok(hit.clone());
+    }
+    let compiled = Arc::new(compile_uncached(source)?);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() >= CACHE_ENTRIES {
+        cache.clear();
+    }
+    cache.insert(source.to_string(), compiled.clone());
+    Ok(compiled)
+}
+
+fn compile_uncached(source: &str) -> Result<Compiled, CompileError> {
+    if source.len() > MAX_EXPRESSION_BYTES {
+        return Err(CompileError(format!(
+            "expression of {} bytes exceeds the limit of {MAX_EXPRESSION_BYTES} bytes",
+            source.len()
+        )));
+    }
+    let nesting = source_nesting(source);
+    if nesting > MAX_SOURCE_NESTING {
+        return Err(CompileError(format!(
+            "ERROR: <input>: expression nesting of {nesting} exceeds the limit of {MAX_SOURCE_NESTING}"
+        )));
+    }
+    let owned = source.to_string();
+    // The parser recurses per nesting level and per chained operator: run it on a thread with a
+    // generous stack, and drop over-deep trees there too (dropping recurses as well).
+    let handle = std::thread::Builder::new()
+        .name("cel-compile".into())
+        .stack_size(PARSER_STACK)
+        .spawn(move || -> Result<Program, CompileError> {
+            let program = env()
+                .compile(&owned)
+                .map_err(|e| CompileError(e.to_string()))?;
+            let depth = ast_depth(program.expression());
+            if depth > MAX_AST_DEPTH {
+                return Err(CompileError(format!(
+                    "ERROR: <input>: expression recursion depth {depth} exceeds the limit of {MAX_AST_DEPTH}"
+                )));
+            }
+            Ok(program)
+        })
+        .map_err(|e| CompileError(format!("starting the compiler: {e}")))?;
+    let program = handle
+        .join()
+        .map_err(|_| CompileError("the compiler failed".into()))??;
+    // Every reference must be known to the cost model: probe it with placeholder shapes.
+    let probe = [("self", Shape::opaque(1)), ("oldSelf", Shape::opaque(1))];
+    if let Err(e) = cost::estimate(program.expression(), &probe) {
+        return Err(CompileError(format!("ERROR: <input>: {e}")));
+    }
+    let uses_old_self = program.references().has_variable("oldSelf");
+    Ok(Compiled {
+        program,
+        uses_old_self,
+    })
+}
+
+/// The deepest nesting of brackets and prefix operators in the source text (outside strings).
+fn source_nesting(source: &str) -> usize {
+    let mut depth = 0usize;
+    let mut max = 0usize;
+    let mut unary_run = 0usize;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in source.chars() {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' => quote = Some(c),
+            '(' | '[' | '{' => {
+                depth += 1;
+                max = max.max(depth + unary_run);
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            '!' | '-' => {
+                unary_run += 1;
+                max = max.max(depth + unary_run);
+                continue;
+            }
+            c if c.is_whitespace() => continue,
+            _ => {}
+        }
+        unary_run = 0;
+    }
+    max
+}
+
+/// The depth of an expression tree, computed without recursion.
+fn ast_depth(root: &IdedExpr) -> usize {
+    let mut max = 0;
+    let mut stack: Vec<(&IdedExpr, usize)> = vec![(root, 1)];
+    while let Some((e, d)) = stack.pop() {
+        max = max.max(d);
+        match &e.expr {
+            Expr::Call(c) => {
+                if let Some(t) = &c.target {
+                    stack.push((t, d + 1));
+                }
+                stack.extend(c.args.iter().map(|a| (a, d + 1)));
+            }
+            Expr::Comprehension(c) => {
+                for x in [
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ] {
+                    stack.push((x, d + 1));
+                }
+            }
+            Expr::List(l) => stack.extend(l.elements.iter().map(|x| (x, d + 1))),
+            Expr::Map(m) => {
+                for entry in &m.entries {
+                    if let EntryExpr::MapEntry(me) = &entry.expr {
+                        stack.push((&me.key, d + 1));
+                        stack.push((&me.value, d + 1));
+                    }
+                }
+            }
+            Expr::Struct(s) => {
+                for entry in &s.entries {
+                    match &entry.expr {
+                        EntryExpr::MapEntry(me) => {
+                            stack.push((&me.key, d + 1));
+                            stack.push((&me.value, d + 1));
+                        }
+                        EntryExpr::StructField(f) => stack.push((&f.value, d + 1)),
+                    }
+                }
+            }
+            Expr::Select(s) => stack.push((&s.operand, d + 1)),
+            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+        }
+    }
+    max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiles_and_caches() {
+        let a = compile("self.x > 1 && oldSelf.x <= self.x").expect("compiles");
+        assert!(a.uses_old_self);
+        let b = compile("self.x > 1 && oldSelf.x <= self.x").expect("compiles");
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!compile("self.x > 1").expect("compiles").uses_old_self);
+    }
+
+    #[test]
+    fn syntax_errors_name_the_position() {
+        let e = compile("self.x <").expect_err("syntax error");
+        assert!(e.0.contains("<input>:1:9"), "{e}");
+    }
+
+    #[test]
+    fn hostile_sources_are_refused_without_crashing() {
+        let deep = format!("{}1{}", "(".repeat(5000), ")".repeat(5000));
+        assert!(compile(&deep).is_err());
+        let nots = format!("{}true", "!".repeat(5000));
+        assert!(compile(&nots).is_err());
+        let long_chain = vec!["1"; 2000].join(" + ");
+        let e = compile(&long_chain).expect_err("too deep");
+        assert!(e.0.contains("recursion depth"), "{e}");
+        assert!(compile(&"a".repeat(MAX_EXPRESSION_BYTES + 1)).is_err());
+        // Brackets inside strings are not nesting.
+        assert!(compile(&format!("self == '{}'", "(".repeat(200))).is_ok());
+    }
+
+    #[test]
+    fn unknown_functions_fail_to_compile() {
+        let e = compile("self.frobnicate()").expect_err("unknown function");
+        assert!(e.0.contains("undeclared reference to 'frobnicate'"), "{e}");
+    }
+}

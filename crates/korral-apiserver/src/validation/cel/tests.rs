@@ -1,0 +1,252 @@
+use serde_json::json;
+
+use super::*;
+
+fn widget_schema(rules: Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-validations": rules,
+                "properties": {
+                    "replicas": {"type": "integer"},
+                    "name": {"type": "string", "maxLength": 20},
+                    "items": {
+                        "type": "array",
+                        "maxItems": 10,
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string", "maxLength": 10},
+                                "size": {
+                                    "type": "integer",
+                                    "x-kubernetes-validations": [
+                                        {"rule": "self >= oldSelf", "message": "size cannot shrink"}
+                                    ]
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn summaries(causes: &[Cause]) -> Vec<String> {
+    causes.iter().map(Cause::summary).collect()
+}
+
+#[test]
+fn failing_rule_reports_message_at_the_node() {
+    let s = widget_schema(json!([{"rule": "self.replicas <= 10", "message": "at most 10"}]));
+    let causes = validate(&json!({"spec": {"replicas": 11}}), None, &s);
+    assert_eq!(summaries(&causes), ["spec: Invalid value: at most 10"]);
+    assert_eq!(causes[0].reason, "FieldValueInvalid");
+    assert!(validate(&json!({"spec": {"replicas": 3}}), None, &s).is_empty());
+}
+
+#[test]
+fn default_message_names_the_rule() {
+    let s = widget_schema(json!([{"rule": "self.replicas <= 10"}]));
+    let causes = validate(&json!({"spec": {"replicas": 11}}), None, &s);
+    assert_eq!(
+        summaries(&causes),
+        ["spec: Invalid value: failed rule: self.replicas <= 10"]
+    );
+}
+
+#[test]
+fn message_expression_field_path_and_reason() {
+    let s = widget_schema(json!([{
+        "rule": "self.replicas <= 10",
+        "messageExpression": "'replicas is ' + string(self.replicas) + ', want at most 10'",
+        "fieldPath": ".replicas",
+        "reason": "FieldValueForbidden"
+    }]));
+    let causes = validate(&json!({"spec": {"replicas": 12}}), None, &s);
+    assert_eq!(
+        summaries(&causes),
+        ["spec.replicas: Forbidden: replicas is 12, want at most 10"]
+    );
+}
+
+#[test]
+fn failing_message_expression_falls_back_to_message() {
+    let s = widget_schema(json!([{
+        "rule": "self.replicas <= 10",
+        "message": "fallback",
+        "messageExpression": "self.missing"
+    }]));
+    let causes = validate(&json!({"spec": {"replicas": 12}}), None, &s);
+    assert_eq!(summaries(&causes), ["spec: Invalid value: fallback"]);
+}
+
+#[test]
+fn transition_rules_need_an_old_value() {
+    let s = widget_schema(json!([]));
+    let new = json!({"spec": {"items": [{"name": "a", "size": 1}, {"name": "b", "size": 5}]}});
+    // Create: no old object, the transition rule does not run.
+    assert!(validate(&new, None, &s).is_empty());
+    // Update: items are matched by their map key, not by position.
+    let old = json!({"spec": {"items": [{"name": "b", "size": 4}, {"name": "a", "size": 2}]}});
+    let causes = validate(&new, Some(&old), &s);
+    assert_eq!(
+        summaries(&causes),
+        ["spec.items[0].size: Invalid value: size cannot shrink"]
+    );
+    // A new item has no old value.
+    let old = json!({"spec": {"items": [{"name": "b", "size": 4}]}});
+    assert!(validate(&new, Some(&old), &s).is_empty());
+}
+
+#[test]
+fn root_rules_see_name_but_not_other_metadata() {
+    let s = json!({
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('w')", "message": "name must start with w"},
+            {"rule": "!has(self.metadata.labels)", "message": "labels are hidden"}
+        ],
+        "properties": {"spec": {"type": "object"}}
+    });
+    let ok = json!({"metadata": {"name": "w1", "labels": {"a": "b"}}, "spec": {}});
+    assert!(validate(&ok, None, &s).is_empty());
+    let bad = json!({"metadata": {"name": "x1"}, "spec": {}});
+    assert_eq!(
+        summaries(&validate(&bad, None, &s)),
+        ["<nil>: Invalid value: name must start with w"]
+    );
+}
+
+#[test]
+fn evaluation_errors_are_reported() {
+    let s = widget_schema(json!([{"rule": "self.missing == 1"}]));
+    let causes = validate(&json!({"spec": {"replicas": 1}}), None, &s);
+    assert_eq!(causes.len(), 1);
+    assert!(
+        causes[0]
+            .message
+            .contains("no such key: missing evaluating rule: failed rule: self.missing == 1"),
+        "{}",
+        causes[0].message
+    );
+}
+
+#[test]
+fn hostile_rules_are_refused_before_running() {
+    let s = json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [{
+                "rule": "self.l.all(a, self.l.all(b, self.l.all(c, self.l.all(d, a + b + c + d >= 0))))"
+            }],
+            "properties": {"l": {"type": "array", "items": {"type": "integer"}}}
+        }}
+    });
+    let list: Vec<i64> = (0..1000).collect();
+    let started = std::time::Instant::now();
+    let causes = validate(&json!({"spec": {"l": list}}), None, &s);
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(causes.len(), 1);
+    assert!(
+        causes[0]
+            .message
+            .contains("call cost exceeds limit for rule"),
+        "{}",
+        causes[0].message
+    );
+    // The same rule over a short list runs.
+    let causes = validate(&json!({"spec": {"l": [1, 2, 3]}}), None, &s);
+    assert!(causes.is_empty(), "{causes:?}");
+}
+
+#[test]
+fn request_budget_stops_further_rules() {
+    // Each rule is under the per-call limit, together they exceed the request budget.
+    let rule = "self.all(a, self.all(b, a + b >= 0))";
+    let rules: Vec<Value> = (0..40).map(|_| json!({"rule": rule})).collect();
+    let s = json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {
+            "l": {"type": "array", "items": {"type": "integer"}, "x-kubernetes-validations": rules}
+        }}}
+    });
+    let list: Vec<i64> = (0..150).collect();
+    let causes = validate(&json!({"spec": {"l": list}}), None, &s);
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert!(causes[0].message.contains("running out of cost budget"));
+}
+
+#[test]
+fn crd_check_reports_compile_errors_with_the_rule_path() {
+    let s = widget_schema(json!([{"rule": "self.replicas <"}, {"rule": "self.replicas > 0"}]));
+    let causes = check_schema(&s, "spec.versions[0].schema.openAPIV3Schema");
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert_eq!(
+        causes[0].field,
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    );
+    assert!(
+        causes[0]
+            .message
+            .contains("compilation failed: ERROR: <input>:1:16"),
+        "{}",
+        causes[0].message
+    );
+}
+
+#[test]
+fn crd_check_rejects_expensive_rules_and_bad_field_paths() {
+    let s = json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.l.all(a, self.l.all(b, a != b))"},
+                {"rule": "true", "fieldPath": ".nope"}
+            ],
+            "properties": {"l": {"type": "array", "items": {"type": "string"}}}
+        }}
+    });
+    let causes = summaries(&check_schema(&s, "s"));
+    assert_eq!(causes.len(), 2, "{causes:?}");
+    assert!(causes[0].starts_with(
+        "s.properties[spec].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of"
+    ), "{causes:?}");
+    assert_eq!(
+        causes[1],
+        "s.properties[spec].x-kubernetes-validations[1].fieldPath: Invalid value: \".nope\": fieldPath must be a valid path"
+    );
+    // With maxItems and maxLength the same rule is cheap enough.
+    let bounded = json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.l.all(a, self.l.all(b, a != b))"}],
+            "properties": {"l": {"type": "array", "maxItems": 100,
+                "items": {"type": "string", "maxLength": 64}}}
+        }}
+    });
+    assert!(check_schema(&bounded, "s").is_empty());
+}
+
+#[test]
+fn crd_check_rejects_old_self_on_uncorrelatable_items() {
+    let s = json!({
+        "type": "object",
+        "properties": {"l": {"type": "array", "items": {
+            "type": "integer",
+            "x-kubernetes-validations": [{"rule": "self >= oldSelf"}]
+        }}}
+    });
+    let causes = summaries(&check_schema(&s, "s"));
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert!(
+        causes[0].contains("oldSelf cannot be used on the uncorrelatable portion of the schema")
+    );
+}

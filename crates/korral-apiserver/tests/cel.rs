@@ -1,0 +1,325 @@
+//! CEL validation rules (`x-kubernetes-validations`) through kube-rs: rule failures as 422 with
+//! field paths, messages and message expressions, transition rules, CRD-time compile and cost
+//! checks, and hostile rules that must neither hang the server nor change anything.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+
+fn crd(kind: &str, plural: &str, spec_schema: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.cel.example.org")},
+        "spec": {
+            "group": "cel.example.org",
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": spec_schema}
+                }}
+            }]
+        }
+    })
+}
+
+fn api(env: &TestEnv, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("cel.example.org", "v1", kind);
+    Api::namespaced_with(
+        env.client(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
+
+fn obj(kind: &str, name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "cel.example.org/v1", "kind": kind,
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .expect("object")
+}
+
+async fn install(env: &TestEnv, doc: Value) {
+    let crd: CustomResourceDefinition = serde_json::from_value(doc).expect("crd");
+    env.install_crd(crd).await.expect("install crd");
+}
+
+fn status(err: kube::Error) -> kube::core::Status {
+    match err {
+        kube::Error::Api(s) => *s,
+        other => panic!("not an API error: {other:?}"),
+    }
+}
+
+fn causes(s: &kube::core::Status) -> Vec<(String, String, String)> {
+    s.details
+        .as_ref()
+        .map(|d| {
+            d.causes
+                .iter()
+                .map(|c| (c.reason.clone(), c.field.clone(), c.message.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn gadget_spec() -> Value {
+    json!({
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.replicas <= 10", "message": "at most 10"},
+            {"rule": "self.replicas >= oldSelf.replicas", "message": "replicas cannot decrease"},
+            {
+                "rule": "!has(self.mode) || self.mode != 'off' || self.replicas == 0",
+                "messageExpression": "'mode off needs 0 replicas, got ' + string(self.replicas)",
+                "fieldPath": ".mode",
+                "reason": "FieldValueForbidden"
+            }
+        ],
+        "properties": {
+            "replicas": {"type": "integer"},
+            "mode": {"type": "string", "maxLength": 16}
+        }
+    })
+}
+
+#[tokio::test]
+async fn rules_reject_with_upstream_status_and_change_nothing() {
+    let env = TestEnv::start().await.expect("env");
+    install(&env, crd("Gadget", "gadgets", gadget_spec())).await;
+    let gadgets = api(&env, "Gadget", "gadgets");
+    // Matches the reference capture error-422-cel.json (Widget there).
+    let err = gadgets
+        .create(
+            &PostParams::default(),
+            &obj("Gadget", "g1", json!({"replicas": 11})),
+        )
+        .await
+        .expect_err("rule fails");
+    let s = status(err);
+    assert_eq!(s.code, 422);
+    assert_eq!(s.reason, "Invalid");
+    assert_eq!(
+        s.message,
+        "Gadget.cel.example.org \"g1\" is invalid: spec: Invalid value: at most 10"
+    );
+    assert_eq!(
+        causes(&s),
+        [(
+            "FieldValueInvalid".to_string(),
+            "spec".to_string(),
+            "Invalid value: at most 10".to_string()
+        )]
+    );
+    // Nothing was stored.
+    assert!(gadgets.get_opt("g1").await.expect("get").is_none());
+
+    // messageExpression, fieldPath and reason.
+    let err = gadgets
+        .create(
+            &PostParams::default(),
+            &obj("Gadget", "g2", json!({"replicas": 3, "mode": "off"})),
+        )
+        .await
+        .expect_err("rule fails");
+    let s = status(err);
+    assert_eq!(
+        causes(&s),
+        [(
+            "FieldValueForbidden".to_string(),
+            "spec.mode".to_string(),
+            "Forbidden: mode off needs 0 replicas, got 3".to_string()
+        )]
+    );
+
+    // Transition rule: not evaluated on create, evaluated on update (patch and put).
+    let created = gadgets
+        .create(
+            &PostParams::default(),
+            &obj("Gadget", "g3", json!({"replicas": 5})),
+        )
+        .await
+        .expect("create");
+    let rv = created.metadata.resource_version.clone();
+    let err = gadgets
+        .patch(
+            "g3",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 4}})),
+        )
+        .await
+        .expect_err("decrease rejected");
+    let s = status(err);
+    assert_eq!(s.code, 422);
+    assert_eq!(
+        causes(&s),
+        [(
+            "FieldValueInvalid".to_string(),
+            "spec".to_string(),
+            "Invalid value: replicas cannot decrease".to_string()
+        )]
+    );
+    let mut replaced = created.clone();
+    replaced.data["spec"]["replicas"] = json!(1);
+    let err = gadgets
+        .replace("g3", &PostParams::default(), &replaced)
+        .await
+        .expect_err("decrease rejected");
+    assert_eq!(status(err).code, 422);
+    let current = gadgets.get("g3").await.expect("get");
+    assert_eq!(
+        current.metadata.resource_version, rv,
+        "rejected writes changed nothing"
+    );
+    assert_eq!(current.data["spec"]["replicas"], 5);
+    gadgets
+        .patch(
+            "g3",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 7}})),
+        )
+        .await
+        .expect("increase allowed");
+}
+
+#[tokio::test]
+async fn crd_with_broken_or_expensive_rules_is_rejected() {
+    let env = TestEnv::start().await.expect("env");
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    let broken = crd(
+        "Broken",
+        "brokens",
+        json!({"type": "object", "x-kubernetes-validations": [{"rule": "self.replicas <"}],
+               "properties": {"replicas": {"type": "integer"}}}),
+    );
+    let err = crds
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(broken).expect("crd"),
+        )
+        .await
+        .expect_err("compile error");
+    let s = status(err);
+    assert_eq!(s.code, 422);
+    let c = causes(&s);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(
+        c[0].1,
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    );
+    assert!(
+        c[0].2.contains("compilation failed: ERROR: <input>:1:16"),
+        "{}",
+        c[0].2
+    );
+
+    let expensive = crd(
+        "Costly",
+        "costlies",
+        json!({"type": "object",
+               "x-kubernetes-validations": [{"rule": "self.l.all(a, self.l.all(b, self.l.all(c, a + b + c > 0)))"}],
+               "properties": {"l": {"type": "array", "items": {"type": "integer"}}}}),
+    );
+    let err = crds
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(expensive).expect("crd"),
+        )
+        .await
+        .expect_err("too expensive");
+    let s = status(err);
+    assert_eq!(s.code, 422);
+    let c = causes(&s);
+    assert_eq!(c[0].0, "FieldValueForbidden");
+    assert!(
+        c[0].2
+            .starts_with("Forbidden: estimated rule cost exceeds budget by factor of"),
+        "{}",
+        c[0].2
+    );
+    // Neither CRD exists.
+    assert!(
+        crds.get_opt("brokens.cel.example.org")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert!(
+        crds.get_opt("costlies.cel.example.org")
+            .await
+            .expect("get")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn hostile_rules_are_bounded_at_runtime() {
+    let env = TestEnv::start().await.expect("env");
+    // Under the static per-rule limit thanks to maxItems/maxLength, yet over the per-call limit
+    // for the largest inputs: the bound computed from the actual object decides.
+    install(
+        &env,
+        crd(
+            "Trap",
+            "traps",
+            json!({"type": "object",
+                   "x-kubernetes-validations": [
+                       {"rule": "self.l.all(a, self.l.all(b, a + b >= 0))", "message": "quadratic"},
+                       {"rule": "self.s.replace('a', self.s).replace('a', self.s).size() > 0", "message": "cubic string"}
+                   ],
+                   "properties": {
+                       "l": {"type": "array", "maxItems": 500, "items": {"type": "integer"}},
+                       "s": {"type": "string", "maxLength": 24}
+                   }}),
+        ),
+    )
+    .await;
+    let traps = api(&env, "Trap", "traps");
+    // Small input: both rules run and hold.
+    traps
+        .create(
+            &PostParams::default(),
+            &obj("Trap", "small", json!({"l": [1, 2, 3], "s": "abc"})),
+        )
+        .await
+        .expect("small input is fine");
+    // The largest input the schema admits: refused fast, with the cost message, nothing stored.
+    let list: Vec<i64> = (0..500).collect();
+    let started = Instant::now();
+    let err = traps
+        .create(
+            &PostParams::default(),
+            &obj("Trap", "big", json!({"l": list, "s": "a".repeat(24)})),
+        )
+        .await
+        .expect_err("over the cost limit");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    let s = status(err);
+    assert_eq!(s.code, 422);
+    let messages: Vec<String> = causes(&s).into_iter().map(|c| c.2).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("call cost exceeds limit for rule: quadratic")),
+        "{messages:?}"
+    );
+    assert!(traps.get_opt("big").await.expect("get").is_none());
+    // The server still answers promptly.
+    let started = Instant::now();
+    traps.get("small").await.expect("get");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
