@@ -17,6 +17,7 @@
 //! # }
 //! ```
 
+pub mod auth;
 pub mod controllers;
 pub mod crd;
 pub mod defaults;

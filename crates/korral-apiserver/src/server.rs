@@ -127,6 +127,9 @@ pub enum StartError {
     /// Creating the initial namespaces failed.
     #[error("bootstrapping built-in objects: {0}")]
     Bootstrap(crate::error::ApiError),
+    /// Preparing the service account token signing key failed.
+    #[error(transparent)]
+    SigningKey(#[from] crate::auth::token::SigningKeyError),
 }
 
 /// A running API server. Dropping it stops the server.
@@ -198,6 +201,15 @@ impl ApiServer {
         }
         let objects = Arc::new(Objects::new(storage.clone(), registry.clone()));
         bootstrap(&objects).await.map_err(StartError::Bootstrap)?;
+        if config.authorization == AuthorizationMode::Rbac {
+            crate::auth::bootstrap::ensure(&objects)
+                .await
+                .map_err(StartError::Bootstrap)?;
+        }
+        let signer = match &data_dir {
+            Some(dir) => crate::auth::TokenSigner::persistent(dir)?,
+            None => crate::auth::TokenSigner::ephemeral()?,
+        };
 
         let token = match (&config.token, &data_dir) {
             (Some(t), _) => t.clone(),
@@ -243,8 +255,13 @@ impl ApiServer {
         let state = Arc::new(State {
             objects: objects.clone(),
             // Plain HTTP is for loopback use; clients (kubectl) do not send bearer tokens over
-            // it, so it is served without authentication, like upstream's old insecure port.
-            token: tls_material.is_some().then(|| token.clone()),
+            // it, so requests without one are the admin, like upstream's old insecure port.
+            auth: Arc::new(crate::auth::Auth::new(
+                config.authorization,
+                tls_material.is_some().then(|| token.clone()),
+                signer,
+                objects.clone(),
+            )),
             address: format!("{host}:{}", addr.port()),
             shutdown: shutdown_rx.clone(),
             bookmark_interval: config.bookmark_interval,
@@ -258,7 +275,16 @@ impl ApiServer {
             tokio::spawn(controllers::run(objects.clone(), shutdown_rx.clone())),
         ];
         if config.simulation {
-            tasks.push(tokio::spawn(crate::simulate::run(objects.clone(), shutdown_rx)));
+            tasks.push(tokio::spawn(crate::simulate::run(
+                objects.clone(),
+                shutdown_rx.clone(),
+            )));
+        }
+        if config.authorization == AuthorizationMode::Rbac {
+            tasks.push(tokio::spawn(crate::auth::aggregation::run(
+                objects.clone(),
+                shutdown_rx,
+            )));
         }
         tracing::info!(%url, "korral apiserver ready");
         Ok(Self {

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+pub use korral_apiserver::AuthorizationMode;
 use korral_apiserver::{ApiServer, ServerConfig};
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -67,6 +68,7 @@ pub struct TestEnvBuilder {
     crds: Vec<CustomResourceDefinition>,
     crd_files: Vec<PathBuf>,
     config: Option<ServerConfig>,
+    authorization: Option<AuthorizationMode>,
     simulation: Option<bool>,
 }
 
@@ -96,6 +98,15 @@ impl TestEnvBuilder {
         self
     }
 
+    /// How requests are authorized: [`AuthorizationMode::Rbac`] evaluates Roles,
+    /// ClusterRoles and their bindings (the environment's own client stays admin; use
+    /// [`TestEnv::client_as_service_account`] or [`TestEnv::client_as_user`] for restricted
+    /// clients). Allow-all unless asked for.
+    pub fn authorization(mut self, mode: AuthorizationMode) -> Self {
+        self.authorization = Some(mode);
+        self
+    }
+
     /// Starts the environment.
     pub async fn start(self) -> Result<TestEnv, TestEnvError> {
         let dir = tempfile::tempdir().map_err(TestEnvError::Kubeconfig)?;
@@ -103,6 +114,9 @@ impl TestEnvBuilder {
         let mut config = self.config.unwrap_or_else(ServerConfig::in_memory);
         if let Some(on) = self.simulation {
             config.simulation = on;
+        }
+        if let Some(mode) = self.authorization {
+            config.authorization = mode;
         }
         config.kubeconfig = Some(kubeconfig_path.clone());
         let server = ApiServer::start(config).await?;
@@ -159,6 +173,80 @@ impl TestEnv {
     /// A new client built from the kubeconfig (a separate connection pool).
     pub async fn new_client(&self) -> Result<Client, TestEnvError> {
         client_for(self.server.kubeconfig_yaml()).await
+    }
+
+    /// A token for a service account from the server's TokenRequest API (valid one hour),
+    /// creating the ServiceAccount first when it does not exist (its namespace must).
+    pub async fn service_account_token(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<String, TestEnvError> {
+        use k8s_openapi::api::authentication::v1::TokenRequest;
+        use k8s_openapi::api::core::v1::ServiceAccount;
+        let api: Api<ServiceAccount> = Api::namespaced(self.client(), namespace);
+        let sa = ServiceAccount {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let failed = |e: kube::Error| {
+            TestEnvError::Client(format!("service account {namespace}/{name}: {e}"))
+        };
+        match api.create(&PostParams::default(), &sa).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(e) => return Err(failed(e)),
+        }
+        let issued = api
+            .create_token_request(name, &PostParams::default(), &TokenRequest::default())
+            .await
+            .map_err(failed)?;
+        issued
+            .status
+            .and_then(|s| s.token)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| TestEnvError::Client("TokenRequest returned no token".to_string()))
+    }
+
+    /// A client that authenticates as a service account with a real token (see
+    /// [`TestEnv::service_account_token`]): under RBAC it can do what the account's bindings
+    /// allow and nothing else.
+    pub async fn client_as_service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Client, TestEnvError> {
+        let token = self.service_account_token(namespace, name).await?;
+        client_for(&korral_apiserver::kubeconfig::render(
+            self.server.url(),
+            self.server.ca_pem(),
+            &token,
+            "korral",
+        ))
+        .await
+    }
+
+    /// A client that acts as `user` in `groups` (plus `system:authenticated`), through
+    /// impersonation headers sent with the admin token.
+    pub async fn client_as_user(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> Result<Client, TestEnvError> {
+        let kubeconfig = Kubeconfig::from_yaml(self.server.kubeconfig_yaml())
+            .map_err(|e| TestEnvError::Client(e.to_string()))?;
+        let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| TestEnvError::Client(e.to_string()))?;
+        config.auth_info.impersonate = Some(user.to_string());
+        if !groups.is_empty() {
+            config.auth_info.impersonate_groups =
+                Some(groups.iter().map(|g| g.to_string()).collect());
+        }
+        Client::try_from(config).map_err(|e| TestEnvError::Client(e.to_string()))
     }
 
     /// Path of a kubeconfig for this server (for `kubectl --kubeconfig`).

@@ -113,6 +113,12 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
         if info.scale.is_some() {
             entries.push(sub_entry(info, "scale", "Scale", Some("autoscaling")));
         }
+        if info.group.is_empty() && info.resource == "serviceaccounts" {
+            // TokenRequest (served by `crate::auth::reviews`).
+            let mut token = sub_entry(info, "token", "TokenRequest", Some("authentication.k8s.io"));
+            token["verbs"] = json!(["create"]);
+            entries.push(token);
+        }
     }
     let group_version = if group.is_empty() {
         version.to_string()

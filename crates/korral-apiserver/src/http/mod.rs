@@ -24,32 +24,14 @@ pub use discovery::version;
 pub struct State {
     /// The object layer.
     pub objects: Arc<Objects>,
-    /// The bearer token clients must present (`None` disables authentication).
-    pub token: Option<String>,
+    /// Authentication (bearer tokens, impersonation) and authorization.
+    pub auth: Arc<crate::auth::Auth>,
     /// `host:port` clients reach the server at.
     pub address: String,
     /// Flips to `true` when the server stops; ends watches.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// How often watches with bookmarks enabled get one.
     pub bookmark_interval: Duration,
-}
-
-fn authenticated<B>(state: &State, req: &Request<B>) -> bool {
-    let Some(token) = &state.token else {
-        return true;
-    };
-    req.headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|presented| constant_time_eq(presented.trim().as_bytes(), token.as_bytes()))
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn parse_query(uri: &http::Uri) -> handlers::Query {
@@ -101,9 +83,13 @@ where
         "/version" => return Ok(body::json_response(StatusCode::OK, &discovery::version())),
         _ => {}
     }
-    if !authenticated(state, &req) {
-        return Err(ApiError::unauthorized());
-    }
+    // Authenticate, apply impersonation and authorize before anything runs.
+    let attrs = state.auth.attributes(
+        req.method(),
+        req.uri().path(),
+        &parse_query(req.uri()),
+        req.headers(),
+    )?;
     let registry = state.objects.registry().clone();
     let is_get = req.method() == Method::GET;
     match path.as_str() {
@@ -197,10 +183,57 @@ where
             discovery_only(body::json_response(StatusCode::OK, &doc))
         }
         path::Target::Resource(rp) => {
+            if let Some(review) =
+                crate::auth::reviews::Review::of(&rp.group, &rp.resource, rp.subresource.as_deref())
+            {
+                return serve_review(state, &attrs.user, review, rp, req).await;
+            }
             let (parts, req_body) = req.into_parts();
             let query = parse_query(&parts.uri);
             let bytes = body::read_body(req_body).await?;
             handlers::serve(state, rp, &parts.method, &query, &parts.headers, bytes).await
         }
     }
+}
+
+/// `POST` of an access review, SelfSubjectReview, TokenReview or TokenRequest.
+async fn serve_review<B>(
+    state: &Arc<State>,
+    user: &crate::auth::UserInfo,
+    review: crate::auth::reviews::Review,
+    rp: path::ResourcePath,
+    req: Request<B>,
+) -> Result<Response<Body>, ApiError>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let registry = state.objects.registry();
+    let info = registry
+        .get(&rp.group, &rp.version, &rp.resource)
+        .ok_or_else(ApiError::unknown_resource)?;
+    if rp.namespace.is_some() != info.namespaced {
+        return Err(ApiError::unknown_resource());
+    }
+    let is_token_request = review == crate::auth::reviews::Review::TokenRequest;
+    if req.method() != Method::POST || (rp.name.is_some() != is_token_request) {
+        return Err(ApiError::method_not_allowed());
+    }
+    let (parts, req_body) = req.into_parts();
+    let bytes = body::read_body(req_body).await?;
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let object = body::decode_object(&bytes, content_type, &info.kind)?;
+    let answer = crate::auth::reviews::serve(
+        &state.auth,
+        user,
+        review,
+        rp.namespace.as_deref(),
+        rp.name.as_deref(),
+        object,
+    )?;
+    Ok(body::json_response(StatusCode::CREATED, &answer))
 }

@@ -14,6 +14,8 @@ struct Spec {
     generation: bool,
     name_rule: NameRule,
     fields: &'static [&'static str],
+    /// Only `create` (access reviews, TokenReview): nothing is stored.
+    create_only: bool,
 }
 
 const fn spec(group: &'static str, resource: &'static str, kind: &'static str) -> Spec {
@@ -29,6 +31,16 @@ const fn spec(group: &'static str, resource: &'static str, kind: &'static str) -
         generation: false,
         name_rule: NameRule::Subdomain,
         fields: &[],
+        create_only: false,
+    }
+}
+
+/// A create-only review kind (nothing stored; served by `crate::auth::reviews`).
+const fn review(group: &'static str, resource: &'static str, kind: &'static str) -> Spec {
+    Spec {
+        namespaced: false,
+        create_only: true,
+        ..spec(group, resource, kind)
     }
 }
 
@@ -191,6 +203,35 @@ fn table() -> Vec<Spec> {
                 "ClusterRoleBinding",
             )
         },
+        review(
+            "authentication.k8s.io",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+        ),
+        review("authentication.k8s.io", "tokenreviews", "TokenReview"),
+        Spec {
+            namespaced: true,
+            ..review(
+                "authorization.k8s.io",
+                "localsubjectaccessreviews",
+                "LocalSubjectAccessReview",
+            )
+        },
+        review(
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+        ),
+        review(
+            "authorization.k8s.io",
+            "selfsubjectrulesreviews",
+            "SelfSubjectRulesReview",
+        ),
+        review(
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+        ),
     ]
 }
 
@@ -201,6 +242,9 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
         .map(|s| {
             let singular = s.kind.to_ascii_lowercase();
             let mut verbs = standard_verbs();
+            if s.create_only {
+                verbs = vec!["create".to_string()];
+            }
             if s.resource == "namespaces" {
                 verbs.retain(|v| v != "deletecollection");
             }

@@ -1,0 +1,163 @@
+//! Authentication and authorization.
+//!
+//! Every request passes through [`Auth::attributes`]: the bearer token is authenticated (the
+//! server's admin token is `korral-admin` in `system:masters`; TokenRequest-issued tokens are
+//! their service account), `Impersonate-*` headers are applied (each one authorized with the
+//! `impersonate` verb, as upstream), and the request's [`Attributes`] are authorized, under
+//! [`AuthorizationMode::Rbac`], by the [`rbac`] authorizer against the live storage snapshot.
+//! A denied request answers 403 `Forbidden` with upstream's message before anything runs.
+//!
+//! The module also serves the access-review APIs ([`reviews`]), creates the bootstrap roles
+//! ([`bootstrap`]) and runs the ClusterRole aggregation controller ([`aggregation`]).
+
+pub mod aggregation;
+pub mod attributes;
+pub mod bootstrap;
+pub mod impersonation;
+pub mod rbac;
+pub mod reviews;
+pub mod token;
+pub mod user;
+
+use std::sync::Arc;
+
+use http::{HeaderMap, Method, header};
+
+pub use attributes::Attributes;
+pub use rbac::Decision;
+pub use token::TokenSigner;
+pub use user::UserInfo;
+
+use crate::error::ApiError;
+use crate::objects::Objects;
+use crate::server::AuthorizationMode;
+use crate::storage::object_key;
+
+/// The server's authenticator and authorizer.
+pub struct Auth {
+    mode: AuthorizationMode,
+    admin_token: Option<String>,
+    signer: TokenSigner,
+    objects: Arc<Objects>,
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Seconds since the epoch.
+pub fn now_seconds() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// The bearer token of a request, if any.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+impl Auth {
+    /// An authenticator for `admin_token` (`None`: requests without a token are the admin,
+    /// for plain-HTTP loopback serving) with service account tokens from `signer`.
+    pub fn new(
+        mode: AuthorizationMode,
+        admin_token: Option<String>,
+        signer: TokenSigner,
+        objects: Arc<Objects>,
+    ) -> Self {
+        Self {
+            mode,
+            admin_token,
+            signer,
+            objects,
+        }
+    }
+
+    /// The authorization mode.
+    pub fn mode(&self) -> AuthorizationMode {
+        self.mode
+    }
+
+    /// The service account token signer.
+    pub fn signer(&self) -> &TokenSigner {
+        &self.signer
+    }
+
+    /// The object layer.
+    pub fn objects(&self) -> &Arc<Objects> {
+        &self.objects
+    }
+
+    /// Who a bearer token belongs to, with the token's audiences; `None` when it is not valid.
+    pub fn authenticate_token(&self, token: &str) -> Option<(UserInfo, Vec<String>)> {
+        if let Some(admin) = &self.admin_token
+            && constant_time_eq(token.as_bytes(), admin.as_bytes())
+        {
+            return Some((UserInfo::admin(), Vec::new()));
+        }
+        let claims = self.signer.verify(token, now_seconds())?;
+        // The token dies with its service account (a new one of the same name has a new uid).
+        let key = object_key("", "serviceaccounts", Some(&claims.namespace), &claims.name);
+        let sa = self.objects.storage().get(&key)?;
+        if crate::meta::uid(&sa) != claims.uid || crate::meta::is_deleting(&sa) {
+            return None;
+        }
+        Some((
+            UserInfo::service_account(&claims.namespace, &claims.name, &claims.uid),
+            claims.audiences,
+        ))
+    }
+
+    /// Authenticates a request: 401 `Unauthorized` without a valid token.
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<UserInfo, ApiError> {
+        match (bearer_token(headers), &self.admin_token) {
+            (Some(token), _) => match self.authenticate_token(token) {
+                Some((user, _)) => Ok(user),
+                None if self.admin_token.is_none() => Ok(UserInfo::admin()),
+                None => Err(ApiError::unauthorized()),
+            },
+            (None, None) => Ok(UserInfo::admin()),
+            (None, Some(_)) => Err(ApiError::unauthorized()),
+        }
+    }
+
+    /// Decides whether `attrs` is allowed under the server's mode.
+    pub fn authorize(&self, attrs: &Attributes) -> Decision {
+        match self.mode {
+            AuthorizationMode::AlwaysAllow => Decision::allow(""),
+            AuthorizationMode::Rbac => rbac::authorize(&self.objects.storage().snapshot(), attrs),
+        }
+    }
+
+    /// Authorizes `attrs`: 403 `Forbidden` with upstream's message when denied.
+    pub fn check(&self, attrs: &Attributes) -> Result<(), ApiError> {
+        let decision = self.authorize(attrs);
+        if decision.allowed {
+            Ok(())
+        } else {
+            Err(attrs.forbidden(&decision.reason))
+        }
+    }
+
+    /// Authenticates, impersonates and authorizes a request; returns its attributes.
+    pub fn attributes(
+        &self,
+        method: &Method,
+        path: &str,
+        query: &[(String, String)],
+        headers: &HeaderMap,
+    ) -> Result<Attributes, ApiError> {
+        let user = self.authenticate(headers)?;
+        let user = impersonation::impersonate(self, user, headers)?;
+        let attrs = attributes::from_request(user, method, path, query);
+        self.check(&attrs)?;
+        Ok(attrs)
+    }
+}
