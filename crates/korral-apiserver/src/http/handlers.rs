@@ -179,7 +179,9 @@ pub async fn serve(
         (&Method::POST, None) if part == Part::Main => {
             let opts = write_options(query)?;
             let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
-            let written = objects.create(&info, namespace, obj, &opts).await?;
+            let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
+            let mut written = objects.create(&info, namespace, obj, &opts).await?;
+            written.warnings.splice(0..0, duplicates);
             let mut response =
                 body::json_response(StatusCode::CREATED, &*present(&info, &written.object));
             body::add_warnings(&mut response, &written.warnings);
@@ -188,9 +190,11 @@ pub async fn serve(
         (&Method::PUT, Some(name)) => {
             let opts = write_options(query)?;
             let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
-            let written = objects
+            let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
+            let mut written = objects
                 .update(&info, namespace, name, obj, part, &opts)
                 .await?;
+            written.warnings.splice(0..0, duplicates);
             let mut response =
                 body::json_response(StatusCode::OK, &*present(&info, &written.object));
             body::add_warnings(&mut response, &written.warnings);
@@ -203,7 +207,8 @@ pub async fn serve(
             } else {
                 PatchType::from_content_type(&content_type(headers))?
             };
-            let written = objects
+            let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
+            let mut written = objects
                 .patch(
                     &info,
                     namespace,
@@ -216,6 +221,7 @@ pub async fn serve(
                     &opts,
                 )
                 .await?;
+            written.warnings.splice(0..0, duplicates);
             let mut response =
                 body::json_response(StatusCode::OK, &*present(&info, &written.object));
             body::add_warnings(&mut response, &written.warnings);
@@ -308,6 +314,40 @@ async fn serve_scale(
         _ => return Err(ApiError::method_not_allowed()),
     };
     Ok(body::json_response(StatusCode::OK, &scale))
+}
+
+/// Repeated fields of a JSON body (create, update, merge patches): 400 under
+/// `fieldValidation=Strict`, `Warning`s under `Warn` (serde_json would keep the last silently).
+fn duplicate_fields(
+    info: &ResourceInfo,
+    bytes: &[u8],
+    headers: &HeaderMap,
+    validation: FieldValidation,
+) -> Result<Vec<String>, ApiError> {
+    let media = content_type(headers);
+    let media = media.split(';').next().unwrap_or("").trim();
+    let json = matches!(
+        media,
+        "" | "application/json"
+            | "application/merge-patch+json"
+            | "application/strategic-merge-patch+json"
+    );
+    if validation == FieldValidation::Ignore || !json {
+        return Ok(Vec::new());
+    }
+    let found: Vec<String> = crate::validation::duplicates::find(bytes)
+        .iter()
+        .map(|p| crate::validation::duplicates::message(p))
+        .collect();
+    if validation == FieldValidation::Strict && !found.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+            found.join(", "),
+            kind = info.kind,
+            version = info.version,
+        )));
+    }
+    Ok(found)
 }
 
 fn delete_body(bytes: &[u8]) -> Result<Option<Value>, ApiError> {

@@ -1,5 +1,6 @@
 //! Validation of object names, labels and custom resource schemas.
 
 pub mod cel;
+pub mod duplicates;
 pub mod names;
 pub mod schema;
