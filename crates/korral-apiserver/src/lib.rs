@@ -17,6 +17,7 @@
 //! # }
 //! ```
 
+pub mod apply;
 pub mod auth;
 pub mod controllers;
 pub mod crd;

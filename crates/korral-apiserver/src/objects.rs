@@ -66,6 +66,50 @@ pub struct WriteOptions {
     pub field_manager: Option<String>,
     /// `fieldValidation`.
     pub field_validation: FieldValidation,
+    /// `force` (server-side apply only): take ownership of conflicting fields.
+    pub force: bool,
+    /// The request's `User-Agent` (empty when the header is missing; `None` for the server's
+    /// own writes): names the field manager when `fieldManager` is absent.
+    pub user_agent: Option<String>,
+}
+
+impl WriteOptions {
+    /// The field manager of a write: `fieldManager`, else the User-Agent's product (as
+    /// upstream); `None` for the server's own writes, which are not tracked.
+    pub fn manager(&self) -> Option<String> {
+        match (&self.field_manager, &self.user_agent) {
+            (Some(m), _) if !m.is_empty() => Some(m.clone()),
+            (_, Some(ua)) => Some(crate::apply::manager_from_user_agent(ua)),
+            _ => None,
+        }
+    }
+}
+
+/// How a write records `metadata.managedFields`.
+#[derive(Debug, Clone)]
+enum Track {
+    /// Not at all (the server's own writes).
+    None,
+    /// An `Update` operation of this manager, on this subresource.
+    Update(String, Option<&'static str>),
+    /// The request was a server-side apply that computed `managedFields` itself.
+    Applied,
+}
+
+impl Track {
+    fn update(opts: &WriteOptions, subresource: Option<&'static str>) -> Track {
+        match opts.manager() {
+            Some(m) => Track::Update(m, subresource),
+            None => Track::None,
+        }
+    }
+
+    fn part(part: Part) -> Option<&'static str> {
+        match part {
+            Part::Main => None,
+            Part::Status => Some("status"),
+        }
+    }
 }
 
 /// The result of a write: the object and any warnings for `Warning` headers.
@@ -606,8 +650,20 @@ impl Objects {
         &self,
         info: &Arc<ResourceInfo>,
         namespace: Option<&str>,
+        obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        self.create_impl(info, namespace, obj, opts, Track::update(opts, None))
+            .await
+    }
+
+    async fn create_impl(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
         mut obj: Value,
         opts: &WriteOptions,
+        track: Track,
     ) -> Result<Written, ApiError> {
         Self::check_type(info, &mut obj)?;
         let Some(md) = meta::metadata_mut(&mut obj) else {
@@ -678,6 +734,19 @@ impl Objects {
         self.kind_validation(info, &obj, None)?;
         if crd::is_crd(info) {
             crd::prepare_create(&mut obj, &self.registry);
+        }
+        if let Track::Update(manager, subresource) = &track {
+            let api_version = info.api_version();
+            crate::apply::record_update(
+                info,
+                None,
+                &mut obj,
+                crate::apply::Actor {
+                    manager,
+                    api_version: &api_version,
+                    subresource: *subresource,
+                },
+            );
         }
         let name = meta::name(&obj).to_string();
         // The namespace must exist and not be terminating.
@@ -793,7 +862,8 @@ impl Objects {
             }
         }
         let requested_rv = meta::resource_version(&obj).to_string();
-        self.write_existing(info, namespace, name, opts, part, move |_| {
+        let track = Track::update(opts, Track::part(part));
+        self.write_existing(info, namespace, name, opts, part, track, move |_| {
             Ok((obj, requested_rv))
         })
         .await
@@ -819,14 +889,13 @@ impl Objects {
             ));
         }
         if patch_type == PatchType::Apply {
-            return Err(ApiError::new(
-                415,
-                "UnsupportedMediaType",
-                "server-side apply (application/apply-patch+yaml) is not supported by this server yet",
-            ));
+            return self
+                .server_side_apply(info, namespace, name, &body, part, opts)
+                .await;
         }
         let info_for_patch = info.clone();
-        self.write_existing(info, namespace, name, opts, part, move |current| {
+        let track = Track::update(opts, Track::part(part));
+        self.write_existing(info, namespace, name, opts, part, track, move |current| {
             let strategy = patch::strategic::BuiltinStrategy;
             let strategy_ref: Option<&dyn patch::strategic::MergeStrategy> =
                 if info_for_patch.is_custom() {
@@ -846,6 +915,99 @@ impl Objects {
             Ok((patched, rv))
         })
         .await
+    }
+
+    /// Server-side apply (`application/apply-patch+yaml`): creates the object when absent,
+    /// otherwise merges the applied configuration with conflict detection (see
+    /// [`crate::apply`]). A rejected apply changes nothing.
+    async fn server_side_apply(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        body: &[u8],
+        part: Part,
+        opts: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        let manager = opts.field_manager.clone().unwrap_or_default();
+        let mut causes = Vec::new();
+        if manager.is_empty() {
+            causes.push(Cause::required("fieldManager", "is required for apply patch"));
+        }
+        causes.extend(crate::apply::validate_field_manager(&manager));
+        if !causes.is_empty() {
+            return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", causes));
+        }
+        let mut config = crate::apply::decode_config(body, info)?;
+        let body_name = meta::name(&config).to_string();
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        if info.namespaced
+            && let (Some(ns), Some(body_ns)) = (namespace, meta::namespace(&config))
+            && !body_ns.is_empty()
+            && body_ns != ns
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        crate::apply::restrict_config(
+            &mut config,
+            part == Part::Status,
+            part == Part::Main && info.status_subresource,
+        );
+        let requested_rv = meta::resource_version(&config).to_string();
+        let subresource = Track::part(part);
+        let api_version = info.api_version();
+        let force = opts.force;
+        let key = Self::key(info, namespace, name);
+        for _ in 0..3 {
+            if self.storage.get(&key).is_none() {
+                if part == Part::Status {
+                    return Err(ApiError::not_found(&info.group, &info.resource, name));
+                }
+                let actor = crate::apply::Actor {
+                    manager: &manager,
+                    api_version: &api_version,
+                    subresource,
+                };
+                let mut obj = crate::apply::apply(info, None, &config, actor, force)?;
+                if let Some(md) = meta::metadata_mut(&mut obj) {
+                    md.insert("name".into(), json!(name));
+                }
+                match self
+                    .create_impl(info, namespace, obj, opts, Track::Applied)
+                    .await
+                {
+                    Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
+                    other => return other,
+                }
+            }
+            let info2 = info.clone();
+            let config2 = config.clone();
+            let manager2 = manager.clone();
+            let api_version2 = api_version.clone();
+            let rv = requested_rv.clone();
+            let result = self
+                .write_existing(info, namespace, name, opts, part, Track::Applied, move |cur| {
+                    let actor = crate::apply::Actor {
+                        manager: &manager2,
+                        api_version: &api_version2,
+                        subresource,
+                    };
+                    let next = crate::apply::apply(&info2, Some(cur), &config2, actor, force)?;
+                    Ok((next, rv))
+                })
+                .await;
+            match result {
+                Err(e) if e.code == 404 && part == Part::Main => continue,
+                other => return other,
+            }
+        }
+        Err(ApiError::conflict(&info.group, &info.resource, name))
     }
 
     /// Reads the `/scale` view of an object.
@@ -875,8 +1037,9 @@ impl Objects {
     {
         let paths = info.scale.clone().ok_or_else(ApiError::unknown_resource)?;
         let info2 = info.clone();
+        let track = Track::update(opts, Some("scale"));
         let written = self
-            .write_existing(info, namespace, name, opts, Part::Main, move |current| {
+            .write_existing(info, namespace, name, opts, Part::Main, track, move |current| {
                 let scale = crate::scale::to_scale(&info2, &paths, current);
                 let requested = build(&scale)?;
                 let rv = meta::resource_version(&requested).to_string();
@@ -895,6 +1058,7 @@ impl Objects {
 
     /// The shared update path: `build` turns the current object into the requested one plus
     /// the resourceVersion precondition ("" for none); the rules of update apply to the result.
+    #[allow(clippy::too_many_arguments)]
     async fn write_existing<F>(
         &self,
         info: &Arc<ResourceInfo>,
@@ -902,6 +1066,7 @@ impl Objects {
         name: &str,
         opts: &WriteOptions,
         part: Part,
+        track: Track,
         build: F,
     ) -> Result<Written, ApiError>
     where
@@ -923,7 +1088,35 @@ impl Objects {
             if !rv.is_empty() && rv != meta::resource_version(cur) {
                 return Err(ApiError::conflict(&info2.group, &info2.resource, &name2));
             }
-            let (next, w) = prepare_update(&info2, cur, requested, part, validation, &registry)?;
+            let requested_managed = meta::metadata(&requested)
+                .and_then(|m| m.get("managedFields"))
+                .cloned();
+            let (mut next, w) =
+                prepare_update(&info2, cur, requested, part, validation, &registry)?;
+            match &track {
+                Track::None => {}
+                Track::Update(manager, subresource) => {
+                    let api_version = info2.api_version();
+                    crate::apply::record_update(
+                        &info2,
+                        Some(cur),
+                        &mut next,
+                        crate::apply::Actor {
+                            manager,
+                            api_version: &api_version,
+                            subresource: *subresource,
+                        },
+                    );
+                }
+                Track::Applied => {
+                    if let Some(md) = meta::metadata_mut(&mut next) {
+                        match requested_managed {
+                            Some(m) => md.insert("managedFields".into(), m),
+                            None => md.remove("managedFields"),
+                        };
+                    }
+                }
+            }
             *warnings2.lock().unwrap_or_else(|e| e.into_inner()) = w;
             if next == **cur {
                 return Ok(Write::Unchanged);

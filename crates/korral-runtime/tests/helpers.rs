@@ -490,26 +490,68 @@ async fn event_recorder_writes_and_counts_repeats() -> Result<()> {
 }
 
 #[tokio::test]
-async fn server_side_apply_reports_the_servers_answer() -> Result<()> {
-    // Waiting for server-side apply support in the embedded API server: today it answers 415
-    // UnsupportedMediaType, and the helper must return that as a clean error. When apply lands,
-    // turn this into a real apply test (create, re-apply unchanged, conflict between managers,
-    // force).
+async fn server_side_apply_creates_reapplies_conflicts_and_forces() -> Result<()> {
     let env = TestEnv::start().await?;
     let api: Api<ConfigMap> = Api::namespaced(env.client(), NS);
     let mut obj = configmap("ssa", &[("k", "v")]);
     obj.metadata.namespace = None;
-    match server_side_apply(&api, "ssa", &obj, "korral-test", true).await {
+    // Create-if-absent, owned by the manager.
+    let created = server_side_apply(&api, "ssa", &obj, "korral-a", false).await?;
+    let managers: Vec<(String, String)> = created
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|e| {
+            (
+                e.manager.clone().unwrap_or_default(),
+                e.operation.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    ensure!(
+        managers == vec![("korral-a".to_string(), "Apply".to_string())],
+        "{managers:?}"
+    );
+    // Re-applying the same configuration changes nothing.
+    let again = server_side_apply(&api, "ssa", &obj, "korral-a", false).await?;
+    ensure!(again.metadata.resource_version == created.metadata.resource_version);
+    // Another manager setting the field differently conflicts: a clean 409 error.
+    let other = configmap("ssa", &[("k", "w")]);
+    let mut other = other;
+    other.metadata.namespace = None;
+    match server_side_apply(&api, "ssa", &other, "korral-b", false).await {
         Err(err @ WriteError::ServerSideApply { .. }) => {
-            ensure!(err.status_code() == Some(415), "{err}");
+            ensure!(err.status_code() == Some(409), "{err}");
             match err.kube_error() {
-                Some(kube::Error::Api(status)) => {
-                    ensure!(status.reason == "UnsupportedMediaType", "{status:?}")
-                }
+                Some(kube::Error::Api(status)) => ensure!(
+                    status.message
+                        == "Apply failed with 1 conflict: conflict with \"korral-a\": .data.k",
+                    "{status:?}"
+                ),
                 other => bail!("not an API error: {other:?}"),
             }
         }
-        other => bail!("expected the server's 415, got {other:?}"),
+        other => bail!("expected a conflict, got {other:?}"),
     }
+    // Forcing takes the field over.
+    let forced = server_side_apply(&api, "ssa", &other, "korral-b", true).await?;
+    ensure!(
+        forced
+            .data
+            .as_ref()
+            .and_then(|d| d.get("k"))
+            .map(String::as_str)
+            == Some("w"),
+        "{forced:?}"
+    );
+    let owners: Vec<String> = forced
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|e| e.manager.clone())
+        .collect();
+    ensure!(owners == vec!["korral-b".to_string()], "{owners:?}");
     Ok(())
 }

@@ -49,7 +49,41 @@ pub fn present(info: &ResourceInfo, obj: &Object) -> Object {
     Arc::new(copy)
 }
 
-fn write_options(query: &Query) -> Result<WriteOptions, ApiError> {
+/// The write options of a request, with upstream's checks of `fieldManager` (at most 128
+/// bytes, printable) and `force` (apply patches only): 422 on `<kind>.meta.k8s.io`.
+fn write_options(
+    query: &Query,
+    headers: &HeaderMap,
+    options_kind: &str,
+    patch_type: Option<PatchType>,
+) -> Result<WriteOptions, ApiError> {
+    let mut opts = base_write_options(query)?;
+    opts.user_agent = Some(
+        headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
+    );
+    let force = param(query, "force");
+    opts.force = matches!(force, Some("true") | Some("1"));
+    let mut causes = Vec::new();
+    if force.is_some() && patch_type.is_some_and(|t| t != PatchType::Apply) {
+        causes.push(crate::error::Cause::forbidden(
+            "force",
+            "may not be specified for non-apply patch",
+        ));
+    }
+    if let Some(manager) = &opts.field_manager {
+        causes.extend(crate::apply::validate_field_manager(manager));
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid("meta.k8s.io", options_kind, "", causes));
+    }
+    Ok(opts)
+}
+
+fn base_write_options(query: &Query) -> Result<WriteOptions, ApiError> {
     let dry_run = match param(query, "dryRun") {
         None | Some("") => false,
         Some("All") => true,
@@ -63,6 +97,7 @@ fn write_options(query: &Query) -> Result<WriteOptions, ApiError> {
         dry_run,
         field_manager: param(query, "fieldManager").map(str::to_string),
         field_validation: FieldValidation::parse(param(query, "fieldValidation"))?,
+        ..WriteOptions::default()
     })
 }
 
@@ -177,7 +212,7 @@ pub async fn serve(
             Ok(list_response(&info, page))
         }
         (&Method::POST, None) if part == Part::Main => {
-            let opts = write_options(query)?;
+            let opts = write_options(query, headers, "CreateOptions", None)?;
             let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects.create(&info, namespace, obj, &opts).await?;
@@ -188,7 +223,7 @@ pub async fn serve(
             Ok(response)
         }
         (&Method::PUT, Some(name)) => {
-            let opts = write_options(query)?;
+            let opts = write_options(query, headers, "UpdateOptions", None)?;
             let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects
@@ -201,12 +236,12 @@ pub async fn serve(
             Ok(response)
         }
         (&Method::PATCH, Some(name)) => {
-            let opts = write_options(query)?;
             let patch_type = if info.is_custom() {
                 PatchType::from_content_type_for_custom_resource(&content_type(headers))?
             } else {
                 PatchType::from_content_type(&content_type(headers))?
             };
+            let opts = write_options(query, headers, "PatchOptions", Some(patch_type))?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects
                 .patch(
@@ -222,8 +257,12 @@ pub async fn serve(
                 )
                 .await?;
             written.warnings.splice(0..0, duplicates);
-            let mut response =
-                body::json_response(StatusCode::OK, &*present(&info, &written.object));
+            let code = if written.created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            let mut response = body::json_response(code, &*present(&info, &written.object));
             body::add_warnings(&mut response, &written.warnings);
             Ok(response)
         }
@@ -295,15 +334,15 @@ async fn serve_scale(
     let scale = match *method {
         Method::GET => objects.get_scale(info, namespace, name)?,
         Method::PUT => {
-            let opts = write_options(query)?;
+            let opts = write_options(query, headers, "UpdateOptions", None)?;
             let body = body::decode_object(&body_bytes, &content_type(headers), "Scale")?;
             objects
                 .write_scale(info, namespace, name, &opts, move |_| Ok(body))
                 .await?
         }
         Method::PATCH => {
-            let opts = write_options(query)?;
             let patch_type = PatchType::from_content_type(&content_type(headers))?;
+            let opts = write_options(query, headers, "PatchOptions", Some(patch_type))?;
             let bytes = body_bytes.to_vec();
             objects
                 .write_scale(info, namespace, name, &opts, move |current| {

@@ -1,0 +1,264 @@
+//! How lists and maps merge under server-side apply: `x-kubernetes-list-type` (atomic, set,
+//! map with `x-kubernetes-list-map-keys`) and `x-kubernetes-map-type` (atomic or granular).
+//!
+//! Built-in kinds use upstream's choices (the `+listType`/`+listMapKey`/`+mapType`/
+//! `+structType` markers of the Kubernetes API types); custom resources read the CRD schema.
+//! Paths are field names from the root, list items omitted (as in
+//! [`crate::patch::MergeStrategy`]).
+
+use serde_json::Value;
+
+/// How a list merges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListType {
+    /// Replaced as a whole; owned as one field.
+    Atomic,
+    /// A set of scalars, merged by value.
+    Set,
+    /// A list of objects merged by the given key fields.
+    Map(Vec<String>),
+}
+
+/// List and map semantics of one kind.
+pub trait Semantics {
+    /// The type of the list at `path`.
+    fn list_type(&self, path: &[String]) -> ListType;
+    /// Whether the map or struct at `path` is atomic (replaced and owned as a whole).
+    fn map_atomic(&self, path: &[String]) -> bool;
+    /// The default of a missing key field of an associative-list item at `path`, if any.
+    fn key_default(&self, _path: &[String], _key: &str) -> Option<Value> {
+        None
+    }
+}
+
+/// Upstream's semantics for built-in kinds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuiltinSemantics;
+
+/// Where object metas sit in built-in kinds.
+const OBJECT_META_PATHS: &[&[&str]] = &[
+    &["metadata"],
+    &["template", "metadata"],
+    &["spec", "template", "metadata"],
+    &["spec", "jobTemplate", "metadata"],
+    &["spec", "jobTemplate", "spec", "template", "metadata"],
+];
+
+/// Where pod specs sit in built-in kinds.
+const POD_SPEC_PATHS: &[&[&str]] = &[
+    &["spec"],
+    &["template", "spec"],
+    &["spec", "template", "spec"],
+    &["spec", "jobTemplate", "spec", "template", "spec"],
+];
+
+fn keys(k: &[&str]) -> ListType {
+    ListType::Map(k.iter().map(|s| s.to_string()).collect())
+}
+
+fn meta_list(last: &str) -> Option<ListType> {
+    match last {
+        "finalizers" => Some(ListType::Set),
+        "ownerReferences" => Some(keys(&["uid"])),
+        _ => None,
+    }
+}
+
+fn pod_spec_list(rest: &[&str]) -> Option<ListType> {
+    let is_container_list =
+        |s: &str| matches!(s, "containers" | "initContainers" | "ephemeralContainers");
+    match rest {
+        [c] if is_container_list(c) => Some(keys(&["name"])),
+        [c, field] if is_container_list(c) => match *field {
+            "ports" => Some(keys(&["containerPort", "protocol"])),
+            "env" => Some(keys(&["name"])),
+            "volumeMounts" => Some(keys(&["mountPath"])),
+            "volumeDevices" => Some(keys(&["devicePath"])),
+            "resizePolicy" => Some(ListType::Atomic),
+            _ => None,
+        },
+        ["volumes" | "imagePullSecrets" | "resourceClaims" | "schedulingGates"] => {
+            Some(keys(&["name"]))
+        }
+        ["hostAliases"] => Some(keys(&["ip"])),
+        ["topologySpreadConstraints"] => Some(keys(&["topologyKey", "whenUnsatisfiable"])),
+        _ => None,
+    }
+}
+
+impl Semantics for BuiltinSemantics {
+    fn list_type(&self, path: &[String]) -> ListType {
+        let p: Vec<&str> = path.iter().map(String::as_str).collect();
+        for meta in OBJECT_META_PATHS {
+            if p.len() == meta.len() + 1
+                && p.starts_with(meta)
+                && let Some(t) = p.last().and_then(|l| meta_list(l))
+            {
+                return t;
+            }
+        }
+        for spec in POD_SPEC_PATHS {
+            if p.starts_with(spec)
+                && let Some(t) = pod_spec_list(&p[spec.len()..])
+            {
+                return t;
+            }
+        }
+        match p.as_slice() {
+            ["status", "conditions"] => keys(&["type"]),
+            ["status", "addresses"] => keys(&["type"]),
+            ["status", "podIPs" | "hostIPs"] => keys(&["ip"]),
+            ["status", "resourceClaimStatuses"] => keys(&["name"]),
+            ["spec", "ports"] => keys(&["port", "protocol"]),
+            ["spec", "podCIDRs"] => ListType::Set,
+            ["secrets"] => keys(&["name"]),
+            _ => ListType::Atomic,
+        }
+    }
+
+    fn map_atomic(&self, path: &[String]) -> bool {
+        let p: Vec<&str> = path.iter().map(String::as_str).collect();
+        // `LabelSelector` is `+structType=atomic`; `nodeSelector` and Service `selector` are
+        // `+mapType=atomic`.
+        matches!(
+            p.as_slice(),
+            ["spec", "selector"] | ["spec", "jobTemplate", "spec", "selector"]
+        ) || p.last() == Some(&"nodeSelector")
+            || (p.len() >= 2 && p[p.len() - 2..] == ["topologySpreadConstraints", "labelSelector"])
+            || p.last() == Some(&"labelSelector")
+            || p.last() == Some(&"namespaceSelector")
+    }
+
+    fn key_default(&self, path: &[String], key: &str) -> Option<Value> {
+        // `protocol` defaults to TCP in the port list keys.
+        (key == "protocol" && path.last().is_some_and(|l| l == "ports"))
+            .then(|| Value::String("TCP".into()))
+    }
+}
+
+/// Semantics read from a CRD's structural schema, with upstream's metadata rules.
+#[derive(Debug, Clone, Copy)]
+pub struct SchemaSemantics<'a> {
+    schema: &'a Value,
+}
+
+impl<'a> SchemaSemantics<'a> {
+    /// Semantics of the schema (`openAPIV3Schema`).
+    pub fn new(schema: &'a Value) -> Self {
+        Self { schema }
+    }
+
+    /// The schema node at `path`, stepping into `items` where a list is crossed.
+    fn node(&self, path: &[String]) -> Option<&'a Value> {
+        let mut node = self.schema;
+        for seg in path {
+            while let Some(items) = node.get("items") {
+                node = items;
+            }
+            node = match node.get("properties").and_then(|p| p.get(seg)) {
+                Some(n) => n,
+                None => match node.get("additionalProperties") {
+                    Some(ap) if ap.is_object() => ap,
+                    _ => return None,
+                },
+            };
+        }
+        Some(node)
+    }
+}
+
+impl Semantics for SchemaSemantics<'_> {
+    fn list_type(&self, path: &[String]) -> ListType {
+        if path.first().is_some_and(|p| p == "metadata") {
+            return BuiltinSemantics.list_type(path);
+        }
+        let Some(node) = self.node(path) else {
+            return ListType::Atomic;
+        };
+        match node.get("x-kubernetes-list-type").and_then(Value::as_str) {
+            Some("set") => ListType::Set,
+            Some("map") => ListType::Map(
+                node.get("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .map(|keys| {
+                        keys.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+            _ => ListType::Atomic,
+        }
+    }
+
+    fn map_atomic(&self, path: &[String]) -> bool {
+        if path.first().is_some_and(|p| p == "metadata") {
+            return false;
+        }
+        self.node(path)
+            .and_then(|n| n.get("x-kubernetes-map-type"))
+            .and_then(Value::as_str)
+            == Some("atomic")
+    }
+
+    fn key_default(&self, path: &[String], key: &str) -> Option<Value> {
+        let node = self.node(path)?;
+        node.get("items")?
+            .get("properties")?
+            .get(key)?
+            .get("default")
+            .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(s: &str) -> Vec<String> {
+        s.split('.').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn builtin_choices_match_upstream() {
+        let b = BuiltinSemantics;
+        assert_eq!(
+            b.list_type(&p("spec.template.spec.containers")),
+            ListType::Map(vec!["name".into()])
+        );
+        assert_eq!(
+            b.list_type(&p("spec.template.spec.containers.ports")),
+            ListType::Map(vec!["containerPort".into(), "protocol".into()])
+        );
+        assert_eq!(b.list_type(&p("spec.containers.args")), ListType::Atomic);
+        assert_eq!(b.list_type(&p("spec.tolerations")), ListType::Atomic);
+        assert_eq!(b.list_type(&p("metadata.finalizers")), ListType::Set);
+        assert_eq!(
+            b.list_type(&p("metadata.ownerReferences")),
+            ListType::Map(vec!["uid".into()])
+        );
+        assert!(b.map_atomic(&p("spec.selector")));
+        assert!(!b.map_atomic(&p("metadata.labels")));
+    }
+
+    #[test]
+    fn crd_schema_markers_are_read() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["id"],
+                "items": {"type": "object", "properties": {"id": {"type": "string"}, "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}}},
+            "sel": {"type": "object", "x-kubernetes-map-type": "atomic"},
+            "plain": {"type": "array", "items": {"type": "string"}}
+        }}}});
+        let s = SchemaSemantics::new(&schema);
+        assert_eq!(
+            s.list_type(&p("spec.items")),
+            ListType::Map(vec!["id".into()])
+        );
+        assert_eq!(s.list_type(&p("spec.items.tags")), ListType::Set);
+        assert_eq!(s.list_type(&p("spec.plain")), ListType::Atomic);
+        assert!(s.map_atomic(&p("spec.sel")));
+        assert_eq!(s.list_type(&p("metadata.finalizers")), ListType::Set);
+    }
+}

@@ -1,0 +1,218 @@
+//! Scenario tests of apply and update bookkeeping on plain JSON objects.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::registry::Registry;
+
+fn configmaps() -> std::sync::Arc<ResourceInfo> {
+    Registry::with_builtins()
+        .get("", "v1", "configmaps")
+        .expect("configmaps")
+}
+
+fn actor(manager: &str) -> Actor<'_> {
+    Actor {
+        manager,
+        api_version: "v1",
+        subresource: None,
+    }
+}
+
+fn fields_of(obj: &Value, manager: &str) -> Value {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .find(|e| e["manager"] == manager)
+        .map(|e| e["fieldsV1"].clone())
+        .unwrap_or(Value::Null)
+}
+
+fn cm(data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "d"}, "data": data})
+}
+
+#[test]
+fn apply_creates_then_co_owns_conflicts_and_forces() {
+    let info = configmaps();
+    let obj = apply(&info, None, &cm(json!({"a": "1"})), actor("alice"), false).expect("create");
+    assert_eq!(fields_of(&obj, "alice"), json!({"f:data": {"f:a": {}}}));
+    let entry = &obj["metadata"]["managedFields"][0];
+    assert_eq!(entry["operation"], "Apply");
+    assert_eq!(entry["fieldsType"], "FieldsV1");
+    // Same value: co-ownership, no conflict.
+    let obj = apply(
+        &info,
+        Some(&obj),
+        &cm(json!({"a": "1", "b": "2"})),
+        actor("bob"),
+        false,
+    )
+    .expect("co-own");
+    assert_eq!(
+        fields_of(&obj, "bob"),
+        json!({"f:data": {"f:a": {}, "f:b": {}}})
+    );
+    // Different value: conflict with alice.
+    let err = apply(
+        &info,
+        Some(&obj),
+        &cm(json!({"a": "9"})),
+        actor("carol"),
+        false,
+    )
+    .expect_err("conflict");
+    assert_eq!(err.code, 409);
+    assert_eq!(
+        err.message,
+        "Apply failed with 2 conflicts: conflicts with \"alice\":\n- .data.a\nconflicts with \"bob\":\n- .data.a"
+    );
+    // Forced: carol takes .data.a from both.
+    let obj = apply(
+        &info,
+        Some(&obj),
+        &cm(json!({"a": "9"})),
+        actor("carol"),
+        true,
+    )
+    .expect("force");
+    assert_eq!(obj["data"], json!({"a": "9", "b": "2"}));
+    assert_eq!(fields_of(&obj, "alice"), Value::Null);
+    assert_eq!(fields_of(&obj, "bob"), json!({"f:data": {"f:b": {}}}));
+}
+
+#[test]
+fn fields_no_longer_applied_are_removed_unless_owned_elsewhere() {
+    let info = configmaps();
+    let obj = apply(
+        &info,
+        None,
+        &cm(json!({"a": "1", "b": "2", "c": "3"})),
+        actor("alice"),
+        false,
+    )
+    .expect("create");
+    let obj = apply(
+        &info,
+        Some(&obj),
+        &cm(json!({"b": "2"})),
+        actor("bob"),
+        false,
+    )
+    .expect("bob");
+    let obj = apply(
+        &info,
+        Some(&obj),
+        &cm(json!({"a": "1"})),
+        actor("alice"),
+        false,
+    )
+    .expect("again");
+    // c removed (only alice had it), b kept (bob owns it).
+    assert_eq!(obj["data"], json!({"a": "1", "b": "2"}));
+    // Applying nothing removes everything alice alone owned, and her entry.
+    let bare = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "d"}});
+    let obj = apply(&info, Some(&obj), &bare, actor("alice"), false).expect("empty");
+    assert_eq!(obj["data"], json!({"b": "2"}));
+    assert_eq!(fields_of(&obj, "alice"), Value::Null);
+}
+
+#[test]
+fn noop_apply_returns_live_object_unchanged() {
+    let info = configmaps();
+    let obj = apply(&info, None, &cm(json!({"a": "1"})), actor("alice"), false).expect("create");
+    let again = apply(
+        &info,
+        Some(&obj),
+        &cm(json!({"a": "1"})),
+        actor("alice"),
+        false,
+    )
+    .expect("noop");
+    assert_eq!(again, obj);
+}
+
+#[test]
+fn updates_are_recorded_and_take_fields_from_appliers() {
+    let info = configmaps();
+    let mut created = cm(json!({"a": "1"}));
+    record_update(&info, None, &mut created, actor("kubectl-create"));
+    assert_eq!(
+        fields_of(&created, "kubectl-create"),
+        json!({"f:data": {".": {}, "f:a": {}}})
+    );
+    let applied = apply(
+        &info,
+        Some(&created),
+        &cm(json!({"b": "2"})),
+        actor("alice"),
+        false,
+    )
+    .expect("apply");
+    let mut edited = applied.clone();
+    edited["data"]["b"] = json!("3");
+    record_update(&info, Some(&applied), &mut edited, actor("kubectl-edit"));
+    assert_eq!(
+        fields_of(&edited, "kubectl-edit"),
+        json!({"f:data": {"f:b": {}}})
+    );
+    assert_eq!(fields_of(&edited, "alice"), Value::Null);
+    let entry = edited["metadata"]["managedFields"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|e| e["manager"] == "kubectl-edit")
+        .cloned()
+        .expect("edit entry");
+    assert_eq!(entry["operation"], "Update");
+    assert_eq!(entry["apiVersion"], "v1");
+    // An explicit reset ([{}]) forgets every manager but the writer.
+    let mut reset = edited.clone();
+    reset["metadata"]["managedFields"] = json!([{}]);
+    reset["data"]["z"] = json!("z");
+    record_update(&info, Some(&edited), &mut reset, actor("x"));
+    assert_eq!(
+        reset["metadata"]["managedFields"].as_array().map(Vec::len),
+        Some(1)
+    );
+}
+
+#[test]
+fn field_manager_validation_and_user_agent_prefix() {
+    assert!(validate_field_manager("kubectl").is_empty());
+    assert_eq!(validate_field_manager(&"x".repeat(129)).len(), 1);
+    assert_eq!(validate_field_manager("a\u{7}b").len(), 1);
+    assert_eq!(
+        manager_from_user_agent("kubectl/v1.33.0 (linux/amd64) kubernetes/abc"),
+        "kubectl"
+    );
+}
+
+#[test]
+fn decode_rejects_hostile_or_mismatched_bodies() {
+    let info = configmaps();
+    let mut deep = String::from("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":");
+    for _ in 0..120 {
+        deep.push_str("{\"a\":");
+    }
+    deep.push('1');
+    for _ in 0..120 {
+        deep.push('}');
+    }
+    deep.push('}');
+    assert_eq!(
+        decode_config(deep.as_bytes(), &info)
+            .expect_err("deep")
+            .code,
+        400
+    );
+    assert_eq!(
+        decode_config(b"apiVersion: v2\nkind: ConfigMap\n", &info)
+            .expect_err("version")
+            .message,
+        "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1"
+    );
+    assert_eq!(decode_config(b"- 1\n", &info).expect_err("list").code, 400);
+    assert!(decode_config(b"apiVersion: v1\nkind: ConfigMap\n", &info).is_ok());
+}
