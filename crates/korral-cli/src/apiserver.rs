@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use korral_apiserver::{ApiServer, ServerConfig, StorageMode};
+use korral_apiserver::{ApiServer, AuthorizationMode, ServerConfig, StorageMode};
 
 /// Options of `korral apiserver`.
 #[derive(clap::Args, Debug)]
@@ -28,6 +28,19 @@ pub struct Args {
     /// Ready on a simulated node, Services get Endpoints, Jobs complete.
     #[arg(long)]
     simulate: bool,
+    /// How requests are authorized: `always-allow`, or `rbac` (Roles, ClusterRoles and their
+    /// bindings; the kubeconfig's token is the admin, in `system:masters`).
+    #[arg(long, value_enum, default_value_t = Authorization::AlwaysAllow)]
+    authorization: Authorization,
+}
+
+/// Values of `--authorization`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Authorization {
+    /// Every authenticated request is allowed.
+    AlwaysAllow,
+    /// Requests are checked against RBAC Roles, ClusterRoles and bindings.
+    Rbac,
 }
 
 /// Waits for Ctrl-C or SIGTERM.
@@ -66,6 +79,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tls: !args.insecure_http,
         kubeconfig: Some(args.kubeconfig.clone()),
         simulation: args.simulate,
+        authorization: match args.authorization {
+            Authorization::AlwaysAllow => AuthorizationMode::AlwaysAllow,
+            Authorization::Rbac => AuthorizationMode::Rbac,
+        },
         ..ServerConfig::default()
     };
     let server = ApiServer::start(config)

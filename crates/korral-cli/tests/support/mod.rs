@@ -217,7 +217,13 @@ impl Server {
     /// Starts `korral apiserver` and waits (at most [`START_TIMEOUT`]) until it prints its URL
     /// and kubeconfig path.
     pub fn start(options: Options) -> anyhow::Result<Self> {
+        Self::start_with_args(options, &[])
+    }
+
+    /// Like [`Server::start`], with more `korral apiserver` flags (e.g. `--authorization rbac`).
+    pub fn start_with_args(options: Options, extra: &[&str]) -> anyhow::Result<Self> {
         let mut args: Vec<String> = vec!["apiserver".into()];
+        args.extend(extra.iter().map(|s| s.to_string()));
         match &options.storage {
             Storage::InMemory => args.push("--in-memory".into()),
             Storage::Durable(dir) => {
