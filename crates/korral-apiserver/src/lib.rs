@@ -28,6 +28,7 @@ pub mod kubeconfig;
 pub mod meta;
 pub mod objects;
 pub mod openapi;
+pub mod openapi_builtin;
 pub mod openapi_proto;
 pub mod patch;
 pub mod protobuf;

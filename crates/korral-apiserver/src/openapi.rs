@@ -1145,7 +1145,11 @@ fn kind_schema(r: &ResourceInfo) -> Value {
         .as_ref()
         .and_then(|c| c.schema.as_deref())
         .and_then(Value::as_object);
-    let mut schema = match custom_schema {
+    let builtin_schema = (!r.is_custom())
+        .then(|| crate::openapi_builtin::schema(&info_model(r)))
+        .flatten()
+        .and_then(Value::as_object);
+    let mut schema = match custom_schema.or(builtin_schema) {
         Some(s) => s.clone(),
         None => {
             let mut s = Map::new();
@@ -1215,6 +1219,14 @@ fn schemas_for(
         delete_options.insert("x-kubernetes-group-version-kind".into(), Value::Array(gvks));
     }
     for r in resources {
+        if !r.is_custom() {
+            // The models a built-in kind refers to (its spec, status, PodSpec, …).
+            for (name, schema) in crate::openapi_builtin::closure(&info_model(r)) {
+                schemas
+                    .entry(name.to_string())
+                    .or_insert_with(|| schema.clone());
+            }
+        }
         schemas.insert(info_model(r), kind_schema(r));
         schemas.insert(info_list_model(r), list_schema(r));
         if r.scale.is_some() {
@@ -1551,14 +1563,60 @@ fn v2_operation(op: &Operation) -> Value {
     Value::Object(m)
 }
 
-/// The Swagger 2.0 document of everything served (`/openapi/v2`, JSON form): `paths` for
-/// every resource and `definitions` as in the v3 documents.
-pub fn v2(registry: &Registry) -> Value {
+/// The built Swagger 2.0 document and its protobuf encoding (made on first use), valid while
+/// the served resources are unchanged.
+struct CachedV2 {
+    fingerprint: String,
+    _schemas: Vec<Arc<Value>>,
+    doc: Arc<Value>,
+    protobuf: Arc<std::sync::OnceLock<Arc<Vec<u8>>>>,
+}
+
+/// `/openapi/v2` is large and kubectl fetches it on many commands: built once per change of
+/// the served resources (a CRD created, changed or removed), like the v3 documents.
+static V2_CACHE: LazyLock<Mutex<Option<CachedV2>>> = LazyLock::new(|| Mutex::new(None));
+
+fn v2_entry(registry: &Registry) -> (Arc<Value>, Arc<std::sync::OnceLock<Arc<Vec<u8>>>>) {
     let gvs = served_group_versions(registry);
     let resources: Vec<Arc<ResourceInfo>> = gvs
         .iter()
         .flat_map(|(g, v)| registry.resources_in(g, v))
         .collect();
+    let (fingerprint, schemas) = fingerprint(&resources);
+    let mut cache = V2_CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(hit) = cache.as_ref().filter(|c| c.fingerprint == fingerprint) {
+        return (Arc::clone(&hit.doc), Arc::clone(&hit.protobuf));
+    }
+    let doc = Arc::new(build_v2(&gvs, &resources));
+    let protobuf = Arc::new(std::sync::OnceLock::new());
+    *cache = Some(CachedV2 {
+        fingerprint,
+        _schemas: schemas,
+        doc: Arc::clone(&doc),
+        protobuf: Arc::clone(&protobuf),
+    });
+    (doc, protobuf)
+}
+
+/// The Swagger 2.0 document of everything served, shared (see [`v2`]).
+pub fn v2_shared(registry: &Registry) -> Arc<Value> {
+    v2_entry(registry).0
+}
+
+/// The protobuf encoding of [`v2_shared`] (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`),
+/// encoded once per document.
+pub fn v2_protobuf(registry: &Registry) -> Arc<Vec<u8>> {
+    let (doc, protobuf) = v2_entry(registry);
+    Arc::clone(protobuf.get_or_init(|| Arc::new(crate::openapi_proto::encode_v2(&doc))))
+}
+
+/// The Swagger 2.0 document of everything served (`/openapi/v2`, JSON form): `paths` for
+/// every resource and `definitions` as in the v3 documents.
+pub fn v2(registry: &Registry) -> Value {
+    (*v2_shared(registry)).clone()
+}
+
+fn build_v2(gvs: &[(String, String)], resources: &[Arc<ResourceInfo>]) -> Value {
     let refs: Vec<&ResourceInfo> = resources.iter().map(|r| r.as_ref()).collect();
     let mut paths = Map::new();
     for item in refs.iter().flat_map(|r| resource_paths(r)) {
@@ -1574,7 +1632,7 @@ pub fn v2(registry: &Registry) -> Value {
         }
         paths.insert(item.path, Value::Object(entry));
     }
-    let mut definitions = schemas_for(&refs, &gvs);
+    let mut definitions = schemas_for(&refs, gvs);
     definitions.values_mut().for_each(schema_to_v2);
     json!({
         "swagger": "2.0",
@@ -1889,7 +1947,15 @@ mod tests {
         ));
         let deploy = &apps["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"];
         assert_eq!(deploy["type"], "object");
-        assert_eq!(deploy["x-kubernetes-preserve-unknown-fields"], true);
+        // The upstream schema with descriptions (for `kubectl explain`), not a permissive one.
+        assert!(deploy.get("x-kubernetes-preserve-unknown-fields").is_none());
+        assert_eq!(
+            deploy["description"],
+            "Deployment enables declarative updates for Pods and ReplicaSets."
+        );
+        let spec = &apps["components"]["schemas"]["io.k8s.api.apps.v1.DeploymentSpec"];
+        assert!(spec["properties"]["replicas"]["description"].is_string());
+        assert!(apps["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"].is_object());
         assert_eq!(
             deploy["x-kubernetes-group-version-kind"],
             json!([{"group": "apps", "kind": "Deployment", "version": "v1"}])

@@ -113,12 +113,14 @@ where
             } else {
                 openapi_proto::negotiate((!accept.is_empty()).then_some(accept.as_str()))
             };
-            let doc = openapi::v2(&registry);
+            // Both forms are built once per change of the served resources.
             let mut response = match encoding {
-                Some(openapi_proto::V2Encoding::Json) => body::json_response(StatusCode::OK, &doc),
+                Some(openapi_proto::V2Encoding::Json) => {
+                    body::json_response(StatusCode::OK, &*openapi::v2_shared(&registry))
+                }
                 Some(openapi_proto::V2Encoding::Protobuf) => body::bytes_response(
                     StatusCode::OK,
-                    openapi_proto::encode_v2(&doc),
+                    openapi::v2_protobuf(&registry).as_ref().clone(),
                     openapi_proto::MEDIA_TYPE,
                 ),
                 None => {
