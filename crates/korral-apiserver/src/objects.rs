@@ -929,15 +929,7 @@ impl Objects {
         part: Part,
         opts: &WriteOptions,
     ) -> Result<Written, ApiError> {
-        let manager = opts.field_manager.clone().unwrap_or_default();
-        let mut causes = Vec::new();
-        if manager.is_empty() {
-            causes.push(Cause::required("fieldManager", "is required for apply patch"));
-        }
-        causes.extend(crate::apply::validate_field_manager(&manager));
-        if !causes.is_empty() {
-            return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", causes));
-        }
+        let manager = apply_manager(opts)?;
         let mut config = crate::apply::decode_config(body, info)?;
         let body_name = meta::name(&config).to_string();
         if !body_name.is_empty() && body_name != name {
@@ -959,14 +951,89 @@ impl Objects {
             part == Part::Status,
             part == Part::Main && info.status_subresource,
         );
+        self.apply_config(
+            info,
+            namespace,
+            name,
+            config,
+            part,
+            Track::part(part),
+            &manager,
+            opts,
+        )
+        .await
+    }
+
+    /// Server-side apply through `/scale`: the `Scale`'s `spec.replicas` is applied to the
+    /// object's replicas path by the manager, on subresource `scale`. Answers the new `Scale`.
+    pub async fn apply_scale(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        body: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        let paths = info.scale.clone().ok_or_else(ApiError::unknown_resource)?;
+        let manager = apply_manager(opts)?;
+        let scale: Value = serde_yaml_ng::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let version = scale
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if version != "autoscaling/v1" || scale.get("kind").and_then(Value::as_str) != Some("Scale")
+        {
+            return Err(ApiError::bad_request(format!(
+                "Incorrect version specified in apply patch. Specified patch version: {version}, expected: autoscaling/v1"
+            )));
+        }
+        let shell = json!({
+            "apiVersion": info.api_version(),
+            "kind": info.kind,
+            "metadata": {"name": name},
+        });
+        let config = match scale.get("spec").and_then(|s| s.get("replicas")) {
+            Some(_) => crate::scale::apply_scale(info, &paths, &shell, &scale)?,
+            None => shell,
+        };
+        let written = self
+            .apply_config(
+                info,
+                namespace,
+                name,
+                config,
+                Part::Main,
+                Some("scale"),
+                &manager,
+                opts,
+            )
+            .await?;
+        Ok(crate::scale::to_scale(info, &paths, &written.object))
+    }
+
+    /// Applies a decoded configuration (see [`Objects::server_side_apply`]); creates the
+    /// object when absent for the main resource.
+    #[allow(clippy::too_many_arguments)]
+    async fn apply_config(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        config: Value,
+        part: Part,
+        subresource: Option<&'static str>,
+        manager: &str,
+        opts: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        let manager = manager.to_string();
         let requested_rv = meta::resource_version(&config).to_string();
-        let subresource = Track::part(part);
         let api_version = info.api_version();
         let force = opts.force;
         let key = Self::key(info, namespace, name);
         for _ in 0..3 {
             if self.storage.get(&key).is_none() {
-                if part == Part::Status {
+                if part == Part::Status || subresource.is_some() {
                     return Err(ApiError::not_found(&info.group, &info.resource, name));
                 }
                 let actor = crate::apply::Actor {
@@ -992,18 +1059,26 @@ impl Objects {
             let api_version2 = api_version.clone();
             let rv = requested_rv.clone();
             let result = self
-                .write_existing(info, namespace, name, opts, part, Track::Applied, move |cur| {
-                    let actor = crate::apply::Actor {
-                        manager: &manager2,
-                        api_version: &api_version2,
-                        subresource,
-                    };
-                    let next = crate::apply::apply(&info2, Some(cur), &config2, actor, force)?;
-                    Ok((next, rv))
-                })
+                .write_existing(
+                    info,
+                    namespace,
+                    name,
+                    opts,
+                    part,
+                    Track::Applied,
+                    move |cur| {
+                        let actor = crate::apply::Actor {
+                            manager: &manager2,
+                            api_version: &api_version2,
+                            subresource,
+                        };
+                        let next = crate::apply::apply(&info2, Some(cur), &config2, actor, force)?;
+                        Ok((next, rv))
+                    },
+                )
                 .await;
             match result {
-                Err(e) if e.code == 404 && part == Part::Main => continue,
+                Err(e) if e.code == 404 && part == Part::Main && subresource.is_none() => continue,
                 other => return other,
             }
         }
@@ -1039,18 +1114,26 @@ impl Objects {
         let info2 = info.clone();
         let track = Track::update(opts, Some("scale"));
         let written = self
-            .write_existing(info, namespace, name, opts, Part::Main, track, move |current| {
-                let scale = crate::scale::to_scale(&info2, &paths, current);
-                let requested = build(&scale)?;
-                let rv = meta::resource_version(&requested).to_string();
-                let rv = if rv == meta::resource_version(current) {
-                    String::new()
-                } else {
-                    rv
-                };
-                let next = crate::scale::apply_scale(&info2, &paths, current, &requested)?;
-                Ok((next, rv))
-            })
+            .write_existing(
+                info,
+                namespace,
+                name,
+                opts,
+                Part::Main,
+                track,
+                move |current| {
+                    let scale = crate::scale::to_scale(&info2, &paths, current);
+                    let requested = build(&scale)?;
+                    let rv = meta::resource_version(&requested).to_string();
+                    let rv = if rv == meta::resource_version(current) {
+                        String::new()
+                    } else {
+                        rv
+                    };
+                    let next = crate::scale::apply_scale(&info2, &paths, current, &requested)?;
+                    Ok((next, rv))
+                },
+            )
             .await?;
         let paths = info.scale.as_ref().ok_or_else(ApiError::unknown_resource)?;
         Ok(crate::scale::to_scale(info, paths, &written.object))
@@ -1466,6 +1549,24 @@ fn prepare_update(
         }
     }
     Ok((next, warnings))
+}
+
+/// The field manager of an apply: required, at most 128 bytes, printable (422 on
+/// `PatchOptions.meta.k8s.io` otherwise, as upstream).
+fn apply_manager(opts: &WriteOptions) -> Result<String, ApiError> {
+    let manager = opts.field_manager.clone().unwrap_or_default();
+    let mut causes = Vec::new();
+    if manager.is_empty() {
+        causes.push(Cause::required(
+            "fieldManager",
+            "is required for apply patch",
+        ));
+    }
+    causes.extend(crate::apply::validate_field_manager(&manager));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", causes));
+    }
+    Ok(manager)
 }
 
 fn encode_continue(revision: u64, key: &str) -> String {

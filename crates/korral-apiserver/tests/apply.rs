@@ -322,6 +322,24 @@ async fn containers_merge_by_name_and_replicas_conflict_with_a_scaler() {
         .await
         .expect("force");
     assert_eq!(obj.spec.replicas, Some(2));
+    // Apply through /scale: an Apply entry on subresource scale.
+    let (status, scale) = raw(
+        &env.client(),
+        "PATCH",
+        "/apis/apps/v1/namespaces/default/deployments/web/scale?fieldManager=hpa&force=true",
+        Some(APPLY),
+        b"apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: web\nspec:\n  replicas: 5\n"
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(status, 200, "{scale}");
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["spec"]["replicas"], 5);
+    let obj = serde_json::to_value(api.get("web").await.expect("get")).expect("json");
+    let hpa = entry(&obj, "hpa").expect("hpa entry");
+    assert_eq!(hpa["operation"], "Apply");
+    assert_eq!(hpa["subresource"], "scale");
+    assert_eq!(hpa["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
 }
 
 #[tokio::test]
@@ -561,6 +579,19 @@ async fn bad_requests_are_rejected_and_change_nothing() {
     )
     .await;
     assert_eq!(status, 400);
+    // managedFields may not be applied.
+    let mut with_mf = cm("h", json!({"a": "1"}));
+    with_mf["metadata"]["managedFields"] = json!([{"manager": "x", "operation": "Apply"}]);
+    let (status, err) = raw(
+        &client,
+        "PATCH",
+        &with_mgr,
+        Some(APPLY),
+        serde_json::to_vec(&with_mf).expect("body"),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(err["message"], "metadata.managedFields must be nil");
     // An aliased YAML bomb is refused by the decoder.
     let bomb = b"apiVersion: v1\nkind: ConfigMap\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\ni: [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n";
     let (status, _) = raw(&client, "PATCH", &with_mgr, Some(APPLY), bomb.to_vec()).await;

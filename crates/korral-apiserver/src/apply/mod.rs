@@ -123,6 +123,13 @@ pub fn decode_config(bytes: &[u8], info: &ResourceInfo) -> Result<Value, ApiErro
     if !value.get("metadata").is_none_or(Value::is_object) {
         return Err(ApiError::bad_request("metadata must be an object"));
     }
+    if value
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .is_some_and(|m| !m.is_null())
+    {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
     Ok(value)
 }
 

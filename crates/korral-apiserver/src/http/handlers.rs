@@ -343,6 +343,12 @@ async fn serve_scale(
         Method::PATCH => {
             let patch_type = PatchType::from_content_type(&content_type(headers))?;
             let opts = write_options(query, headers, "PatchOptions", Some(patch_type))?;
+            if patch_type == PatchType::Apply {
+                let scale = objects
+                    .apply_scale(info, namespace, name, &body_bytes, &opts)
+                    .await?;
+                return Ok(body::json_response(StatusCode::OK, &scale));
+            }
             let bytes = body_bytes.to_vec();
             objects
                 .write_scale(info, namespace, name, &opts, move |current| {

@@ -102,7 +102,7 @@ impl MergeStrategy for ReplaceLists {
 /// * `status.conditions` by `type`; Pod `status.podIPs` / `status.hostIPs` by `ip` and
 ///   `status.resourceClaimStatuses` by `name`; Node `status.addresses` by `type` and
 ///   `spec.podCIDRs` as a set;
-/// * Service `spec.ports` by `port`.
+/// * Service `spec.ports` by `port`; ServiceAccount `secrets` by `name`.
 ///
 /// Every other list (`tolerations`, `envFrom`, `args`, ...) is replaced, as upstream.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -172,6 +172,8 @@ impl MergeStrategy for BuiltinStrategy {
             ["status", "resourceClaimStatuses"] => ListStrategy::merge("name"),
             ["spec", "ports"] => ListStrategy::merge("port"),
             ["spec", "podCIDRs"] => ListStrategy::MergePrimitives,
+            // ServiceAccount `secrets` (`patchStrategy:"merge" patchMergeKey:"name"`).
+            ["secrets"] => ListStrategy::merge("name"),
             _ => ListStrategy::Replace,
         }
     }
@@ -1474,6 +1476,14 @@ mod tests {
             ListStrategy::merge("mountPath")
         );
         assert_eq!(s("Pod", &["spec", "tolerations"]), ListStrategy::Replace);
+        assert_eq!(
+            s("ServiceAccount", &["secrets"]),
+            ListStrategy::merge("name")
+        );
+        assert_eq!(
+            s("ServiceAccount", &["imagePullSecrets"]),
+            ListStrategy::Replace
+        );
         assert_eq!(
             s("Pod", &["spec", "containers", "envFrom"]),
             ListStrategy::Replace
