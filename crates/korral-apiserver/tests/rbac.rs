@@ -979,3 +979,172 @@ async fn always_allow_mode_is_unchanged() {
     let roles: Api<ClusterRole> = Api::all(env.client());
     assert!(roles.get_opt("cluster-admin").await.expect("get").is_none());
 }
+
+#[tokio::test]
+async fn durable_servers_keep_roles_and_accept_their_tokens_after_a_restart() {
+    let dir = tempfile::tempdir().expect("dir");
+    let start = || async {
+        TestEnv::builder()
+            .server_config(korral_apiserver::ServerConfig::durable(dir.path()))
+            .authorization(AuthorizationMode::Rbac)
+            .start()
+            .await
+            .expect("start durable RBAC env")
+    };
+    let env = start().await;
+    namespace(&env, "d").await;
+    role(
+        &env,
+        "d",
+        "cm-reader",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]),
+    )
+    .await;
+    role_binding(
+        &env,
+        "d",
+        "bot",
+        "Role",
+        "cm-reader",
+        sa_subject("d", "bot"),
+    )
+    .await;
+    let token = env.service_account_token("d", "bot").await.expect("token");
+    env.shutdown().await;
+
+    let env = start().await;
+    let kubeconfig = korral_apiserver::kubeconfig::render(
+        env.server().url(),
+        env.server().ca_pem(),
+        &token,
+        "korral",
+    );
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("kubeconfig"),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("config");
+    let bot = Client::try_from(config).expect("client");
+    let cms: Api<ConfigMap> = Api::namespaced(bot.clone(), "d");
+    cms.list(&ListParams::default())
+        .await
+        .expect("the old token still works");
+    let other: Api<ConfigMap> = Api::namespaced(bot, "default");
+    assert_eq!(
+        api_error(other.list(&ListParams::default()).await).code,
+        403
+    );
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_operator_runs_under_the_rbac_of_its_manifests() {
+    let env = rbac_env().await;
+    // The shape `korral generate` writes: namespace, service account, manager ClusterRole and
+    // binding, leader-election Role and binding.
+    env.install_manifests(
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: memcached-system
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: memcached-controller-manager
+  namespace: memcached-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: memcached-manager-role
+rules:
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["create", "delete", "get", "list", "patch", "update", "watch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: memcached-manager-rolebinding
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: memcached-manager-role
+subjects:
+- kind: ServiceAccount
+  name: memcached-controller-manager
+  namespace: memcached-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: memcached-leader-election-role
+  namespace: memcached-system
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: memcached-leader-election-rolebinding
+  namespace: memcached-system
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: memcached-leader-election-role
+subjects:
+- kind: ServiceAccount
+  name: memcached-controller-manager
+  namespace: memcached-system
+"#,
+    )
+    .await
+    .expect("install manifests");
+    let operator = env
+        .client_as_service_account("memcached-system", "memcached-controller-manager")
+        .await
+        .expect("client");
+    let deployments: Api<Deployment> = Api::all(operator.clone());
+    deployments
+        .list(&ListParams::default())
+        .await
+        .expect("watch-list deployments everywhere");
+    assert!(
+        can_i(
+            &operator,
+            "memcached-system",
+            "update",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            ""
+        )
+        .await
+    );
+    assert!(
+        !can_i(
+            &operator,
+            "default",
+            "update",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            ""
+        )
+        .await
+    );
+    // What the manifests forgot, the operator cannot do.
+    let pods: Api<Pod> = Api::all(operator);
+    assert_forbidden(
+        pods.list(&ListParams::default()).await,
+        "pods is forbidden: User \"system:serviceaccount:memcached-system:memcached-controller-manager\" cannot list resource \"pods\" in API group \"\" at the cluster scope",
+    );
+}

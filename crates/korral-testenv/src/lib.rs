@@ -57,6 +57,14 @@ pub enum TestEnvError {
         /// The API error.
         source: kube::Error,
     },
+    /// A manifest could not be read or was rejected.
+    #[error("installing manifests from {source_name}: {message}")]
+    Manifest {
+        /// The file (or `<string>`).
+        source_name: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A wait ran out of time.
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(Duration, String),
@@ -306,6 +314,72 @@ impl TestEnv {
                     message: e.to_string(),
                 })?;
             self.install_crd(crd).await?;
+        }
+        Ok(())
+    }
+
+    /// Creates (or replaces) every object in a multi-document YAML file, as the admin: e.g.
+    /// the ServiceAccount, Roles and bindings `korral generate` wrote, so an operator can be
+    /// tested under exactly that RBAC (with [`AuthorizationMode::Rbac`] and
+    /// [`TestEnv::client_as_service_account`]).
+    pub async fn install_manifests_file(&self, path: &Path) -> Result<(), TestEnvError> {
+        let text = std::fs::read_to_string(path).map_err(|e| TestEnvError::Manifest {
+            source_name: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        self.install_manifests_named(&path.display().to_string(), &text)
+            .await
+    }
+
+    /// Creates (or replaces) every object in a multi-document YAML string, as the admin.
+    pub async fn install_manifests(&self, yaml: &str) -> Result<(), TestEnvError> {
+        self.install_manifests_named("<string>", yaml).await
+    }
+
+    async fn install_manifests_named(&self, source: &str, yaml: &str) -> Result<(), TestEnvError> {
+        use korral_apiserver::objects::{Part, WriteOptions};
+        let failed = |message: String| TestEnvError::Manifest {
+            source_name: source.to_string(),
+            message,
+        };
+        let objects = self.server.objects();
+        for document in serde_yaml_ng::Deserializer::from_str(yaml) {
+            let mut value = <serde_json::Value as serde::Deserialize>::deserialize(document)
+                .map_err(|e| failed(e.to_string()))?;
+            if value.is_null() {
+                continue;
+            }
+            let api_version = value["apiVersion"].as_str().unwrap_or("").to_string();
+            let kind = value["kind"].as_str().unwrap_or("").to_string();
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+            let info = objects
+                .registry()
+                .by_kind(group, version, &kind)
+                .ok_or_else(|| failed(format!("{api_version} {kind} is not served")))?;
+            let name = value["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let namespace = info.namespaced.then(|| {
+                value["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("default")
+                    .to_string()
+            });
+            let opts = WriteOptions::default();
+            let created = objects
+                .create(&info, namespace.as_deref(), value.clone(), &opts)
+                .await;
+            match created {
+                Ok(_) => {}
+                Err(e) if e.code == 409 => {
+                    if let Some(meta) = value["metadata"].as_object_mut() {
+                        meta.remove("resourceVersion");
+                    }
+                    objects
+                        .update(&info, namespace.as_deref(), &name, value, Part::Main, &opts)
+                        .await
+                        .map_err(|e| failed(format!("{kind} {name}: {}", e.message)))?;
+                }
+                Err(e) => return Err(failed(format!("{kind} {name}: {}", e.message))),
+            }
         }
         Ok(())
     }
