@@ -1,6 +1,15 @@
 //! `korral`: the Operator SDK workflow for Rust.
 
 mod apiserver;
+mod build;
+mod bundle;
+mod cluster;
+mod create_api;
+mod edit;
+mod generate;
+mod init;
+mod project;
+mod scaffold;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +29,33 @@ enum Command {
     Up(up::Args),
     /// Run the embedded Kubernetes-compatible API server.
     Apiserver(apiserver::Args),
+    /// Scaffold a new operator project.
+    Init(init::Args),
+    /// Add resources to a project.
+    #[command(subcommand)]
+    Create(CreateCommand),
+    /// Change a project's settings (e.g. `--multigroup`).
+    Edit(edit::Args),
+    /// Write the CRDs, RBAC and deploy manifests under config/ from the operator's code.
+    Generate(generate::Args),
+    /// Install the CRDs into the cluster.
+    Install(cluster::Target),
+    /// Remove the CRDs (and every custom resource) from the cluster.
+    Uninstall(cluster::Target),
+    /// Build the manager and run it here against the cluster.
+    Run(cluster::RunArgs),
+    /// Deploy the operator (CRDs, RBAC, manager Deployment) to the cluster.
+    Deploy(cluster::DeployArgs),
+    /// Remove what `deploy` created.
+    Undeploy(cluster::Target),
+    /// Write an OLM bundle (`bundle validate` checks one).
+    Bundle(bundle::Args),
+}
+
+#[derive(Subcommand)]
+enum CreateCommand {
+    /// Add an API (types and sample) and its controller.
+    Api(create_api::Args),
 }
 
 fn init_tracing(default_level: &str) {
@@ -46,6 +82,16 @@ fn main() -> anyhow::Result<()> {
         match cli.command {
             Command::Up(args) => up::run(args).await,
             Command::Apiserver(args) => apiserver::run(args).await,
+            Command::Init(args) => init::run(args),
+            Command::Create(CreateCommand::Api(args)) => create_api::run(args),
+            Command::Edit(args) => edit::run(args),
+            Command::Generate(args) => generate::run(args),
+            Command::Install(args) => cluster::install(args).await,
+            Command::Uninstall(args) => cluster::uninstall(args).await,
+            Command::Run(args) => cluster::run(args).await,
+            Command::Deploy(args) => cluster::deploy(args).await,
+            Command::Undeploy(args) => cluster::undeploy(args).await,
+            Command::Bundle(args) => bundle::run(args),
         }
     })
 }

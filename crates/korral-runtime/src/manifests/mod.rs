@@ -189,10 +189,19 @@ where
     if !args.into_iter().any(|a| a.as_ref() == PRINT_MANIFESTS_FLAG) {
         return Ok(false);
     }
+    print(info, setup)?;
+    Ok(true)
+}
+
+/// Collects the manifests `setup` declares (see [`collect`]) and prints them as one JSON
+/// [`ManifestSet`] on standard output: what a binary does for `--print-manifests`.
+pub fn print(
+    info: &OperatorInfo,
+    setup: impl FnOnce(&mut Manager) -> Result<(), crate::reconcile::BoxError>,
+) -> Result<(), ManifestsError> {
     let set = collect(setup)?.render(info)?;
     let json = serde_json::to_string_pretty(&set).map_err(ManifestsError::Serialize)?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{json}").map_err(ManifestsError::Write)?;
-    stdout.flush().map_err(ManifestsError::Write)?;
-    Ok(true)
+    stdout.flush().map_err(ManifestsError::Write)
 }
