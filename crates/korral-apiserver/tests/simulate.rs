@@ -846,3 +846,50 @@ async fn simulation_off_does_nothing() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn daemonset_runs_one_pod_on_the_node() {
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    let env = sim_env().await;
+    let ds: DaemonSet = serde_json::from_value(json!({
+        "metadata": {"name": "agent"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {"metadata": {"labels": {"app": "agent"}}, "spec": {"containers": [{"name": "a", "image": "busybox"}]}}
+        }
+    }))
+    .expect("ds");
+    let api: Api<DaemonSet> = Api::namespaced(env.client(), "default");
+    api.create(&PostParams::default(), &ds)
+        .await
+        .expect("create");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    wait_until(WAIT, "daemonset pod ready", || {
+        let api = api.clone();
+        let pods = pods.clone();
+        async move {
+            let s = api
+                .get("agent")
+                .await
+                .expect("get")
+                .status
+                .unwrap_or_default();
+            let list = pods_with(&pods, "app=agent").await;
+            s.desired_number_scheduled == 1
+                && s.current_number_scheduled == 1
+                && s.number_ready == 1
+                && s.number_available == Some(1)
+                && s.updated_number_scheduled == Some(1)
+                && list.len() == 1
+                && list.iter().all(ready)
+                && list[0].spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some("korral-node")
+                && list[0]
+                    .metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("agent-"))
+        }
+    })
+    .await
+    .expect("daemonset");
+}

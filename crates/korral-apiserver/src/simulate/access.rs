@@ -16,6 +16,17 @@ use crate::objects::{DeleteOptions, Objects, Part, Propagation, WriteOptions};
 use crate::registry::ResourceInfo;
 use crate::storage::{Object, Write, collection_prefix, object_key};
 
+/// The field manager of the simulated controllers' writes (upstream's controllers run in
+/// `kube-controller-manager`).
+pub const FIELD_MANAGER: &str = "kube-controller-manager";
+
+fn write_options() -> WriteOptions {
+    WriteOptions {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..WriteOptions::default()
+    }
+}
+
 /// A served resource, by group, version and plural.
 pub fn info(
     objects: &Objects,
@@ -161,7 +172,7 @@ pub async fn create(
     obj: Value,
 ) -> Result<Object, ApiError> {
     Ok(objects
-        .create(info, ns, obj, &WriteOptions::default())
+        .create(info, ns, obj, &write_options())
         .await?
         .object)
 }
@@ -183,7 +194,7 @@ pub async fn replace(
             &name,
             obj,
             Part::Main,
-            &WriteOptions::default(),
+            &write_options(),
         )
         .await?
         .object)

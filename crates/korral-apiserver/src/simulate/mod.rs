@@ -6,6 +6,7 @@
 //!   ([`deployment`]); ReplicaSets keep their Pods (`<replicaset>-<suffix>`) ([`replicaset`]).
 //! * StatefulSets get Pods `<name>-0 … <name>-N-1`, in order ([`statefulset`]).
 //! * Jobs run Pods to completion ([`jobs`]).
+//! * DaemonSets get one Pod on the node ([`daemonset`]).
 //! * Pods (owned or bare) are scheduled onto one simulated Node, then run and turn Ready
 //!   ([`pods`]).
 //! * Services with a selector get Endpoints ([`endpoints`]).
@@ -19,6 +20,7 @@
 //! conflict, say) is retried on fresh state with backoff; nothing polls.
 
 mod access;
+pub mod daemonset;
 pub mod deployment;
 pub mod endpoints;
 pub mod jobs;
@@ -57,6 +59,8 @@ pub enum Work {
     StatefulSet(String, String),
     /// Reconcile a Job.
     Job(String, String),
+    /// Reconcile a DaemonSet.
+    DaemonSet(String, String),
     /// Reconcile a ReplicaSet.
     ReplicaSet(String, String),
     /// Move a Pod along its lifecycle.
@@ -269,6 +273,7 @@ impl Simulator {
                     "Deployment" => Some(Work::Deployment(ns.to_string(), name.to_string())),
                     "StatefulSet" => Some(Work::StatefulSet(ns.to_string(), name.to_string())),
                     "Job" => Some(Work::Job(ns.to_string(), name.to_string())),
+                    "DaemonSet" => Some(Work::DaemonSet(ns.to_string(), name.to_string())),
                     _ => None,
                 };
                 self.queue.extend(owner);
@@ -281,11 +286,12 @@ impl Simulator {
 }
 
 /// The collections the simulation reacts to.
-const WATCHED: [(&str, &str); 6] = [
+const WATCHED: [(&str, &str); 7] = [
     ("apps", "deployments"),
     ("apps", "replicasets"),
     ("apps", "statefulsets"),
     ("batch", "jobs"),
+    ("apps", "daemonsets"),
     ("", "pods"),
     ("", "services"),
 ];
@@ -304,6 +310,7 @@ fn work_for(group: &str, resource: &str, key: &str) -> Option<Work> {
         ("apps", "replicasets") => Work::ReplicaSet(ns, name),
         ("apps", "statefulsets") => Work::StatefulSet(ns, name),
         ("batch", "jobs") => Work::Job(ns, name),
+        ("apps", "daemonsets") => Work::DaemonSet(ns, name),
         ("", "pods") => Work::Pod(ns, name),
         ("", "services") => Work::Service(ns, name),
         _ => return None,
@@ -317,6 +324,7 @@ async fn execute(objects: &Objects, work: &Work) -> Result<(), ApiError> {
         Work::Deployment(ns, name) => deployment::reconcile(objects, ns, name).await,
         Work::StatefulSet(ns, name) => statefulset::reconcile(objects, ns, name).await,
         Work::Job(ns, name) => jobs::reconcile(objects, ns, name).await,
+        Work::DaemonSet(ns, name) => daemonset::reconcile(objects, ns, name).await,
         Work::ReplicaSet(ns, name) => replicaset::reconcile(objects, ns, name).await,
         Work::Pod(ns, name) => pods::reconcile(objects, ns, name).await,
         Work::Service(ns, name) => endpoints::reconcile(objects, ns, name).await,
