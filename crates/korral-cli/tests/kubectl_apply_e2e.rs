@@ -305,6 +305,26 @@ fn scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
         ],
         "app sidecar",
     );
+    // Moving the client-side applied object to server-side apply: no conflicts, and the
+    // edited manifest then drops the sidecar again.
+    run.ok_contains(
+        &["apply", "--server-side", "-f", &csa1],
+        &["deployment.apps/csa serverside-applied"],
+    );
+    run.ok_contains(
+        &["apply", "--server-side", "-f", &csa2],
+        &["deployment.apps/csa serverside-applied"],
+    );
+    run.ok_equals(
+        &[
+            "get",
+            "deployment",
+            "csa",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[*].name}",
+        ],
+        "app",
+    );
     Ok(())
 }
 

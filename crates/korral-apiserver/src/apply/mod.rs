@@ -219,7 +219,10 @@ pub fn apply(
         }));
         taken.push(clash);
     }
-    if !force && !conflicts.is_empty() {
+    if !force
+        && !conflicts.is_empty()
+        && !upgrades_client_side_apply(live_full, actor, &conflicts, sem)
+    {
         conflicts.sort_by(|a, b| (&a.manager, &a.path).cmp(&(&b.manager, &b.path)));
         return Err(managed::conflict_error(&conflicts));
     }
@@ -250,9 +253,137 @@ pub fn apply(
     {
         return Ok(live.clone());
     }
+    if actor.manager == KUBECTL_MANAGER
+        && live_full
+            .pointer(LAST_APPLIED_POINTER)
+            .is_some_and(Value::is_string)
+    {
+        sync_last_applied(&mut merged, config);
+    }
     managed::write(&mut merged, entries);
     Ok(merged)
 }
+
+/// The manager `kubectl apply --server-side` uses.
+const KUBECTL_MANAGER: &str = "kubectl";
+/// The annotation client-side `kubectl apply` keeps.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+const LAST_APPLIED_POINTER: &str =
+    "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration";
+
+/// Upstream's `lastAppliedManager`: a `kubectl` server-side apply whose conflicts are all on
+/// fields of the client-side apply annotation takes them over (upgrading an object managed by
+/// client-side apply to server-side apply without conflicts).
+fn upgrades_client_side_apply(
+    live: &Value,
+    actor: Actor<'_>,
+    conflicts: &[Conflict],
+    sem: &dyn Semantics,
+) -> bool {
+    if actor.manager != KUBECTL_MANAGER {
+        return false;
+    }
+    let Some(text) = live.pointer(LAST_APPLIED_POINTER).and_then(Value::as_str) else {
+        return false;
+    };
+    let Ok(last) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    if walk::depth(&last) > MAX_APPLY_DEPTH {
+        return false;
+    }
+    let Ok(set) = walk::applied_set(&managed::without_managed_fields(&last), sem) else {
+        return false;
+    };
+    conflicts.iter().all(|c| set.contains(&c.path))
+}
+
+/// Upstream's `lastAppliedUpdater`: a `kubectl` server-side apply keeps an existing
+/// client-side apply annotation in step with the applied configuration.
+fn sync_last_applied(obj: &mut Value, config: &Value) {
+    let mut last = config.clone();
+    if let Some(md) = last.get_mut("metadata").and_then(Value::as_object_mut) {
+        let empty = match md.get_mut("annotations").and_then(Value::as_object_mut) {
+            Some(a) => {
+                a.remove(LAST_APPLIED);
+                a.is_empty()
+            }
+            None => false,
+        };
+        if empty {
+            md.remove("annotations");
+        }
+    }
+    let Ok(text) = serde_json::to_string(&last) else {
+        return;
+    };
+    if let Some(annotations) = obj
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    {
+        annotations.insert(LAST_APPLIED.into(), Value::String(text + "\n"));
+    }
+}
+
+/// Upstream's cap on `Update` entries: past [`MAX_UPDATE_MANAGERS`], the oldest are merged,
+/// per API version, into an `ancient-changes` entry.
+fn cap_update_managers(entries: &mut Vec<Entry>) {
+    let updaters = entries
+        .iter()
+        .filter(|e| e.operation == Operation::Update)
+        .count();
+    if updaters <= MAX_UPDATE_MANAGERS {
+        return;
+    }
+    entries.sort_by(|a, b| a.time.cmp(&b.time));
+    let mut excess = updaters - MAX_UPDATE_MANAGERS;
+    let is_bucket = |e: &Entry, version: &str| {
+        e.manager == ANCIENT_CHANGES && e.operation == Operation::Update && e.api_version == version
+    };
+    let mut first_of_version: std::collections::BTreeMap<String, (String, Option<String>)> =
+        Default::default();
+    let mut i = 0;
+    while i < entries.len() && excess > 0 {
+        let e = &entries[i];
+        if e.operation != Operation::Update || e.manager == ANCIENT_CHANGES {
+            i += 1;
+            continue;
+        }
+        let version = e.api_version.clone();
+        if !entries.iter().any(|b| is_bucket(b, &version)) {
+            match first_of_version.get(&version) {
+                None => {
+                    first_of_version.insert(version, (e.manager.clone(), e.subresource.clone()));
+                    i += 1;
+                    continue;
+                }
+                Some((manager, sub)) => {
+                    // The first entry of the version becomes the bucket.
+                    if let Some(first) = entries.iter_mut().find(|f| {
+                        f.operation == Operation::Update
+                            && f.api_version == version
+                            && &f.manager == manager
+                            && &f.subresource == sub
+                    }) {
+                        first.manager = ANCIENT_CHANGES.to_string();
+                        first.subresource = None;
+                    }
+                }
+            }
+        }
+        let merged = entries.remove(i);
+        if let Some(bucket) = entries.iter_mut().find(|b| is_bucket(b, &version)) {
+            bucket.fields = bucket.fields.union(&merged.fields);
+            bucket.time = merged.time;
+        }
+        excess -= 1;
+    }
+}
+
+/// Most `Update` entries kept (upstream's `DefaultMaxUpdateManagers`).
+pub const MAX_UPDATE_MANAGERS: usize = 10;
+const ANCIENT_CHANGES: &str = "ancient-changes";
 
 /// Whether two lists of entries give every manager the same fields (times aside).
 fn same_ownership(a: &[Entry], b: &[Entry]) -> bool {
@@ -351,6 +482,7 @@ pub fn record_update(
             e.fields = e.fields.difference(&cmp.removed);
         }
     }
+    cap_update_managers(&mut entries);
     managed::write(next, entries);
 }
 

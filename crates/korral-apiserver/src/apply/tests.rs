@@ -216,3 +216,73 @@ fn decode_rejects_hostile_or_mismatched_bodies() {
     assert_eq!(decode_config(b"- 1\n", &info).expect_err("list").code, 400);
     assert!(decode_config(b"apiVersion: v1\nkind: ConfigMap\n", &info).is_ok());
 }
+
+#[test]
+fn update_managers_are_capped_into_ancient_changes() {
+    let info = configmaps();
+    let mut obj = cm(json!({}));
+    for i in 0..14 {
+        let mut next = obj.clone();
+        next["data"][format!("k{i}")] = json!("v");
+        let manager = format!("m{i}");
+        record_update(&info, Some(&obj), &mut next, actor(&manager));
+        obj = next;
+    }
+    let entries = obj["metadata"]["managedFields"].as_array().expect("list");
+    assert_eq!(entries.len(), 10, "{entries:?}");
+    let ancient = entries
+        .iter()
+        .find(|e| e["manager"] == "ancient-changes")
+        .expect("bucket");
+    assert_eq!(
+        ancient["fieldsV1"]["f:data"]
+            .as_object()
+            .expect("data")
+            .keys()
+            .filter(|k| k.starts_with("f:"))
+            .count(),
+        5
+    );
+}
+
+#[test]
+fn kubectl_server_side_apply_upgrades_client_side_apply() {
+    let info = configmaps();
+    let last = cm(json!({"a": "1"})).to_string();
+    let mut created = cm(json!({"a": "1"}));
+    created["metadata"]["annotations"] =
+        json!({"kubectl.kubernetes.io/last-applied-configuration": last});
+    record_update(
+        &info,
+        None,
+        &mut created,
+        actor("kubectl-client-side-apply"),
+    );
+    // Another manager conflicts...
+    assert!(
+        apply(
+            &info,
+            Some(&created),
+            &cm(json!({"a": "2"})),
+            actor("other"),
+            false
+        )
+        .is_err()
+    );
+    // ...but kubectl takes over the fields of the annotation and keeps it in step.
+    let out = apply(
+        &info,
+        Some(&created),
+        &cm(json!({"a": "2"})),
+        actor("kubectl"),
+        false,
+    )
+    .expect("upgrade");
+    assert_eq!(out["data"]["a"], "2");
+    let annotation =
+        out["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
+            .expect("annotation");
+    let parsed: Value = serde_json::from_str(annotation).expect("json");
+    assert_eq!(parsed["data"]["a"], "2");
+}
