@@ -41,8 +41,13 @@ fn workspace_lock() -> PathBuf {
 }
 
 /// Runs `korral args` to completion with the build environment; fails with its output unless
-/// it succeeds.
+/// it succeeds. Returns its standard output.
 fn korral(args: &[&str], timeout: Duration) -> anyhow::Result<String> {
+    Ok(korral_output(args, timeout)?.stdout)
+}
+
+/// [`korral`], returning standard output and standard error.
+fn korral_output(args: &[&str], timeout: Duration) -> anyhow::Result<support::CmdOutput> {
     let target = workspace_target_dir()?;
     let target = target.display().to_string();
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
@@ -55,7 +60,7 @@ fn korral(args: &[&str], timeout: Duration) -> anyhow::Result<String> {
     if !out.success() {
         bail!("{}", out.describe());
     }
-    Ok(out.stdout)
+    Ok(out)
 }
 
 /// The running `korral run` (the manager, after exec). Killed on drop.
@@ -460,5 +465,102 @@ async fn tutorial_from_init_to_a_running_operator() -> anyhow::Result<()> {
     })
     .await?;
     drop(server);
+    Ok(())
+}
+
+/// The scaffolded code itself (not the tutorial's) compiles without warnings in every layout:
+/// multi-group, a cluster-scoped API with its controller, an API without a controller and a
+/// controller added later; `generate` derives the CRD scope and the RBAC from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaffolded_projects_build_without_warnings() -> anyhow::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let project = tmp.path().join("platform-operator");
+    let dir = project.display().to_string();
+    korral(
+        &[
+            "init",
+            "--domain",
+            "example.org",
+            "--name",
+            "platform-operator",
+            "--multigroup",
+            "--dir",
+            &dir,
+        ],
+        Duration::from_secs(60),
+    )?;
+    for args in [
+        &[
+            "--group",
+            "storage",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "StorageBucket",
+            "--namespaced=false",
+        ][..],
+        &[
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "AppService",
+            "--controller=false",
+        ][..],
+        &[
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "AppService",
+            "--resource=false",
+        ][..],
+        &[
+            "--group",
+            "apps",
+            "--version",
+            "v1beta1",
+            "--kind",
+            "Gateway",
+        ][..],
+    ] {
+        let mut full = vec!["create", "api", "--dir", &dir];
+        full.extend_from_slice(args);
+        korral(&full, Duration::from_secs(60))?;
+    }
+    std::fs::copy(workspace_lock(), project.join("Cargo.lock"))?;
+    let out = korral_output(&["generate", "--dir", &dir], BUILD_TIMEOUT)?;
+    assert!(
+        !out.stderr.contains("warning"),
+        "the scaffolded code has warnings:\n{}",
+        out.stderr
+    );
+    let crd = std::fs::read_to_string(
+        project.join("config/crd/bases/storage.example.org_storagebuckets.yaml"),
+    )?;
+    assert!(crd.contains("scope: Cluster"), "{crd}");
+    for file in [
+        "apps.example.org_appservices.yaml",
+        "apps.example.org_gateways.yaml",
+    ] {
+        let crd = std::fs::read_to_string(project.join("config/crd/bases").join(file))?;
+        assert!(crd.contains("scope: Namespaced"), "{crd}");
+    }
+    let role = std::fs::read_to_string(project.join("config/rbac/role.yaml"))?;
+    for resource in [
+        "storagebuckets",
+        "storagebuckets/status",
+        "appservices",
+        "appservices/status",
+        "gateways",
+        "gateways/status",
+    ] {
+        assert!(
+            role.contains(&format!("  - {resource}\n")),
+            "{resource} missing from\n{role}"
+        );
+    }
     Ok(())
 }

@@ -286,6 +286,11 @@ pub fn api_files(
             "Api::all(ctx.client.clone())".to_owned(),
         )
     };
+    let (scope_param, scope_doc) = if resource.namespaced {
+        ("scope", "in `scope`")
+    } else {
+        ("_scope", "(cluster-scoped: everywhere, whatever the manager's scope)")
+    };
     let article = if resource.kind.starts_with(['A', 'E', 'I', 'O', 'U']) {
         "an"
     } else {
@@ -305,6 +310,8 @@ pub fn api_files(
         ("var", &snake),
         ("article", article),
         ("controller_name", &controller_name),
+        ("scope_param", scope_param),
+        ("scope_doc", scope_doc),
         ("sample_name", &sample_name),
     ];
     let mut files = Vec::new();
