@@ -289,7 +289,10 @@ pub fn api_files(
     let (scope_param, scope_doc) = if resource.namespaced {
         ("scope", "in `scope`")
     } else {
-        ("_scope", "(cluster-scoped: everywhere, whatever the manager's scope)")
+        (
+            "_scope",
+            "(cluster-scoped: everywhere, whatever the manager's scope)",
+        )
     };
     let article = if resource.kind.starts_with(['A', 'E', 'I', 'O', 'U']) {
         "an"
