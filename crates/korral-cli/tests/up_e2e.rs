@@ -411,6 +411,31 @@ fn up_in_the_background_with_kubectl() -> anyhow::Result<()> {
     );
     assert!(converged_to(&up, &kubectl, 3)?, "{}", up.describe());
 
+    // Upstream-shaped Deployment status: kubectl's rollout check agrees.
+    let rollout = up.kubectl(
+        &kubectl,
+        &[
+            "rollout",
+            "status",
+            "deployment/memcached-sample",
+            "--timeout=30s",
+        ],
+    )?;
+    assert!(rollout.success(), "{}", rollout.describe());
+    assert!(
+        rollout.stdout.contains("successfully rolled out"),
+        "{}",
+        rollout.describe()
+    );
+    let pods = up.kubectl(&kubectl, &["get", "pods"])?;
+    assert!(pods.success(), "{}", pods.describe());
+    assert_eq!(
+        pods.stdout.matches("1/1     Running").count(),
+        3,
+        "{}",
+        pods.describe()
+    );
+
     // Size 5: five ready pods, five names in status.nodes.
     let patch = up.kubectl(
         &kubectl,
@@ -498,6 +523,43 @@ fn up_restarts_on_the_same_data_directory() -> anyhow::Result<()> {
         again.stdout.contains("converged: memcached-sample has 3/3"),
         "{}",
         again.describe()
+    );
+    Ok(())
+}
+
+#[test]
+fn up_on_a_terminal_redraws_its_status_lines() -> anyhow::Result<()> {
+    // `script` runs korral with a pseudo-terminal as stdout.
+    let script = Path::new("/usr/bin/script");
+    if !script.is_file() {
+        eprintln!("skipping: no /usr/bin/script to provide a terminal");
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    let command = format!(
+        "{KORRAL} up --in-memory --kubeconfig {} --sample memcached --exit-after-converge --timeout 60",
+        dir.path().join("kubeconfig").display()
+    );
+    let args: Vec<String> = vec!["-qec".into(), command, "/dev/null".into()];
+    let out = run_with_timeout(script, &args, &[], Duration::from_secs(120))?;
+    assert!(out.success(), "{}", out.describe());
+    // Live mode: the block is drawn as aligned rows and redrawn with cursor movement.
+    assert!(out.stdout.contains("\x1b["), "{}", out.describe());
+    assert!(
+        out.stdout
+            .contains("  Deployment     memcached-sample 3/3 ready"),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        !out.stdout.contains("Deployment: memcached-sample"),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.stdout.contains("converged: memcached-sample has 3/3"),
+        "{}",
+        out.describe()
     );
     Ok(())
 }

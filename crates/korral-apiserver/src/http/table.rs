@@ -239,6 +239,29 @@ fn count_keys(obj: &Value, fields: &[&str]) -> i64 {
         .sum()
 }
 
+/// A pod's STATUS as kubectl's printer derives it: the phase (or `status.reason`), replaced
+/// by the last container's waiting or terminated reason (`Completed`, `CrashLoopBackOff`, …).
+fn pod_status_reason(pod: &Value) -> String {
+    let mut reason = text(pod, "status.reason");
+    if reason.is_empty() {
+        reason = text(pod, "status.phase");
+    }
+    let statuses = meta::path(pod, "status.containerStatuses")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    for status in statuses.iter().rev() {
+        let waiting = text(status, "state.waiting.reason");
+        let terminated = text(status, "state.terminated.reason");
+        if !waiting.is_empty() {
+            reason = waiting;
+        } else if !terminated.is_empty() {
+            reason = terminated;
+        }
+    }
+    reason.to_string()
+}
+
 fn builtin_cell(info: &ResourceInfo, column: &str, obj: &Value) -> Value {
     let template = "spec.template.spec.containers";
     match (info.resource.as_str(), column) {
@@ -265,7 +288,7 @@ fn builtin_cell(info: &ResourceInfo, column: &str, obj: &Value) -> Value {
             if meta::is_deleting(obj) {
                 json!("Terminating")
             } else {
-                json!(or_none(text(obj, "status.phase")))
+                json!(or_none(&pod_status_reason(obj)))
             }
         }
         ("pods", "Restarts") => {
@@ -280,7 +303,11 @@ fn builtin_cell(info: &ResourceInfo, column: &str, obj: &Value) -> Value {
                 .and_then(Value::as_array)
                 .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
                 .map(|c| text(c, "status"));
-            json!(if ready == Some("True") { "Ready" } else { "NotReady" })
+            json!(if ready == Some("True") {
+                "Ready"
+            } else {
+                "NotReady"
+            })
         }
         ("nodes", "Roles") => {
             let roles: Vec<&str> = meta::labels(obj)
@@ -290,7 +317,11 @@ fn builtin_cell(info: &ResourceInfo, column: &str, obj: &Value) -> Value {
                         .collect()
                 })
                 .unwrap_or_default();
-            json!(if roles.is_empty() { "<none>".to_string() } else { roles.join(",") })
+            json!(if roles.is_empty() {
+                "<none>".to_string()
+            } else {
+                roles.join(",")
+            })
         }
         ("nodes", "Version") => json!(text(obj, "status.nodeInfo.kubeletVersion")),
         ("nodes", "Internal-IP") => {
@@ -532,6 +563,21 @@ pub fn table<'a>(
 mod tests {
     use super::*;
     use crate::registry::Registry;
+
+    #[test]
+    fn pod_status_uses_container_reasons_like_kubectl() {
+        let done = serde_json::json!({"status": {"phase": "Succeeded", "containerStatuses": [
+            {"state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}});
+        assert_eq!(pod_status_reason(&done), "Completed");
+        let waiting = serde_json::json!({"status": {"phase": "Pending", "containerStatuses": [
+            {"state": {"waiting": {"reason": "ContainerCreating"}}}]}});
+        assert_eq!(pod_status_reason(&waiting), "ContainerCreating");
+        let running = serde_json::json!({"status": {"phase": "Running", "containerStatuses": [
+            {"state": {"running": {"startedAt": "t"}}}]}});
+        assert_eq!(pod_status_reason(&running), "Running");
+        let evicted = serde_json::json!({"status": {"phase": "Failed", "reason": "Evicted"}});
+        assert_eq!(pod_status_reason(&evicted), "Evicted");
+    }
 
     #[test]
     fn ages_look_like_kubectl() {
