@@ -1563,20 +1563,23 @@ fn v2_operation(op: &Operation) -> Value {
     Value::Object(m)
 }
 
+/// The protobuf encoding of a cached v2 document, made on first use.
+type SharedProtobuf = Arc<std::sync::OnceLock<Arc<Vec<u8>>>>;
+
 /// The built Swagger 2.0 document and its protobuf encoding (made on first use), valid while
 /// the served resources are unchanged.
 struct CachedV2 {
     fingerprint: String,
     _schemas: Vec<Arc<Value>>,
     doc: Arc<Value>,
-    protobuf: Arc<std::sync::OnceLock<Arc<Vec<u8>>>>,
+    protobuf: SharedProtobuf,
 }
 
 /// `/openapi/v2` is large and kubectl fetches it on many commands: built once per change of
 /// the served resources (a CRD created, changed or removed), like the v3 documents.
 static V2_CACHE: LazyLock<Mutex<Option<CachedV2>>> = LazyLock::new(|| Mutex::new(None));
 
-fn v2_entry(registry: &Registry) -> (Arc<Value>, Arc<std::sync::OnceLock<Arc<Vec<u8>>>>) {
+fn v2_entry(registry: &Registry) -> (Arc<Value>, SharedProtobuf) {
     let gvs = served_group_versions(registry);
     let resources: Vec<Arc<ResourceInfo>> = gvs
         .iter()
