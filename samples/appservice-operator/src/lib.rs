@@ -169,11 +169,15 @@ impl Context {
 }
 
 /// Adds the AppService controller to `manager`, watching AppServices (and their Pods) in
-/// `scope`.
+/// `scope`, and declares its CRD and permissions (for `--print-manifests`).
 pub fn add_to_manager(manager: &mut Manager, scope: Scope) {
     let controller = Controller::new(manager.cache().clone(), CONTROLLER_NAME)
         .for_::<AppService>(scope)
-        .owns::<Pod>();
+        .owns::<Pod>()
+        .writes_status()
+        .uses_finalizers()
+        .records_events();
+    manager.declare_crd::<AppService>();
     let ctx = Context::new(manager.client().clone());
     manager.add_controller(controller, reconcile, Arc::new(ctx));
 }

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use appservice_operator::AppService;
 use clap::Parser;
 use korral::leader::LeaderElectionConfig;
+use korral::manifests::OperatorInfo;
 use korral::prelude::*;
 
 /// The AppService operator (Operator SDK app-operator) on Korral.
@@ -35,6 +36,16 @@ struct Args {
     /// Print the CustomResourceDefinition as YAML and exit.
     #[arg(long)]
     print_crd: bool,
+    /// Print the operator's manifests (CRDs, RBAC, manager Deployment) as JSON and exit; this
+    /// is what `korral generate` reads.
+    #[arg(long)]
+    print_manifests: bool,
+}
+
+/// The operator's name and domain, which name its deploy manifests and its leader election
+/// Lease.
+fn operator_info() -> OperatorInfo {
+    OperatorInfo::new("appservice-operator", "example.com")
 }
 
 /// The namespace this process runs in, when in a pod.
@@ -53,6 +64,13 @@ async fn main() -> anyhow::Result<()> {
             "{}",
             serde_yaml_ng::to_string(&AppService::crd()).context("serializing the CRD")?
         );
+        return Ok(());
+    }
+    if args.print_manifests {
+        korral::manifests::print(&operator_info(), |manager| {
+            appservice_operator::add_to_manager(manager, Scope::All);
+            Ok(())
+        })?;
         return Ok(());
     }
     tracing_subscriber::fmt()
@@ -74,7 +92,7 @@ async fn main() -> anyhow::Result<()> {
             .or_else(in_cluster_namespace)
             .unwrap_or_else(|| "default".to_owned());
         builder = builder.leader_election(LeaderElectionConfig::new(
-            "appservice-operator-lock",
+            operator_info().leader_election_id,
             namespace,
         ));
     }

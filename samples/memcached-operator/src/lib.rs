@@ -113,12 +113,14 @@ pub struct Context {
 }
 
 /// Adds the Memcached controller to `manager`, watching Memcacheds (and their Deployments
-/// and Pods) in `scope`.
+/// and Pods) in `scope`, and declares its CRD and permissions (for `--print-manifests`).
 pub fn add_to_manager(manager: &mut Manager, scope: Scope) {
     let controller = Controller::new(manager.cache().clone(), CONTROLLER_NAME)
         .for_::<Memcached>(scope.clone())
         .owns::<Deployment>()
-        .watches_kind::<Pod, _>(MapFn(memcached_of_pod));
+        .watches_kind::<Pod, _>(MapFn(memcached_of_pod))
+        .writes_status();
+    manager.declare_crd::<Memcached>();
     let ctx = Context {
         client: manager.client().clone(),
         cache: manager.cache().clone(),

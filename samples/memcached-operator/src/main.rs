@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 use korral::leader::LeaderElectionConfig;
+use korral::manifests::OperatorInfo;
 use korral::prelude::*;
 use memcached_operator::Memcached;
 
@@ -35,6 +36,16 @@ struct Args {
     /// Print the CustomResourceDefinition as YAML and exit.
     #[arg(long)]
     print_crd: bool,
+    /// Print the operator's manifests (CRDs, RBAC, manager Deployment) as JSON and exit; this
+    /// is what `korral generate` reads.
+    #[arg(long)]
+    print_manifests: bool,
+}
+
+/// The operator's name and domain, which name its deploy manifests and its leader election
+/// Lease.
+fn operator_info() -> OperatorInfo {
+    OperatorInfo::new("memcached-operator", "example.com")
 }
 
 /// The namespace this process runs in, when in a pod.
@@ -53,6 +64,13 @@ async fn main() -> anyhow::Result<()> {
             "{}",
             serde_yaml_ng::to_string(&Memcached::crd()).context("serializing the CRD")?
         );
+        return Ok(());
+    }
+    if args.print_manifests {
+        korral::manifests::print(&operator_info(), |manager| {
+            memcached_operator::add_to_manager(manager, Scope::All);
+            Ok(())
+        })?;
         return Ok(());
     }
     tracing_subscriber::fmt()
@@ -74,7 +92,7 @@ async fn main() -> anyhow::Result<()> {
             .or_else(in_cluster_namespace)
             .unwrap_or_else(|| "default".to_owned());
         builder = builder.leader_election(LeaderElectionConfig::new(
-            "memcached-operator-lock",
+            operator_info().leader_election_id,
             namespace,
         ));
     }

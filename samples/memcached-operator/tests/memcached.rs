@@ -208,3 +208,93 @@ async fn two_memcacheds_get_their_own_deployments_and_nodes() -> Result<()> {
     .await?;
     running.stop().await
 }
+
+/// The names of the Ready pods of `memcached-sample`, sorted.
+async fn ready_pods(pods: &Api<Pod>) -> Vec<String> {
+    let params =
+        kube::api::ListParams::default().labels("app=memcached,memcached_cr=memcached-sample");
+    let Ok(list) = pods.list(&params).await else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = list
+        .items
+        .iter()
+        .filter(|pod| {
+            pod.metadata.deletion_timestamp.is_none()
+                && pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .map(|pod| pod.name_any())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn with_workload_simulation_ready_pods_fill_status_nodes() -> Result<()> {
+    let env = TestEnv::builder()
+        .crd::<Memcached>()
+        .simulation(true)
+        .start()
+        .await?;
+    let running = Running::start(&env)?;
+    let memcacheds: Api<Memcached> = Api::namespaced(env.client(), "default");
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    memcacheds
+        .create(&PostParams::default(), &memcached_operator::sample())
+        .await?;
+
+    for size in [3_usize, 5] {
+        if size != 3 {
+            memcacheds
+                .patch(
+                    "memcached-sample",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"size": size}})),
+                )
+                .await?;
+        }
+        wait_until(
+            WAIT,
+            format!("{size} ready pods listed in status.nodes"),
+            || async {
+                let ready = ready_pods(&pods).await;
+                ready.len() == size
+                    && nodes(&memcacheds, "memcached-sample").await.as_ref() == Some(&ready)
+            },
+        )
+        .await?;
+        let deployment = deployments.get("memcached-sample").await?;
+        let ready_replicas = deployment.status.and_then(|s| s.ready_replicas);
+        ensure!(
+            ready_replicas == Some(i32::try_from(size)?),
+            "{ready_replicas:?}"
+        );
+    }
+    // The pods are the Deployment's: <deployment>-<hash>-<suffix>.
+    let names = nodes(&memcacheds, "memcached-sample")
+        .await
+        .context("status.nodes")?;
+    ensure!(
+        names.iter().all(|n| n.starts_with("memcached-sample-")),
+        "{names:?}"
+    );
+
+    memcacheds
+        .delete("memcached-sample", &DeleteParams::default())
+        .await?;
+    wait_until(
+        WAIT,
+        "the Deployment and its pods garbage-collected",
+        || async {
+            matches!(deployments.get_opt("memcached-sample").await, Ok(None))
+                && ready_pods(&pods).await.is_empty()
+        },
+    )
+    .await?;
+    running.stop().await
+}
