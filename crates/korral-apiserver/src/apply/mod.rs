@@ -174,6 +174,20 @@ pub fn apply(
     let live_clean = managed::without_managed_fields(live_full);
     let config_clean = managed::without_managed_fields(config);
     let mut entries = managed::entries(live_full);
+    if live.is_some() && entries.is_empty() {
+        // Upstream's `before-first-apply`: an object nobody manages yet is attributed to that
+        // Update manager first, so the apply cannot silently take over fields it did not set.
+        let mut fields = walk::compare(&Value::Object(Map::new()), &live_clean, sem).added;
+        managed::strip(&mut fields);
+        entries.push(Entry {
+            manager: BEFORE_FIRST_APPLY.to_string(),
+            operation: Operation::Update,
+            api_version: actor.api_version.to_string(),
+            time: Some(crate::meta::now_rfc3339()),
+            subresource: None,
+            fields,
+        });
+    }
 
     let mut applied = walk::applied_set(&config_clean, sem).map_err(typed_error(info))?;
     managed::strip(&mut applied);
@@ -249,6 +263,7 @@ pub fn apply(
     });
     if !object_changed
         && let Some(live) = live
+        && !managed::entries(live).is_empty()
         && same_ownership(&managed::entries(live), &entries)
     {
         return Ok(live.clone());
@@ -264,6 +279,8 @@ pub fn apply(
     Ok(merged)
 }
 
+/// The manager of the fields of an object that had no `managedFields` before its first apply.
+const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 /// The manager `kubectl apply --server-side` uses.
 const KUBECTL_MANAGER: &str = "kubectl";
 /// The annotation client-side `kubectl apply` keeps.

@@ -286,3 +286,34 @@ fn kubectl_server_side_apply_upgrades_client_side_apply() {
     let parsed: Value = serde_json::from_str(annotation).expect("json");
     assert_eq!(parsed["data"]["a"], "2");
 }
+
+#[test]
+fn unmanaged_objects_belong_to_before_first_apply() {
+    let info = configmaps();
+    let live = cm(json!({"a": "1", "b": "2"}));
+    let err = apply(
+        &info,
+        Some(&live),
+        &cm(json!({"a": "9"})),
+        actor("alice"),
+        false,
+    )
+    .expect_err("conflict");
+    assert_eq!(
+        err.message,
+        "Apply failed with 1 conflict: conflict with \"before-first-apply\" using v1: .data.a"
+    );
+    let out = apply(
+        &info,
+        Some(&live),
+        &cm(json!({"a": "1"})),
+        actor("alice"),
+        false,
+    )
+    .expect("same value");
+    assert_eq!(
+        fields_of(&out, "before-first-apply"),
+        json!({"f:data": {".": {}, "f:a": {}, "f:b": {}}})
+    );
+    assert_eq!(fields_of(&out, "alice"), json!({"f:data": {"f:a": {}}}));
+}
