@@ -411,10 +411,17 @@ async fn statefulset_pods_come_up_in_order_and_scale_down_from_the_top() {
     }))
     .expect("sts");
     let api: Api<StatefulSet> = Api::namespaced(env.client(), "default");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let start_rv = pods
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("rv");
     api.create(&PostParams::default(), &sts)
         .await
         .expect("create");
-    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
     let wait_ready = |n: usize| {
         let api = api.clone();
         let pods = pods.clone();
@@ -442,11 +449,46 @@ async fn statefulset_pods_come_up_in_order_and_scale_down_from_the_top() {
         }
     };
     wait_ready(3).await;
-    // Ordered: each pod started after the one before it was created.
+    // Ordered: a pod is created only once the one before it is Running and Ready.
+    use futures::{StreamExt, TryStreamExt};
+    let mut stream = pods
+        .watch(
+            &kube::api::WatchParams::default().labels("app=db"),
+            &start_rv,
+        )
+        .await
+        .expect("watch")
+        .boxed();
+    let mut ready_seen: Vec<String> = Vec::new();
+    let mut added: Vec<String> = Vec::new();
+    while added.len() < 3 {
+        let event = tokio::time::timeout(WAIT, stream.try_next())
+            .await
+            .expect("event")
+            .expect("ok")
+            .expect("some");
+        match event {
+            kube::api::WatchEvent::Added(p) => {
+                let name = p.metadata.name.clone().expect("name");
+                let ordinal: usize = name.trim_start_matches("db-").parse().expect("ordinal");
+                if ordinal > 0 {
+                    assert!(
+                        ready_seen.contains(&format!("db-{}", ordinal - 1)),
+                        "{name} created before db-{} was ready",
+                        ordinal - 1
+                    );
+                }
+                added.push(name);
+            }
+            kube::api::WatchEvent::Modified(p) if ready(&p) => {
+                ready_seen.extend(p.metadata.name.clone());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(added, vec!["db-0", "db-1", "db-2"]);
     let mut list = pods_with(&pods, "app=db").await;
     list.sort_by_key(|p| p.metadata.name.clone());
-    let created = |p: &Pod| p.metadata.creation_timestamp.clone().map(|t| t.0);
-    assert!(created(&list[0]) <= created(&list[1]) && created(&list[1]) <= created(&list[2]));
     let pod = &list[1];
     let labels = pod.metadata.labels.clone().unwrap_or_default();
     assert_eq!(
