@@ -1148,3 +1148,113 @@ subjects:
         "pods is forbidden: User \"system:serviceaccount:memcached-system:memcached-controller-manager\" cannot list resource \"pods\" in API group \"\" at the cluster scope",
     );
 }
+
+#[tokio::test]
+async fn rbac_writes_cannot_grant_more_than_the_writer_holds() {
+    let env = rbac_env().await;
+    namespace(&env, "e").await;
+    role(&env, "e", "rbac-manager", json!([
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create", "update", "patch", "get"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
+    ])).await;
+    role_binding(
+        &env,
+        "e",
+        "mgr",
+        "Role",
+        "rbac-manager",
+        sa_subject("e", "mgr"),
+    )
+    .await;
+    let mgr = env
+        .client_as_service_account("e", "mgr")
+        .await
+        .expect("client");
+    let roles: Api<Role> = Api::namespaced(mgr.clone(), "e");
+    roles
+        .create(&PostParams::default(), &from(json!({"metadata": {"name": "cm-get"}, "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]})))
+        .await
+        .expect("a role with held permissions");
+    let held_groups =
+        "[\"system:serviceaccounts\" \"system:serviceaccounts:e\" \"system:authenticated\"]";
+    assert_forbidden(
+        roles
+            .create(
+                &PostParams::default(),
+                &from(json!({"metadata": {"name": "too-much"}, "rules": [
+                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+                    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+                ]})),
+            )
+            .await,
+        &format!(
+            "roles.rbac.authorization.k8s.io \"too-much\" is forbidden: user \"system:serviceaccount:e:mgr\" (groups={held_groups}) is attempting to grant RBAC permissions not currently held:\n{{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}}"
+        ),
+    );
+    let admin_roles: Api<Role> = Api::namespaced(env.client(), "e");
+    assert!(
+        admin_roles
+            .get_opt("too-much")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    // Patching a held role into more is refused and changes nothing.
+    let status = api_error(
+        roles
+            .patch("cm-get", &PatchParams::default(), &Patch::Merge(json!({"rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["delete"]}]})))
+            .await,
+    );
+    assert_eq!(status.code, 403, "{status:?}");
+    assert_eq!(
+        serde_json::to_value(admin_roles.get("cm-get").await.expect("get").rules).expect("json"),
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}])
+    );
+    // Binding: only roles whose every rule is held, unless `bind` is granted on the role.
+    let bindings: Api<RoleBinding> = Api::namespaced(mgr.clone(), "e");
+    let binding = |name: &str, kind: &str, role: &str| -> RoleBinding {
+        from(json!({
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": "worker", "namespace": "e"}],
+        }))
+    };
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding("worker-cm", "Role", "cm-get"),
+        )
+        .await
+        .expect("binding a held role");
+    let status = api_error(
+        bindings
+            .create(
+                &PostParams::default(),
+                &binding("worker-edit", "ClusterRole", "edit"),
+            )
+            .await,
+    );
+    assert_eq!(status.code, 403);
+    assert!(
+        status.message.starts_with(&format!("rolebindings.rbac.authorization.k8s.io \"worker-edit\" is forbidden: user \"system:serviceaccount:e:mgr\" (groups={held_groups}) is attempting to grant RBAC permissions not currently held:\n")),
+        "{}",
+        status.message
+    );
+    role(&env, "e", "may-bind-edit", json!([{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["edit"], "verbs": ["bind"]}])).await;
+    role_binding(
+        &env,
+        "e",
+        "mgr-bind",
+        "Role",
+        "may-bind-edit",
+        sa_subject("e", "mgr"),
+    )
+    .await;
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding("worker-edit", "ClusterRole", "edit"),
+        )
+        .await
+        .expect("bind verb allows binding edit");
+}

@@ -13,6 +13,7 @@
 pub mod aggregation;
 pub mod attributes;
 pub mod bootstrap;
+pub mod escalation;
 pub mod impersonation;
 pub mod rbac;
 pub mod reviews;
