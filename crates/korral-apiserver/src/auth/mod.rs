@@ -7,6 +7,9 @@
 //! [`AuthorizationMode::Rbac`], by the [`rbac`] authorizer against the live storage snapshot.
 //! A denied request answers 403 `Forbidden` with upstream's message before anything runs.
 //!
+//! RBAC writes by anyone outside `system:masters` also pass [`escalation`]: nobody grants
+//! (through a role or a binding) permissions they do not hold themselves.
+//!
 //! The module also serves the access-review APIs ([`reviews`]), creates the bootstrap roles
 //! ([`bootstrap`]) and runs the ClusterRole aggregation controller ([`aggregation`]).
 
