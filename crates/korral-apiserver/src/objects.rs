@@ -559,7 +559,29 @@ impl Objects {
         validation: FieldValidation,
     ) -> Result<Vec<String>, ApiError> {
         let Some(custom) = &info.custom else {
-            return Ok(Vec::new());
+            // Built-in kinds: fields the upstream schema lacks are dropped, as decoding into
+            // the upstream types does (refused under Strict, warned about under Warn).
+            let Some(model) =
+                crate::openapi_builtin::model_for(&info.group, &info.version, &info.kind)
+            else {
+                return Ok(Vec::new());
+            };
+            let warnings: Vec<String> = crate::openapi_builtin::prune_unknown(&model, obj)
+                .iter()
+                .map(|p| schema::unknown_field_message(p))
+                .collect();
+            return match validation {
+                FieldValidation::Strict if !warnings.is_empty() => {
+                    Err(ApiError::bad_request(format!(
+                        "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+                        warnings.join(", "),
+                        kind = info.kind,
+                        version = info.version,
+                    )))
+                }
+                FieldValidation::Warn => Ok(warnings),
+                _ => Ok(Vec::new()),
+            };
         };
         let Some(s) = &custom.schema else {
             return Ok(Vec::new());

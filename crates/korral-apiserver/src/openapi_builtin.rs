@@ -64,6 +64,91 @@ pub fn closure(model: &str) -> Vec<(&'static str, &'static Value)> {
         .collect()
 }
 
+/// The upstream model name of a built-in kind, when its schema is known.
+pub fn model_for(group: &str, version: &str, kind: &str) -> Option<String> {
+    let name = crate::openapi::model_name(group, version, kind, false);
+    DEFINITIONS.contains_key(&name).then_some(name)
+}
+
+/// Removes the fields of a built-in object that its schema does not know (as decoding into the
+/// upstream types drops them) and answers their paths (`spec.bogus`,
+/// `spec.containers[0].bogus`), sorted. Objects whose schema lists no properties (free-form
+/// JSON such as `RawExtension`) are kept whole.
+pub fn prune_unknown(model: &str, value: &mut Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(schema) = DEFINITIONS.get(model) {
+        prune_rec(schema, value, "", &mut out, 0);
+    }
+    out.sort();
+    out
+}
+
+/// Follows `$ref` and single-entry `allOf` wrappers to the schema that describes a value.
+fn resolve(mut schema: &'static Value) -> &'static Value {
+    for _ in 0..32 {
+        if let Some(Value::String(r)) = schema.get("$ref")
+            && let Some(target) = r.rsplit('/').next().and_then(|n| DEFINITIONS.get(n))
+        {
+            schema = target;
+            continue;
+        }
+        if let Some(Value::Array(all)) = schema.get("allOf")
+            && all.len() == 1
+        {
+            schema = &all[0];
+            continue;
+        }
+        break;
+    }
+    schema
+}
+
+fn prune_rec(
+    schema: &'static Value,
+    value: &mut Value,
+    path: &str,
+    out: &mut Vec<String>,
+    depth: usize,
+) {
+    if depth > 64 {
+        return;
+    }
+    let schema = resolve(schema);
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            if props.is_none() && additional.is_none() {
+                return;
+            }
+            let mut unknown = Vec::new();
+            for (k, v) in map.iter_mut() {
+                let child = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match props.and_then(|p| p.get(k)).or(additional) {
+                    Some(sub) => prune_rec(sub, v, &child, out, depth + 1),
+                    None => unknown.push((k.clone(), child)),
+                }
+            }
+            for (k, child) in unknown {
+                map.remove(&k);
+                out.push(child);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    prune_rec(item_schema, item, &format!("{path}[{i}]"), out, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn refs(value: &Value, out: &mut Vec<String>) {
     match value {
         Value::Object(m) => {
@@ -107,6 +192,45 @@ mod tests {
         // siblings of `$ref`).
         let template = &spec["properties"]["template"];
         assert!(template.get("$ref").is_none() || template.get("description").is_none());
+    }
+
+    #[test]
+    fn unknown_fields_of_builtins_are_pruned_with_paths() {
+        let model = model_for("apps", "v1", "Deployment").expect("model");
+        let mut d = serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "labels": {"a": "b"}, "bogusMeta": 1},
+            "spec": {
+                "replicas": 1, "bogus": true,
+                "selector": {"matchLabels": {"a": "b"}},
+                "template": {"spec": {"containers": [
+                    {"name": "c", "image": "i", "extra": 1,
+                     "resources": {"limits": {"cpu": "1"}},
+                     "ports": [{"containerPort": 80, "nope": 2}]}
+                ]}}
+            }
+        });
+        let pruned = prune_unknown(&model, &mut d);
+        assert_eq!(
+            pruned,
+            [
+                "metadata.bogusMeta",
+                "spec.bogus",
+                "spec.template.spec.containers[0].extra",
+                "spec.template.spec.containers[0].ports[0].nope",
+            ]
+        );
+        assert_eq!(d["metadata"]["labels"]["a"], "b");
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+            "1"
+        );
+        assert!(d["spec"].get("bogus").is_none());
+        // A known object is left alone.
+        let mut cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c"}, "data": {"k": "v"}, "binaryData": {}, "immutable": false});
+        let model = model_for("", "v1", "ConfigMap").expect("model");
+        assert!(prune_unknown(&model, &mut cm).is_empty());
     }
 
     #[test]

@@ -228,3 +228,57 @@ async fn kube_rs_patch_with_strict_validation() {
     assert_eq!(patched.data["spec"]["replicas"], 2);
     assert!(patched.data["spec"].get("extra").is_none());
 }
+
+#[tokio::test]
+async fn unknown_fields_of_builtin_kinds() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1"},"data":{"a":"1"},"bogus":1}"#;
+    let (status, _, doc) = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        "application/json",
+        cm,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        doc["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
+    );
+    let (status, _, _) = send(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/configmaps/c1",
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(status, 404, "nothing stored");
+    let deploy = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d1"},
+        "spec":{"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"}},
+        "spec":{"containers":[{"name":"c","image":"nginx","imagePullPolicyX":"Always"}]}}}}"#;
+    let (status, warnings, doc) = send(
+        &client,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        "application/json",
+        deploy,
+    )
+    .await;
+    assert_eq!(status, 201, "{doc}");
+    assert_eq!(
+        warnings,
+        ["299 - \"unknown field \\\"spec.template.spec.containers[0].imagePullPolicyX\\\"\""]
+    );
+    assert!(
+        doc["spec"]["template"]["spec"]["containers"][0]
+            .get("imagePullPolicyX")
+            .is_none()
+    );
+    assert_eq!(
+        doc["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx"
+    );
+}
