@@ -94,6 +94,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let mut written: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
     written.push(PROJECT_FILE.to_owned());
+    // The Korral workspace's lock file pins the versions Korral is built and tested with, so
+    // the project builds offline from the crates already downloaded.
+    let lock = korral.join("../../Cargo.lock");
+    if lock.is_file() {
+        std::fs::copy(&lock, root.join("Cargo.lock"))
+            .with_context(|| format!("copying {}", lock.display()))?;
+        written.push("Cargo.lock (the Korral workspace's versions)".to_owned());
+    }
     written.sort();
     for path in written {
         println!("  wrote {path}");

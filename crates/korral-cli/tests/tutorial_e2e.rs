@@ -213,8 +213,12 @@ async fn tutorial_from_init_to_a_running_operator() -> anyhow::Result<()> {
     );
     assert!(sample.contains("size: 3"), "{sample}");
     std::fs::write(&sample_path, &sample)?;
-    // Offline, with the workspace's versions.
-    std::fs::copy(workspace_lock(), project.join("Cargo.lock"))?;
+    // Offline, with the workspace's versions: init copied the workspace's lock file.
+    assert_eq!(
+        std::fs::read_to_string(project.join("Cargo.lock"))?,
+        std::fs::read_to_string(workspace_lock())?,
+        "init copies the workspace's Cargo.lock"
+    );
 
     // Manifests from the code.
     let out = korral(&["generate", "--dir", &dir], BUILD_TIMEOUT)?;
@@ -530,7 +534,11 @@ async fn scaffolded_projects_build_without_warnings() -> anyhow::Result<()> {
         full.extend_from_slice(args);
         korral(&full, Duration::from_secs(60))?;
     }
-    std::fs::copy(workspace_lock(), project.join("Cargo.lock"))?;
+    assert_eq!(
+        std::fs::read_to_string(project.join("Cargo.lock"))?,
+        std::fs::read_to_string(workspace_lock())?,
+        "init copies the workspace's Cargo.lock"
+    );
     let out = korral_output(&["generate", "--dir", &dir], BUILD_TIMEOUT)?;
     assert!(
         !out.stderr.contains("warning"),
