@@ -123,6 +123,11 @@ async fn memcached_deployment_drift_status_and_garbage_collection() -> Result<()
         replicas(&deployments, "memcached-sample").await == Some(5)
     })
     .await?;
+    let generation = deployments
+        .get("memcached-sample")
+        .await?
+        .metadata
+        .generation;
 
     // status.nodes follows the pods carrying the labels, sorted; other pods do not count.
     for (name, cr) in [
@@ -147,6 +152,17 @@ async fn memcached_deployment_drift_status_and_garbage_collection() -> Result<()
         nodes(&memcacheds, "memcached-sample").await == Some(vec!["memcached-sample-a".to_owned()])
     })
     .await?;
+    // The pod events reconciled the Memcached several times without touching the Deployment's
+    // spec (no update loop against server defaults).
+    ensure!(
+        deployments
+            .get("memcached-sample")
+            .await?
+            .metadata
+            .generation
+            == generation,
+        "the Deployment spec was rewritten by reconciles that had nothing to change"
+    );
 
     // Deleting the resource deletes its Deployment (garbage collection).
     memcacheds
