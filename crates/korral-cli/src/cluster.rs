@@ -449,3 +449,77 @@ fn exec(mut command: std::process::Command, binary: &Path) -> anyhow::Result<()>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, path: &str, text: &str) -> anyhow::Result<()> {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().context("parent")?)?;
+        std::fs::write(path, text)?;
+        Ok(())
+    }
+
+    #[test]
+    fn kustomizations_are_followed_and_namespaced_objects_get_the_namespace() -> anyhow::Result<()>
+    {
+        let tmp = std::env::temp_dir().join(format!("korral-kustomize-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        write(
+            &tmp,
+            "default/kustomization.yaml",
+            "namespace: ops\nresources:\n- ../rbac\n- ../crd\n",
+        )?;
+        write(&tmp, "rbac/kustomization.yaml", "resources:\n- role.yaml\n")?;
+        write(
+            &tmp,
+            "rbac/role.yaml",
+            "kind: ClusterRole\napiVersion: rbac.authorization.k8s.io/v1\nmetadata:\n  name: r\n---\nkind: ServiceAccount\napiVersion: v1\nmetadata:\n  name: sa\n---\nkind: Role\napiVersion: rbac.authorization.k8s.io/v1\nmetadata:\n  name: le\n  namespace: elsewhere\n",
+        )?;
+        write(&tmp, "crd/kustomization.yaml", "resources: []\n")?;
+        let mut objects = read_kustomization(&tmp.join("default"))?;
+        assert_eq!(objects.len(), 3);
+        assert!(
+            objects[0]["metadata"]["namespace"].is_null(),
+            "ClusterRole stays cluster-scoped"
+        );
+        assert_eq!(objects[1]["metadata"]["namespace"], "ops");
+        assert_eq!(objects[2]["metadata"]["namespace"], "elsewhere");
+        objects.push(serde_json::json!({"kind": "Namespace", "metadata": {"name": "ops"}}));
+        creation_order(&mut objects);
+        assert_eq!(objects[0]["kind"], "Namespace");
+        write(
+            &tmp,
+            "broken/kustomization.yaml",
+            "resources:\n- missing.yaml\n",
+        )?;
+        let err = read_kustomization(&tmp.join("broken")).expect_err("missing file");
+        assert!(format!("{err:#}").contains("missing.yaml"), "{err:#}");
+        std::fs::remove_dir_all(&tmp)?;
+        Ok(())
+    }
+
+    #[test]
+    fn the_project_kubeconfig_wins_over_the_environment() -> anyhow::Result<()> {
+        let tmp = std::env::temp_dir().join(format!("korral-kubeconfig-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp)?;
+        assert!(matches!(
+            kubeconfig_source(&tmp, None),
+            KubeconfigSource::Environment
+        ));
+        write(&tmp, LOCAL_KUBECONFIG, "apiVersion: v1\n")?;
+        match kubeconfig_source(&tmp, None) {
+            KubeconfigSource::File(path) => assert_eq!(path, tmp.join(LOCAL_KUBECONFIG)),
+            other => panic!("{other:?}"),
+        }
+        let flag = Path::new("/some/kubeconfig");
+        match kubeconfig_source(&tmp, Some(flag)) {
+            KubeconfigSource::File(path) => assert_eq!(path, flag),
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_dir_all(&tmp)?;
+        Ok(())
+    }
+}
