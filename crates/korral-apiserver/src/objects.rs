@@ -688,6 +688,10 @@ impl Objects {
         track: Track,
     ) -> Result<Written, ApiError> {
         Self::check_type(info, &mut obj)?;
+        let requested_managed = match &track {
+            Track::Update(..) => crate::apply::take_requested_managed_fields(&mut obj, None),
+            _ => Default::default(),
+        };
         let Some(md) = meta::metadata_mut(&mut obj) else {
             return Err(ApiError::bad_request("metadata must be an object"));
         };
@@ -768,6 +772,7 @@ impl Objects {
                     api_version: &api_version,
                     subresource: *subresource,
                 },
+                requested_managed,
             );
         }
         let name = meta::name(&obj).to_string();
@@ -1193,6 +1198,13 @@ impl Objects {
             if !rv.is_empty() && rv != meta::resource_version(cur) {
                 return Err(ApiError::conflict(&info2.group, &info2.resource, &name2));
             }
+            let mut requested = requested;
+            let requested_fields = match &track {
+                Track::Update(..) => {
+                    crate::apply::take_requested_managed_fields(&mut requested, Some(cur))
+                }
+                _ => Default::default(),
+            };
             let requested_managed = meta::metadata(&requested)
                 .and_then(|m| m.get("managedFields"))
                 .cloned();
@@ -1211,6 +1223,7 @@ impl Objects {
                             api_version: &api_version,
                             subresource: *subresource,
                         },
+                        requested_fields,
                     );
                 }
                 Track::Applied => {

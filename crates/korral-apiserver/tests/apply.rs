@@ -632,3 +632,92 @@ async fn bad_requests_are_rejected_and_change_nothing() {
     assert_eq!(now["metadata"]["resourceVersion"], rv);
     assert_eq!(now["data"], json!({"a": "1"}));
 }
+
+#[tokio::test]
+async fn update_entries_match_the_reference_status_patch_capture() {
+    // /work/shared/k8s-reference/status-patch.json: a create and a /status merge patch by
+    // "curl" give two Update entries, the second on subresource status.
+    let env = TestEnv::start().await.expect("env");
+    install_widget_crd(&env).await;
+    let client = env.client();
+    let (status, _) = raw(
+        &client,
+        "POST",
+        "/apis/ref.example.org/v1/namespaces/default/widgets?fieldManager=curl",
+        Some("application/json"),
+        serde_json::to_vec(
+            &json!({"apiVersion": "ref.example.org/v1", "kind": "Widget",
+            "metadata": {"name": "w1"}, "spec": {"replicas": 2}}),
+        )
+        .expect("body"),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, obj) = raw(
+        &client,
+        "PATCH",
+        "/apis/ref.example.org/v1/namespaces/default/widgets/w1/status?fieldManager=curl",
+        Some("application/merge-patch+json"),
+        b"{\"status\":{\"ready\":2}}".to_vec(),
+    )
+    .await;
+    assert_eq!(status, 200, "{obj}");
+    let entries = managed(&obj);
+    assert_eq!(entries.len(), 2, "{obj}");
+    assert_eq!(entries[0]["manager"], "curl");
+    assert_eq!(entries[0]["operation"], "Update");
+    assert_eq!(entries[0]["apiVersion"], "ref.example.org/v1");
+    assert_eq!(
+        entries[0]["fieldsV1"],
+        json!({"f:spec": {".": {}, "f:color": {}, "f:replicas": {}}})
+    );
+    assert!(entries[0].get("subresource").is_none());
+    assert_eq!(entries[1]["subresource"], "status");
+    assert_eq!(
+        entries[1]["fieldsV1"],
+        json!({"f:status": {".": {}, "f:ready": {}}})
+    );
+}
+
+#[tokio::test]
+async fn managed_fields_sent_in_updates_are_honoured_or_ignored_like_upstream() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    apply_cm(&api, "m", json!({"a": "1"}), "alice").await;
+    let path = "/api/v1/namespaces/default/configmaps/m?fieldManager=editor";
+    // Malformed managedFields in a PUT: the stored ones are kept.
+    let mut body = serde_json::to_value(api.get("m").await.expect("get")).expect("json");
+    body["metadata"]["managedFields"] =
+        json!([{"manager": "x", "operation": "Bogus", "fieldsV1": 7}]);
+    body["data"]["b"] = json!("2");
+    let (status, obj) = raw(
+        &client,
+        "PUT",
+        path,
+        Some("application/json"),
+        serde_json::to_vec(&body).expect("body"),
+    )
+    .await;
+    assert_eq!(status, 200, "{obj}");
+    assert_eq!(
+        entry(&obj, "alice").expect("alice kept")["fieldsV1"],
+        json!({"f:data": {"f:a": {}}})
+    );
+    assert_eq!(
+        entry(&obj, "editor").expect("editor")["fieldsV1"],
+        json!({"f:data": {"f:b": {}}})
+    );
+    // `[{}]` resets: only the writer of this request remains.
+    let (status, obj) = raw(
+        &client,
+        "PATCH",
+        path,
+        Some("application/merge-patch+json"),
+        b"{\"metadata\":{\"managedFields\":[{}]},\"data\":{\"c\":\"3\"}}".to_vec(),
+    )
+    .await;
+    assert_eq!(status, 200, "{obj}");
+    let managers: Vec<Value> = managed(&obj).iter().map(|e| e["manager"].clone()).collect();
+    assert_eq!(managers, vec![json!("editor")], "{obj}");
+}

@@ -440,6 +440,40 @@ fn typed_error(info: &ResourceInfo) -> impl Fn(String) -> ApiError + '_ {
     }
 }
 
+/// What a create or update request said about `managedFields` (read before validation).
+#[derive(Debug, Clone, Default)]
+pub struct RequestedManagedFields(Option<Vec<Entry>>);
+
+/// Takes the `managedFields` a request sent out of it, replacing them with the stored ones
+/// (so malformed entries the server ignores do not fail validation, as upstream, where the
+/// field manager runs before validation). Entries that decode replace the stored ones; `[{}]`
+/// resets them; an empty list or undecodable entries keep the stored ones.
+pub fn take_requested_managed_fields(
+    requested: &mut Value,
+    live: Option<&Value>,
+) -> RequestedManagedFields {
+    let taken = match managed::read(requested) {
+        Stored::Entries(e) => Some(e),
+        Stored::Reset => Some(Vec::new()),
+        Stored::Absent | Stored::Invalid(_) => None,
+    };
+    let stored = live
+        .and_then(|l| l.get("metadata"))
+        .and_then(|m| m.get("managedFields"))
+        .cloned();
+    if let Some(md) = requested.get_mut("metadata").and_then(Value::as_object_mut) {
+        match stored {
+            Some(v) => {
+                md.insert("managedFields".into(), v);
+            }
+            None => {
+                md.remove("managedFields");
+            }
+        }
+    }
+    RequestedManagedFields(taken)
+}
+
 /// Records an `Update` operation by `actor` that turns `live` (`None` for a create) into
 /// `next`: the manager gains the fields it added or changed, other managers lose them, and
 /// fields that disappeared leave every set. `managedFields` sent in the request are honoured
@@ -449,18 +483,14 @@ pub fn record_update(
     live: Option<&Value>,
     next: &mut Value,
     actor: Actor<'_>,
+    requested: RequestedManagedFields,
 ) {
     let sem = semantics(info);
     let sem = sem.as_ref();
     let live_entries = || live.map(managed::entries).unwrap_or_default();
-    let mut entries = if actor.subresource.is_some() {
-        live_entries()
-    } else {
-        match managed::read(next) {
-            Stored::Entries(e) => e,
-            Stored::Reset => Vec::new(),
-            Stored::Absent | Stored::Invalid(_) => live_entries(),
-        }
+    let mut entries = match requested.0 {
+        Some(e) if actor.subresource.is_none() => e,
+        _ => live_entries(),
     };
     let empty = Value::Object(Map::new());
     let old = managed::without_managed_fields(live.unwrap_or(&empty));

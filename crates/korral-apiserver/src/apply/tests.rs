@@ -137,7 +137,8 @@ fn noop_apply_returns_live_object_unchanged() {
 fn updates_are_recorded_and_take_fields_from_appliers() {
     let info = configmaps();
     let mut created = cm(json!({"a": "1"}));
-    record_update(&info, None, &mut created, actor("kubectl-create"));
+    let req = take_requested_managed_fields(&mut created, None);
+    record_update(&info, None, &mut created, actor("kubectl-create"), req);
     assert_eq!(
         fields_of(&created, "kubectl-create"),
         json!({"f:data": {".": {}, "f:a": {}}})
@@ -152,7 +153,14 @@ fn updates_are_recorded_and_take_fields_from_appliers() {
     .expect("apply");
     let mut edited = applied.clone();
     edited["data"]["b"] = json!("3");
-    record_update(&info, Some(&applied), &mut edited, actor("kubectl-edit"));
+    let req = take_requested_managed_fields(&mut edited, Some(&applied));
+    record_update(
+        &info,
+        Some(&applied),
+        &mut edited,
+        actor("kubectl-edit"),
+        req,
+    );
     assert_eq!(
         fields_of(&edited, "kubectl-edit"),
         json!({"f:data": {"f:b": {}}})
@@ -171,7 +179,8 @@ fn updates_are_recorded_and_take_fields_from_appliers() {
     let mut reset = edited.clone();
     reset["metadata"]["managedFields"] = json!([{}]);
     reset["data"]["z"] = json!("z");
-    record_update(&info, Some(&edited), &mut reset, actor("x"));
+    let req = take_requested_managed_fields(&mut reset, Some(&edited));
+    record_update(&info, Some(&edited), &mut reset, actor("x"), req);
     assert_eq!(
         reset["metadata"]["managedFields"].as_array().map(Vec::len),
         Some(1)
@@ -225,7 +234,8 @@ fn update_managers_are_capped_into_ancient_changes() {
         let mut next = obj.clone();
         next["data"][format!("k{i}")] = json!("v");
         let manager = format!("m{i}");
-        record_update(&info, Some(&obj), &mut next, actor(&manager));
+        let req = take_requested_managed_fields(&mut next, Some(&obj));
+        record_update(&info, Some(&obj), &mut next, actor(&manager), req);
         obj = next;
     }
     let entries = obj["metadata"]["managedFields"].as_array().expect("list");
@@ -252,11 +262,13 @@ fn kubectl_server_side_apply_upgrades_client_side_apply() {
     let mut created = cm(json!({"a": "1"}));
     created["metadata"]["annotations"] =
         json!({"kubectl.kubernetes.io/last-applied-configuration": last});
+    let req = take_requested_managed_fields(&mut created, None);
     record_update(
         &info,
         None,
         &mut created,
         actor("kubectl-client-side-apply"),
+        req,
     );
     // Another manager conflicts...
     assert!(
