@@ -245,6 +245,11 @@ fn check_csv(file: &str, csv: &Value, crds: &[(String, Value)], problems: &mut P
     let spec = &csv["spec"];
     let version = non_empty_str(&spec["version"]);
     match version {
+        None if !spec["version"].is_null() => problems.add(
+            file,
+            "spec.version",
+            format!("{} must be a string (quote it in YAML)", spec["version"]),
+        ),
         None => problems.add(file, "spec.version", "missing"),
         Some(v) if !SEMVER.is_match(v) => problems.add(
             file,
