@@ -307,3 +307,47 @@ async fn invalid_endpoints_and_bucket_names_are_rejected() -> Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn nothing_is_probed_until_the_manager_leads() -> Result<()> {
+    let requests = Arc::new(AtomicUsize::new(0));
+    let server = BucketServer::start("127.0.0.1:0".parse()?, Arc::clone(&requests)).await?;
+    let endpoint = format!("http://{}", server.addr);
+    let env = TestEnv::builder().crd::<StorageBucket>().start().await?;
+    // Another replica holds the Lease.
+    let leases: Api<Lease> = Api::namespaced(env.client(), "default");
+    let now = jiff::Timestamp::now();
+    let held: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "storagebucket-operator-lock"},
+        "spec": {
+            "holderIdentity": "another-replica",
+            "leaseDurationSeconds": 60,
+            "acquireTime": now.to_string(),
+            "renewTime": now.to_string()
+        }
+    }))?;
+    leases.create(&PostParams::default(), &held).await?;
+    let api: Api<StorageBucket> = Api::namespaced(env.client(), "default");
+    api.create(
+        &PostParams::default(),
+        &bucket("photos", &endpoint, "photos"),
+    )
+    .await?;
+    let running = Running::start(&env)?;
+
+    // Ten trigger intervals as a follower: no probe, no status.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    ensure!(requests.load(Ordering::SeqCst) == 0, "a follower probed");
+    ensure!(api.get("photos").await?.status.is_none());
+
+    // The other replica goes away (releases the Lease): this one leads and probes.
+    leases
+        .delete("storagebucket-operator-lock", &Default::default())
+        .await?;
+    wait_for_state(&api, "photos", true, "BucketAvailable").await?;
+    ensure!(requests.load(Ordering::SeqCst) > 0);
+
+    running.stop().await?;
+    server.stop().await;
+    Ok(())
+}
