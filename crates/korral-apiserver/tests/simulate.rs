@@ -935,3 +935,53 @@ async fn daemonset_runs_one_pod_on_the_node() {
     .await
     .expect("daemonset");
 }
+
+#[tokio::test]
+async fn simulation_settles_once_converged() {
+    let env = sim_env().await;
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    deployments
+        .create(&PostParams::default(), &deployment("calm", 3, "nginx"))
+        .await
+        .expect("create");
+    let services: Api<Service> = Api::namespaced(env.client(), "default");
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "calm"},
+        "spec": {"selector": {"app": "calm"}, "ports": [{"port": 80, "targetPort": 8080}]}
+    }))
+    .expect("svc");
+    services
+        .create(&PostParams::default(), &svc)
+        .await
+        .expect("svc");
+    wait_deployment_ready(&env, "calm", 3).await;
+    let endpoints: Api<Endpoints> = Api::namespaced(env.client(), "default");
+    wait_until(WAIT, "endpoints with three addresses", || {
+        let endpoints = endpoints.clone();
+        async move {
+            endpoints
+                .get_opt("calm")
+                .await
+                .expect("get")
+                .is_some_and(|ep| {
+                    ep.subsets
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|s| s.addresses.as_ref().map_or(0, Vec::len))
+                        .sum::<usize>()
+                        == 3
+                })
+        }
+    })
+    .await
+    .expect("endpoints");
+    // Converged: the simulation writes nothing more (no controller keeps rewriting status).
+    let storage = env.server().objects().storage().clone();
+    let before = storage.revision();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        storage.revision(),
+        before,
+        "writes continued after convergence"
+    );
+}
