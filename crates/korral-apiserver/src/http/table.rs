@@ -80,6 +80,8 @@ fn builtin_columns(info: &ResourceInfo) -> Vec<Column> {
             col("Age"),
             wide("IP"),
             wide("Node"),
+            wide("Nominated Node"),
+            wide("Readiness Gates"),
         ],
         ("", "services") => vec![
             col("Type"),
@@ -332,6 +334,29 @@ fn builtin_cell(info: &ResourceInfo, column: &str, obj: &Value) -> Value {
             json!(or_none(ip))
         }
         ("pods", "Node") => json!(or_none(text(obj, "spec.nodeName"))),
+        ("pods", "Nominated Node") => json!(or_none(text(obj, "status.nominatedNodeName"))),
+        ("pods", "Readiness Gates") => {
+            // `<ready>/<total>` over the gates' condition types, as kubectl's printer.
+            let gates: Vec<&str> = meta::path(obj, "spec.readinessGates")
+                .and_then(Value::as_array)
+                .map(|g| g.iter().map(|g| text(g, "conditionType")).collect())
+                .unwrap_or_default();
+            if gates.is_empty() {
+                json!("<none>")
+            } else {
+                let conditions = meta::path(obj, "status.conditions").and_then(Value::as_array);
+                let ready = gates
+                    .iter()
+                    .filter(|t| {
+                        conditions.is_some_and(|c| {
+                            c.iter()
+                                .any(|c| text(c, "type") == **t && text(c, "status") == "True")
+                        })
+                    })
+                    .count();
+                json!(format!("{ready}/{}", gates.len()))
+            }
+        }
         ("services", "Type") => json!(text(obj, "spec.type")),
         ("services", "Cluster-IP") => json!(or_none(text(obj, "spec.clusterIP"))),
         ("services", "External-IP") => {
