@@ -133,6 +133,107 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     }))
 }
 
+/// The aggregated discovery version (`v2` or `v2beta1`) a request's `Accept` asks for, in the
+/// client's order of preference; `None` when it prefers the plain documents.
+pub fn aggregated_version(accept: &str) -> Option<&'static str> {
+    for part in accept.split(',') {
+        let params: Vec<&str> = part.split(';').map(str::trim).collect();
+        if params.contains(&"g=apidiscovery.k8s.io") && params.contains(&"as=APIGroupDiscoveryList")
+        {
+            if params.contains(&"v=v2") {
+                return Some("v2");
+            }
+            if params.contains(&"v=v2beta1") {
+                return Some("v2beta1");
+            }
+            continue;
+        }
+        if matches!(params.first(), Some(&"application/json") | Some(&"*/*")) {
+            return None;
+        }
+    }
+    None
+}
+
+/// The content type of an aggregated discovery answer.
+pub fn aggregated_content_type(version: &str) -> String {
+    format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList")
+}
+
+fn response_kind(group: &str, version: &str, kind: &str) -> Value {
+    json!({"group": group, "version": version, "kind": kind})
+}
+
+fn discovery_version(registry: &Registry, group: &str, version: &str) -> Value {
+    let mut resources = Vec::new();
+    for info in registry.resources_in(group, version) {
+        let mut entry = json!({
+            "resource": info.resource,
+            "responseKind": response_kind("", "", &info.kind),
+            "scope": if info.namespaced { "Namespaced" } else { "Cluster" },
+            "singularResource": info.singular,
+            "verbs": info.verbs,
+        });
+        if let Some(map) = entry.as_object_mut() {
+            if !info.short_names.is_empty() {
+                map.insert("shortNames".into(), json!(info.short_names));
+            }
+            if !info.categories.is_empty() {
+                map.insert("categories".into(), json!(info.categories));
+            }
+            let mut subs = Vec::new();
+            if info.status_subresource {
+                subs.push(json!({"subresource": "status",
+                    "responseKind": response_kind("", "", &info.kind),
+                    "verbs": ["get", "patch", "update"]}));
+            }
+            if info.scale.is_some() {
+                subs.push(json!({"subresource": "scale",
+                    "responseKind": response_kind("autoscaling", "v1", "Scale"),
+                    "verbs": ["get", "patch", "update"]}));
+            }
+            if info.group.is_empty() && info.resource == "serviceaccounts" {
+                subs.push(json!({"subresource": "token",
+                    "responseKind": response_kind("authentication.k8s.io", "v1", "TokenRequest"),
+                    "verbs": ["create"]}));
+            }
+            if !subs.is_empty() {
+                map.insert("subresources".into(), Value::Array(subs));
+            }
+        }
+        resources.push(entry);
+    }
+    json!({"version": version, "resources": resources, "freshness": "Current"})
+}
+
+/// Aggregated discovery (`APIGroupDiscoveryList`) of `/api` (`core`) or `/apis`: every group
+/// with its versions (preferred first) and their resources, in one document, as kubectl
+/// asks for it (`Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`).
+pub fn aggregated(registry: &Registry, core: bool, api_version: &str) -> Value {
+    let items: Vec<Value> = if core {
+        vec![json!({"metadata": {}, "versions": [discovery_version(registry, "", "v1")]})]
+    } else {
+        registry
+            .groups()
+            .into_iter()
+            .filter(|(g, _)| !g.is_empty())
+            .map(|(g, versions)| {
+                let versions: Vec<Value> = versions
+                    .iter()
+                    .map(|v| discovery_version(registry, &g, v))
+                    .collect();
+                json!({"metadata": {"name": g}, "versions": versions})
+            })
+            .collect()
+    };
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{api_version}"),
+        "metadata": {},
+        "items": items,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +256,54 @@ mod tests {
                 .as_array()
                 .is_some_and(|g| g.iter().any(|g| g["name"] == "apps"))
         );
+    }
+
+    #[test]
+    fn aggregated_discovery_follows_the_reference_shape() {
+        assert_eq!(
+            aggregated_version(
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+            ),
+            Some("v2")
+        );
+        assert_eq!(
+            aggregated_version(
+                "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+            ),
+            Some("v2beta1")
+        );
+        assert_eq!(aggregated_version("application/json"), None);
+        assert_eq!(
+            aggregated_version(
+                "application/json, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+            ),
+            None
+        );
+        let registry = Registry::with_builtins();
+        let apis = aggregated(&registry, false, "v2");
+        assert_eq!(apis["kind"], "APIGroupDiscoveryList");
+        assert_eq!(apis["apiVersion"], "apidiscovery.k8s.io/v2");
+        let apps = apis["items"]
+            .as_array()
+            .and_then(|i| i.iter().find(|g| g["metadata"]["name"] == "apps"))
+            .cloned()
+            .expect("apps");
+        let deployments = apps["versions"][0]["resources"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["resource"] == "deployments"))
+            .cloned()
+            .expect("deployments");
+        assert_eq!(deployments["scope"], "Namespaced");
+        assert_eq!(
+            deployments["responseKind"],
+            json!({"group": "", "version": "", "kind": "Deployment"})
+        );
+        assert_eq!(deployments["subresources"][1]["subresource"], "scale");
+        assert_eq!(
+            deployments["subresources"][1]["responseKind"]["kind"],
+            "Scale"
+        );
+        let core = aggregated(&registry, true, "v2");
+        assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
     }
 }

@@ -166,6 +166,33 @@ where
             Err(ApiError::method_not_allowed())
         }
     };
+    // Aggregated discovery when the client asks for it (kubectl does; it accepts both forms).
+    let aggregated = matches!(target, path::Target::CoreVersions | path::Target::Groups)
+        .then(|| {
+            let accept: Vec<&str> = req
+                .headers()
+                .get_all(header::ACCEPT)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            discovery::aggregated_version(&accept.join(","))
+        })
+        .flatten();
+    if let Some(version) = aggregated {
+        let core = matches!(target, path::Target::CoreVersions);
+        let doc = discovery::aggregated(&registry, core, version);
+        let bytes = serde_json::to_vec(&doc)
+            .map_err(|e| ApiError::internal(format!("encoding discovery: {e}")))?;
+        let mut response = body::bytes_response(
+            StatusCode::OK,
+            bytes,
+            &discovery::aggregated_content_type(version),
+        );
+        response
+            .headers_mut()
+            .insert(header::VARY, http::HeaderValue::from_static("Accept"));
+        return discovery_only(response);
+    }
     match target {
         path::Target::CoreVersions => discovery_only(body::json_response(
             StatusCode::OK,
