@@ -125,3 +125,53 @@ async fn openapi_v2_follows_crd_changes() {
     .await
     .expect("definition removed");
 }
+
+#[tokio::test]
+async fn aggregated_discovery_when_asked_for() {
+    let env = TestEnv::start().await.expect("env");
+    install_widget_crd(&env).await;
+    let client = env.client();
+    let request = http::Request::builder()
+        .method("GET")
+        .uri("/apis")
+        .header(
+            "accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+        )
+        .body(Vec::new())
+        .expect("request");
+    let response = client
+        .send(request.map(kube::client::Body::from))
+        .await
+        .expect("send");
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    );
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    let doc: Value = serde_json::from_slice(&bytes).expect("json");
+    assert_eq!(doc["kind"], "APIGroupDiscoveryList");
+    let widgets = doc["items"]
+        .as_array()
+        .and_then(|i| {
+            i.iter()
+                .find(|g| g["metadata"]["name"] == "ref.example.org")
+        })
+        .expect("the CRD's group");
+    assert_eq!(widgets["versions"][0]["version"], "v1");
+    assert_eq!(
+        widgets["versions"][0]["resources"][0]["resource"],
+        "widgets"
+    );
+    assert_eq!(
+        widgets["versions"][0]["resources"][0]["subresources"][0]["subresource"],
+        "status"
+    );
+    // Without the aggregated media type: the plain APIGroupList.
+    let (_, plain) = raw(&client, "GET", "/apis", None, vec![]).await;
+    assert_eq!(plain["kind"], "APIGroupList");
+}
