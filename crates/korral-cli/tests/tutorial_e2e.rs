@@ -36,6 +36,22 @@ fn workspace_target_dir() -> anyhow::Result<PathBuf> {
         .context("finding the target directory from the korral binary")
 }
 
+/// The cargo environment for building generated projects: intermediate artifacts (the
+/// dependencies) are shared with the workspace's build directory so nothing is compiled twice,
+/// while the final binaries go to a directory of their own, so a generated
+/// `memcached-operator` never replaces the sample binary of the same name in `target/debug`.
+fn build_env() -> anyhow::Result<Vec<(&'static str, String)>> {
+    let target = workspace_target_dir()?;
+    Ok(vec![
+        ("CARGO_BUILD_BUILD_DIR", target.display().to_string()),
+        (
+            "CARGO_TARGET_DIR",
+            target.join("tutorial").display().to_string(),
+        ),
+        ("CARGO_NET_OFFLINE", "true".to_owned()),
+    ])
+}
+
 fn workspace_lock() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock")
 }
@@ -48,15 +64,10 @@ fn korral(args: &[&str], timeout: Duration) -> anyhow::Result<String> {
 
 /// [`korral`], returning standard output and standard error.
 fn korral_output(args: &[&str], timeout: Duration) -> anyhow::Result<support::CmdOutput> {
-    let target = workspace_target_dir()?;
-    let target = target.display().to_string();
+    let env = build_env()?;
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let out = run_with_timeout(
-        Path::new(KORRAL),
-        &args,
-        &[("CARGO_TARGET_DIR", &target), ("CARGO_NET_OFFLINE", "true")],
-        timeout,
-    )?;
+    let out = run_with_timeout(Path::new(KORRAL), &args, &env, timeout)?;
     if !out.success() {
         bail!("{}", out.describe());
     }
@@ -85,7 +96,6 @@ impl Drop for Manager {
 
 fn start_run(project: &Path) -> anyhow::Result<Manager> {
     use std::os::unix::process::CommandExt;
-    let target = workspace_target_dir()?;
     let log = project.join("run.log");
     let file = std::fs::File::create(&log)?;
     let child = Command::new(KORRAL)
@@ -97,8 +107,7 @@ fn start_run(project: &Path) -> anyhow::Result<Manager> {
             "--metrics-bind-address=127.0.0.1:0",
             "--health-probe-bind-address=127.0.0.1:0",
         ])
-        .env("CARGO_TARGET_DIR", target)
-        .env("CARGO_NET_OFFLINE", "true")
+        .envs(build_env()?)
         .env_remove("KUBECONFIG")
         .stdin(Stdio::null())
         .stdout(file.try_clone()?)
@@ -225,6 +234,13 @@ async fn tutorial_from_init_to_a_running_operator() -> anyhow::Result<()> {
     assert!(
         out.contains("config/crd/bases/cache.example.com_memcacheds.yaml"),
         "{out}"
+    );
+    // Regression: the generated binary must not land in the workspace's `target/debug`,
+    // where it would replace the Memcached sample's binary of the same name.
+    let target = workspace_target_dir()?;
+    assert!(
+        target.join("tutorial/debug/memcached-operator").exists(),
+        "the generated operator was not built into target/tutorial"
     );
     let crd_yaml = std::fs::read_to_string(
         project.join("config/crd/bases/cache.example.com_memcacheds.yaml"),
