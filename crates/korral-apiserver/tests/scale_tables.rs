@@ -37,7 +37,7 @@ async fn get_table(client: &kube::Client, path: &str) -> (u16, Value) {
 
 fn reference_columns(name: &str) -> Vec<(String, i64)> {
     let path = format!(
-        "{}/../../../shared/k8s-reference/{name}.json",
+        "{}/tests/fixtures/reference/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).expect("reference capture");
