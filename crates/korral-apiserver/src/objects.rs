@@ -566,6 +566,16 @@ impl Objects {
             else {
                 return Ok(Vec::new());
             };
+            // A value of the wrong JSON type cannot be decoded into the upstream types: 400,
+            // whatever the field validation, naming the first such field.
+            if let Some(mismatch) = crate::openapi_builtin::type_mismatches(&model, obj, 1).first()
+            {
+                return Err(ApiError::bad_request(format!(
+                    "{kind} in version {version:?} cannot be handled as a {kind}: {mismatch}",
+                    kind = info.kind,
+                    version = info.version,
+                )));
+            }
             let warnings: Vec<String> = crate::openapi_builtin::prune_unknown(&model, obj)
                 .iter()
                 .map(|p| schema::unknown_field_message(p))

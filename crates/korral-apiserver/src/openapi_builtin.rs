@@ -83,6 +83,140 @@ pub fn prune_unknown(model: &str, value: &mut Value) -> Vec<String> {
     out
 }
 
+/// A value of a built-in object whose JSON type is not the one its field has upstream (what
+/// decoding into the upstream Go types refuses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeMismatch {
+    /// Where, e.g. `spec.replicas` or `data.key`.
+    pub path: String,
+    /// The JSON type found (`array`, `string`, …).
+    pub found: &'static str,
+    /// The type the field has (`string`, `integer`, …).
+    pub expected: String,
+}
+
+impl std::fmt::Display for TypeMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "json: cannot unmarshal {} into field {} of type {}",
+            self.found, self.path, self.expected
+        )
+    }
+}
+
+/// The fields of a built-in object whose values have the wrong JSON type for the upstream
+/// schema, in document order (at most `limit`). `null` is accepted anywhere (it decodes as the
+/// zero value); int-or-string fields, free-form JSON (CRD defaults, enums, examples) and
+/// objects without a declared type are not checked.
+pub fn type_mismatches(model: &str, value: &Value, limit: usize) -> Vec<TypeMismatch> {
+    let mut out = Vec::new();
+    if let Some(schema) = DEFINITIONS.get(model) {
+        type_rec(schema, value, "", &mut out, limit, 0);
+    }
+    out
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn matches_type(expected: &str, value: &Value) -> bool {
+    match expected {
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "number" => value.is_number(),
+        "integer" => match value {
+            Value::Number(n) => {
+                n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            _ => false,
+        },
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        _ => true,
+    }
+}
+
+fn type_rec(
+    schema: &'static Value,
+    value: &Value,
+    path: &str,
+    out: &mut Vec<TypeMismatch>,
+    limit: usize,
+    depth: usize,
+) {
+    if depth > 64 || out.len() >= limit || value.is_null() {
+        return;
+    }
+    let schema = resolve(schema);
+    if DEFINITIONS
+        .get(FREE_FORM_JSON)
+        .is_some_and(|json| std::ptr::eq(json, schema))
+        || schema.get("x-kubernetes-int-or-string").is_some()
+        || schema.get("x-kubernetes-preserve-unknown-fields").is_some()
+    {
+        return;
+    }
+    if let Some(Value::String(expected)) = schema.get("type")
+        && !matches_type(expected, value)
+    {
+        out.push(TypeMismatch {
+            path: if path.is_empty() {
+                "(root)".to_owned()
+            } else {
+                path.to_owned()
+            },
+            found: json_type(value),
+            expected: expected.clone(),
+        });
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (k, v) in map {
+                if let Some(sub) = props.and_then(|p| p.get(k)).or(additional) {
+                    let child = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    type_rec(sub, v, &child, out, limit, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    type_rec(
+                        item_schema,
+                        item,
+                        &format!("{path}[{i}]"),
+                        out,
+                        limit,
+                        depth + 1,
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The model of free-form JSON values in CRD schemas (`default`, `enum`, `example`), whose
+/// generated schema claims `object` although any JSON value is allowed.
+const FREE_FORM_JSON: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON";
+
 /// Follows `$ref` and single-entry `allOf` wrappers to the schema that describes a value.
 fn resolve(mut schema: &'static Value) -> &'static Value {
     for _ in 0..32 {
@@ -192,6 +326,45 @@ mod tests {
         // siblings of `$ref`).
         let template = &spec["properties"]["template"];
         assert!(template.get("$ref").is_none() || template.get("description").is_none());
+    }
+
+    #[test]
+    fn wrong_json_types_in_builtins_are_found_with_paths() {
+        let cm = model_for("", "v1", "ConfigMap").expect("model");
+        let bad = serde_json::json!({
+            "metadata": {"name": "c", "labels": {"a": 1}},
+            "data": {"k": ["nested"], "ok": "v"},
+            "immutable": "yes"
+        });
+        let found: Vec<String> = type_mismatches(&cm, &bad, 10)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "json: cannot unmarshal array into field data.k of type string",
+                "json: cannot unmarshal string into field immutable of type boolean",
+                "json: cannot unmarshal number into field metadata.labels.a of type string",
+            ]
+        );
+        let deployment = model_for("apps", "v1", "Deployment").expect("model");
+        let fine = serde_json::json!({
+            "metadata": {"name": "d", "annotations": null},
+            "spec": {"replicas": 2.0, "selector": {"matchLabels": {"a": "b"}},
+                "strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": "25%"}},
+                "template": {"spec": {"containers": [{"name": "c", "image": "i",
+                    "resources": {"limits": {"cpu": 1, "memory": "1Gi"}}}]}}}
+        });
+        assert_eq!(type_mismatches(&deployment, &fine, 10), []);
+        let half = serde_json::json!({"spec": {"replicas": 1.5}});
+        assert_eq!(type_mismatches(&deployment, &half, 10).len(), 1);
+        let crd =
+            model_for("apiextensions.k8s.io", "v1", "CustomResourceDefinition").expect("model");
+        let free_form = serde_json::json!({"spec": {"group": "g", "versions": [{"name": "v1",
+            "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object",
+            "properties": {"size": {"type": "integer", "default": 3, "enum": [1, 3]}}}}}]}});
+        assert_eq!(type_mismatches(&crd, &free_form, 10), []);
     }
 
     #[test]

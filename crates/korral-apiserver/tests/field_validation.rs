@@ -282,3 +282,79 @@ async fn unknown_fields_of_builtin_kinds() {
         "nginx"
     );
 }
+
+/// Regression: a built-in object with a value of the wrong JSON type (a ConfigMap `data` entry
+/// that is an array) was stored; upstream's decoder refuses it with 400 naming the field.
+#[tokio::test]
+async fn wrong_json_types_in_builtin_kinds_are_refused() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let bad =
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"typed"},"data":{"a":["x"]}}"#;
+    let (status, _, doc) = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        bad,
+    )
+    .await;
+    assert_eq!(status, 400, "{doc}");
+    assert_eq!(doc["reason"], "BadRequest");
+    assert_eq!(
+        doc["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal array into field data.a of type string"
+    );
+    let (status, _, _) = send(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/configmaps/typed",
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(status, 404, "nothing stored");
+
+    let good =
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"typed"},"data":{"a":"x"}}"#;
+    let (status, _, created) = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        good,
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let (status, _, doc) = send(
+        &client,
+        "PATCH",
+        "/apis/apps/v1/namespaces/default/deployments/none",
+        "application/merge-patch+json",
+        r#"{"spec":{"replicas":"three"}}"#,
+    )
+    .await;
+    assert_eq!(status, 404, "{doc}");
+    let (status, _, doc) = send(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/typed",
+        "application/merge-patch+json",
+        r#"{"data":{"a":{"nested":true}}}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{doc}");
+    let (_, _, after) = send(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/configmaps/typed",
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(after["data"]["a"], "x");
+    assert_eq!(
+        after["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+}
