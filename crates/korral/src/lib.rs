@@ -33,6 +33,8 @@ pub use korral_runtime::{
 };
 pub use kube;
 
+pub mod operator;
+
 /// The names most operators use.
 pub mod prelude {
     pub use korral_runtime::cache::{Cache, Scope};

@@ -1,109 +1,31 @@
-//! The appservice-operator binary: runs the AppService controller against the cluster of the
-//! current kubeconfig (`KUBECONFIG`, `~/.kube/config`) or, inside a pod, the in-cluster
-//! service account. `--print-crd` prints the CRD instead.
+//! The appservice-operator binary: runs the AppService controller against the cluster of the current kubeconfig
+//! (`KUBECONFIG`, `~/.kube/config`) or, inside a pod, the in-cluster service account.
+//! `--print-crd` prints the CRD and `--print-manifests` the manifests instead (see
+//! [`korral::operator::OperatorArgs`] for every flag).
 
-use std::time::Duration;
-
-use anyhow::Context as _;
 use appservice_operator::AppService;
 use clap::Parser;
-use korral::leader::LeaderElectionConfig;
 use korral::manifests::OperatorInfo;
+use korral::operator::OperatorArgs;
 use korral::prelude::*;
 
 /// The AppService operator (Operator SDK app-operator) on Korral.
 #[derive(Debug, Parser)]
 #[command(name = "appservice-operator", version)]
 struct Args {
-    /// The address the metrics endpoint binds to (`0` disables it).
-    #[arg(long, default_value = ":8080")]
-    metrics_bind_address: String,
-    /// The address the health probe endpoint binds to (`0` disables it).
-    #[arg(long, default_value = ":8081")]
-    health_probe_bind_address: String,
-    /// Enable leader election, so only one replica of the operator is active at a time.
-    #[arg(long)]
-    leader_elect: bool,
-    /// The namespace of the leader election Lease (default: the pod's namespace, else `default`).
-    #[arg(long, env = "POD_NAMESPACE")]
-    leader_election_namespace: Option<String>,
-    /// Watch only this namespace (default: all namespaces).
-    #[arg(long, env = "WATCH_NAMESPACE")]
-    namespace: Option<String>,
-    /// How long controllers get to finish on shutdown.
-    #[arg(long, default_value = "30", value_name = "SECONDS")]
-    graceful_shutdown_timeout: u64,
-    /// Print the CustomResourceDefinition as YAML and exit.
-    #[arg(long)]
-    print_crd: bool,
-    /// Print the operator's manifests (CRDs, RBAC, manager Deployment) as JSON and exit; this
-    /// is what `korral generate` reads.
-    #[arg(long)]
-    print_manifests: bool,
-}
-
-/// The operator's name and domain, which name its deploy manifests and its leader election
-/// Lease.
-fn operator_info() -> OperatorInfo {
-    OperatorInfo::new("appservice-operator", "example.com")
-}
-
-/// The namespace this process runs in, when in a pod.
-fn in_cluster_namespace() -> Option<String> {
-    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-        .ok()
-        .map(|ns| ns.trim().to_owned())
-        .filter(|ns| !ns.is_empty())
+    #[command(flatten)]
+    operator: OperatorArgs,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    if args.print_crd {
-        print!(
-            "{}",
-            serde_yaml_ng::to_string(&AppService::crd()).context("serializing the CRD")?
-        );
-        return Ok(());
-    }
-    if args.print_manifests {
-        korral::manifests::print(&operator_info(), |manager| {
-            appservice_operator::add_to_manager(manager, Scope::All);
+    let info = OperatorInfo::new("appservice-operator", "example.com");
+    args.operator
+        .run(&info, AppService::crd(), |manager, scope| {
+            appservice_operator::add_to_manager(manager, scope);
             Ok(())
-        })?;
-        return Ok(());
-    }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
-
-    let mut builder = Manager::from_env()
-        .await
-        .context("connecting to the cluster")?
-        .metrics_bind_address(&args.metrics_bind_address)?
-        .health_probe_bind_address(&args.health_probe_bind_address)?
-        .graceful_timeout(Duration::from_secs(args.graceful_shutdown_timeout));
-    if args.leader_elect {
-        let namespace = args
-            .leader_election_namespace
-            .or_else(in_cluster_namespace)
-            .unwrap_or_else(|| "default".to_owned());
-        builder = builder.leader_election(LeaderElectionConfig::new(
-            operator_info().leader_election_id,
-            namespace,
-        ));
-    }
-    let mut manager = builder.build()?;
-    let scope = match args.namespace {
-        Some(ns) if !ns.is_empty() => Scope::namespace(ns),
-        _ => Scope::All,
-    };
-    appservice_operator::add_to_manager(&mut manager, scope);
-    manager
-        .run(korral::manager::shutdown_signal())
-        .await
-        .context("running the manager")
+        })
+        .await?;
+    Ok(())
 }
