@@ -55,6 +55,9 @@ pub struct ServerConfig {
     pub simulation: bool,
     /// How requests are authorized once authenticated.
     pub authorization: AuthorizationMode,
+    /// Faults to inject on purpose (none by default); changeable at run time through
+    /// [`ApiServer::faults`].
+    pub faults: crate::faults::FaultConfig,
 }
 
 /// How the server authorizes authenticated requests.
@@ -80,6 +83,7 @@ impl Default for ServerConfig {
             bookmark_interval: Duration::from_secs(10),
             simulation: false,
             authorization: AuthorizationMode::AlwaysAllow,
+            faults: crate::faults::FaultConfig::default(),
         }
     }
 }
@@ -130,6 +134,9 @@ pub enum StartError {
     /// Preparing the service account token signing key failed.
     #[error(transparent)]
     SigningKey(#[from] crate::auth::token::SigningKeyError),
+    /// The fault injection configuration is invalid.
+    #[error("fault configuration: {0}")]
+    Faults(#[from] crate::faults::FaultConfigError),
 }
 
 /// A running API server. Dropping it stops the server.
@@ -142,6 +149,7 @@ pub struct ApiServer {
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     objects: Arc<Objects>,
+    faults: crate::faults::Faults,
 }
 
 const BUILTIN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -173,6 +181,8 @@ fn random_token() -> String {
 impl ApiServer {
     /// Starts a server; returns once it accepts requests.
     pub async fn start(config: ServerConfig) -> Result<Self, StartError> {
+        let faults = crate::faults::Faults::new();
+        faults.set(config.faults.clone())?;
         let (storage, data_dir): (Arc<dyn Storage>, Option<PathBuf>) = match &config.storage {
             StorageMode::InMemory => (Arc::new(MemoryStorage::with_history(config.history)), None),
             StorageMode::Durable(dir) => {
@@ -265,6 +275,7 @@ impl ApiServer {
             address: format!("{host}:{}", addr.port()),
             shutdown: shutdown_rx.clone(),
             bookmark_interval: config.bookmark_interval,
+            faults: faults.clone(),
         });
         let acceptor = match &tls_material {
             Some(m) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(m)?)),
@@ -296,6 +307,7 @@ impl ApiServer {
             shutdown: shutdown_tx,
             tasks,
             objects,
+            faults,
         })
     }
 
@@ -327,6 +339,11 @@ impl ApiServer {
     /// The object layer, for in-process access without HTTP.
     pub fn objects(&self) -> &Arc<Objects> {
         &self.objects
+    }
+
+    /// The fault injector: change the rules at run time, read what was injected.
+    pub fn faults(&self) -> crate::faults::Faults {
+        self.faults.clone()
     }
 
     /// Stops accepting, ends connections and watches, waits for the server's tasks and
