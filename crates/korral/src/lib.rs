@@ -28,22 +28,33 @@
 
 pub use k8s_openapi;
 pub use korral_runtime::{
-    cache, conditions, controller, helpers, leader, manager, manifests, metrics, queue, reconcile,
-    trigger,
+    cache, client, conditions, controller, helpers, leader, manager, manifests, metrics, queue,
+    reconcile, trigger,
 };
 pub use kube;
 
 pub mod operator;
 
 /// The names most operators use.
+///
+/// `Client` here is still [`kube::Client`] (what `Api::namespaced` and the event recorder take,
+/// and what `Manager::client` returns), so existing code keeps its meaning; the client handed to
+/// reconcilers, which reads from the manager's cache ([`korral_runtime::client::Client`], from
+/// `Manager::cached_client`), is `KorralClient`.
 pub mod prelude {
     pub use korral_runtime::cache::{Cache, Scope};
+    pub use korral_runtime::client::{Client as KorralClient, ClientError, RequestCounts};
     pub use korral_runtime::controller::{
         Channel, Controller, EnqueueObject, EnqueueOwner, GenerationChanged, Kind, MapFn,
     };
+    pub use korral_runtime::helpers::finalizer::Event as FinalizerEvent;
+    pub use korral_runtime::helpers::owner::set_controller_reference;
+    pub use korral_runtime::helpers::write::{OperationResult, WriteError};
     pub use korral_runtime::manager::Manager;
     pub use korral_runtime::manifests::Rule;
-    pub use korral_runtime::reconcile::{Action, ObjectRef, ReconcileError, ReconcileResult};
+    pub use korral_runtime::reconcile::{
+        Action, ObjectRef, ReconcileError, ReconcileResult, ResultExt,
+    };
     pub use korral_runtime::trigger::{PeriodicTrigger, Tick};
     pub use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
 }

@@ -1,0 +1,1050 @@
+//! The client handed to reconcilers: reads from the manager's shared cache where the type is
+//! cached, writes to the API server (controller-runtime's delegating client).
+//!
+//! A [`Client`] wraps a `kube::Client` and the manager's [`Cache`] (get it from
+//! `Manager::cached_client`, or build one with [`Client::new`]):
+//!
+//! - **Reads** ([`Client::get`], [`Client::get_opt`], [`Client::list`]) come from the cache when
+//!   a synced informer of the type covers the namespace asked for: the type is cached because a
+//!   controller watches it (`for_`, `owns`, `watches_kind`) or because it was asked for up front
+//!   ([`Client::cache_type`]). Otherwise they go to the API server (a list with the same
+//!   selectors). An informer configured with label or field selectors holds a subset of the
+//!   objects: a get that misses it and every list go to the server.
+//! - **Writes** (create, replace, patch, status, delete, server-side apply, finalizers) always go
+//!   to the API server.
+//! - **Read your writes.** The client remembers the object each of its writes returned, until the
+//!   cache holds that `resourceVersion` or a newer one (at most 30 s, 4096 objects). A cached read
+//!   of a remembered object answers with the newer of the two: the write's answer when the cache
+//!   is behind. So `create_or_update` twice in a row writes once, and a reconcile never acts on a
+//!   copy older than its own write. After a delete, reads of that object go to the server until
+//!   the cache has dropped it. Writes made with another client are not known: as with any cache,
+//!   a conflict (409) then tells the writer to read again, and the helpers here re-read from the
+//!   API server on conflict.
+//! - **Create-or-update** ([`Client::create_or_update`], [`Client::create_or_patch`]) read the
+//!   current object as above (from the server when the type's cache transform is not the default,
+//!   so a lossy transform never loses data), take a fallible mutate function whose error comes
+//!   back untouched with nothing written, and retry conflicts reading from the server.
+//! - **Unstructured objects**: the `_with` methods take the runtime type of a
+//!   [`DynamicObject`](kube::api::DynamicObject) (an [`ApiResource`](kube::api::ApiResource)),
+//!   cached by [`Cache::dynamic_informer`].
+//! - **Metadata only**: [`PartialObjectMeta<K>`] works everywhere a type does; its informers
+//!   watch with kube's metadata-only requests and are cached apart from the full objects
+//!   ([`Client::cache_metadata`], [`Client::list_metadata`]), as controller-runtime's
+//!   `OnlyMetadata` for large kinds such as Secrets.
+//! - **Request counts**: [`Client::request_counts`] says how many reads and writes reached the
+//!   API server and how many reads the cache answered, across all clones of the client.
+//!
+//! ```no_run
+//! use k8s_openapi::api::apps::v1::Deployment;
+//! use k8s_openapi::api::core::v1::Pod;
+//! use korral_runtime::client::Client;
+//! use korral_runtime::reconcile::ReconcileError;
+//!
+//! # async fn example(client: Client) -> Result<(), ReconcileError> {
+//! let pods = client.list::<Pod>().namespace("default").labels([("app", "web")]).await?;
+//! let mut default = Deployment::default();
+//! default.metadata.name = Some("web".into());
+//! default.metadata.namespace = Some("default".into());
+//! let (_result, _stored) = client
+//!     .create_or_update(default, |d: &mut Deployment| -> Result<(), ReconcileError> {
+//!         d.spec.get_or_insert_default().replicas = Some(pods.len() as i32 + 1);
+//!         Ok(())
+//!     })
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod list;
+mod scope;
+mod written;
+
+pub use list::List;
+pub use scope::ApiScope;
+pub use written::{MAX_ENTRIES, TTL};
+
+use std::fmt::{self, Debug};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use kube::Resource;
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{NamespaceScope, PartialObjectMeta};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::cache::{Cache, CacheError, Filter, Informer, ParseFieldSelectorError, Scope, type_key};
+use crate::helpers::finalizer::{self, FinalizerError, has_finalizer};
+use crate::helpers::write::{
+    MAX_ATTEMPTS, OperationResult, WriteError, conflict_error, is_already_exists, is_conflict,
+    merge_patch_diff, to_json,
+};
+use crate::reconcile::{ObjectRef, ReconcileError, ReconcileResult};
+use written::{TrackKey, Verdict, Written, kind_of};
+
+/// The types the cached client reads and writes: any kube [`Resource`] that can be sent and
+/// received, static ([`k8s_openapi`] types, custom resources, [`PartialObjectMeta<K>`]) or
+/// dynamic ([`DynamicObject`]).
+pub trait Object:
+    Resource<DynamicType: Clone, Scope: ApiScope>
+    + Clone
+    + DeserializeOwned
+    + Serialize
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Object for K where
+    K: Resource<DynamicType: Clone, Scope: ApiScope>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Why a read of the cached client failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Getting the object from the API server failed.
+    #[error("getting {kind} {object}")]
+    Get {
+        /// The kind.
+        kind: String,
+        /// The object (`namespace/name`).
+        object: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The object does not exist (in the cache, which is current, or on the API server).
+    #[error("getting {kind} {object}: not found")]
+    NotFound {
+        /// The kind.
+        kind: String,
+        /// The object (`namespace/name`).
+        object: String,
+    },
+    /// Listing from the API server failed.
+    #[error("listing {kind}")]
+    List {
+        /// The kind.
+        kind: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The field selector of a list could not be parsed.
+    #[error("listing {kind}")]
+    ParseFieldSelector {
+        /// The kind.
+        kind: String,
+        /// The parse error.
+        #[source]
+        source: ParseFieldSelectorError,
+    },
+}
+
+impl ClientError {
+    /// Whether the object was not found.
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            Self::NotFound { .. } => true,
+            Self::Get { source, .. } => matches!(source, kube::Error::Api(s) if s.code == 404),
+            _ => false,
+        }
+    }
+}
+
+/// A failed read is transient, except a field selector that does not parse (terminal).
+impl From<ClientError> for ReconcileError {
+    fn from(err: ClientError) -> Self {
+        match err {
+            ClientError::ParseFieldSelector { .. } => Self::terminal(err),
+            _ => Self::transient(err),
+        }
+    }
+}
+
+/// How many requests the client sent to the API server, and how many reads the cache answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RequestCounts {
+    /// Gets and lists sent to the API server.
+    pub reads: u64,
+    /// Creates, updates, patches, deletes and applies sent to the API server.
+    pub writes: u64,
+    /// Gets and lists answered from the cache (no request).
+    pub cache_reads: u64,
+}
+
+impl RequestCounts {
+    /// Every request sent to the API server (`reads + writes`).
+    pub fn requests(&self) -> u64 {
+        self.reads + self.writes
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    cache_reads: AtomicU64,
+}
+
+struct Inner {
+    kube: kube::Client,
+    cache: Cache,
+    counters: Counters,
+    written: Written,
+}
+
+/// The cached client; see the [module docs](self). Cheap to clone (clones share the cache, the
+/// request counts and the memory of recent writes).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("request_counts", &self.request_counts())
+            .finish_non_exhaustive()
+    }
+}
+
+fn namespace_opt(namespace: &str) -> Option<&str> {
+    (!namespace.is_empty()).then_some(namespace)
+}
+
+fn object_ref(namespace: Option<&str>, name: &str) -> ObjectRef {
+    ObjectRef {
+        namespace: namespace.map(str::to_owned),
+        name: name.to_owned(),
+    }
+}
+
+impl Client {
+    /// A client writing through `kube` and reading from `cache` (which should read through the
+    /// same cluster).
+    pub fn new(kube: kube::Client, cache: Cache) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                kube,
+                cache,
+                counters: Counters::default(),
+                written: Written::default(),
+            }),
+        }
+    }
+
+    /// The kube client behind this one (for `Api<K>` calls of your own; they are not counted
+    /// and not remembered for read-your-writes).
+    pub fn kube_client(&self) -> &kube::Client {
+        &self.inner.kube
+    }
+
+    /// The shared cache reads come from.
+    pub fn shared_cache(&self) -> &Cache {
+        &self.inner.cache
+    }
+
+    /// How many requests this client (and its clones) sent, and how many reads the cache
+    /// answered.
+    pub fn request_counts(&self) -> RequestCounts {
+        let c = &self.inner.counters;
+        RequestCounts {
+            reads: c.reads.load(Ordering::Relaxed),
+            writes: c.writes.load(Ordering::Relaxed),
+            cache_reads: c.cache_reads.load(Ordering::Relaxed),
+        }
+    }
+
+    /// How many written objects the client remembers for read-your-writes (bounded by
+    /// [`MAX_ENTRIES`]; each goes once the cache has caught up with it, or after [`TTL`]).
+    pub fn remembered_writes(&self) -> usize {
+        self.inner.written.len()
+    }
+
+    pub(crate) fn count_read(&self) {
+        self.inner.counters.reads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn count_write(&self) {
+        self.inner.counters.writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn count_cache_read(&self) {
+        self.inner
+            .counters
+            .cache_reads
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Caches the namespaced type `K` on `scope` from now on (starting or sharing its informer),
+    /// so reads of it come from the cache once the informer has synced.
+    pub fn cache_type<K>(&self, scope: Scope) -> Result<Informer<K>, CacheError>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K::Scope: NamespaceScope,
+    {
+        self.inner.cache.informer::<K>(scope)
+    }
+
+    /// Caches only the metadata of the namespaced type `K` on `scope` (kube's metadata watcher:
+    /// `PartialObjectMetadata` requests), for large kinds such as Secrets. Reads of
+    /// [`PartialObjectMeta<K>`] come from it.
+    pub fn cache_metadata<K>(
+        &self,
+        scope: Scope,
+    ) -> Result<Informer<PartialObjectMeta<K>>, CacheError>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K::Scope: NamespaceScope,
+    {
+        self.inner.cache.informer::<PartialObjectMeta<K>>(scope)
+    }
+
+    /// Caches the unstructured objects of the kind `resource` on `scope`.
+    pub fn cache_dynamic(
+        &self,
+        resource: &ApiResource,
+        scope: Scope,
+    ) -> Result<Informer<DynamicObject>, CacheError> {
+        self.inner.cache.dynamic_informer(resource, scope)
+    }
+
+    /// The object `namespace/name` (empty namespace: cluster-scoped) from the cache or the
+    /// server; `None` if it does not exist.
+    pub async fn get_opt<K>(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<K>>, ClientError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+    {
+        self.get_opt_with(&(), namespace, name).await
+    }
+
+    /// [`Client::get_opt`], failing with [`ClientError::NotFound`] if absent.
+    pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<Arc<K>, ClientError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+    {
+        self.get_with(&(), namespace, name).await
+    }
+
+    /// [`Client::get_opt`] for a type known at run time (`dt`: an [`ApiResource`] for
+    /// [`DynamicObject`]).
+    pub async fn get_opt_with<K: Object>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<K>>, ClientError> {
+        let ns = namespace_opt(namespace);
+        self.read(dt, ns, name, false)
+            .await
+            .map_err(|source| ClientError::Get {
+                kind: K::kind(dt).into_owned(),
+                object: object_ref(ns, name).to_string(),
+                source,
+            })
+    }
+
+    /// [`Client::get`] for a type known at run time.
+    pub async fn get_with<K: Object>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<K>, ClientError> {
+        self.get_opt_with(dt, namespace, name)
+            .await?
+            .ok_or_else(|| ClientError::NotFound {
+                kind: K::kind(dt).into_owned(),
+                object: object_ref(namespace_opt(namespace), name).to_string(),
+            })
+    }
+
+    /// The unstructured object `namespace/name` of the kind `resource`; `None` if absent.
+    pub async fn get_dynamic_opt(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, ClientError> {
+        self.get_opt_with(resource, namespace, name).await
+    }
+
+    /// A list query on `K`; see [`List`].
+    pub fn list<K>(&self) -> List<K>
+    where
+        K: Object + Resource<DynamicType = ()>,
+    {
+        List::new(self.clone(), ())
+    }
+
+    /// A list query on the metadata of `K` ([`PartialObjectMeta<K>`]).
+    pub fn list_metadata<K>(&self) -> List<PartialObjectMeta<K>>
+    where
+        K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
+        PartialObjectMeta<K>: Object + Resource<DynamicType = ()>,
+    {
+        List::new(self.clone(), ())
+    }
+
+    /// A list query on the unstructured objects of the kind `resource`.
+    pub fn list_dynamic(&self, resource: &ApiResource) -> List<DynamicObject> {
+        List::new(self.clone(), resource.clone())
+    }
+
+    /// A list query on a type known at run time.
+    pub fn list_with<K: Object>(&self, dt: &K::DynamicType) -> List<K> {
+        List::new(self.clone(), dt.clone())
+    }
+
+    /// Reads one object: from the cache when it is current for it, else from the server.
+    /// `for_write`: the object is about to be written back, so a cache with a custom transform
+    /// is not used.
+    async fn read<K: Object>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: Option<&str>,
+        name: &str,
+        for_write: bool,
+    ) -> Result<Option<Arc<K>>, kube::Error> {
+        let key = object_ref(namespace, name);
+        if let Some(found) = self.inner.cache.find::<K>(&type_key::<K>(dt), namespace)
+            && !(for_write && found.custom_transform)
+        {
+            let cached = found.informer.get(&key);
+            let track = TrackKey::new::<K>(dt, key);
+            match self.inner.written.check::<K>(&track, cached.as_deref()) {
+                Verdict::Cache if cached.is_some() || !found.restricted => {
+                    self.count_cache_read();
+                    return Ok(cached);
+                }
+                Verdict::Written(obj) => {
+                    self.count_cache_read();
+                    return Ok(Some(obj));
+                }
+                Verdict::Cache | Verdict::Server => {}
+            }
+        }
+        self.read_from_server(dt, namespace, name).await
+    }
+
+    async fn read_from_server<K: Object>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<K>>, kube::Error> {
+        let api = K::Scope::api::<K>(self.inner.kube.clone(), dt, namespace);
+        self.count_read();
+        Ok(api.get_opt(name).await?.map(Arc::new))
+    }
+
+    /// The list of `filter` from the cache with the client's writes laid over it, or `None` when
+    /// the cache cannot answer (not cached, restricted by selectors, or an object needs the
+    /// server).
+    pub(crate) fn list_cached<K: Object>(
+        &self,
+        dt: &K::DynamicType,
+        filter: &Filter,
+    ) -> Option<Vec<Arc<K>>> {
+        let namespace = filter.namespace.as_deref();
+        let found = self.inner.cache.find::<K>(&type_key::<K>(dt), namespace)?;
+        if found.restricted {
+            return None;
+        }
+        let mut items: Vec<Arc<K>> = filter.select(&found.informer);
+        for track in self.inner.written.keys_of(&kind_of::<K>(dt), namespace) {
+            let key = Written::object_ref(&track).clone();
+            let cached = found.informer.get(&key);
+            match self.inner.written.check::<K>(&track, cached.as_deref()) {
+                Verdict::Cache => {}
+                Verdict::Server => return None,
+                Verdict::Written(obj) => {
+                    items.retain(|o| ObjectRef::from_object(o.as_ref()).as_ref() != Some(&key));
+                    if filter.matches(obj.as_ref()) {
+                        items.push(obj);
+                    }
+                }
+            }
+        }
+        self.count_cache_read();
+        Some(items)
+    }
+
+    fn remember<K: Object>(&self, dt: &K::DynamicType, obj: &K) {
+        self.inner.written.record(dt, obj);
+    }
+
+    fn api_for<K: Object>(&self, dt: &K::DynamicType, obj: &K) -> kube::Api<K> {
+        K::Scope::api::<K>(self.inner.kube.clone(), dt, obj.meta().namespace.as_deref())
+    }
+
+    /// Creates `obj` (in its `metadata.namespace`) and returns it as stored.
+    pub async fn create<K>(&self, obj: &K) -> Result<K, WriteError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+    {
+        self.create_with(&(), obj).await
+    }
+
+    /// [`Client::create`] for a type known at run time.
+    pub async fn create_with<K: Object>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+    ) -> Result<K, WriteError> {
+        let name = obj
+            .meta()
+            .name
+            .clone()
+            .or_else(|| obj.meta().generate_name.clone())
+            .unwrap_or_default();
+        self.count_write();
+        let created = self
+            .api_for(dt, obj)
+            .create(&PostParams::default(), obj)
+            .await
+            .map_err(|source| WriteError::Create { name, source })?;
+        self.remember(dt, &created);
+        Ok(created)
+    }
+
+    /// Replaces `obj` (an update carrying its `resourceVersion`: 409 if it is stale) and returns
+    /// it as stored.
+    pub async fn replace<K>(&self, obj: &K) -> Result<K, WriteError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+    {
+        self.replace_with(&(), obj).await
+    }
+
+    /// [`Client::replace`] for a type known at run time.
+    pub async fn replace_with<K: Object>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+    ) -> Result<K, WriteError> {
+        let name = obj
+            .meta()
+            .name
+            .clone()
+            .ok_or(WriteError::ObjectWithoutName)?;
+        self.count_write();
+        let updated = self
+            .api_for(dt, obj)
+            .replace(&name, &PostParams::default(), obj)
+            .await
+            .map_err(|source| WriteError::Update { name, source })?;
+        self.remember(dt, &updated);
+        Ok(updated)
+    }
+
+    /// Patches `namespace/name` (empty namespace: cluster-scoped) and returns it as stored.
+    pub async fn patch<K, P>(
+        &self,
+        namespace: &str,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K, WriteError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+        P: Serialize + Debug,
+    {
+        self.patch_with(&(), namespace, name, params, patch).await
+    }
+
+    /// [`Client::patch`] for a type known at run time.
+    pub async fn patch_with<K: Object, P: Serialize + Debug>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: &str,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K, WriteError> {
+        let api = K::Scope::api::<K>(self.inner.kube.clone(), dt, namespace_opt(namespace));
+        self.count_write();
+        let patched = api
+            .patch(name, params, patch)
+            .await
+            .map_err(|source| WriteError::Patch {
+                name: name.to_owned(),
+                source,
+            })?;
+        self.remember(dt, &patched);
+        Ok(patched)
+    }
+
+    /// Patches the status of `obj` through the status subresource with the JSON merge patch
+    /// `{"status": status}` (spec and metadata untouched) and returns the object as stored.
+    pub async fn patch_status<K, S>(&self, obj: &K, status: &S) -> Result<K, WriteError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+        S: Serialize,
+    {
+        self.patch_status_with(&(), obj, status).await
+    }
+
+    /// [`Client::patch_status`] for a type known at run time.
+    pub async fn patch_status_with<K: Object, S: Serialize>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        status: &S,
+    ) -> Result<K, WriteError> {
+        let name = obj
+            .meta()
+            .name
+            .clone()
+            .ok_or(WriteError::ObjectWithoutName)?;
+        let status = serde_json::to_value(status).map_err(|source| WriteError::Serialize {
+            name: name.clone(),
+            source,
+        })?;
+        self.count_write();
+        let patched = self
+            .api_for(dt, obj)
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
+            .await
+            .map_err(|source| WriteError::PatchStatus { name, source })?;
+        self.remember(dt, &patched);
+        Ok(patched)
+    }
+
+    /// Replaces the status of `obj` through the status subresource (an update carrying its
+    /// `resourceVersion`: 409 if it is stale) and returns the object as stored.
+    pub async fn replace_status<K>(&self, obj: &K) -> Result<K, WriteError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+    {
+        let name = obj
+            .meta()
+            .name
+            .clone()
+            .ok_or(WriteError::ObjectWithoutName)?;
+        self.count_write();
+        let replaced = self
+            .api_for(&(), obj)
+            .replace_status(&name, &PostParams::default(), obj)
+            .await
+            .map_err(|source| WriteError::ReplaceStatus { name, source })?;
+        self.remember(&(), &replaced);
+        Ok(replaced)
+    }
+
+    /// Deletes `namespace/name` (empty namespace: cluster-scoped). Returns the object while its
+    /// deletion waits on finalizers, `None` once it is gone (absent already counts as gone).
+    pub async fn delete<K>(
+        &self,
+        namespace: &str,
+        name: &str,
+        params: &DeleteParams,
+    ) -> Result<Option<K>, WriteError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+    {
+        self.delete_with(&(), namespace, name, params).await
+    }
+
+    /// [`Client::delete`] for a type known at run time.
+    pub async fn delete_with<K: Object>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: &str,
+        name: &str,
+        params: &DeleteParams,
+    ) -> Result<Option<K>, WriteError> {
+        let ns = namespace_opt(namespace);
+        let api = K::Scope::api::<K>(self.inner.kube.clone(), dt, ns);
+        self.count_write();
+        let result = api.delete(name, params).await;
+        let track = TrackKey::new::<K>(dt, object_ref(ns, name));
+        match result {
+            Ok(either) => match either.left() {
+                Some(obj) => {
+                    self.remember(dt, &obj);
+                    Ok(Some(obj))
+                }
+                None => {
+                    self.inner.written.record_deleted(track);
+                    Ok(None)
+                }
+            },
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                self.inner.written.record_deleted(track);
+                Ok(None)
+            }
+            Err(source) => Err(WriteError::Delete {
+                name: name.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Server-side applies `obj` (with `apiVersion` and `kind`, and only the fields this manager
+    /// owns) as `field_manager` (`force` takes over fields of other managers) and returns the
+    /// object as stored.
+    pub async fn server_side_apply<K>(
+        &self,
+        obj: &K,
+        field_manager: &str,
+        force: bool,
+    ) -> Result<K, WriteError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+    {
+        let name = obj
+            .meta()
+            .name
+            .clone()
+            .ok_or(WriteError::ObjectWithoutName)?;
+        let mut params = PatchParams::apply(field_manager);
+        params.force = force;
+        self.count_write();
+        let applied = self
+            .api_for(&(), obj)
+            .patch(&name, &params, &Patch::Apply(obj))
+            .await
+            .map_err(|source| WriteError::ServerSideApply {
+                name,
+                field_manager: field_manager.to_owned(),
+                source,
+            })?;
+        self.remember(&(), &applied);
+        Ok(applied)
+    }
+
+    /// Creates or updates the object named by `default`'s `metadata.name` (and namespace), as
+    /// controller-runtime's `CreateOrUpdate`:
+    ///
+    /// - absent: `mutate` is applied to `default` and the result created
+    ///   ([`OperationResult::Created`]);
+    /// - present: `mutate` is applied to a copy of the current object, which is replaced (with
+    ///   the read `resourceVersion`) only if the mutation changed something
+    ///   ([`OperationResult::Updated`], else [`OperationResult::Unchanged`], no request).
+    ///
+    /// The current object is read as [`Client::get_opt`] reads (the cache when the type is
+    /// cached, with read-your-writes). If `mutate` fails, its error is returned as is and
+    /// nothing is written. A conflict (409 on replace, `AlreadyExists` on create) reads the
+    /// object again from the API server and runs `mutate` again, up to [`MAX_ATTEMPTS`] times:
+    /// `mutate` should set the desired state, not depend on how many times it ran, and must not
+    /// change the name or namespace. Returns what happened and the object as stored.
+    pub async fn create_or_update<K, F, E>(
+        &self,
+        default: K,
+        mutate: F,
+    ) -> Result<(OperationResult, K), E>
+    where
+        K: Object + Resource<DynamicType = ()>,
+        F: FnMut(&mut K) -> Result<(), E>,
+        E: From<WriteError>,
+    {
+        self.create_or_update_with(&(), default, mutate).await
+    }
+
+    /// [`Client::create_or_update`] for a type known at run time.
+    pub async fn create_or_update_with<K, F, E>(
+        &self,
+        dt: &K::DynamicType,
+        default: K,
+        mut mutate: F,
+    ) -> Result<(OperationResult, K), E>
+    where
+        K: Object,
+        F: FnMut(&mut K) -> Result<(), E>,
+        E: From<WriteError>,
+    {
+        let name = default
+            .meta()
+            .name
+            .clone()
+            .ok_or(WriteError::ObjectWithoutName)?;
+        let namespace = default.meta().namespace.clone();
+        let mut from_server = false;
+        let mut last_conflict = None;
+        for attempt in 1..=MAX_ATTEMPTS {
+            let current = self
+                .read_current::<K>(dt, namespace.as_deref(), &name, from_server)
+                .await?;
+            let Some(current) = current else {
+                match self.create_from(dt, &default, &mut mutate).await? {
+                    Some(created) => return Ok((OperationResult::Created, created)),
+                    None => {
+                        from_server = true;
+                        continue;
+                    }
+                }
+            };
+            let mut desired = (*current).clone();
+            mutate(&mut desired)?;
+            check_identity(&name, current.as_ref(), &desired)?;
+            if to_json(&name, current.as_ref())? == to_json(&name, &desired)? {
+                return Ok((OperationResult::Unchanged, (*current).clone()));
+            }
+            self.count_write();
+            match self
+                .api_for(dt, &desired)
+                .replace(&name, &PostParams::default(), &desired)
+                .await
+            {
+                Ok(updated) => {
+                    tracing::debug!(%name, "updated");
+                    self.remember(dt, &updated);
+                    return Ok((OperationResult::Updated, updated));
+                }
+                Err(err) if is_conflict(&err) => {
+                    tracing::debug!(%name, attempt, "conflict on update, reading from the server");
+                    from_server = true;
+                    last_conflict = Some(err);
+                }
+                Err(source) => return Err(WriteError::Update { name, source }.into()),
+            }
+        }
+        Err(conflict_error(&name, last_conflict).into())
+    }
+
+    /// Creates or patches the object named by `default`'s `metadata.name`, as
+    /// controller-runtime's `CreateOrPatch`: like [`Client::create_or_update`], but an existing
+    /// object is changed with a JSON merge patch of what the mutation changed (no
+    /// `resourceVersion` precondition). Status changes are ignored by the main endpoint of a
+    /// resource with a status subresource: write them with [`Client::patch_status`].
+    pub async fn create_or_patch<K, F, E>(
+        &self,
+        default: K,
+        mutate: F,
+    ) -> Result<(OperationResult, K), E>
+    where
+        K: Object + Resource<DynamicType = ()>,
+        F: FnMut(&mut K) -> Result<(), E>,
+        E: From<WriteError>,
+    {
+        self.create_or_patch_with(&(), default, mutate).await
+    }
+
+    /// [`Client::create_or_patch`] for a type known at run time.
+    pub async fn create_or_patch_with<K, F, E>(
+        &self,
+        dt: &K::DynamicType,
+        default: K,
+        mut mutate: F,
+    ) -> Result<(OperationResult, K), E>
+    where
+        K: Object,
+        F: FnMut(&mut K) -> Result<(), E>,
+        E: From<WriteError>,
+    {
+        let name = default
+            .meta()
+            .name
+            .clone()
+            .ok_or(WriteError::ObjectWithoutName)?;
+        let namespace = default.meta().namespace.clone();
+        let mut from_server = false;
+        for _ in 1..=MAX_ATTEMPTS {
+            let current = self
+                .read_current::<K>(dt, namespace.as_deref(), &name, from_server)
+                .await?;
+            let Some(current) = current else {
+                match self.create_from(dt, &default, &mut mutate).await? {
+                    Some(created) => return Ok((OperationResult::Created, created)),
+                    None => {
+                        from_server = true;
+                        continue;
+                    }
+                }
+            };
+            let mut desired = (*current).clone();
+            mutate(&mut desired)?;
+            check_identity(&name, current.as_ref(), &desired)?;
+            let Some(mut patch) = merge_patch_diff(
+                &to_json(&name, current.as_ref())?,
+                &to_json(&name, &desired)?,
+            ) else {
+                return Ok((OperationResult::Unchanged, (*current).clone()));
+            };
+            if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("resourceVersion");
+            }
+            let patched = self
+                .patch_with(
+                    dt,
+                    namespace.as_deref().unwrap_or_default(),
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await?;
+            tracing::debug!(%name, "patched");
+            return Ok((OperationResult::Updated, patched));
+        }
+        Err(conflict_error(&name, None).into())
+    }
+
+    async fn read_current<K: Object>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: Option<&str>,
+        name: &str,
+        from_server: bool,
+    ) -> Result<Option<Arc<K>>, WriteError> {
+        let read = if from_server {
+            self.read_from_server(dt, namespace, name).await
+        } else {
+            self.read(dt, namespace, name, true).await
+        };
+        read.map_err(|source| WriteError::Get {
+            name: name.to_owned(),
+            source,
+        })
+    }
+
+    /// Applies `mutate` to `default` and creates it; `Ok(None)` if it already exists (the cache
+    /// was behind, or another writer won the race).
+    async fn create_from<K, F, E>(
+        &self,
+        dt: &K::DynamicType,
+        default: &K,
+        mutate: &mut F,
+    ) -> Result<Option<K>, E>
+    where
+        K: Object,
+        F: FnMut(&mut K) -> Result<(), E>,
+        E: From<WriteError>,
+    {
+        let mut obj = default.clone();
+        let name = obj.meta().name.clone().unwrap_or_default();
+        mutate(&mut obj)?;
+        check_identity(&name, default, &obj)?;
+        self.count_write();
+        match self
+            .api_for(dt, &obj)
+            .create(&PostParams::default(), &obj)
+            .await
+        {
+            Ok(created) => {
+                tracing::debug!(%name, "created");
+                self.remember(dt, &created);
+                Ok(Some(created))
+            }
+            Err(err) if is_already_exists(&err) => {
+                tracing::debug!(%name, "already exists, reading from the server");
+                Ok(None)
+            }
+            Err(source) => Err(WriteError::Create { name, source }.into()),
+        }
+    }
+
+    /// Adds the finalizer `finalizer` to `obj` (a merge patch carrying its `resourceVersion`: 409
+    /// if it is stale) and returns the object as stored; no request if it is already there.
+    pub async fn add_finalizer<K>(&self, obj: &K, finalizer: &str) -> Result<K, FinalizerError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+    {
+        if has_finalizer(obj, finalizer) {
+            return Ok(obj.clone());
+        }
+        self.count_write();
+        let stored = finalizer::add_finalizer(&self.api_for(&(), obj), obj, finalizer).await?;
+        self.remember(&(), &stored);
+        Ok(stored)
+    }
+
+    /// Removes the finalizer `finalizer` from `obj` and returns the object as stored, or `None`
+    /// if that let a deleted object go; no request if it is absent.
+    pub async fn remove_finalizer<K>(
+        &self,
+        obj: &K,
+        finalizer: &str,
+    ) -> Result<Option<K>, FinalizerError>
+    where
+        K: Object + Resource<DynamicType = ()>,
+    {
+        if !has_finalizer(obj, finalizer) {
+            return Ok(Some(obj.clone()));
+        }
+        self.count_write();
+        let stored = finalizer::remove_finalizer(&self.api_for(&(), obj), obj, finalizer).await?;
+        match &stored {
+            Some(stored) => self.remember(&(), stored),
+            None => {
+                if let Some(key) = ObjectRef::from_object(obj) {
+                    self.inner
+                        .written
+                        .record_deleted(TrackKey::new::<K>(&(), key));
+                }
+            }
+        }
+        Ok(stored)
+    }
+
+    /// The finalizer flow of [`finalizer::finalize`] through this client (the finalizer
+    /// patches are counted and remembered like every write).
+    pub async fn finalize<K, F, Fut>(
+        &self,
+        obj: &K,
+        finalizer_name: &str,
+        reconcile: F,
+    ) -> ReconcileResult
+    where
+        K: Object + Resource<DynamicType = ()>,
+        F: FnOnce(finalizer::Event<K>) -> Fut,
+        Fut: Future<Output = ReconcileResult>,
+    {
+        let deleting = obj.meta().deletion_timestamp.is_some();
+        let present = has_finalizer(obj, finalizer_name);
+        let to_reconcile_error = |err: FinalizerError| match err {
+            FinalizerError::ObjectWithoutName { .. } => ReconcileError::terminal(err),
+            _ => ReconcileError::transient(err),
+        };
+        match (deleting, present) {
+            (false, true) => reconcile(finalizer::Event::Apply(obj.clone())).await,
+            (false, false) => {
+                let stored = self
+                    .add_finalizer(obj, finalizer_name)
+                    .await
+                    .map_err(to_reconcile_error)?;
+                reconcile(finalizer::Event::Apply(stored)).await
+            }
+            (true, true) => {
+                let action = reconcile(finalizer::Event::Cleanup(obj.clone())).await?;
+                self.remove_finalizer(obj, finalizer_name)
+                    .await
+                    .map_err(to_reconcile_error)?;
+                Ok(action)
+            }
+            (true, false) => Ok(crate::reconcile::Action::Done),
+        }
+    }
+}
+
+/// Fails if `mutate` changed the name or namespace of `before`.
+fn check_identity<K: Resource>(name: &str, before: &K, after: &K) -> Result<(), WriteError> {
+    if after.meta().name != before.meta().name || after.meta().namespace != before.meta().namespace
+    {
+        return Err(WriteError::MutateChangedIdentity {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
