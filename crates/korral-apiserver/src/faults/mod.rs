@@ -366,3 +366,93 @@ impl Faults {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn describe_get(uri: &str) -> Request {
+        describe(&Method::GET, &uri.parse::<Uri>().expect("uri"))
+    }
+
+    #[test]
+    fn requests_are_described_as_the_authorizer_sees_them() {
+        let r = describe_get("/apis/apps/v1/namespaces/team/deployments/web/status");
+        assert_eq!(
+            (
+                r.verb.as_str(),
+                r.group.as_str(),
+                r.resource.as_str(),
+                r.subresource.as_str(),
+                r.namespace.as_str(),
+                r.name.as_str()
+            ),
+            ("get", "apps", "deployments", "status", "team", "web")
+        );
+        let r = describe_get("/api/v1/pods?watch=true&resourceVersion=17");
+        assert_eq!(
+            (r.verb.as_str(), r.resume_from.as_deref()),
+            ("watch", Some("17"))
+        );
+        for fresh in [
+            "/api/v1/pods?watch=true",
+            "/api/v1/pods?watch=true&resourceVersion=0",
+            "/api/v1/pods?watch=true&resourceVersion=17&sendInitialEvents=true",
+            "/api/v1/pods?resourceVersion=17",
+        ] {
+            assert_eq!(describe_get(fresh).resume_from, None, "{fresh}");
+        }
+        assert!(!describe_get("/apis").resource_request);
+    }
+
+    #[test]
+    fn health_version_and_metrics_are_exempt() {
+        for path in [
+            "/healthz",
+            "/readyz/",
+            "/livez/ping",
+            "/version",
+            "/metrics",
+        ] {
+            assert!(exempt(path), "{path}");
+        }
+        for path in ["/api", "/apis/apps/v1", "/openapi/v2", "/"] {
+            assert!(!exempt(path), "{path}");
+        }
+    }
+
+    #[tokio::test]
+    async fn no_rules_proceed_untouched_and_set_replaces_atomically() {
+        let faults = Faults::new();
+        let uri: Uri = "/api/v1/namespaces/a/configmaps".parse().expect("uri");
+        assert!(matches!(
+            faults.before(&Method::GET, &uri, || 0).await,
+            Before::Proceed(Armed { close: None })
+        ));
+        faults
+            .set(FaultConfig::new().with_rule(FaultRule::error(503).named("down")))
+            .expect("set");
+        let Before::Respond(response) = faults.before(&Method::GET, &uri, || 0).await else {
+            panic!("answered");
+        };
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(faults.stats().injected("down"), 1);
+        assert!(
+            faults
+                .set(FaultConfig::new().with_rule(FaultRule::error(200)))
+                .is_err()
+        );
+        assert_eq!(
+            faults.config().rules.len(),
+            1,
+            "refused: the old rules stay"
+        );
+        faults.clear();
+        assert_eq!(faults.stats(), FaultStats::default());
+        assert!(
+            faults
+                .metrics_text()
+                .contains("rule=\"down\",action=\"error\",code=\"503\"} 1")
+        );
+    }
+}

@@ -68,10 +68,15 @@ pub struct Args {
     /// Do not simulate workloads (Deployments then get no Pods).
     #[arg(long)]
     no_simulation: bool,
+    /// Inject faults on purpose, from this YAML or JSON file (see the README's "Fault
+    /// injection"). A bad file stops the command at start.
+    #[arg(long, value_name = "FILE")]
+    faults: Option<PathBuf>,
 }
 
 /// Runs `korral up`.
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    let faults = crate::apiserver::load_faults(args.faults.as_deref())?;
     let storage = if args.in_memory {
         StorageMode::InMemory
     } else {
@@ -82,6 +87,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         port: args.port,
         kubeconfig: Some(args.kubeconfig.clone()),
         simulation: !args.no_simulation,
+        faults,
         ..ServerConfig::default()
     };
     let server = ApiServer::start(config)
