@@ -92,7 +92,7 @@ async fn bucket_server() -> Result<(String, tokio::task::JoinHandle<()>)> {
 
 /// Buckets `bucket-<i>`: even ones name the store's bucket, odd ones a missing bucket.
 fn expected(i: usize) -> (&'static str, bool, &'static str) {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         ("photos", true, "BucketAvailable")
     } else {
         ("missing", false, "BucketNotFound")
