@@ -319,6 +319,21 @@ async fn the_memory_of_writes_goes_once_the_cache_catches_up() -> Result<()> {
     ensure!(read.metadata.resource_version == rv);
     ensure!(client.remembered_writes() == 0);
     ensure!(delta(client.request_counts(), before).cache_reads == 1);
+
+    // Writes that are never read again are forgotten too, once the cache has them.
+    for i in 0..100 {
+        client
+            .create(&configmap(&format!("first-{i}"), &[], "x"))
+            .await?;
+    }
+    wait_cached(&client, 101).await?;
+    for i in 0..100 {
+        client
+            .create(&configmap(&format!("second-{i}"), &[], "x"))
+            .await?;
+    }
+    let remembered = client.remembered_writes();
+    ensure!(remembered <= 100, "{remembered} writes remembered");
     Ok(())
 }
 

@@ -5,8 +5,11 @@
 //! at least as new, the cache has caught up and the entry is dropped; when it is older (or the
 //! object is not in the cache yet), the read answers with the written object instead, so the
 //! reconcile never acts on a copy older than its own write. After a delete the object is read
-//! from the API server until it has left the cache. Entries also expire after [`TTL`], and at
-//! most [`MAX_ENTRIES`] are kept (the oldest go first).
+//! from the API server until it has left the cache. Entries also expire after [`TTL`], at most
+//! [`MAX_ENTRIES`] are kept (the oldest go first), and every so many writes the entries the cache
+//! has caught up with are dropped without waiting for a read, so memory stays bounded by the
+//! writes the cache has not seen yet. The remembered copy has no `managedFields`, as cached
+//! objects by default.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -15,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use kube::Resource;
 
+use crate::cache::{Cache, type_key};
 use crate::reconcile::ObjectRef;
 
 /// How long a written object is remembered at most (a watch is normally milliseconds behind).
@@ -42,12 +46,19 @@ pub(crate) fn kind_of<K: Resource>(dt: &K::DynamicType) -> String {
     format!("{}/{}", K::group(dt), K::kind(dt))
 }
 
+/// Whether the cache has caught up with an entry.
+type CaughtUp = Box<dyn Fn(&Cache) -> bool + Send + Sync>;
+
 struct Entry {
     /// `None` after a delete.
     resource_version: Option<String>,
     object: Option<Arc<dyn Any + Send + Sync>>,
     at: Instant,
+    caught_up: CaughtUp,
 }
+
+/// The fewest writes between two sweeps.
+const SWEEP_EVERY: usize = 64;
 
 /// What a cached read should answer.
 pub(crate) enum Verdict<K> {
@@ -71,15 +82,35 @@ fn caught_up(cached: &str, written: &str) -> bool {
     }
 }
 
+#[derive(Default)]
+struct State {
+    entries: HashMap<TrackKey, Entry>,
+    since_sweep: usize,
+}
+
 /// The objects written through one client (shared by its clones).
 #[derive(Default)]
 pub(crate) struct Written {
-    entries: Mutex<HashMap<TrackKey, Entry>>,
+    state: Mutex<State>,
 }
 
 impl Written {
-    fn insert(&self, key: TrackKey, entry: Entry) {
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn insert(&self, key: TrackKey, entry: Entry, cache: Option<&Cache>) {
+        let mut state = self.lock();
+        state.since_sweep += 1;
+        if let Some(cache) = cache
+            && state.since_sweep >= SWEEP_EVERY.max(state.entries.len() / 2)
+        {
+            state.since_sweep = 0;
+            state
+                .entries
+                .retain(|_, e| e.at.elapsed() < TTL && !(e.caught_up)(cache));
+        }
+        let entries = &mut state.entries;
         if entries.len() >= MAX_ENTRIES {
             entries.retain(|_, e| e.at.elapsed() < TTL);
         }
@@ -94,34 +125,66 @@ impl Written {
         entries.insert(key, entry);
     }
 
-    /// Remembers `obj`, just written.
+    /// Remembers `obj`, just written; `cache` is where reads of it come from.
     pub(crate) fn record<K: Resource + Clone + Send + Sync + 'static>(
         &self,
         dt: &K::DynamicType,
         obj: &K,
+        cache: Option<&Cache>,
     ) {
         let Some(object) = ObjectRef::from_object(obj) else {
             return;
         };
+        let mut copy = obj.clone();
+        copy.meta_mut().managed_fields = None;
+        let resource_version = obj.meta().resource_version.clone();
+        let caught_up: CaughtUp = match resource_version.clone() {
+            Some(written) => {
+                let (key, object) = (type_key::<K>(dt), object.clone());
+                Box::new(move |cache: &Cache| {
+                    cache
+                        .find::<K>(&key, object.namespace.as_deref())
+                        .and_then(|f| f.informer.get(&object))
+                        .and_then(|c| c.meta().resource_version.clone())
+                        .is_some_and(|cached| caught_up(&cached, &written))
+                })
+            }
+            None => Box::new(|_: &Cache| false),
+        };
         self.insert(
             TrackKey::new::<K>(dt, object),
             Entry {
-                resource_version: obj.meta().resource_version.clone(),
-                object: Some(Arc::new(obj.clone())),
+                resource_version,
+                object: Some(Arc::new(copy)),
                 at: Instant::now(),
+                caught_up,
             },
+            cache,
         );
     }
 
-    /// Remembers that the object `key` was deleted.
-    pub(crate) fn record_deleted(&self, key: TrackKey) {
+    /// Remembers that the object `object` of `K` was deleted.
+    pub(crate) fn record_deleted<K: Resource + Clone + Send + Sync + 'static>(
+        &self,
+        dt: &K::DynamicType,
+        object: ObjectRef,
+        cache: Option<&Cache>,
+    ) {
+        let (key, gone) = (type_key::<K>(dt), object.clone());
+        let caught_up: CaughtUp = Box::new(move |cache: &Cache| {
+            cache
+                .find::<K>(&key, gone.namespace.as_deref())
+                .is_some_and(|f| f.informer.get(&gone).is_none())
+        });
         self.insert(
-            key,
+            TrackKey::new::<K>(dt, object),
             Entry {
                 resource_version: None,
                 object: None,
                 at: Instant::now(),
+                caught_up,
             },
+            cache,
         );
     }
 
@@ -131,7 +194,8 @@ impl Written {
         key: &TrackKey,
         cached: Option<&K>,
     ) -> Verdict<K> {
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.lock();
+        let entries = &mut state.entries;
         let Some(entry) = entries.get(key) else {
             return Verdict::Cache;
         };
@@ -165,9 +229,8 @@ impl Written {
 
     /// The objects of `kind` (see [`kind_of`]) in `namespace` (`None`: all) with an entry.
     pub(crate) fn keys_of(&self, kind: &str, namespace: Option<&str>) -> Vec<TrackKey> {
-        self.entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.lock()
+            .entries
             .keys()
             .filter(|k| k.kind == kind)
             .filter(|k| namespace.is_none_or(|ns| k.object.namespace.as_deref() == Some(ns)))
@@ -182,10 +245,7 @@ impl Written {
 
     /// How many objects are remembered.
     pub(crate) fn len(&self) -> usize {
-        self.entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.lock().entries.len()
     }
 }
 
@@ -215,7 +275,7 @@ mod tests {
             written.check::<ConfigMap>(&key, None),
             Verdict::Cache
         ));
-        written.record(&(), &cm("10"));
+        written.record(&(), &cm("10"), None);
         // Not cached yet, or cached older: the written object.
         assert!(
             matches!(written.check::<ConfigMap>(&key, None), Verdict::Written(o) if o.metadata.resource_version.as_deref() == Some("10"))
@@ -237,7 +297,7 @@ mod tests {
     fn a_deleted_object_is_read_from_the_server_until_it_leaves_the_cache() {
         let written = Written::default();
         let key = TrackKey::new::<ConfigMap>(&(), ObjectRef::namespaced("ns", "a"));
-        written.record_deleted(key.clone());
+        written.record_deleted::<ConfigMap>(&(), ObjectRef::namespaced("ns", "a"), None);
         assert!(matches!(
             written.check(&key, Some(&cm("3"))),
             Verdict::Server
@@ -255,7 +315,7 @@ mod tests {
         for i in 0..MAX_ENTRIES + 10 {
             let mut obj = cm("1");
             obj.metadata.name = Some(format!("cm-{i}"));
-            written.record(&(), &obj);
+            written.record(&(), &obj, None);
         }
         assert_eq!(written.len(), MAX_ENTRIES);
     }
