@@ -580,3 +580,65 @@ async fn a_bad_server_config_is_refused_at_start() {
         "fault configuration: rules[0].nth: must be a positive integer, got 0"
     );
 }
+
+#[tokio::test]
+async fn kube_runtime_watcher_gets_every_object_through_closed_and_expired_watches() {
+    use kube::runtime::{WatchStreamExt, watcher};
+    let env = env_with(
+        FaultConfig::new()
+            .with_rule(
+                FaultRule::expire_watch_resume()
+                    .resources(["configmaps"])
+                    .nth(1),
+            )
+            .with_rule(
+                FaultRule::close_watch_after_events(2)
+                    .resources(["configmaps"])
+                    .named("close"),
+            ),
+    )
+    .await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut objects = watcher(api.clone(), watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    let follower = tokio::spawn(async move {
+        while let Some(item) = objects.next().await {
+            let item = item
+                .map(|cm| cm.metadata.name.unwrap_or_default())
+                .map_err(|e| e.to_string());
+            if tx.send(item).is_err() {
+                return;
+            }
+        }
+    });
+    let next = async |rx: &mut tokio::sync::mpsc::UnboundedReceiver<Result<String, String>>| {
+        tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .expect("watcher item in time")
+            .expect("watcher running")
+    };
+    // The first watch resumes from the list's resourceVersion and is expired: the watcher
+    // reports it, relists and watches again.
+    let error = next(&mut rx).await.expect_err("the 410 first");
+    assert!(error.contains("too old resource version"), "{error}");
+    let deadline = Instant::now() + WAIT;
+    while env.faults().stats().rule("close").map(|r| r.matched) < Some(2) {
+        assert!(Instant::now() < deadline, "no second watch");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Every object arrives although each watch ends after two events.
+    for i in 0..6 {
+        let name = format!("w{i}");
+        api.create(&PostParams::default(), &cm(&name))
+            .await
+            .expect("create");
+        assert_eq!(next(&mut rx).await, Ok(name));
+    }
+    follower.abort();
+    let stats = env.faults().stats();
+    assert_eq!(stats.by_action("expire_watch"), 1, "{stats:?}");
+    assert!(stats.by_action("close_watch") >= 2, "{stats:?}");
+}
