@@ -486,6 +486,17 @@ impl Cache {
         CacheList::new(self.clone(), type_key::<DynamicObject>(resource))
     }
 
+    /// Whether an informer of the type with key `key` was started, whatever its scope and
+    /// whether it has synced.
+    pub(crate) fn has_type(&self, key: &str) -> bool {
+        self.inner
+            .informers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .any(|k| k.gvk == key)
+    }
+
     /// The running, synced informer of the type with key `key` whose scope covers `namespace`
     /// (`None`: all namespaces), if any. Never starts one.
     pub(crate) fn find<K>(&self, key: &str, namespace: Option<&str>) -> Option<Found<K>>

@@ -8,7 +8,8 @@
 //! from the API server until it has left the cache. Entries also expire after [`TTL`], at most
 //! [`MAX_ENTRIES`] are kept (the oldest go first), and every so many writes the entries the cache
 //! has caught up with are dropped without waiting for a read, so memory stays bounded by the
-//! writes the cache has not seen yet. The remembered copy has no `managedFields`, as cached
+//! writes the cache has not seen yet. Writes of types without an informer are not remembered
+//! (their reads go to the server). The remembered copy has no `managedFields`, as cached
 //! objects by default.
 
 use std::any::Any;
@@ -135,6 +136,11 @@ impl Written {
         let Some(object) = ObjectRef::from_object(obj) else {
             return;
         };
+        // Reads of a type without an informer go to the server; an informer started later
+        // lists after this write.
+        if cache.is_some_and(|c| !c.has_type(&type_key::<K>(dt))) {
+            return;
+        }
         let mut copy = obj.clone();
         copy.meta_mut().managed_fields = None;
         let resource_version = obj.meta().resource_version.clone();
@@ -171,6 +177,9 @@ impl Written {
         cache: Option<&Cache>,
     ) {
         let (key, gone) = (type_key::<K>(dt), object.clone());
+        if cache.is_some_and(|c| !c.has_type(&key)) {
+            return;
+        }
         let caught_up: CaughtUp = Box::new(move |cache: &Cache| {
             cache
                 .find::<K>(&key, gone.namespace.as_deref())
