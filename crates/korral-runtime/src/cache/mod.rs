@@ -12,7 +12,10 @@
 //!   together with label and field selectors);
 //! - answers reads from memory: [`Informer::get`], [`Informer::list`],
 //!   [`Informer::list_by_label`] and [`Informer::list_owned_by`] (an ownerReferences index kept
-//!   up to date incrementally);
+//!   up to date incrementally), and typed queries across informers with [`Cache::list`]
+//!   (`cache.list::<Pod>().namespace(ns).labels(l).owned_by(&o).items()`, see [`CacheList`]);
+//! - caches unstructured objects ([`Cache::dynamic_informer`]) and metadata only (an informer of
+//!   [`PartialObjectMeta<K>`](kube::core::PartialObjectMeta), kept apart from `K`'s);
 //! - broadcasts [`CacheEvent`]s with the new and the previous object ([`Informer::subscribe`]).
 //!
 //! Everything stops on [`Cache::shutdown`], on the shutdown future given to

@@ -52,7 +52,7 @@
 //! default.metadata.namespace = Some("default".into());
 //! let (_result, _stored) = client
 //!     .create_or_update(default, |d: &mut Deployment| -> Result<(), ReconcileError> {
-//!         d.spec.get_or_insert_default().replicas = Some(pods.len() as i32 + 1);
+//!         d.spec.replicas = Some(i32::try_from(pods.len()).unwrap_or(i32::MAX) + 1);
 //!         Ok(())
 //!     })
 //!     .await?;
