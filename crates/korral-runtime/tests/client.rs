@@ -502,3 +502,51 @@ async fn dynamic_objects_cached_and_uncached() -> Result<()> {
     ensure!(delta(client.request_counts(), before).reads == 1);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_conflict_on_a_stale_cached_copy_rereads_from_the_server() -> Result<()> {
+    let env = TestEnv::start().await?;
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), NS);
+    api.create(&PostParams::default(), &configmap("c", &[], "0"))
+        .await?;
+    let client = frozen_client(&env).await?;
+    // Another writer changes it: the cached copy is now stale and unknown to the client.
+    let mut theirs = api.get("c").await?;
+    theirs
+        .data
+        .get_or_insert_with(BTreeMap::new)
+        .insert("other".into(), "x".into());
+    api.replace("c", &PostParams::default(), &theirs).await?;
+
+    let before = client.request_counts();
+    let (result, stored) = client
+        .create_or_update(configmap("c", &[], "0"), set("mine"))
+        .await?;
+    ensure!(result == OperationResult::Updated);
+    let data = stored.data.unwrap_or_default();
+    ensure!(data.get("k").map(String::as_str) == Some("mine"));
+    ensure!(
+        data.get("other").map(String::as_str) == Some("x"),
+        "the other writer's change is kept"
+    );
+    let used = delta(client.request_counts(), before);
+    ensure!(
+        used.writes == 2 && used.reads == 1,
+        "a 409, one read from the server, the write again: {used:?}"
+    );
+
+    // create_or_patch sends only the difference, and nothing when there is none.
+    let before = client.request_counts();
+    let (patched, _) = client
+        .create_or_patch(configmap("c", &[], "0"), set("patched"))
+        .await?;
+    let (unchanged, _) = client
+        .create_or_patch(configmap("c", &[], "0"), set("patched"))
+        .await?;
+    ensure!(patched == OperationResult::Updated && unchanged == OperationResult::Unchanged);
+    ensure!(delta(client.request_counts(), before).writes == 1);
+    let stored = api.get("c").await?.data.unwrap_or_default();
+    ensure!(stored.get("k").map(String::as_str) == Some("patched"));
+    ensure!(stored.get("other").map(String::as_str) == Some("x"));
+    Ok(())
+}
