@@ -244,7 +244,10 @@ fn multigroup_and_cluster_scoped_apis() {
     files = files
         .split("=== ")
         .filter(|s| {
-            s.starts_with("src/") || s.starts_with("PROJECT") || s.starts_with("config/samples")
+            s.starts_with("src/")
+                || s.starts_with("tests/")
+                || s.starts_with("PROJECT")
+                || s.starts_with("config/samples")
         })
         .map(|s| format!("=== {s}"))
         .collect();
