@@ -28,6 +28,15 @@ pub struct OperatorArgs {
     /// The namespace of the leader election Lease (default: the pod's namespace, else `default`).
     #[arg(long, env = "POD_NAMESPACE")]
     pub leader_election_namespace: Option<String>,
+    /// How long a leader's Lease lasts without renewal before a standby may take it over.
+    #[arg(long, default_value = "15", value_name = "SECONDS", value_parser = seconds)]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the leader keeps retrying to renew before it gives leadership up.
+    #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = seconds)]
+    pub leader_elect_renew_deadline: Duration,
+    /// How often candidates try to acquire, and the leader to renew, the Lease.
+    #[arg(long, default_value = "2", value_name = "SECONDS", value_parser = seconds)]
+    pub leader_elect_retry_period: Duration,
     /// Watch only this namespace (default: all namespaces).
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub namespace: Option<String>,
@@ -124,10 +133,12 @@ impl OperatorArgs {
                 .leader_election_namespace
                 .or_else(in_cluster_namespace)
                 .unwrap_or_else(|| "default".to_owned());
-            builder = builder.leader_election(LeaderElectionConfig::new(
-                info.leader_election_id.clone(),
-                namespace,
-            ));
+            builder = builder.leader_election(
+                LeaderElectionConfig::new(info.leader_election_id.clone(), namespace)
+                    .with_lease_duration(self.leader_elect_lease_duration)
+                    .with_renew_deadline(self.leader_elect_renew_deadline)
+                    .with_retry_period(self.leader_elect_retry_period),
+            );
         }
         let mut manager = builder.build().map_err(OperatorError::Manager)?;
         setup(&mut manager, scope).map_err(OperatorError::Setup)?;
@@ -148,6 +159,14 @@ fn crds_yaml(crds: &[CustomResourceDefinition]) -> Result<String, OperatorError>
         out.push_str(&serde_yaml_ng::to_string(crd).map_err(OperatorError::SerializeCrd)?);
     }
     Ok(out)
+}
+
+/// A duration flag in seconds (fractions allowed: `0.5`).
+fn seconds(value: &str) -> Result<Duration, String> {
+    let seconds: f64 = value
+        .parse()
+        .map_err(|e| format!("{value:?} is not a number of seconds: {e}"))?;
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{value:?}: {e}"))
 }
 
 /// The namespace this process runs in, when in a pod.
@@ -183,6 +202,49 @@ mod tests {
         assert!(matches!(cli.operator.scope(), Scope::Namespace(ns) if ns == "team-a"));
         let cli = Cli::try_parse_from(["op", "--namespace", ""]).expect("parse");
         assert!(matches!(cli.operator.scope(), Scope::All));
+    }
+
+    #[test]
+    fn leader_election_timings_in_seconds() {
+        let cli = Cli::try_parse_from(["op"]).expect("parse");
+        assert_eq!(
+            cli.operator.leader_elect_lease_duration,
+            Duration::from_secs(15)
+        );
+        assert_eq!(
+            cli.operator.leader_elect_renew_deadline,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            cli.operator.leader_elect_retry_period,
+            Duration::from_secs(2)
+        );
+        let cli = Cli::try_parse_from([
+            "op",
+            "--leader-elect-lease-duration",
+            "3",
+            "--leader-elect-renew-deadline",
+            "2",
+            "--leader-elect-retry-period",
+            "0.25",
+        ])
+        .expect("parse");
+        assert_eq!(
+            cli.operator.leader_elect_lease_duration,
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            cli.operator.leader_elect_renew_deadline,
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            cli.operator.leader_elect_retry_period,
+            Duration::from_millis(250)
+        );
+        for bad in ["-1", "soon", "NaN"] {
+            let parsed = Cli::try_parse_from(["op", "--leader-elect-retry-period", bad]);
+            assert!(parsed.is_err(), "{bad} accepted");
+        }
     }
 
     #[test]
