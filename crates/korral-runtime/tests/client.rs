@@ -550,3 +550,30 @@ async fn a_conflict_on_a_stale_cached_copy_rereads_from_the_server() -> Result<(
     ensure!(stored.get("other").map(String::as_str) == Some("x"));
     Ok(())
 }
+
+#[tokio::test]
+async fn requests_are_served_as_metrics() -> Result<()> {
+    let env = TestEnv::start().await?;
+    let registry = korral_runtime::metrics::Registry::new();
+    let kube = env.client();
+    let client = Client::with_metrics(kube.clone(), Cache::new(kube.clone()), &registry)?;
+    ensure!(
+        Client::with_metrics(kube.clone(), Cache::new(kube), &registry).is_err(),
+        "one cached client per registry"
+    );
+    client.cache_type::<ConfigMap>(Scope::namespace(NS))?;
+    client.shared_cache().wait_for_sync().await?;
+    client.get_opt::<Secret>(NS, "none").await?;
+    client.get_opt::<ConfigMap>(NS, "none").await?;
+    client.create(&configmap("m", &[], "0")).await?;
+    let text = registry.encode_text();
+    for line in [
+        r#"korral_client_requests_total{verb="get"} 1"#,
+        r#"korral_client_requests_total{verb="create"} 1"#,
+        r#"korral_client_requests_total{verb="list"} 0"#,
+        r#"korral_client_cache_reads_total{verb="get"} 1"#,
+    ] {
+        ensure!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
+    }
+    Ok(())
+}

@@ -11,7 +11,7 @@ use kube::api::ListParams;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{ApiScope, Client, ClientError};
+use super::{ApiScope, Client, ClientError, Verb};
 use crate::cache::{FieldSelector, Filter, IntoSelector};
 
 /// A list query of the cached client, from [`Client::list`]: set what to match, then `.await`
@@ -118,7 +118,7 @@ where
             &self.dt,
             self.filter.namespace.as_deref(),
         );
-        self.client.count_read();
+        self.client.count(Verb::List);
         let listed = api
             .list(&params)
             .await

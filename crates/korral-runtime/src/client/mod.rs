@@ -86,6 +86,7 @@ use crate::helpers::write::{
     MAX_ATTEMPTS, OperationResult, WriteError, conflict_error, is_already_exists, is_conflict,
     merge_patch_diff, to_json,
 };
+use crate::metrics::{Counter, CounterVec, RegisterError, Registry};
 use crate::reconcile::{ObjectRef, ReconcileError, ReconcileResult};
 use written::{TrackKey, Verdict, Written, kind_of};
 
@@ -197,6 +198,82 @@ impl RequestCounts {
     }
 }
 
+/// What a request does, as the `verb` label of the client's metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verb {
+    Get,
+    List,
+    Create,
+    Update,
+    Patch,
+    Delete,
+    Apply,
+}
+
+impl Verb {
+    const ALL: [Self; 7] = [
+        Self::Get,
+        Self::List,
+        Self::Create,
+        Self::Update,
+        Self::Patch,
+        Self::Delete,
+        Self::Apply,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Get => "get",
+            Self::List => "list",
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Patch => "patch",
+            Self::Delete => "delete",
+            Self::Apply => "apply",
+        }
+    }
+
+    fn is_read(self) -> bool {
+        matches!(self, Self::Get | Self::List)
+    }
+}
+
+/// The name of the counter of requests the cached client sent, by `verb`.
+pub const REQUESTS_METRIC: &str = "korral_client_requests_total";
+/// The name of the counter of reads the cache answered, by `verb` (`get`, `list`).
+pub const CACHE_READS_METRIC: &str = "korral_client_cache_reads_total";
+
+/// The client's series, one per verb (indexed by `Verb as usize`).
+struct Metrics {
+    requests: Vec<Counter>,
+    cache_reads: Vec<Counter>,
+}
+
+impl Metrics {
+    fn register(registry: &Registry) -> Result<Self, RegisterError> {
+        let requests = registry.counter_vec(
+            REQUESTS_METRIC,
+            "Requests the cached client sent to the API server, by verb.",
+            &["verb"],
+        )?;
+        let cache_reads = registry.counter_vec(
+            CACHE_READS_METRIC,
+            "Reads of the cached client answered from the cache (no request), by verb.",
+            &["verb"],
+        )?;
+        let series = |vec: &CounterVec| -> Vec<Counter> {
+            Verb::ALL
+                .iter()
+                .map(|v| vec.with_label_values(&[v.label()]).unwrap_or_default())
+                .collect()
+        };
+        Ok(Self {
+            requests: series(&requests),
+            cache_reads: series(&cache_reads),
+        })
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     reads: AtomicU64,
@@ -208,6 +285,7 @@ struct Inner {
     kube: kube::Client,
     cache: Cache,
     counters: Counters,
+    metrics: Option<Metrics>,
     written: Written,
 }
 
@@ -241,11 +319,29 @@ impl Client {
     /// A client writing through `kube` and reading from `cache` (which should read through the
     /// same cluster).
     pub fn new(kube: kube::Client, cache: Cache) -> Self {
+        Self::build(kube, cache, None)
+    }
+
+    /// [`Client::new`], also counting requests in `registry` as
+    /// `korral_client_requests_total{verb}` ([`REQUESTS_METRIC`]) and cache reads as
+    /// `korral_client_cache_reads_total{verb}` ([`CACHE_READS_METRIC`]). Fails if those
+    /// names are registered already (one cached client per registry).
+    pub fn with_metrics(
+        kube: kube::Client,
+        cache: Cache,
+        registry: &Registry,
+    ) -> Result<Self, RegisterError> {
+        let metrics = Metrics::register(registry)?;
+        Ok(Self::build(kube, cache, Some(metrics)))
+    }
+
+    fn build(kube: kube::Client, cache: Cache, metrics: Option<Metrics>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 kube,
                 cache,
                 counters: Counters::default(),
+                metrics,
                 written: Written::default(),
             }),
         }
@@ -279,19 +375,25 @@ impl Client {
         self.inner.written.len()
     }
 
-    pub(crate) fn count_read(&self) {
-        self.inner.counters.reads.fetch_add(1, Ordering::Relaxed);
+    /// Counts a request to the API server.
+    pub(crate) fn count(&self, verb: Verb) {
+        let c = &self.inner.counters;
+        let total = if verb.is_read() { &c.reads } else { &c.writes };
+        total.fetch_add(1, Ordering::Relaxed);
+        if let Some(metrics) = &self.inner.metrics {
+            metrics.requests[verb as usize].inc();
+        }
     }
 
-    fn count_write(&self) {
-        self.inner.counters.writes.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn count_cache_read(&self) {
+    /// Counts a read answered from the cache.
+    fn count_cached(&self, verb: Verb) {
         self.inner
             .counters
             .cache_reads
             .fetch_add(1, Ordering::Relaxed);
+        if let Some(metrics) = &self.inner.metrics {
+            metrics.cache_reads[verb as usize].inc();
+        }
     }
 
     /// Caches the namespaced type `K` on `scope` from now on (starting or sharing its informer),
@@ -436,11 +538,11 @@ impl Client {
             let track = TrackKey::new::<K>(dt, key);
             match self.inner.written.check::<K>(&track, cached.as_deref()) {
                 Verdict::Cache if cached.is_some() || !found.restricted => {
-                    self.count_cache_read();
+                    self.count_cached(Verb::Get);
                     return Ok(cached);
                 }
                 Verdict::Written(obj) => {
-                    self.count_cache_read();
+                    self.count_cached(Verb::Get);
                     return Ok(Some(obj));
                 }
                 Verdict::Cache | Verdict::Server => {}
@@ -456,7 +558,7 @@ impl Client {
         name: &str,
     ) -> Result<Option<Arc<K>>, kube::Error> {
         let api = K::Scope::api::<K>(self.inner.kube.clone(), dt, namespace);
-        self.count_read();
+        self.count(Verb::Get);
         Ok(api.get_opt(name).await?.map(Arc::new))
     }
 
@@ -488,7 +590,7 @@ impl Client {
                 }
             }
         }
-        self.count_cache_read();
+        self.count_cached(Verb::List);
         Some(items)
     }
 
@@ -520,7 +622,7 @@ impl Client {
             .clone()
             .or_else(|| obj.meta().generate_name.clone())
             .unwrap_or_default();
-        self.count_write();
+        self.count(Verb::Create);
         let created = self
             .api_for(dt, obj)
             .create(&PostParams::default(), obj)
@@ -550,7 +652,7 @@ impl Client {
             .name
             .clone()
             .ok_or(WriteError::ObjectWithoutName)?;
-        self.count_write();
+        self.count(Verb::Update);
         let updated = self
             .api_for(dt, obj)
             .replace(&name, &PostParams::default(), obj)
@@ -585,7 +687,7 @@ impl Client {
         patch: &Patch<P>,
     ) -> Result<K, WriteError> {
         let api = K::Scope::api::<K>(self.inner.kube.clone(), dt, namespace_opt(namespace));
-        self.count_write();
+        self.count(Verb::Patch);
         let patched = api
             .patch(name, params, patch)
             .await
@@ -623,7 +725,7 @@ impl Client {
             name: name.clone(),
             source,
         })?;
-        self.count_write();
+        self.count(Verb::Patch);
         let patched = self
             .api_for(dt, obj)
             .patch_status(
@@ -648,7 +750,7 @@ impl Client {
             .name
             .clone()
             .ok_or(WriteError::ObjectWithoutName)?;
-        self.count_write();
+        self.count(Verb::Update);
         let replaced = self
             .api_for(&(), obj)
             .replace_status(&name, &PostParams::default(), obj)
@@ -682,7 +784,7 @@ impl Client {
     ) -> Result<Option<K>, WriteError> {
         let ns = namespace_opt(namespace);
         let api = K::Scope::api::<K>(self.inner.kube.clone(), dt, ns);
-        self.count_write();
+        self.count(Verb::Delete);
         let result = api.delete(name, params).await;
         let forget = || {
             self.inner.written.record_deleted::<K>(
@@ -732,7 +834,7 @@ impl Client {
             .ok_or(WriteError::ObjectWithoutName)?;
         let mut params = PatchParams::apply(field_manager);
         params.force = force;
-        self.count_write();
+        self.count(Verb::Apply);
         let applied = self
             .api_for(&(), obj)
             .patch(&name, &params, &Patch::Apply(obj))
@@ -813,7 +915,7 @@ impl Client {
             if to_json(&name, current.as_ref())? == to_json(&name, &desired)? {
                 return Ok((OperationResult::Unchanged, (*current).clone()));
             }
-            self.count_write();
+            self.count(Verb::Update);
             match self
                 .api_for(dt, &desired)
                 .replace(&name, &PostParams::default(), &desired)
@@ -947,7 +1049,7 @@ impl Client {
         let name = obj.meta().name.clone().unwrap_or_default();
         mutate(&mut obj)?;
         check_identity(&name, default, &obj)?;
-        self.count_write();
+        self.count(Verb::Create);
         match self
             .api_for(dt, &obj)
             .create(&PostParams::default(), &obj)
@@ -975,7 +1077,7 @@ impl Client {
         if has_finalizer(obj, finalizer) {
             return Ok(obj.clone());
         }
-        self.count_write();
+        self.count(Verb::Patch);
         let stored = finalizer::add_finalizer(&self.api_for(&(), obj), obj, finalizer).await?;
         self.remember(&(), &stored);
         Ok(stored)
@@ -994,7 +1096,7 @@ impl Client {
         if !has_finalizer(obj, finalizer) {
             return Ok(Some(obj.clone()));
         }
-        self.count_write();
+        self.count(Verb::Patch);
         let stored = finalizer::remove_finalizer(&self.api_for(&(), obj), obj, finalizer).await?;
         match &stored {
             Some(stored) => self.remember(&(), stored),

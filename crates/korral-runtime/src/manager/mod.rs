@@ -230,11 +230,21 @@ impl ManagerBuilder {
                 }
             })
             .map_err(ManagerError::AddReadyCheck)?;
+        let registry = self.registry.unwrap_or_else(|| Registry::global().clone());
+        let cached_client =
+            match CachedClient::with_metrics(self.client.clone(), cache.clone(), &registry) {
+                Ok(client) => client,
+                Err(err) => {
+                    // Another manager registered them in this registry: count without them.
+                    info!(error = %err, "the cached client's metrics are not registered");
+                    CachedClient::new(self.client.clone(), cache.clone())
+                }
+            };
         Ok(Manager {
-            cached_client: CachedClient::new(self.client.clone(), cache.clone()),
+            cached_client,
             client: self.client,
             cache,
-            registry: self.registry.unwrap_or_else(|| Registry::global().clone()),
+            registry,
             health,
             caches_synced: synced,
             metrics_addr: self.metrics_addr,
@@ -310,7 +320,9 @@ impl Manager {
 
     /// The client to hand to reconcilers: reads from the shared cache where the type is cached,
     /// writes to the API server (see [`crate::client`]). Its clones share one count of the
-    /// requests sent ([`CachedClient::request_counts`]).
+    /// requests sent ([`CachedClient::request_counts`]), also served as the metrics
+    /// `korral_client_requests_total{verb}` and `korral_client_cache_reads_total{verb}` of the
+    /// manager's registry (unless another manager registered them there first).
     pub fn cached_client(&self) -> &CachedClient {
         &self.cached_client
     }
