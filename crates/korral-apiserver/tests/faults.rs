@@ -550,6 +550,10 @@ async fn stats_and_metrics_count_what_was_injected() {
         ),
         "{text}"
     );
+    assert!(
+        text.contains("korral_apiserver_fault_matched_requests_total{rule=\"throttle\"} 5\n"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -35,7 +35,6 @@ mod rng;
 mod stats;
 mod watch;
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
@@ -66,7 +65,7 @@ struct Inner {
     /// The active rules; `None` when there are none (the fast path).
     plan: RwLock<Option<Arc<Plan>>>,
     /// Counts of replaced configurations, so `/metrics` counters never go down.
-    retired: Mutex<BTreeMap<stats::SeriesKey, u64>>,
+    retired: Mutex<stats::Totals>,
 }
 
 impl fmt::Debug for Faults {
@@ -101,10 +100,6 @@ impl Armed {
             _ => response,
         }
     }
-}
-
-fn series(rule: &Rule) -> stats::SeriesKey {
-    (rule.label.clone(), rule.action.label(), rule.action.code())
 }
 
 /// Paths that are never faulted.
@@ -265,7 +260,7 @@ impl Faults {
         if let Some(old) = old {
             let mut retired = self.inner.retired.lock().unwrap_or_else(|e| e.into_inner());
             for rule in &old.rules {
-                *retired.entry(series(rule)).or_default() += rule.injected.load(Ordering::Relaxed);
+                retired.add(rule);
             }
         }
         tracing::info!(rules = config.rules.len(), "fault injection rules set");
@@ -309,7 +304,8 @@ impl Faults {
         }
     }
 
-    /// `korral_apiserver_injected_faults_total` in Prometheus text format (totals since start).
+    /// `korral_apiserver_injected_faults_total` and `korral_apiserver_fault_matched_requests_total`
+    /// in Prometheus text format (totals since start, across [`Faults::set`]).
     pub fn metrics_text(&self) -> String {
         let mut totals = self
             .inner
@@ -319,10 +315,10 @@ impl Faults {
             .clone();
         if let Some(plan) = self.current() {
             for rule in &plan.rules {
-                *totals.entry(series(rule)).or_default() += rule.injected.load(Ordering::Relaxed);
+                totals.add(rule);
             }
         }
-        stats::render(&totals)
+        totals.render()
     }
 
     /// Applies the rules to a request about to be handled: sleeps the injected latency, and

@@ -2,6 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use super::plan::Rule;
 
 /// Counts of one rule of the current configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,29 +57,59 @@ impl FaultStats {
 /// The labels of one `korral_apiserver_injected_faults_total` series.
 pub type SeriesKey = (String, &'static str, Option<u16>);
 
+/// Counter totals for `/metrics`, kept across configuration changes.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    /// Faults injected, by rule, action and code.
+    pub injected: BTreeMap<SeriesKey, u64>,
+    /// Requests matched, by rule.
+    pub matched: BTreeMap<String, u64>,
+}
+
+impl Totals {
+    /// Adds a rule's counters.
+    pub fn add(&mut self, rule: &Rule) {
+        let key = (rule.label.clone(), rule.action.label(), rule.action.code());
+        *self.injected.entry(key).or_default() += rule.injected.load(Ordering::Relaxed);
+        *self.matched.entry(rule.label.clone()).or_default() +=
+            rule.matched.load(Ordering::Relaxed);
+    }
+
+    /// Renders the counters as Prometheus text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        out.push_str(
+            "# HELP korral_apiserver_injected_faults_total Faults injected on purpose, by rule, action and code.\n",
+        );
+        out.push_str("# TYPE korral_apiserver_injected_faults_total counter\n");
+        for ((rule, action, code), value) in &self.injected {
+            let code = code.map(|c| c.to_string()).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "korral_apiserver_injected_faults_total{{rule=\"{}\",action=\"{action}\",code=\"{code}\"}} {value}",
+                escape(rule)
+            );
+        }
+        out.push_str(
+            "# HELP korral_apiserver_fault_matched_requests_total Requests a fault rule matched, whether it fired or not.\n",
+        );
+        out.push_str("# TYPE korral_apiserver_fault_matched_requests_total counter\n");
+        for (rule, value) in &self.matched {
+            let _ = writeln!(
+                out,
+                "korral_apiserver_fault_matched_requests_total{{rule=\"{}\"}} {value}",
+                escape(rule)
+            );
+        }
+        out
+    }
+}
+
 fn escape(value: &str) -> String {
     value
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
-}
-
-/// Renders the injection counters as Prometheus text.
-pub fn render(series: &BTreeMap<SeriesKey, u64>) -> String {
-    let mut out = String::new();
-    out.push_str(
-        "# HELP korral_apiserver_injected_faults_total Faults injected on purpose, by rule, action and code.\n",
-    );
-    out.push_str("# TYPE korral_apiserver_injected_faults_total counter\n");
-    for ((rule, action, code), value) in series {
-        let code = code.map(|c| c.to_string()).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "korral_apiserver_injected_faults_total{{rule=\"{}\",action=\"{action}\",code=\"{code}\"}} {value}",
-            escape(rule)
-        );
-    }
-    out
 }
 
 #[cfg(test)]
@@ -108,15 +141,21 @@ mod tests {
             (6, 2, 4)
         );
         assert_eq!(stats.injected("missing"), 0);
-        let mut series = BTreeMap::new();
-        series.insert(("a\"b".to_string(), "error", Some(429)), 2);
-        series.insert(("0".to_string(), "latency", None), 4);
-        let text = render(&series);
+        let mut totals = Totals::default();
+        totals
+            .injected
+            .insert(("a\"b".to_string(), "error", Some(429)), 2);
+        totals
+            .injected
+            .insert(("0".to_string(), "latency", None), 4);
+        totals.matched.insert("0".to_string(), 9);
+        let text = totals.render();
         assert!(text.contains(
             "korral_apiserver_injected_faults_total{rule=\"0\",action=\"latency\",code=\"\"} 4\n"
         ));
         assert!(text.contains(
             "korral_apiserver_injected_faults_total{rule=\"a\\\"b\",action=\"error\",code=\"429\"} 2\n"
         ));
+        assert!(text.contains("korral_apiserver_fault_matched_requests_total{rule=\"0\"} 9\n"));
     }
 }
