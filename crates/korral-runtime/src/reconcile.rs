@@ -205,6 +205,12 @@ impl From<Action> for ErrorAction {
 /// | `Unavailable(ra)` (500, 503, 504) | the per-key exponential backoff, at least `ra` if given |
 /// | `Conflict` (409 Conflict) | prompt: its own short backoff (base delay doubling per consecutive conflict), whatever other errors grew the key's backoff to |
 /// | `Other`               | the per-key exponential backoff                                    |
+///
+/// The Retry-After comes from the answer's `details.retryAfterSeconds` (kube-apiserver sets it
+/// along with the `Retry-After` header; the header itself does not survive into a
+/// `kube::Error`). Note that kube's default client (`Config::default_retry`) already retries
+/// 429, 503 and 504 itself, up to 15 times and honouring the header, before a reconcile sees
+/// the error; the hints matter when those retries are exhausted or turned off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RetryHint {
     /// 429 Too Many Requests, with the server's Retry-After (`details.retryAfterSeconds`), if

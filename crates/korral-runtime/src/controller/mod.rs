@@ -378,7 +378,8 @@ where
 
     /// The per-key retry backoff of failed reconciles: `base`, doubling on every consecutive
     /// failure, capped at `max` (default controller-runtime's 5 ms → 1000 s). A `max` below
-    /// `base` is raised to `base`.
+    /// `base` is raised to `base`; a zero `base` retries failures at once, every time (a hot
+    /// loop while an error persists). Conflicts use the same base on a backoff of their own.
     pub fn backoff(mut self, base: Duration, max: Duration) -> Self {
         self.backoff = (base, max.max(base));
         self
