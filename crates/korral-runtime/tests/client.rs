@@ -274,6 +274,17 @@ async fn create_or_update_twice_in_a_row_writes_once_though_the_cache_is_behind(
         .create_or_update(configmap("old", &[], "0"), set("new"))
         .await?;
     ensure!(changed == OperationResult::Updated && again == OperationResult::Unchanged);
+    // The cached copy carried no managedFields; replacing with it keeps the server's.
+    let stored_old = api.get("old").await?;
+    ensure!(
+        stored_old
+            .metadata
+            .managed_fields
+            .as_ref()
+            .is_some_and(|m| !m.is_empty()),
+        "managedFields kept: {:?}",
+        stored_old.metadata.managed_fields
+    );
     let listed = client.list::<ConfigMap>().namespace(NS).await?;
     ensure!(listed.len() == 2, "the list shows the created object too");
     ensure!(listed.iter().all(|c| {
@@ -545,7 +556,18 @@ async fn a_conflict_on_a_stale_cached_copy_rereads_from_the_server() -> Result<(
         .await?;
     ensure!(patched == OperationResult::Updated && unchanged == OperationResult::Unchanged);
     ensure!(delta(client.request_counts(), before).writes == 1);
-    let stored = api.get("c").await?.data.unwrap_or_default();
+    let stored = api.get("c").await?;
+    // The cached copies carry no managedFields; writing them back keeps the server's.
+    ensure!(
+        stored
+            .metadata
+            .managed_fields
+            .as_ref()
+            .is_some_and(|m| !m.is_empty()),
+        "managedFields kept: {:?}",
+        stored.metadata.managed_fields
+    );
+    let stored = stored.data.unwrap_or_default();
     ensure!(stored.get("k").map(String::as_str) == Some("patched"));
     ensure!(stored.get("other").map(String::as_str) == Some("x"));
     Ok(())
