@@ -8,6 +8,8 @@ mod create_api;
 mod edit;
 mod generate;
 mod init;
+mod installer;
+mod kustomize;
 mod project;
 mod scaffold;
 mod up;
@@ -48,6 +50,8 @@ enum Command {
     Deploy(cluster::DeployArgs),
     /// Remove what `deploy` created.
     Undeploy(cluster::Target),
+    /// Write `dist/install.yaml`: everything `deploy` applies, in one file.
+    BuildInstaller(installer::Args),
     /// Write an OLM bundle (`bundle validate` checks one).
     Bundle(bundle::Args),
 }
@@ -91,6 +95,7 @@ fn main() -> anyhow::Result<()> {
             Command::Run(args) => cluster::run(args).await,
             Command::Deploy(args) => cluster::deploy(args).await,
             Command::Undeploy(args) => cluster::undeploy(args).await,
+            Command::BuildInstaller(args) => installer::run(args),
             Command::Bundle(args) => bundle::run(args),
         }
     })
