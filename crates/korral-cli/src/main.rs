@@ -12,6 +12,7 @@ mod installer;
 mod kustomize;
 mod project;
 mod scaffold;
+mod scorecard;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -54,6 +55,8 @@ enum Command {
     BuildInstaller(installer::Args),
     /// Write an OLM bundle (`bundle validate` checks one).
     Bundle(bundle::Args),
+    /// Run operator-sdk's scorecard tests (suites basic and olm) against a bundle and a cluster.
+    Scorecard(scorecard::Args),
 }
 
 #[derive(Subcommand)]
@@ -97,6 +100,7 @@ fn main() -> anyhow::Result<()> {
             Command::Undeploy(args) => cluster::undeploy(args).await,
             Command::BuildInstaller(args) => installer::run(args),
             Command::Bundle(args) => bundle::run(args),
+            Command::Scorecard(args) => scorecard::run(args).await,
         }
     })
 }
