@@ -68,11 +68,19 @@ const ANNOTATIONS: &str = r#"annotations:
 
 /// The CSV, with `spec_descriptors` as the owned Memcached entry's specDescriptors.
 fn csv(spec_descriptors: Value) -> Value {
+    csv_with_example(
+        spec_descriptors,
+        json!({"size": 3, "image": "memcached:1.6.26-alpine3.19"}),
+    )
+}
+
+/// The CSV, its one alm-examples Memcached having `example_spec`.
+fn csv_with_example(spec_descriptors: Value, example_spec: Value) -> Value {
     let examples = json!([{
         "apiVersion": "cache.example.com/v1",
         "kind": "Memcached",
         "metadata": {"name": "memcached-sample"},
-        "spec": {"size": 3, "image": "memcached:1.6.26-alpine3.19"},
+        "spec": example_spec,
     }]);
     json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
@@ -339,6 +347,80 @@ fn memcacheds_left(server: &Server) -> anyhow::Result<Vec<String>> {
             .filter_map(|o| o.metadata.name)
             .collect())
     })
+}
+
+fn start_server(dir: &Path) -> anyhow::Result<Server> {
+    Server::start(Options {
+        storage: Storage::InMemory,
+        port: 0,
+        kubeconfig: dir.join("kubeconfig"),
+    })
+}
+
+#[test]
+fn in_a_project_the_defaults_are_its_bundle_and_its_korral_kubeconfig() -> anyhow::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let server = start_server(tmp.path())?;
+    let project = tmp.path().join("project");
+    write_bundle(&project.join("bundle"), &csv(good_descriptors()))?;
+    std::fs::write(project.join("PROJECT"), "")?;
+    std::fs::create_dir_all(project.join(".korral"))?;
+    std::fs::copy(&server.kubeconfig, project.join(".korral/kubeconfig"))?;
+    std::fs::create_dir_all(project.join("src"))?;
+    // From a subdirectory, no BUNDLE_DIR and no --kubeconfig (KUBECONFIG unset, HOME empty).
+    let run = scorecard(&project.join("src"), &["--output", "json"])?;
+    assert_eq!(
+        run.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let report: Value = serde_json::from_str(&run.stdout)?;
+    let got = results(&report);
+    assert_eq!(got.len(), 6, "{report}");
+    assert!(
+        got[0].1["log"]
+            .as_str()
+            .is_some_and(|l| l.contains("Created, read back and deleted 1")),
+        "{}",
+        got[0].1
+    );
+    Ok(())
+}
+
+#[test]
+fn an_example_the_server_rejects_fails_basic_check_spec() -> anyhow::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let server = start_server(tmp.path())?;
+    let bundle = tmp.path().join("bundle");
+    // `size` is an integer in the CRD's schema: the API server refuses the example.
+    write_bundle(
+        &bundle,
+        &csv_with_example(good_descriptors(), json!({"size": "three"})),
+    )?;
+    let kubeconfig = server.kubeconfig.display().to_string();
+    let run = scorecard(
+        tmp.path(),
+        &["bundle", "--kubeconfig", &kubeconfig, "--output", "json"],
+    )?;
+    assert_ne!(run.code, Some(0), "{}", run.stdout);
+    let report: Value = serde_json::from_str(&run.stdout)
+        .with_context(|| format!("stdout is not JSON:\n{}", run.stdout))?;
+    for (label, result) in results(&report) {
+        if label == "basic-check-spec-test" {
+            assert_eq!(result["state"], "fail", "{result}");
+            let error = result["errors"][0].as_str().unwrap_or_default();
+            assert!(
+                error.contains("creating Memcached memcached-sample"),
+                "{error}"
+            );
+            assert!(error.contains("size"), "{error}");
+        } else {
+            assert_eq!(result["state"], "pass", "{label}: {result}");
+        }
+    }
+    Ok(())
 }
 
 #[test]
