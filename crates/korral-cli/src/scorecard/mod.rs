@@ -72,9 +72,21 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// One test: its suite, its `test` label and its result name.
+/// The tests korral knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TestId {
+    BasicCheckSpec,
+    OlmBundleValidation,
+    OlmCrdsHaveValidation,
+    OlmCrdsHaveResources,
+    OlmSpecDescriptors,
+    OlmStatusDescriptors,
+}
+
+/// One test: which it is, its suite and its `test` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct TestDef {
+    id: TestId,
     suite: &'static str,
     label: &'static str,
 }
@@ -82,26 +94,32 @@ struct TestDef {
 /// The tests, in run order.
 const TESTS: [TestDef; 6] = [
     TestDef {
+        id: TestId::BasicCheckSpec,
         suite: "basic",
         label: "basic-check-spec-test",
     },
     TestDef {
+        id: TestId::OlmBundleValidation,
         suite: "olm",
         label: "olm-bundle-validation-test",
     },
     TestDef {
+        id: TestId::OlmCrdsHaveValidation,
         suite: "olm",
         label: "olm-crds-have-validation-test",
     },
     TestDef {
+        id: TestId::OlmCrdsHaveResources,
         suite: "olm",
         label: "olm-crds-have-resources-test",
     },
     TestDef {
+        id: TestId::OlmSpecDescriptors,
         suite: "olm",
         label: "olm-spec-descriptors-test",
     },
     TestDef {
+        id: TestId::OlmStatusDescriptors,
         suite: "olm",
         label: "olm-status-descriptors-test",
     },
@@ -154,8 +172,8 @@ async fn run_test(
             result
         }
     };
-    match def.label {
-        "basic-check-spec-test" => match cluster {
+    match def.id {
+        TestId::BasicCheckSpec => match cluster {
             Some(Ok((cluster, namespace))) => {
                 live::basic_check_spec(bundle, &cluster.client, namespace, wait).await
             }
@@ -170,15 +188,15 @@ async fn run_test(
                 result
             }
         },
-        "olm-bundle-validation-test" => checks::bundle_validation(bundle),
-        "olm-crds-have-validation-test" => with_examples("olm-crds-have-validation", &|crs| {
+        TestId::OlmBundleValidation => checks::bundle_validation(bundle),
+        TestId::OlmCrdsHaveValidation => with_examples("olm-crds-have-validation", &|crs| {
             checks::crds_have_validation(&bundle.csv, &bundle.crds, crs)
         }),
-        "olm-crds-have-resources-test" => checks::crds_have_resources(&bundle.csv),
-        "olm-spec-descriptors-test" => with_examples("olm-spec-descriptors", &|crs| {
+        TestId::OlmCrdsHaveResources => checks::crds_have_resources(&bundle.csv),
+        TestId::OlmSpecDescriptors => with_examples("olm-spec-descriptors", &|crs| {
             checks::descriptors(&bundle.csv, crs, Descriptors::Spec)
         }),
-        _ => with_examples("olm-status-descriptors", &|crs| {
+        TestId::OlmStatusDescriptors => with_examples("olm-status-descriptors", &|crs| {
             checks::descriptors(&bundle.csv, crs, Descriptors::Status)
         }),
     }
