@@ -424,6 +424,41 @@ fn an_example_the_server_rejects_fails_basic_check_spec() -> anyhow::Result<()> 
 }
 
 #[test]
+fn a_missing_namespace_is_an_error_naming_it() -> anyhow::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let server = start_server(tmp.path())?;
+    let bundle = tmp.path().join("bundle");
+    write_bundle(&bundle, &csv(good_descriptors()))?;
+    let kubeconfig = server.kubeconfig.display().to_string();
+    let run = scorecard(
+        tmp.path(),
+        &[
+            "bundle",
+            "--selector",
+            "suite=basic",
+            "--kubeconfig",
+            &kubeconfig,
+            "--namespace",
+            "no-such-ns",
+            "--output",
+            "json",
+        ],
+    )?;
+    assert_ne!(run.code, Some(0), "{}", run.stdout);
+    let report: Value = serde_json::from_str(&run.stdout)
+        .with_context(|| format!("stdout is not JSON:\n{}", run.stdout))?;
+    let got = results(&report);
+    assert_eq!(got.len(), 1, "{report}");
+    assert_eq!(got[0].1["state"], "error", "{}", got[0].1);
+    let error = got[0].1["errors"][0].as_str().unwrap_or_default();
+    assert!(
+        error.contains("namespace no-such-ns does not exist"),
+        "{error}"
+    );
+    Ok(())
+}
+
+#[test]
 fn a_cluster_that_cannot_be_reached_is_an_error_not_a_pass() -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
     let bundle = tmp.path().join("bundle");

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -135,6 +136,17 @@ pub async fn basic_check_spec(
     }
     let deadline = Instant::now() + wait;
     let run = async {
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        if namespaces
+            .get_opt(namespace)
+            .await
+            .with_context(|| format!("reading namespace {namespace}"))?
+            .is_none()
+        {
+            bail!(
+                "namespace {namespace} does not exist (create it or choose one with --namespace)"
+            );
+        }
         apply_crds(client, &bundle.crds, deadline).await?;
         let mut stored = Vec::new();
         for cr in &crs {
@@ -152,6 +164,10 @@ pub async fn basic_check_spec(
         Ok(Err(err)) => result.error(format!("{err:#}")),
         Ok(Ok(Err(rejected))) => result.fail(rejected),
         Ok(Ok(Ok(stored))) => {
+            result.log_line(format!(
+                "Applied the bundle's {} CRD(s) (they stay installed)",
+                bundle.crds.len()
+            ));
             result.log_line(format!(
                 "Created, read back and deleted {} custom resource(s) in namespace {namespace}",
                 stored.len()
