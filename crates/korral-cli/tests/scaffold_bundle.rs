@@ -179,6 +179,33 @@ fn bundle_is_written_and_valid() {
     .expect("csv");
     assert!(csv.contains("runs memcached clusters."), "{csv}");
     assert!(csv.contains("name: memcached-operator.v0.2.0"), "{csv}");
+
+    // Resources and descriptors the user lists for an owned CRD in the base are kept (the
+    // scorecard's olm tests look for them); name, version and kind still come from the CRD.
+    let text = std::fs::read_to_string(&base).expect("base");
+    let mut base_csv: serde_json::Value = serde_yaml_ng::from_str(&text).expect("base yaml");
+    base_csv["spec"]["customresourcedefinitions"]["owned"] = serde_json::json!([{
+        "name": "memcacheds.cache.example.com",
+        "version": "v1",
+        "kind": "Stale",
+        "displayName": "Memcached Cluster",
+        "resources": [{"kind": "Deployment", "version": "v1"}],
+        "specDescriptors": [{"path": "size", "displayName": "Size"}],
+    }]);
+    std::fs::write(&base, serde_yaml_ng::to_string(&base_csv).expect("yaml")).expect("write");
+    let rerun = korral(dir, &["bundle", "--version", "0.3.0"]);
+    assert_eq!(rerun.code, Some(0), "{}", rerun.text(dir));
+    let csv = std::fs::read_to_string(
+        dir.join("bundle/manifests/memcached-operator.clusterserviceversion.yaml"),
+    )
+    .expect("csv");
+    let csv: serde_json::Value = serde_yaml_ng::from_str(&csv).expect("csv yaml");
+    let owned = &csv["spec"]["customresourcedefinitions"]["owned"][0];
+    assert_eq!(owned["kind"], "Memcached", "{owned}");
+    assert_eq!(owned["displayName"], "Memcached Cluster", "{owned}");
+    assert_eq!(owned["resources"][0]["kind"], "Deployment", "{owned}");
+    assert_eq!(owned["specDescriptors"][0]["path"], "size", "{owned}");
+    assert!(owned["description"].is_string(), "{owned}");
 }
 
 #[test]

@@ -222,6 +222,12 @@ pub fn write_bundle(
         base
     };
 
+    // What the user wrote in the base CSV's owned entries (resources, descriptors, display
+    // names) is kept; name, version and kind come from the CRDs.
+    let base_owned = csv["spec"]["customresourcedefinitions"]["owned"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut owned = Vec::new();
     for crd in &crds {
         let crd_name = crd["metadata"]["name"].as_str().unwrap_or_default();
@@ -237,13 +243,22 @@ pub fn write_bundle(
                     || format!("{kind} is the Schema for the {crd_name} API."),
                     str::to_owned,
                 );
-            owned.push(json!({
-                "name": crd_name,
-                "version": v["name"],
-                "kind": kind,
-                "displayName": title_case(&crate::project::snake_case(kind)),
-                "description": description,
-            }));
+            let mut entry = base_owned
+                .iter()
+                .find(|e| e["name"] == crd_name && e["version"] == v["name"])
+                .cloned()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({}));
+            entry["name"] = json!(crd_name);
+            entry["version"] = v["name"].clone();
+            entry["kind"] = json!(kind);
+            if entry["displayName"].is_null() {
+                entry["displayName"] = json!(title_case(&crate::project::snake_case(kind)));
+            }
+            if entry["description"].is_null() {
+                entry["description"] = json!(description);
+            }
+            owned.push(entry);
         }
     }
     let mut examples = Vec::new();
