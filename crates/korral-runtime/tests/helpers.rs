@@ -230,10 +230,11 @@ async fn create_or_update_created_unchanged_updated() -> Result<()> {
     let api: Api<ConfigMap> = Api::namespaced(env.client(), NS);
     let default = configmap("cou", &[]);
     let set = |value: &'static str| {
-        move |cm: &mut ConfigMap| {
+        move |cm: &mut ConfigMap| -> Result<(), WriteError> {
             cm.data
                 .get_or_insert_with(BTreeMap::new)
                 .insert("key".into(), value.into());
+            Ok(())
         }
     };
 
@@ -268,12 +269,39 @@ async fn create_or_update_created_unchanged_updated() -> Result<()> {
     // Changing the name in mutate is refused.
     let renamed = create_or_update(&api, "cou", configmap("cou", &[]), |cm: &mut ConfigMap| {
         cm.metadata.name = Some("other".into());
+        Ok::<_, WriteError>(())
     })
     .await;
     ensure!(matches!(
         renamed,
         Err(WriteError::MutateChangedIdentity { .. })
     ));
+
+    // A failing mutate writes nothing and its own error comes back.
+    #[derive(Debug, thiserror::Error)]
+    enum MutateError {
+        #[error("refused by the mutate")]
+        Refused,
+        #[error(transparent)]
+        Write(#[from] WriteError),
+    }
+    let before = api.get("cou").await?.metadata.resource_version;
+    let refused = create_or_update(&api, "cou", configmap("cou", &[]), |cm: &mut ConfigMap| {
+        cm.data = None;
+        Err(MutateError::Refused)
+    })
+    .await;
+    ensure!(matches!(refused, Err(MutateError::Refused)), "{refused:?}");
+    ensure!(api.get("cou").await?.metadata.resource_version == before);
+    let absent = create_or_update(
+        &api,
+        "absent",
+        configmap("absent", &[]),
+        |_: &mut ConfigMap| Err(MutateError::Refused),
+    )
+    .await;
+    ensure!(matches!(absent, Err(MutateError::Refused)), "{absent:?}");
+    ensure!(api.get_opt("absent").await?.is_none());
     Ok(())
 }
 
@@ -295,6 +323,7 @@ async fn create_or_update_retries_concurrent_writers() -> Result<()> {
                     cm.data
                         .get_or_insert_with(BTreeMap::new)
                         .insert(format!("w{i}"), "done".into());
+                    Ok::<_, WriteError>(())
                 },
             )
             .await
@@ -317,10 +346,11 @@ async fn create_or_update_retries_concurrent_writers() -> Result<()> {
 async fn create_or_patch_patches_only_the_difference() -> Result<()> {
     let env = TestEnv::start().await?;
     let api: Api<ConfigMap> = Api::namespaced(env.client(), NS);
-    let mutate = |cm: &mut ConfigMap| {
+    let mutate = |cm: &mut ConfigMap| -> Result<(), WriteError> {
         cm.data
             .get_or_insert_with(BTreeMap::new)
             .insert("mine".into(), "1".into());
+        Ok(())
     };
     let (result, _) = create_or_patch(&api, "cop", configmap("cop", &[]), mutate).await?;
     ensure!(result == OperationResult::Created, "{result:?}");
@@ -341,6 +371,7 @@ async fn create_or_patch_patches_only_the_difference() -> Result<()> {
             let data = cm.data.get_or_insert_with(BTreeMap::new);
             data.insert("mine".into(), "2".into());
             data.insert("label".into(), "y".into());
+            Ok::<_, WriteError>(())
         })
         .await?;
     ensure!(result == OperationResult::Updated, "{result:?}");

@@ -194,24 +194,26 @@ where
 
 /// Applies `mutate` to `default` (named `name`) and creates it. `Ok(None)` if it already
 /// exists (another writer won the race): the caller reads again.
-async fn create_from_default<K, F>(
+async fn create_from_default<K, F, E>(
     api: &Api<K>,
     name: &str,
     default: &K,
     mutate: &mut F,
-) -> Result<Option<K>, WriteError>
+) -> Result<Option<K>, E>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
-    F: FnMut(&mut K),
+    F: FnMut(&mut K) -> Result<(), E>,
+    E: From<WriteError>,
 {
     let mut obj = default.clone();
     obj.meta_mut().name = Some(name.to_owned());
     let namespace = obj.meta().namespace.clone();
-    mutate(&mut obj);
+    mutate(&mut obj)?;
     if obj.meta().name.as_deref() != Some(name) || obj.meta().namespace != namespace {
         return Err(WriteError::MutateChangedIdentity {
             name: name.to_owned(),
-        });
+        }
+        .into());
     }
     match api.create(&PostParams::default(), &obj).await {
         Ok(created) => {
@@ -225,24 +227,27 @@ where
         Err(source) => Err(WriteError::Create {
             name: name.to_owned(),
             source,
-        }),
+        }
+        .into()),
     }
 }
 
 /// Applies `mutate` to a copy of `current`; returns the copy and whether it differs.
-fn mutate_copy<K, F>(name: &str, current: &K, mutate: &mut F) -> Result<(K, bool), WriteError>
+fn mutate_copy<K, F, E>(name: &str, current: &K, mutate: &mut F) -> Result<(K, bool), E>
 where
     K: Resource + Clone + Serialize,
-    F: FnMut(&mut K),
+    F: FnMut(&mut K) -> Result<(), E>,
+    E: From<WriteError>,
 {
     let mut desired = current.clone();
-    mutate(&mut desired);
+    mutate(&mut desired)?;
     if desired.meta().name != current.meta().name
         || desired.meta().namespace != current.meta().namespace
     {
         return Err(WriteError::MutateChangedIdentity {
             name: name.to_owned(),
-        });
+        }
+        .into());
     }
     let changed = to_json(name, current)? != to_json(name, &desired)?;
     Ok((desired, changed))
@@ -259,16 +264,21 @@ where
 /// On a conflict (409 on replace, `AlreadyExists` on create) the object is read again and
 /// `mutate` runs again, up to [`MAX_ATTEMPTS`] times, which is why `mutate` is `FnMut`: it
 /// should set the desired state, not depend on how many times it ran. It must not change the
-/// name or namespace. Returns what happened and the object as stored.
-pub async fn create_or_update<K, F>(
+/// name or namespace. If `mutate` fails, its error is returned as is and nothing is written.
+/// Returns what happened and the object as stored.
+///
+/// This form reads the API server on every call; a reconciler should prefer the manager's
+/// cached client ([`crate::client::Client::create_or_update`]), which reads the shared cache.
+pub async fn create_or_update<K, F, E>(
     api: &Api<K>,
     name: &str,
     default: K,
     mut mutate: F,
-) -> Result<(OperationResult, K), WriteError>
+) -> Result<(OperationResult, K), E>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
-    F: FnMut(&mut K),
+    F: FnMut(&mut K) -> Result<(), E>,
+    E: From<WriteError>,
 {
     let mut last_conflict = None;
     for attempt in 1..=MAX_ATTEMPTS {
@@ -295,11 +305,12 @@ where
                 return Err(WriteError::Update {
                     name: name.to_owned(),
                     source,
-                });
+                }
+                .into());
             }
         }
     }
-    Err(conflict_error(name, last_conflict))
+    Err(conflict_error(name, last_conflict).into())
 }
 
 pub(crate) fn conflict_error(name: &str, last: Option<kube::Error>) -> WriteError {
@@ -356,15 +367,16 @@ pub fn merge_patch_diff(old: &Value, new: &Value) -> Option<Value> {
 ///
 /// The patch goes to the main endpoint: for a resource with a status subresource, status
 /// changes are ignored there; write them with [`patch_status`].
-pub async fn create_or_patch<K, F>(
+pub async fn create_or_patch<K, F, E>(
     api: &Api<K>,
     name: &str,
     default: K,
     mut mutate: F,
-) -> Result<(OperationResult, K), WriteError>
+) -> Result<(OperationResult, K), E>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
-    F: FnMut(&mut K),
+    F: FnMut(&mut K) -> Result<(), E>,
+    E: From<WriteError>,
 {
     for _ in 1..=MAX_ATTEMPTS {
         let Some(current) = get_opt(api, name).await? else {
@@ -393,7 +405,7 @@ where
         tracing::debug!(name, "patched");
         return Ok((OperationResult::Updated, patched));
     }
-    Err(conflict_error(name, None))
+    Err(conflict_error(name, None).into())
 }
 
 /// Patches the status of `name` through the status subresource with the JSON merge patch
