@@ -109,7 +109,15 @@ async fn rendered_files_hold_crds_rbac_and_the_manager() -> anyhow::Result<()> {
             "config/rbac/role_binding.yaml",
             "config/rbac/leader_election_role.yaml",
             "config/rbac/leader_election_role_binding.yaml",
+            "config/rbac/metrics_auth_role.yaml",
+            "config/rbac/metrics_auth_role_binding.yaml",
+            "config/rbac/metrics_reader_role.yaml",
+            "config/rbac/memcached_admin_role.yaml",
+            "config/rbac/memcached_editor_role.yaml",
+            "config/rbac/memcached_viewer_role.yaml",
             "config/manager/manager.yaml",
+            "config/default/metrics_service.yaml",
+            "config/prometheus/monitor.yaml",
         ]
     );
     let file = |p: &str| {

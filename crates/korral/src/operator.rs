@@ -1,8 +1,16 @@
 //! The command line every operator binary shares: manager flags (metrics and probe addresses,
-//! leader election, namespace scope, graceful shutdown), `--print-crd` and `--print-manifests`
-//! (what `korral generate` reads), and running the manager until Ctrl-C or SIGTERM.
+//! secure metrics, leader election, namespace scope, graceful shutdown), `--print-crd` and
+//! `--print-manifests` (what `korral generate` reads), and running the manager until Ctrl-C or
+//! SIGTERM.
+//!
+//! Metrics follow kubebuilder v4: by default (`--metrics-secure=true`) `/metrics` is served
+//! over HTTPS on `:8443` with a self-signed certificate (or `tls.crt`/`tls.key` from
+//! `--metrics-cert-path`), only to bearer tokens the API server authenticates and authorizes
+//! for `get` on `/metrics` (bind the `metrics-reader` ClusterRole `korral generate` writes);
+//! `--metrics-secure=false` serves plain, open HTTP on `:8080`.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -11,14 +19,31 @@ use korral_runtime::cache::Scope;
 use korral_runtime::leader::LeaderElectionConfig;
 use korral_runtime::manager::{Manager, ManagerError, shutdown_signal};
 use korral_runtime::manifests::{self, ManifestsError, OperatorInfo};
+use korral_runtime::metrics::tls::{DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
+use korral_runtime::metrics::{MetricsTls, MetricsTlsError};
 use korral_runtime::reconcile::BoxError;
 
 /// The flags of an operator binary; `#[command(flatten)]` them into the binary's own parser.
 #[derive(Debug, Clone, clap::Args)]
 pub struct OperatorArgs {
-    /// The address the metrics endpoint binds to (`0` disables it).
-    #[arg(long, default_value = ":8080")]
-    pub metrics_bind_address: String,
+    /// The address the metrics endpoint binds to (`0` disables it; default `:8443` when
+    /// secure, `:8080` otherwise).
+    #[arg(long)]
+    pub metrics_bind_address: Option<String>,
+    /// Serve metrics over HTTPS, to bearer tokens the API server authenticates (TokenReview)
+    /// and authorizes for `get` on `/metrics` (SubjectAccessReview); `false` serves plain HTTP.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub metrics_secure: bool,
+    /// A directory with the metrics server's certificate and key (default: a self-signed
+    /// certificate generated at start).
+    #[arg(long, value_name = "DIR")]
+    pub metrics_cert_path: Option<PathBuf>,
+    /// The certificate file in `--metrics-cert-path`.
+    #[arg(long, default_value = DEFAULT_CERT_NAME)]
+    pub metrics_cert_name: String,
+    /// The key file in `--metrics-cert-path`.
+    #[arg(long, default_value = DEFAULT_KEY_NAME)]
+    pub metrics_cert_key: String,
     /// The address the health probe endpoint binds to (`0` disables it).
     #[arg(long, default_value = ":8081")]
     pub health_probe_bind_address: String,
@@ -65,6 +90,9 @@ pub enum OperatorError {
     /// Collecting the CRDs or the manifests `setup` declares, or printing the manifests, failed.
     #[error("printing the manifests: {0}")]
     PrintManifests(#[source] ManifestsError),
+    /// Generating or loading the metrics certificate failed.
+    #[error("preparing the metrics certificate: {0}")]
+    MetricsCertificate(#[source] MetricsTlsError),
     /// Connecting to the cluster or configuring the manager failed.
     #[error("setting up the manager: {0}")]
     Manager(#[source] ManagerError),
@@ -83,6 +111,29 @@ impl OperatorArgs {
             Some(ns) if !ns.is_empty() => Scope::namespace(ns.clone()),
             _ => Scope::All,
         }
+    }
+
+    /// The metrics address in effect: `--metrics-bind-address`, else `:8443` when secure and
+    /// `:8080` when not.
+    pub fn metrics_address(&self) -> &str {
+        match &self.metrics_bind_address {
+            Some(address) => address,
+            None if self.metrics_secure => ":8443",
+            None => ":8080",
+        }
+    }
+
+    /// The certificate of the secure metrics endpoint: from `--metrics-cert-path` when set,
+    /// else self-signed; `None` when `--metrics-secure=false`.
+    pub fn metrics_tls(&self) -> Result<Option<MetricsTls>, OperatorError> {
+        if !self.metrics_secure {
+            return Ok(None);
+        }
+        let tls = match &self.metrics_cert_path {
+            Some(dir) => MetricsTls::from_dir(dir, &self.metrics_cert_name, &self.metrics_cert_key),
+            None => MetricsTls::self_signed(&[]),
+        };
+        tls.map(Some).map_err(OperatorError::MetricsCertificate)
     }
 
     /// Runs the operator as the flags ask. `setup` is the operator's `add_to_manager`: it
@@ -123,11 +174,14 @@ impl OperatorArgs {
         let mut builder = Manager::from_env()
             .await
             .map_err(OperatorError::Manager)?
-            .metrics_bind_address(&self.metrics_bind_address)
+            .metrics_bind_address(self.metrics_address())
             .map_err(OperatorError::Manager)?
             .health_probe_bind_address(&self.health_probe_bind_address)
             .map_err(OperatorError::Manager)?
             .graceful_timeout(Duration::from_secs(self.graceful_shutdown_timeout));
+        if let Some(tls) = self.metrics_tls()? {
+            builder = builder.secure_metrics(tls);
+        }
         if self.leader_elect {
             let namespace = self
                 .leader_election_namespace
@@ -191,7 +245,9 @@ mod tests {
     #[test]
     fn defaults_and_scope() {
         let cli = Cli::try_parse_from(["op"]).expect("parse");
-        assert_eq!(cli.operator.metrics_bind_address, ":8080");
+        assert_eq!(cli.operator.metrics_bind_address, None);
+        assert!(cli.operator.metrics_secure);
+        assert_eq!(cli.operator.metrics_address(), ":8443");
         assert_eq!(cli.operator.health_probe_bind_address, ":8081");
         assert!(!cli.operator.leader_elect);
         assert_eq!(cli.operator.graceful_shutdown_timeout, 30);
@@ -202,6 +258,31 @@ mod tests {
         assert!(matches!(cli.operator.scope(), Scope::Namespace(ns) if ns == "team-a"));
         let cli = Cli::try_parse_from(["op", "--namespace", ""]).expect("parse");
         assert!(matches!(cli.operator.scope(), Scope::All));
+    }
+
+    #[test]
+    fn metrics_are_secure_on_8443_unless_turned_off() {
+        let cli = Cli::try_parse_from(["op"]).expect("parse");
+        assert!(cli.operator.metrics_tls().expect("tls").is_some());
+        let cli = Cli::try_parse_from(["op", "--metrics-secure=false"]).expect("parse");
+        assert!(!cli.operator.metrics_secure);
+        assert_eq!(cli.operator.metrics_address(), ":8080");
+        assert!(cli.operator.metrics_tls().expect("tls").is_none());
+        let cli = Cli::try_parse_from(["op", "--metrics-secure", "false"]).expect("parse");
+        assert!(!cli.operator.metrics_secure);
+        let cli =
+            Cli::try_parse_from(["op", "--metrics-bind-address", "127.0.0.1:9443"]).expect("parse");
+        assert_eq!(cli.operator.metrics_address(), "127.0.0.1:9443");
+        assert!(Cli::try_parse_from(["op", "--metrics-secure=maybe"]).is_err());
+    }
+
+    #[test]
+    fn metrics_certificates_come_from_the_cert_path() {
+        // The crate's own directory: it exists and holds no tls.crt.
+        let path = env!("CARGO_MANIFEST_DIR");
+        let cli = Cli::try_parse_from(["op", "--metrics-cert-path", path]).expect("parse");
+        let err = cli.operator.metrics_tls().expect_err("no tls.crt there");
+        assert!(err.to_string().contains("tls.crt"), "{err}");
     }
 
     #[test]

@@ -437,7 +437,7 @@ pub async fn serve_probes(
 ) -> Result<ServerHandle, ServeError> {
     let handler: Handler =
         Arc::new(move |request| Box::pin(probe_response(checks.clone(), request)));
-    server::start("probes", addr, handler, shutdown.into()).await
+    server::start("probes", addr, handler, None, shutdown.into()).await
 }
 
 #[cfg(test)]

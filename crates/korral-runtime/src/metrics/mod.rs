@@ -9,7 +9,10 @@
 //!   controller-runtime uses so that existing dashboards and alerts keep working, updated through a
 //!   typed [`ControllerMetrics`] handle per controller and [`Registry::leader_status`];
 //! - an HTTP server for `GET /metrics` ([`serve_metrics`]) and one for `/healthz` and `/readyz`
-//!   ([`serve_probes`], with named checks in [`HealthChecks`]).
+//!   ([`serve_probes`], with named checks in [`HealthChecks`]);
+//! - secure serving of `/metrics` ([`serve_metrics_secure`]): HTTPS with a [`MetricsTls`]
+//!   certificate (self-signed or from files) and the TokenReview + SubjectAccessReview filter
+//!   [`MetricsAuth`], as controller-runtime's `filters.WithAuthenticationAndAuthorization`.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,12 +42,15 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod auth;
 mod controller;
 pub mod health;
 mod registry;
 mod server;
 mod text;
+pub mod tls;
 
+pub use auth::{AuthDecision, MetricsAuth};
 pub use controller::{
     ActiveWorkerGuard, ControllerMetrics, RECONCILE_TIME_BUCKETS, ReconcileOutcome,
     workqueue_buckets,
@@ -54,4 +60,7 @@ pub use registry::{
     Counter, CounterVec, DEFAULT_BUCKETS, Gauge, GaugeVec, Histogram, HistogramVec, MetricVec,
     RegisterError, Registry, SelectSeriesError, Series, exponential_buckets, linear_buckets,
 };
-pub use server::{CONTENT_TYPE_TEXT_004, ServeError, ServerHandle, Shutdown, serve_metrics};
+pub use server::{
+    CONTENT_TYPE_TEXT_004, ServeError, ServerHandle, Shutdown, serve_metrics, serve_metrics_secure,
+};
+pub use tls::{MetricsTls, MetricsTlsError};

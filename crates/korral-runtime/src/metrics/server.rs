@@ -1,4 +1,5 @@
-//! The plain-HTTP server behind `/metrics` and the probes: binding, accepting, graceful stop.
+//! The HTTP server behind `/metrics` and the probes: binding, accepting (plain or TLS),
+//! graceful stop; and the `/metrics` handlers, open or behind [`MetricsAuth`].
 
 use std::convert::Infallible;
 use std::fmt;
@@ -17,11 +18,14 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
+use super::auth::{AuthDecision, MetricsAuth};
 use super::registry::Registry;
+use super::tls::{MetricsTls, MetricsTlsError};
 
 /// The `Content-Type` of `/metrics`: the Prometheus text exposition format 0.0.4.
 pub const CONTENT_TYPE_TEXT_004: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -32,6 +36,8 @@ const GRACE: Duration = Duration::from_secs(5);
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pause after a failed `accept` (e.g. out of file descriptors) before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// How long a client may take to finish the TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +51,14 @@ pub enum ServeError {
         addr: SocketAddr,
         /// The I/O error.
         source: std::io::Error,
+    },
+    /// The TLS certificate could not be used.
+    #[error("configuring TLS for the {server} server: {source}")]
+    Tls {
+        /// Which server (`metrics`).
+        server: &'static str,
+        /// What was wrong with the certificate.
+        source: MetricsTlsError,
     },
     /// Reading back the bound address failed.
     #[error("reading the address of the {server} server: {source}")]
@@ -161,11 +175,13 @@ pub(crate) fn not_found() -> Response<Body> {
     )
 }
 
-/// Binds `addr`, then serves `handler` on a spawned task until `shutdown`.
+/// Binds `addr`, then serves `handler` (over TLS when `tls` is given) on a spawned task until
+/// `shutdown`.
 pub(crate) async fn start(
     server: &'static str,
     addr: SocketAddr,
     handler: Handler,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: Shutdown,
 ) -> Result<ServerHandle, ServeError> {
     let listener = TcpListener::bind(addr)
@@ -178,8 +194,9 @@ pub(crate) async fn start(
     let local_addr = listener
         .local_addr()
         .map_err(|source| ServeError::LocalAddr { server, source })?;
-    tracing::info!(server, addr = %local_addr, "serving");
-    let task = tokio::spawn(accept_loop(server, listener, handler, shutdown));
+    tracing::info!(server, addr = %local_addr, tls = tls.is_some(), "serving");
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let task = tokio::spawn(accept_loop(server, listener, handler, acceptor, shutdown));
     Ok(ServerHandle { local_addr, task })
 }
 
@@ -187,6 +204,7 @@ async fn accept_loop(
     server: &'static str,
     listener: TcpListener,
     handler: Handler,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
     mut shutdown: Shutdown,
 ) {
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -200,13 +218,34 @@ async fn accept_loop(
         match accepted {
             Ok((stream, peer)) => {
                 let _ = stream.set_nodelay(true);
-                connections.spawn(serve_connection(
-                    server,
-                    stream,
-                    peer,
-                    handler.clone(),
-                    stop_rx.clone(),
-                ));
+                let handler = handler.clone();
+                let stop = stop_rx.clone();
+                match &acceptor {
+                    None => {
+                        connections.spawn(serve_connection(server, stream, peer, handler, stop));
+                    }
+                    Some(acceptor) => {
+                        let acceptor = acceptor.clone();
+                        connections.spawn(async move {
+                            let handshake = tokio::time::timeout(
+                                TLS_HANDSHAKE_TIMEOUT,
+                                acceptor.accept(stream),
+                            )
+                            .await;
+                            match handshake {
+                                Ok(Ok(tls)) => {
+                                    serve_connection(server, tls, peer, handler, stop).await;
+                                }
+                                Ok(Err(e)) => {
+                                    tracing::debug!(server, %peer, error = %e, "TLS handshake failed");
+                                }
+                                Err(_) => {
+                                    tracing::debug!(server, %peer, "TLS handshake timed out");
+                                }
+                            }
+                        });
+                    }
+                }
             }
             Err(e) => {
                 tracing::warn!(server, error = %e, "accepting a connection failed");
@@ -234,13 +273,15 @@ async fn accept_loop(
     tracing::info!(server, "stopped");
 }
 
-async fn serve_connection(
+async fn serve_connection<S>(
     server: &'static str,
-    stream: tokio::net::TcpStream,
+    stream: S,
     peer: SocketAddr,
     handler: Handler,
     mut stop: watch::Receiver<bool>,
-) {
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let service = service_fn(move |request| {
         let handler = handler.clone();
         async move { Ok::<_, Infallible>(handler(request).await) }
@@ -281,7 +322,75 @@ pub async fn serve_metrics(
         let response = metrics_response(&registry, &request);
         Box::pin(async move { response })
     });
-    start("metrics", addr, handler, shutdown.into()).await
+    start("metrics", addr, handler, None, shutdown.into()).await
+}
+
+/// Serves `GET /metrics` over HTTPS with `tls`, and, when `auth` is given, only to callers
+/// whose bearer token the API server authenticates (TokenReview) and authorizes for `get` on
+/// the non-resource URL `/metrics` (SubjectAccessReview): controller-runtime's secure serving
+/// with `filters.WithAuthenticationAndAuthorization`. Unauthenticated requests get 401,
+/// unauthorized ones 403 (see [`MetricsAuth`]).
+///
+/// Binds before returning. Must be called inside a Tokio runtime.
+pub async fn serve_metrics_secure(
+    addr: SocketAddr,
+    registry: Registry,
+    tls: &MetricsTls,
+    auth: Option<MetricsAuth>,
+    shutdown: impl Into<Shutdown>,
+) -> Result<ServerHandle, ServeError> {
+    let config = tls.server_config().map_err(|source| ServeError::Tls {
+        server: "metrics",
+        source,
+    })?;
+    let handler: Handler = Arc::new(move |request| {
+        let registry = registry.clone();
+        let auth = auth.clone();
+        Box::pin(async move {
+            if request.uri().path() != "/metrics" {
+                return not_found();
+            }
+            if let Some(auth) = auth
+                && let Some(denied) = auth_response(
+                    auth.review(request.headers(), request.method(), request.uri().path())
+                        .await,
+                )
+            {
+                return denied;
+            }
+            metrics_response(&registry, &request)
+        })
+    });
+    start("metrics", addr, handler, Some(config), shutdown.into()).await
+}
+
+/// The response for a decision that is not "allowed", with controller-runtime's texts.
+fn auth_response(decision: AuthDecision) -> Option<Response<Body>> {
+    const PLAIN: &str = "text/plain; charset=utf-8";
+    match decision {
+        AuthDecision::Allowed { .. } => None,
+        AuthDecision::Unauthenticated => Some(text_response(
+            StatusCode::UNAUTHORIZED,
+            PLAIN,
+            "Unauthorized\n",
+        )),
+        AuthDecision::Forbidden { user, reason } => {
+            tracing::debug!(%user, %reason, "metrics: authorization denied");
+            Some(text_response(
+                StatusCode::FORBIDDEN,
+                PLAIN,
+                format!("Authorization denied for user {user}\n"),
+            ))
+        }
+        AuthDecision::ReviewFailed { user, error } => {
+            tracing::error!(%user, %error, "metrics: authorization failed");
+            Some(text_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                PLAIN,
+                format!("Authorization for user {user} failed\n"),
+            ))
+        }
+    }
 }
 
 fn metrics_response(registry: &Registry, request: &Request<Incoming>) -> Response<Body> {
