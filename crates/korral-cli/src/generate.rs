@@ -1,5 +1,6 @@
 //! `korral generate`: build the operator and write the manifests it prints (CRDs, RBAC,
-//! manager) under `config/`.
+//! manager, metrics Service and ServiceMonitor) under `config/`, and keep the kustomizations
+//! listing them up to date.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -86,7 +87,11 @@ pub fn to_yaml(file: &ManifestFile) -> anyhow::Result<String> {
 }
 
 /// Writes the files of `set` under `root`, removes CRD files of APIs that are gone, and
-/// refreshes `config/crd/kustomization.yaml`. Returns the written paths.
+/// refreshes `config/crd/kustomization.yaml`, `config/rbac/kustomization.yaml` (every RBAC
+/// file of `set`) and `config/prometheus/kustomization.yaml`, and adds
+/// `metrics_service.yaml` to `config/default/kustomization.yaml` (as kubebuilder v4 lists it
+/// there; `../prometheus` stays out of it, since the ServiceMonitor needs the
+/// prometheus-operator CRDs). Returns the written paths.
 pub fn write(root: &Path, set: &ManifestSet) -> anyhow::Result<Vec<String>> {
     let mut written = Vec::new();
     let mut crd_files = Vec::new();
@@ -127,5 +132,175 @@ pub fn write(root: &Path, set: &ManifestSet) -> anyhow::Result<Vec<String>> {
         &scaffold::crd_kustomization(&crd_files),
     )?;
     written.push("config/crd/kustomization.yaml".to_owned());
+    written.extend(write_kustomizations(root, set)?);
     Ok(written)
+}
+
+/// The resources of `set` under `dir` (`config/rbac/`), as paths relative to it, in order.
+fn files_under<'a>(set: &'a ManifestSet, dir: &str) -> Vec<&'a str> {
+    set.files
+        .iter()
+        .filter_map(|f| f.path.strip_prefix(dir))
+        .filter(|rest| !rest.contains('/'))
+        .collect()
+}
+
+/// A kustomization listing `resources`, after a comment line.
+fn kustomization(comment: &str, resources: &[&str]) -> String {
+    let mut out = format!("# {comment}\nresources:\n");
+    for resource in resources {
+        out.push_str(&format!("- {resource}\n"));
+    }
+    out
+}
+
+/// `text` (a kustomization) with `- resource` appended to its `resources:` list, or `None`
+/// when it already lists it or has no block-style `resources:` list.
+fn add_resource(text: &str, resource: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| l.trim_end() == "resources:")?;
+    let mut end = start + 1;
+    while end < lines.len() && lines[end].starts_with("- ") {
+        if lines[end][2..].trim() == resource {
+            return None;
+        }
+        end += 1;
+    }
+    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    out.insert(end, format!("- {resource}"));
+    Some(out.join("\n") + "\n")
+}
+
+fn write_kustomizations(root: &Path, set: &ManifestSet) -> anyhow::Result<Vec<String>> {
+    let mut written = Vec::new();
+    let rbac = files_under(set, "config/rbac/");
+    if !rbac.is_empty() {
+        scaffold::write_file(
+            &root.join("config/rbac/kustomization.yaml"),
+            &kustomization(
+                "The RBAC of the project (the admin/editor/viewer roles are for cluster admins, not the manager); `korral generate` keeps this list up to date.",
+                &rbac,
+            ),
+        )?;
+        written.push("config/rbac/kustomization.yaml".to_owned());
+    }
+    let prometheus = files_under(set, "config/prometheus/");
+    if !prometheus.is_empty() {
+        scaffold::write_file(
+            &root.join("config/prometheus/kustomization.yaml"),
+            &kustomization(
+                "The ServiceMonitor of the metrics Service (needs the prometheus-operator CRDs); add ../prometheus to config/default to deploy it.",
+                &prometheus,
+            ),
+        )?;
+        written.push("config/prometheus/kustomization.yaml".to_owned());
+    }
+    for resource in files_under(set, "config/default/") {
+        let path = root.join("config/default/kustomization.yaml");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if let Some(updated) = add_resource(&text, resource) {
+            scaffold::write_file(&path, &updated)?;
+            written.push("config/default/kustomization.yaml".to_owned());
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use korral_runtime::manifests::ManifestFile;
+
+    fn set(paths: &[&str]) -> ManifestSet {
+        ManifestSet {
+            api_version: ManifestSet::API_VERSION.to_owned(),
+            kind: "ManifestSet".to_owned(),
+            name: "demo".to_owned(),
+            files: paths
+                .iter()
+                .map(|p| ManifestFile {
+                    path: (*p).to_owned(),
+                    objects: vec![serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})],
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn kustomizations_list_the_rbac_prometheus_and_metrics_service_files() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("config/default"))?;
+        std::fs::write(
+            root.join("config/default/kustomization.yaml"),
+            "# Everything.\nnamespace: demo-system\nresources:\n- ../crd\n- ../rbac\n- ../manager\n",
+        )?;
+        std::fs::create_dir_all(root.join("config/manager"))?;
+        std::fs::write(
+            root.join("config/manager/kustomization.yaml"),
+            "resources:\n- manager.yaml\n",
+        )?;
+        let set = set(&[
+            "config/rbac/role.yaml",
+            "config/rbac/metrics_reader_role.yaml",
+            "config/rbac/memcached_editor_role.yaml",
+            "config/manager/manager.yaml",
+            "config/default/metrics_service.yaml",
+            "config/prometheus/monitor.yaml",
+        ]);
+        let written = write(root, &set)?;
+        for path in [
+            "config/rbac/kustomization.yaml",
+            "config/prometheus/kustomization.yaml",
+            "config/default/kustomization.yaml",
+        ] {
+            assert!(
+                written.iter().any(|w| w == path),
+                "{path} not in {written:?}"
+            );
+        }
+        let rbac = std::fs::read_to_string(root.join("config/rbac/kustomization.yaml"))?;
+        assert!(
+            rbac.ends_with("resources:\n- role.yaml\n- metrics_reader_role.yaml\n- memcached_editor_role.yaml\n"),
+            "{rbac}"
+        );
+        let prometheus =
+            std::fs::read_to_string(root.join("config/prometheus/kustomization.yaml"))?;
+        assert!(
+            prometheus.ends_with("resources:\n- monitor.yaml\n"),
+            "{prometheus}"
+        );
+        let default = std::fs::read_to_string(root.join("config/default/kustomization.yaml"))?;
+        assert_eq!(
+            default,
+            "# Everything.\nnamespace: demo-system\nresources:\n- ../crd\n- ../rbac\n- ../manager\n- metrics_service.yaml\n"
+        );
+        // The objects the kustomization reaches are what deploy applies.
+        // The kustomization reaches every file but the ServiceMonitor: what deploy applies.
+        let objects = crate::kustomize::read_kustomization(&root.join("config/default"))?;
+        assert_eq!(objects.len(), 5, "{objects:?}");
+
+        // A second run leaves config/default alone.
+        let written = write(root, &set)?;
+        assert!(
+            !written
+                .iter()
+                .any(|w| w == "config/default/kustomization.yaml")
+        );
+        let again = std::fs::read_to_string(root.join("config/default/kustomization.yaml"))?;
+        assert_eq!(again, default);
+        Ok(())
+    }
+
+    #[test]
+    fn add_resource_needs_a_block_list_and_skips_listed_entries() {
+        assert_eq!(add_resource("resources: []\n", "a.yaml"), None);
+        assert_eq!(add_resource("resources:\n- a.yaml\n", "a.yaml"), None);
+        assert_eq!(
+            add_resource("resources:\n- a.yaml\nimages: []\n", "b.yaml").as_deref(),
+            Some("resources:\n- a.yaml\n- b.yaml\nimages: []\n")
+        );
+    }
 }
