@@ -185,3 +185,112 @@ async fn secure_metrics_need_an_authenticated_and_authorized_token() -> Result<(
     running.await??;
     result
 }
+
+/// Creates the object of the rendered file `path` (a ClusterRole or ClusterRoleBinding).
+async fn apply_rendered(env: &TestEnv, info: &OperatorInfo, path: &str) -> Result<()> {
+    let set = manifests::collect(|_| Ok(()))?.render(info)?;
+    let object = set
+        .files
+        .iter()
+        .find(|f| f.path == path)
+        .and_then(|f| f.objects.first())
+        .with_context(|| format!("{path} not rendered"))?;
+    let kind = object["kind"].as_str().context("kind")?;
+    match kind {
+        "ClusterRole" => {
+            let role: ClusterRole = serde_json::from_value(object.clone())?;
+            Api::<ClusterRole>::all(env.client())
+                .create(&PostParams::default(), &role)
+                .await?;
+        }
+        "ClusterRoleBinding" => {
+            let binding: ClusterRoleBinding = serde_json::from_value(object.clone())?;
+            Api::<ClusterRoleBinding>::all(env.client())
+                .create(&PostParams::default(), &binding)
+                .await?;
+        }
+        other => bail!("unexpected kind {other} in {path}"),
+    }
+    Ok(())
+}
+
+/// The manager running as its own service account needs exactly what the rendered
+/// `metrics-auth` ClusterRole and binding grant: without them its TokenReviews are forbidden
+/// and every scrape is refused (401); with them a scraper bound to `metrics-reader` gets 200.
+#[tokio::test]
+async fn the_rendered_metrics_auth_role_is_what_the_manager_needs() -> Result<()> {
+    let env = TestEnv::builder()
+        .authorization(AuthorizationMode::Rbac)
+        .start()
+        .await?;
+    let info = OperatorInfo::new("metrics-test", "example.com").namespace("default");
+    let manager_client = env
+        .client_as_service_account("default", &info.service_account())
+        .await?;
+    let tls = MetricsTls::self_signed(&[])?;
+    let addr = free_addr()?;
+    let manager = Manager::builder(manager_client)
+        .metrics_addr(Some(addr))
+        .secure_metrics(tls.clone())
+        .metrics_registry(Registry::new())
+        .build()?;
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stop_rx.wait_for(|stop| *stop).await;
+    }));
+
+    let result = async {
+        let connector = tls_connector(tls.cert_pem())?;
+        let token = env.service_account_token("default", "prometheus").await?;
+        apply_rendered(&env, &info, "config/rbac/metrics_reader_role.yaml").await?;
+        let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "prometheus-metrics-reader"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": info.metrics_reader_role_name(),
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "default"}],
+        }))?;
+        Api::<ClusterRoleBinding>::all(env.client())
+            .create(&PostParams::default(), &binding)
+            .await?;
+
+        // The manager may not review tokens yet: the scraper's valid token is refused.
+        let first = RefCell::new(None);
+        wait_until(WAIT, "the HTTPS metrics server", || async {
+            let response = get_metrics(&connector, addr, Some(&token)).await.ok();
+            let up = response.is_some();
+            *first.borrow_mut() = response;
+            up
+        })
+        .await?;
+        let (status, body) = first.into_inner().context("first response")?;
+        ensure!(
+            status == 401,
+            "manager without metrics-auth: {status} {body}"
+        );
+
+        apply_rendered(&env, &info, "config/rbac/metrics_auth_role.yaml").await?;
+        apply_rendered(&env, &info, "config/rbac/metrics_auth_role_binding.yaml").await?;
+        wait_until(
+            WAIT,
+            "the scraper to be allowed once the manager may review",
+            || async {
+                matches!(
+                    get_metrics(&connector, addr, Some(&token)).await,
+                    Ok((200, _))
+                )
+            },
+        )
+        .await?;
+        anyhow::Ok(())
+    }
+    .await;
+
+    let _ = stop_tx.send(true);
+    running.await??;
+    result
+}
