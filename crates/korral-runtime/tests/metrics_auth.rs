@@ -294,3 +294,38 @@ async fn the_rendered_metrics_auth_role_is_what_the_manager_needs() -> Result<()
     running.await??;
     result
 }
+
+/// Without a filter, `serve_metrics_secure` is HTTPS only: no token needed, other paths 404.
+#[tokio::test]
+async fn https_without_the_filter_serves_anyone() -> Result<()> {
+    let registry = Registry::new();
+    registry
+        .counter("korral_tls_only_total", "TLS only.")?
+        .inc();
+    let tls = MetricsTls::self_signed(&[])?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let server = korral_runtime::metrics::serve_metrics_secure(
+        "127.0.0.1:0".parse()?,
+        registry,
+        &tls,
+        None,
+        stop_rx,
+    )
+    .await?;
+    let connector = tls_connector(tls.cert_pem())?;
+    let (status, body) = get_metrics(&connector, server.local_addr(), None).await?;
+    ensure!(status == 200, "{status} {body}");
+    ensure!(body.contains("korral_tls_only_total 1"), "{body}");
+    // A client that does not trust the certificate cannot connect.
+    let other = MetricsTls::self_signed(&[])?;
+    let untrusting = tls_connector(other.cert_pem())?;
+    ensure!(
+        get_metrics(&untrusting, server.local_addr(), None)
+            .await
+            .is_err(),
+        "a different certificate was accepted"
+    );
+    stop_tx.send(true)?;
+    server.wait().await;
+    Ok(())
+}

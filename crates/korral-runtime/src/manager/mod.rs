@@ -1,9 +1,10 @@
 //! The manager: owns a client, the shared caches, controllers and other runnables, and runs
 //! them in order.
 //!
-//! [`Manager::run`] starts, in this order: the metrics server (`/metrics`) and the probe server
-//! (`/healthz`, `/readyz`; `/readyz` fails until the caches have synced), the caches (and waits
-//! for them to sync), the runnables that do not need leadership, then leader election (if
+//! [`Manager::run`] starts, in this order: the metrics server (`/metrics`, plain HTTP, or HTTPS
+//! behind TokenReview/SubjectAccessReview with [`ManagerBuilder::secure_metrics`]) and the probe
+//! server (`/healthz`, `/readyz`; `/readyz` fails until the caches have synced), the caches (and
+//! waits for them to sync), the runnables that do not need leadership, then leader election (if
 //! configured) and, once leading, the runnables that need it (controllers do). Without leader
 //! election every runnable starts at once after the caches.
 //!

@@ -225,25 +225,14 @@ async fn accept_loop(
                         connections.spawn(serve_connection(server, stream, peer, handler, stop));
                     }
                     Some(acceptor) => {
-                        let acceptor = acceptor.clone();
-                        connections.spawn(async move {
-                            let handshake = tokio::time::timeout(
-                                TLS_HANDSHAKE_TIMEOUT,
-                                acceptor.accept(stream),
-                            )
-                            .await;
-                            match handshake {
-                                Ok(Ok(tls)) => {
-                                    serve_connection(server, tls, peer, handler, stop).await;
-                                }
-                                Ok(Err(e)) => {
-                                    tracing::debug!(server, %peer, error = %e, "TLS handshake failed");
-                                }
-                                Err(_) => {
-                                    tracing::debug!(server, %peer, "TLS handshake timed out");
-                                }
-                            }
-                        });
+                        connections.spawn(serve_tls_connection(
+                            server,
+                            acceptor.clone(),
+                            stream,
+                            peer,
+                            handler,
+                            stop,
+                        ));
                     }
                 }
             }
@@ -271,6 +260,22 @@ async fn accept_loop(
         connections.shutdown().await;
     }
     tracing::info!(server, "stopped");
+}
+
+/// Completes the TLS handshake (within 10 s), then serves the connection.
+async fn serve_tls_connection(
+    server: &'static str,
+    acceptor: tokio_rustls::TlsAcceptor,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    handler: Handler,
+    stop: watch::Receiver<bool>,
+) {
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => serve_connection(server, tls, peer, handler, stop).await,
+        Ok(Err(e)) => tracing::debug!(server, %peer, error = %e, "TLS handshake failed"),
+        Err(_) => tracing::debug!(server, %peer, "TLS handshake timed out"),
+    }
 }
 
 async fn serve_connection<S>(
