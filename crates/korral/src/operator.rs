@@ -17,7 +17,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 
 use korral_runtime::cache::Scope;
 use korral_runtime::leader::LeaderElectionConfig;
-use korral_runtime::manager::{Manager, ManagerError, shutdown_signal};
+use korral_runtime::manager::{Manager, ManagerError, parse_bind_address, shutdown_signal};
 use korral_runtime::manifests::{self, ManifestsError, OperatorInfo};
 use korral_runtime::metrics::tls::{DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
 use korral_runtime::metrics::{MetricsTls, MetricsTlsError};
@@ -179,7 +179,10 @@ impl OperatorArgs {
             .health_probe_bind_address(&self.health_probe_bind_address)
             .map_err(OperatorError::Manager)?
             .graceful_timeout(Duration::from_secs(self.graceful_shutdown_timeout));
-        if let Some(tls) = self.metrics_tls()? {
+        let metrics_enabled = parse_bind_address(self.metrics_address())
+            .map_err(OperatorError::Manager)?
+            .is_some();
+        if metrics_enabled && let Some(tls) = self.metrics_tls()? {
             builder = builder.secure_metrics(tls);
         }
         if self.leader_elect {
