@@ -462,12 +462,16 @@ mod tests {
             "{controller}"
         );
         assert!(
+            controller.contains("client: manager.cached_client().clone()"),
+            "{controller}"
+        );
+        assert!(
             edits
                 .iter()
                 .any(|e| matches!(e, Edit::Setup { lines } if lines.len() == 2))
         );
 
-        // Cluster-scoped: no namespace anywhere.
+        // Cluster-scoped: watched everywhere, its test lists with `Api::all`.
         let resource = new_resource(&project, "infra", "v1", "Bucket", false, true, true);
         let (files, _) = api_files(&project, &resource, true, true)?;
         let test = file(&files, "tests/bucket_controller.rs");
@@ -477,7 +481,8 @@ mod tests {
             controller.contains(".for_cluster::<Bucket>()"),
             "{controller}"
         );
-        assert!(!controller.contains("namespace"), "{controller}");
+        assert!(controller.contains("_scope: &Scope"), "{controller}");
+        assert!(!controller.contains(".for_::<"), "{controller}");
         let types = file(&files, "src/api/v1/bucket.rs");
         assert!(types.contains("kind = \"Bucket\")]"), "{types}");
 

@@ -8,18 +8,16 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use korral::helpers::owner::set_controller_reference;
-use korral::helpers::write::{create_or_update, patch_status};
 use korral::prelude::*;
 use korral::reconcile::BoxError;
-use kube::api::ListParams;
 
 use crate::api::v1::Memcached;
 
 /// What every reconcile of this controller can use.
 pub struct Context {
-    /// A client writing to the API server (reads come from the manager's cache).
-    pub client: Client,
+    /// The manager's client: reads Deployments and Pods from its cache (the controller watches
+    /// both), writes to the API server.
+    pub client: KorralClient,
 }
 
 /// Adds the Memcached controller to `manager`, watching Memcacheds in `scope`.
@@ -27,14 +25,13 @@ pub struct Context {
 /// RBAC from the builder: Memcacheds are watched, Deployments owned, Pods watched (their
 /// events requeue the Memcached named in their `memcached_cr` label), the status written.
 pub fn add(manager: &mut Manager, scope: &Scope) -> Result<(), BoxError> {
-    let pods = manager.cache().informer::<Pod>(scope.clone())?;
     let controller = Controller::new(manager.cache().clone(), "memcached")
         .for_::<Memcached>(scope.clone())
         .owns::<Deployment>()
-        .watches(Kind::new(pods), MapFn(memcached_of_pod))
+        .watches_kind::<Pod, _>(MapFn(memcached_of_pod))
         .writes_status();
     let ctx = Arc::new(Context {
-        client: manager.client().clone(),
+        client: manager.cached_client().clone(),
     });
     manager.add_controller(controller, reconcile, ctx);
     Ok(())
@@ -105,47 +102,45 @@ pub async fn reconcile(memcached: Arc<Memcached>, ctx: Arc<Context>) -> Reconcil
     let labels = labels_for(&name);
     tracing::info!(%namespace, %name, size, "reconciling Memcached");
 
-    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    let mut metadata = ObjectMeta {
-        name: Some(name.clone()),
-        namespace: Some(namespace.clone()),
-        labels: Some(labels.clone()),
-        ..ObjectMeta::default()
-    };
-    set_controller_reference(memcached.as_ref(), &mut metadata)
-        .map_err(ReconcileError::terminal)?;
     let default = Deployment {
-        metadata,
-        spec: deployment_spec(size, &labels),
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(namespace.clone()),
+            ..ObjectMeta::default()
+        },
         ..Deployment::default()
     };
-    create_or_update(&deployments, &name, default, |deployment| {
-        // Fix the replica count when it drifts from spec.size.
-        deployment.spec.replicas = Some(size);
-    })
-    .await
-    .map_err(ReconcileError::transient)?;
+    // Create the Deployment, or fix its replica count when it drifts from spec.size (the
+    // current Deployment is read from the cache).
+    ctx.client
+        .create_or_update(default, |deployment| {
+            if deployment.metadata.resource_version.is_none() {
+                // Not stored yet: a new Deployment, owned by the Memcached.
+                deployment.metadata.labels = Some(labels.clone());
+                deployment.spec = deployment_spec(size, &labels);
+                set_controller_reference(memcached.as_ref(), &mut deployment.metadata)
+                    .map_err(ReconcileError::terminal)?;
+            }
+            deployment.spec.replicas = Some(size);
+            Ok::<(), ReconcileError>(())
+        })
+        .await?;
 
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let selector = format!("app=memcached,memcached_cr={name}");
-    let mut nodes: Vec<String> = pods
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items
-        .iter()
-        .map(|pod| pod.name_any())
-        .collect();
+    let pods = ctx
+        .client
+        .list::<Pod>()
+        .namespace(&namespace)
+        .labels(labels.clone())
+        .await?;
+    let mut nodes: Vec<String> = pods.iter().map(|pod| pod.name_any()).collect();
     nodes.sort();
     let status = memcached.status.as_ref();
     let generation = memcached.metadata.generation;
     if status.map(|s| &s.nodes) != Some(&nodes)
         || status.and_then(|s| s.observed_generation) != generation
     {
-        let memcacheds: Api<Memcached> = Api::namespaced(ctx.client.clone(), &namespace);
         let status = serde_json::json!({ "nodes": nodes, "observedGeneration": generation });
-        patch_status(&memcacheds, &name, status)
-            .await
-            .map_err(ReconcileError::transient)?;
+        ctx.client.patch_status(memcached.as_ref(), &status).await?;
     }
     Ok(Action::requeue_after(Duration::from_secs(60)))
 }
