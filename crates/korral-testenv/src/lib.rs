@@ -233,9 +233,12 @@ impl TestEnv {
             .create_token_request(name, &PostParams::default(), &TokenRequest::default())
             .await
             .map_err(failed)?;
+        // Read through JSON: `status.token` is optional in some Kubernetes versions' types and
+        // required in others, and the user's binary picks the version.
         issued
             .status
-            .and_then(|s| s.token)
+            .and_then(|s| serde_json::to_value(s).ok())
+            .and_then(|s| s.get("token")?.as_str().map(str::to_owned))
             .filter(|t| !t.is_empty())
             .ok_or_else(|| TestEnvError::Client("TokenRequest returned no token".to_string()))
     }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
-use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::authentication::v1::TokenReview;
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
@@ -125,12 +125,18 @@ impl MetricsAuth {
 
     /// The user the token belongs to, per a TokenReview; `None` when not authenticated.
     async fn authenticate(&self, token: &str) -> Option<ReviewedUser> {
-        let review = TokenReview {
-            spec: TokenReviewSpec {
-                token: token.to_owned(),
-                audiences: None,
-            },
-            ..Default::default()
+        // Built from JSON: `spec.token` is optional in some Kubernetes versions' types and
+        // required in others, and the user's binary picks the version.
+        let review: TokenReview = match serde_json::from_value(serde_json::json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token},
+        })) {
+            Ok(review) => review,
+            Err(error) => {
+                tracing::warn!(%error, "metrics: building the TokenReview failed");
+                return None;
+            }
         };
         let api: Api<TokenReview> = Api::all(self.client.clone());
         let status = match api.create(&PostParams::default(), &review).await {
