@@ -14,7 +14,11 @@ async fn quick_runtime_run_converges_for_both_controllers() -> anyhow::Result<()
     options.isolate = false;
     let report = run_runtime(&options).await?;
     println!("{report}");
-    let scenarios: Vec<String> = report.pairs.iter().map(|p| p.scenario.to_string()).collect();
+    let scenarios: Vec<String> = report
+        .pairs
+        .iter()
+        .map(|p| p.scenario.to_string())
+        .collect();
     assert_eq!(
         scenarios,
         [

@@ -407,8 +407,7 @@ pub async fn run_runtime(opts: &RuntimeOptions) -> Result<RuntimeReport> {
         };
         let korral = run(Impl::Korral).await?;
         let kube = run(Impl::KubeRuntime).await?;
-        let baseline = if scenario.workload == Workload::StatusPatch && scenario.latency.is_zero()
-        {
+        let baseline = if scenario.workload == Workload::StatusPatch && scenario.latency.is_zero() {
             Some(run(Impl::Baseline).await?)
         } else {
             None
@@ -435,7 +434,13 @@ fn ratio(kube: f64, korral: f64) -> String {
     }
 }
 
-fn row(f: &mut fmt::Formatter<'_>, metric: String, korral: String, kube: String, ratio: String) -> fmt::Result {
+fn row(
+    f: &mut fmt::Formatter<'_>,
+    metric: String,
+    korral: String,
+    kube: String,
+    ratio: String,
+) -> fmt::Result {
     writeln!(f, "{metric:<44} {korral:>12} {kube:>13} {ratio:>7}")
 }
 

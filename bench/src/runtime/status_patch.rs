@@ -173,7 +173,12 @@ pub fn start(which: Impl, client: &Client, ns: &str, shutdown: Shutdown) -> Resu
                 .for_::<Widget>(Scope::namespace(ns))
                 .max_concurrent_reconciles(CONCURRENCY);
             manager.add_controller(controller, korral_reconcile, ctx);
-            tokio::spawn(async move { manager.run(stopped(shutdown)).await.map_err(anyhow::Error::from) })
+            tokio::spawn(async move {
+                manager
+                    .run(stopped(shutdown))
+                    .await
+                    .map_err(anyhow::Error::from)
+            })
         }
         Impl::KubeRuntime => {
             let config = kube::runtime::controller::Config::default()

@@ -233,7 +233,10 @@ mod tests {
         let objects = read_kustomization(tmp.path())?;
         let spec = &objects[0]["spec"]["template"]["spec"];
         assert_eq!(spec["containers"][0]["image"], "reg.example:5000/op:v2");
-        assert_eq!(spec["containers"][1]["image"], "reg:5000/controller-other:1");
+        assert_eq!(
+            spec["containers"][1]["image"],
+            "reg:5000/controller-other:1"
+        );
         assert_eq!(spec["initContainers"][0]["image"], "sidecar@sha256:abc");
         assert_eq!(image_name("reg:5000/app:v1@sha256:x"), "reg:5000/app");
         assert_eq!(image_name("reg:5000/app"), "reg:5000/app");

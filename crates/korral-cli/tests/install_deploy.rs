@@ -93,7 +93,11 @@ fn project(root: &Path) -> anyhow::Result<()> {
         "resources:\n- bases/demo.example.com_gadgets.yaml\n",
     )?;
     write(root, "config/rbac/rbac.yaml", RBAC)?;
-    write(root, "config/rbac/kustomization.yaml", "resources:\n- rbac.yaml\n")?;
+    write(
+        root,
+        "config/rbac/kustomization.yaml",
+        "resources:\n- rbac.yaml\n",
+    )?;
     write(root, "config/manager/manager.yaml", MANAGER)?;
     write(
         root,
@@ -184,7 +188,11 @@ async fn install_and_deploy_server_side_apply_the_config() -> anyhow::Result<()>
     };
     let manager = deployments.get("demo-controller-manager").await?;
     assert_eq!(image(&manager).as_deref(), Some("registry.example/demo:v0"));
-    let redeployed = korral(&server, &root, &["deploy", "--image", "registry.example/demo:v1"])?;
+    let redeployed = korral(
+        &server,
+        &root,
+        &["deploy", "--image", "registry.example/demo:v1"],
+    )?;
     assert!(
         redeployed
             .stdout
@@ -231,7 +239,11 @@ async fn install_and_deploy_server_side_apply_the_config() -> anyhow::Result<()>
     )?;
     let refused = korral(&server, &root, &["deploy"])?;
     assert!(!refused.success(), "{}", refused.describe());
-    assert!(refused.stderr.contains("namePrefix"), "{}", refused.describe());
+    assert!(
+        refused.stderr.contains("namePrefix"),
+        "{}",
+        refused.describe()
+    );
 
     write(
         &root,
