@@ -244,3 +244,207 @@ async fn smp_list_item_without_its_merge_key_is_a_400_naming_key_and_list() {
     .await;
     r.status(400, "BadRequest");
 }
+
+/// Opens a connection and sends a request head promising a body it does not send yet: the
+/// request is in flight (its handler waits for the body) until the stream is used again.
+async fn stalled(server: &ApiServer, method: &str, target: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(server.addr()).await.expect("connect");
+    let head = format!(
+        "{method} {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.expect("write head");
+    stream
+}
+
+/// Polls until a request answers `code`.
+async fn until_code(server: &ApiServer, build: impl Fn() -> Vec<u8>, code: u16) -> Reply {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = exchange(server, &build()).await;
+        if r.code == code {
+            return r;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {code} within 10s, last {} {:?}",
+            r.head,
+            String::from_utf8_lossy(&r.body)
+        );
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn requests_over_the_in_flight_limits_get_429_with_retry_after() {
+    let server = plain_server_with(ServerConfig {
+        max_requests_inflight: 1,
+        max_mutating_requests_inflight: 1,
+        ..ServerConfig::in_memory()
+    })
+    .await;
+    let list = || request("GET", "/api/v1/namespaces/default/configmaps", "", "", b"");
+    let create = |name: &str| {
+        let body =
+            format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}}}}"#);
+        request(
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "",
+            "application/json",
+            body.as_bytes(),
+        )
+    };
+    // One read-only request held in flight: the next one is refused with upstream's Status.
+    let mut held_read = stalled(&server, "GET", "/api/v1/namespaces/default/configmaps").await;
+    let r = until_code(&server, list, 429).await;
+    let message = r.status(429, "TooManyRequests");
+    assert_eq!(message, "Too many requests, please try again later.");
+    assert!(r.head.contains("\r\nretry-after: 1"), "{}", r.head);
+    assert_eq!(r.json()["details"]["retryAfterSeconds"], 1);
+    // Mutating requests have their own budget; watches and probes are not counted.
+    let r = exchange(&server, &create("a")).await;
+    assert_eq!(r.code, 201, "{:?}", String::from_utf8_lossy(&r.body));
+    assert_eq!(get(&server, "/readyz").await.code, 200);
+    let mut watch = TcpStream::connect(server.addr()).await.expect("connect");
+    watch
+        .write_all(
+            b"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n\r\n",
+        )
+        .await
+        .expect("watch");
+    let mut buf = [0u8; 12];
+    watch.read_exact(&mut buf).await.expect("watch reply");
+    assert_eq!(&buf, b"HTTP/1.1 200");
+    // Held mutating request: the next write is refused.
+    let mut held_write = stalled(&server, "POST", "/api/v1/namespaces/default/configmaps").await;
+    let r = until_code(&server, || create("b"), 429).await;
+    r.status(429, "TooManyRequests");
+    // Once the held requests finish, their slots are free again.
+    held_read.write_all(b"{}").await.expect("finish read");
+    held_write.write_all(b"{}").await.expect("finish write");
+    let mut sink = Vec::new();
+    let _ = held_read.read_to_end(&mut sink).await;
+    let _ = held_write.read_to_end(&mut sink).await;
+    until_code(&server, list, 200).await;
+    until_code(&server, || create("c"), 201).await;
+    let r = get(&server, "/api/v1/namespaces/default/configmaps/b").await;
+    assert_eq!(r.code, 404, "a refused write changes nothing");
+}
+
+#[tokio::test]
+async fn watches_are_limited_per_client_and_freed_when_closed() {
+    let server = plain_server_with(ServerConfig {
+        max_watches_per_client: 2,
+        ..ServerConfig::in_memory()
+    })
+    .await;
+    let open = |auth: &'static str| {
+        let server_addr = server.addr();
+        async move {
+            let mut s = TcpStream::connect(server_addr).await.expect("connect");
+            let req = format!(
+                "GET /api/v1/namespaces/default/configmaps?watch=1 HTTP/1.1\r\nHost: x\r\n{auth}\r\n"
+            );
+            s.write_all(req.as_bytes()).await.expect("watch");
+            let mut buf = [0u8; 12];
+            s.read_exact(&mut buf).await.expect("reply");
+            (String::from_utf8_lossy(&buf).into_owned(), s)
+        }
+    };
+    let (a, first) = open("").await;
+    let (b, _second) = open("").await;
+    assert_eq!((a.as_str(), b.as_str()), ("HTTP/1.1 200", "HTTP/1.1 200"));
+    let watch = || {
+        request(
+            "GET",
+            "/api/v1/namespaces/default/configmaps?watch=true",
+            "",
+            "",
+            b"",
+        )
+    };
+    let r = exchange(&server, &watch()).await;
+    let message = r.status(429, "TooManyRequests");
+    assert!(message.contains("Too many watches"), "{message}");
+    assert!(r.head.contains("\r\nretry-after: 1"), "{}", r.head);
+    // Another client (other credentials) has its own allowance.
+    let (other, _third) = open("Impersonate-User: someone-else\r\n").await;
+    assert_ne!(other, "HTTP/1.1 429");
+    // Closing a watch frees its slot.
+    drop(first);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, _stream) = open("").await;
+        if status == "HTTP/1.1 200" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "slot never freed");
+        // The server notices the closed connection when it next writes: make it write.
+        let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"poke-"}}"#;
+        exchange(
+            &server,
+            &request(
+                "POST",
+                "/api/v1/namespaces/default/configmaps",
+                "",
+                "application/json",
+                body,
+            ),
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn slow_header_connections_are_closed() {
+    let server = plain_server_with(ServerConfig {
+        header_read_timeout: Duration::from_millis(300),
+        ..ServerConfig::in_memory()
+    })
+    .await;
+    let mut slow = TcpStream::connect(server.addr()).await.expect("connect");
+    slow.write_all(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("partial head");
+    // The server closes the connection on its own; the read ends well before the 20s bound.
+    let started = tokio::time::Instant::now();
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), slow.read_to_end(&mut out)).await;
+    assert!(read.is_ok(), "connection still open after 20s");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // Others are served meanwhile and after.
+    assert_eq!(get(&server, "/api/v1/namespaces").await.code, 200);
+}
+
+#[tokio::test]
+async fn plain_http_refuses_non_loopback_addresses() {
+    let result = ApiServer::start(ServerConfig {
+        tls: false,
+        bind: std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        ..ServerConfig::in_memory()
+    })
+    .await;
+    match result {
+        Err(e @ korral_apiserver::StartError::PlainHttpNotLoopback { .. }) => {
+            assert!(
+                e.to_string()
+                    .contains("refusing to serve plain HTTP on 0.0.0.0"),
+                "{e}"
+            );
+        }
+        Err(other) => panic!("unexpected error: {other}"),
+        Ok(_) => panic!("plain HTTP started on 0.0.0.0"),
+    }
+    // Loopback (v4 and v6) is fine.
+    let v6 = ApiServer::start(ServerConfig {
+        tls: false,
+        bind: std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        ..ServerConfig::in_memory()
+    })
+    .await;
+    // Some sandboxes have no IPv6 loopback: only the address check matters here.
+    assert!(!matches!(
+        v6,
+        Err(korral_apiserver::StartError::PlainHttpNotLoopback { .. })
+    ));
+}
