@@ -448,3 +448,179 @@ async fn plain_http_refuses_non_loopback_addresses() {
         Err(korral_apiserver::StartError::PlainHttpNotLoopback { .. })
     ));
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn data_directory_and_secrets_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = tempfile::tempdir().expect("tempdir");
+    let data = root.path().join("state/data");
+    let kubeconfig = root.path().join("conf/kubeconfig");
+    let server = ApiServer::start(ServerConfig {
+        kubeconfig: Some(kubeconfig.clone()),
+        ..ServerConfig::durable(&data)
+    })
+    .await
+    .expect("server");
+    let mode = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    for dir in [data.clone(), data.join("pki"), root.path().join("conf")] {
+        assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+    }
+    for file in [
+        data.join("token"),
+        data.join("sa-signing.key"),
+        data.join("pki/ca.key"),
+        data.join("pki/apiserver.key"),
+        kubeconfig.clone(),
+    ] {
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+    server.shutdown().await;
+    // An existing data directory readable by others is tightened on start.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let server = ApiServer::start(ServerConfig::durable(&data))
+        .await
+        .expect("restart");
+    assert_eq!(mode(&data), 0o700);
+    server.shutdown().await;
+}
+
+/// Object names that could escape a storage namespace if they ever reached a path.
+const HOSTILE_NAMES: [&str; 7] = ["..", ".", "a/b", "../x", "a\u{0}b", "a%2Fb", "x/../../y"];
+
+#[tokio::test]
+async fn hostile_names_are_refused_for_every_kind() {
+    let server = plain_server().await;
+    // The Widget CRD (a namespaced custom resource).
+    let crd = serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.ref.example.org"},
+        "spec": {"group": "ref.example.org", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    });
+    let r = exchange(
+        &server,
+        &request(
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            "",
+            "application/json",
+            crd.to_string().as_bytes(),
+        ),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{:?}", String::from_utf8_lossy(&r.body));
+    until_code(
+        &server,
+        || {
+            request(
+                "GET",
+                "/apis/ref.example.org/v1/namespaces/default/widgets",
+                "",
+                "",
+                b"",
+            )
+        },
+        200,
+    )
+    .await;
+    // (collection path, apiVersion, kind)
+    let kinds = [
+        ("/api/v1/namespaces/default/configmaps", "v1", "ConfigMap"),
+        ("/api/v1/namespaces", "v1", "Namespace"),
+        ("/api/v1/nodes", "v1", "Node"),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRole",
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+            "rbac.authorization.k8s.io/v1",
+            "Role",
+        ),
+        (
+            "/api/v1/namespaces/default/serviceaccounts",
+            "v1",
+            "ServiceAccount",
+        ),
+        (
+            "/apis/ref.example.org/v1/namespaces/default/widgets",
+            "ref.example.org/v1",
+            "Widget",
+        ),
+    ];
+    for (collection, api_version, kind) in kinds {
+        let before = get(&server, collection).await.json()["items"]
+            .as_array()
+            .map_or(0, Vec::len);
+        for name in HOSTILE_NAMES {
+            let body = serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
+            // Create.
+            let r = exchange(
+                &server,
+                &request(
+                    "POST",
+                    collection,
+                    "",
+                    "application/json",
+                    body.to_string().as_bytes(),
+                ),
+            )
+            .await;
+            assert!(
+                (400..500).contains(&r.code),
+                "POST {kind} {name:?}: {} {:?}",
+                r.code,
+                String::from_utf8_lossy(&r.body)
+            );
+            r.json();
+            // Server-side apply and update, which may create, with the name in the path.
+            let escaped: String = name
+                .bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || b == b'.' || b == b'-' {
+                        (b as char).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect();
+            for (method, content_type) in [
+                ("PATCH", "application/apply-patch+yaml"),
+                ("PUT", "application/json"),
+            ] {
+                let target = format!("{collection}/{escaped}?fieldManager=t");
+                let r = exchange(
+                    &server,
+                    &request(
+                        method,
+                        &target,
+                        "",
+                        content_type,
+                        body.to_string().as_bytes(),
+                    ),
+                )
+                .await;
+                assert!(
+                    (400..500).contains(&r.code),
+                    "{method} {kind} {name:?}: {} {:?}",
+                    r.code,
+                    String::from_utf8_lossy(&r.body)
+                );
+            }
+        }
+        let after = get(&server, collection).await.json()["items"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert_eq!(before, after, "{kind}: a hostile name was stored");
+    }
+}
