@@ -57,6 +57,34 @@ impl FieldValidation {
     }
 }
 
+/// A check of the object a write is about to store, run inside the guarded update: after the
+/// current object is read and the request applied to it, serialized with every other write,
+/// so what it looks at (the stored object, RBAC roles) cannot change underneath it. RBAC
+/// escalation prevention is one. An error refuses the write; nothing is stored.
+#[derive(Clone)]
+pub struct AdmissionCheck(Arc<CheckFn>);
+
+/// The function behind an [`AdmissionCheck`].
+type CheckFn = dyn Fn(&Value) -> Result<(), ApiError> + Send + Sync;
+
+impl AdmissionCheck {
+    /// A check from a function of the candidate object.
+    pub fn new(check: impl Fn(&Value) -> Result<(), ApiError> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(check))
+    }
+
+    /// Runs the check on `candidate`.
+    pub fn check(&self, candidate: &Value) -> Result<(), ApiError> {
+        (self.0)(candidate)
+    }
+}
+
+impl std::fmt::Debug for AdmissionCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdmissionCheck")
+    }
+}
+
 /// Options of a create, update or patch.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
@@ -71,6 +99,8 @@ pub struct WriteOptions {
     /// The request's `User-Agent` (empty when the header is missing; `None` for the server's
     /// own writes): names the field manager when `fieldManager` is absent.
     pub user_agent: Option<String>,
+    /// A check of the object to store, run inside the guarded update (see [`AdmissionCheck`]).
+    pub admission: Option<AdmissionCheck>,
 }
 
 impl WriteOptions {
@@ -813,9 +843,13 @@ impl Objects {
             }
         }
         let key = Self::key(info, namespace, &name);
+        let admission = opts.admission.clone();
         if opts.dry_run {
             if self.storage.get(&key).is_some() {
                 return Err(ApiError::already_exists(&info.group, &info.resource, &name));
+            }
+            if let Some(admission) = &admission {
+                admission.check(&obj)?;
             }
             return Ok(Written {
                 object: Arc::new(obj),
@@ -832,6 +866,9 @@ impl Objects {
                 Box::new(move |cur| {
                     if cur.is_some() {
                         return Err(ApiError::already_exists(&group, &resource, &name));
+                    }
+                    if let Some(admission) = &admission {
+                        admission.check(&obj)?;
                     }
                     Ok(Write::Put(obj))
                 }),
@@ -1200,6 +1237,7 @@ impl Objects {
         let warnings = Arc::new(Mutex::new(Vec::new()));
         let warnings2 = warnings.clone();
         let registry = self.registry.clone();
+        let admission = opts.admission.clone();
         let decide = move |cur: Option<&Object>| -> Result<Write, ApiError> {
             let Some(cur) = cur else {
                 return Err(ApiError::not_found(&info2.group, &info2.resource, &name2));
@@ -1246,6 +1284,9 @@ impl Objects {
                 }
             }
             *warnings2.lock().unwrap_or_else(|e| e.into_inner()) = w;
+            if let Some(admission) = &admission {
+                admission.check(&next)?;
+            }
             if next == **cur {
                 return Ok(Write::Unchanged);
             }

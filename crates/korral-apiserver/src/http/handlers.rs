@@ -56,8 +56,10 @@ fn write_options(
     headers: &HeaderMap,
     options_kind: &str,
     patch_type: Option<PatchType>,
+    admission: Option<&objects::AdmissionCheck>,
 ) -> Result<WriteOptions, ApiError> {
     let mut opts = base_write_options(query)?;
+    opts.admission = admission.cloned();
     opts.user_agent = Some(
         headers
             .get(header::USER_AGENT)
@@ -140,7 +142,8 @@ fn content_type(headers: &HeaderMap) -> String {
         .to_string()
 }
 
-/// Serves a request on a resource path.
+/// Serves a request on a resource path. `admission` runs inside the guarded update of a
+/// create, update or patch of the main resource.
 pub async fn serve(
     state: &Arc<State>,
     rp: ResourcePath,
@@ -148,6 +151,7 @@ pub async fn serve(
     query: &Query,
     headers: &HeaderMap,
     body_bytes: bytes::Bytes,
+    admission: Option<objects::AdmissionCheck>,
 ) -> Result<Response<Body>, ApiError> {
     let registry = state.objects.registry();
     let info = registry
@@ -212,7 +216,7 @@ pub async fn serve(
             Ok(list_response(&info, page))
         }
         (&Method::POST, None) if part == Part::Main => {
-            let opts = write_options(query, headers, "CreateOptions", None)?;
+            let opts = write_options(query, headers, "CreateOptions", None, admission.as_ref())?;
             let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects.create(&info, namespace, obj, &opts).await?;
@@ -223,7 +227,7 @@ pub async fn serve(
             Ok(response)
         }
         (&Method::PUT, Some(name)) => {
-            let opts = write_options(query, headers, "UpdateOptions", None)?;
+            let opts = write_options(query, headers, "UpdateOptions", None, admission.as_ref())?;
             let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects
@@ -241,7 +245,13 @@ pub async fn serve(
             } else {
                 PatchType::from_content_type(&content_type(headers))?
             };
-            let opts = write_options(query, headers, "PatchOptions", Some(patch_type))?;
+            let opts = write_options(
+                query,
+                headers,
+                "PatchOptions",
+                Some(patch_type),
+                admission.as_ref(),
+            )?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects
                 .patch(
@@ -334,7 +344,7 @@ async fn serve_scale(
     let scale = match *method {
         Method::GET => objects.get_scale(info, namespace, name)?,
         Method::PUT => {
-            let opts = write_options(query, headers, "UpdateOptions", None)?;
+            let opts = write_options(query, headers, "UpdateOptions", None, None)?;
             let body = body::decode_object(&body_bytes, &content_type(headers), "Scale")?;
             objects
                 .write_scale(info, namespace, name, &opts, move |_| Ok(body))
@@ -342,7 +352,7 @@ async fn serve_scale(
         }
         Method::PATCH => {
             let patch_type = PatchType::from_content_type(&content_type(headers))?;
-            let opts = write_options(query, headers, "PatchOptions", Some(patch_type))?;
+            let opts = write_options(query, headers, "PatchOptions", Some(patch_type), None)?;
             if patch_type == PatchType::Apply {
                 let scale = objects
                     .apply_scale(info, namespace, name, &body_bytes, &opts)
