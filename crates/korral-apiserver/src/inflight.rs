@@ -124,7 +124,8 @@ fn is_watch<B>(req: &Request<B>) -> bool {
         return true;
     }
     req.uri().query().is_some_and(|q| {
-        form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
+        form_urlencoded::parse(q.as_bytes())
+            .any(|(k, v)| k == "watch" && matches!(&*v, "1" | "t" | "T" | "TRUE" | "true" | "True"))
     })
 }
 

@@ -179,6 +179,50 @@ pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
 }
 
+/// Refuses a `DeleteOptions` body whose known fields have the wrong JSON type (a `preconditions`
+/// uid that is a number, a `gracePeriodSeconds` string...): 400, as upstream's decoder. Ignoring
+/// such a field would run the delete without the precondition or grace the client asked for.
+fn check_delete_options_body(body: &Value) -> Result<(), ApiError> {
+    let Value::Object(map) = body else {
+        return Err(ApiError::bad_request(format!(
+            "invalid DeleteOptions: expected an object, got {}",
+            crate::error::render_value(body)
+        )));
+    };
+    let wrong = |field: &str, want: &str, got: &Value| {
+        ApiError::bad_request(format!(
+            "invalid DeleteOptions: {field} must be {want}, not {}",
+            crate::error::render_value(got)
+        ))
+    };
+    type IsType = fn(&Value) -> bool;
+    let fields: [(&str, &str, IsType); 4] = [
+        ("propagationPolicy", "a string", Value::is_string),
+        ("orphanDependents", "a boolean", Value::is_boolean),
+        ("gracePeriodSeconds", "an integer", |v| v.is_i64()),
+        ("dryRun", "a list of strings", Value::is_array),
+    ];
+    for (field, want, ok) in fields {
+        if let Some(v) = map.get(field).filter(|v| !v.is_null())
+            && !ok(v)
+        {
+            return Err(wrong(field, want, v));
+        }
+    }
+    if let Some(pre) = map.get("preconditions").filter(|v| !v.is_null()) {
+        let Value::Object(pre) = pre else {
+            return Err(wrong("preconditions", "an object", pre));
+        };
+        for field in ["uid", "resourceVersion"] {
+            if let Some(v) = pre.get(field).filter(|v| !v.is_null())
+                && !v.is_string()
+            {
+                return Err(wrong(&format!("preconditions.{field}"), "a string", v));
+            }
+        }
+    }
+    Ok(())
+}
 impl DeleteOptions {
     /// Reads a `DeleteOptions` body (may be empty) and query parameters.
     pub fn from_request(
@@ -199,8 +243,19 @@ impl DeleteOptions {
                 ApiError::bad_request(format!("invalid gracePeriodSeconds: {v:?}"))
             })?);
         }
-        opts.dry_run = query.iter().any(|(k, v)| k == "dryRun" && v == "All");
+        for (_, v) in query.iter().filter(|(k, _)| k == "dryRun") {
+            match v.as_str() {
+                "" => {}
+                "All" => opts.dry_run = true,
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+                    )));
+                }
+            }
+        }
         if let Some(body) = body {
+            check_delete_options_body(body)?;
             if let Some(p) = body.get("propagationPolicy").and_then(Value::as_str) {
                 policy = Some(p.to_string());
             }
@@ -217,10 +272,17 @@ impl DeleteOptions {
                     .and_then(Value::as_str)
                     .map(str::to_string);
             }
-            if let Some(dry) = body.get("dryRun").and_then(Value::as_array)
-                && dry.iter().any(|d| d == "All")
-            {
-                opts.dry_run = true;
+            if let Some(dry) = body.get("dryRun").and_then(Value::as_array) {
+                for d in dry {
+                    match d.as_str() {
+                        Some("All") => opts.dry_run = true,
+                        _ => {
+                            return Err(ApiError::bad_request(format!(
+                                "dryRun: Unsupported value: {d}: supported values: \"All\""
+                            )));
+                        }
+                    }
+                }
             }
         }
         opts.propagation = match (policy.as_deref(), orphan) {

@@ -624,3 +624,104 @@ async fn hostile_names_are_refused_for_every_kind() {
         assert_eq!(before, after, "{kind}: a hostile name was stored");
     }
 }
+
+#[tokio::test]
+async fn malformed_query_parameters_and_delete_options_are_refused() {
+    let server = plain_server().await;
+    let cm = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"keep"}}"#;
+    let r = exchange(
+        &server,
+        &request(
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "",
+            "application/json",
+            cm,
+        ),
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    let list = "/api/v1/namespaces/default/configmaps";
+    for (query, code, reason, needle) in [
+        (
+            "timeoutSeconds=abc",
+            400,
+            "BadRequest",
+            "invalid timeoutSeconds",
+        ),
+        (
+            "resourceVersion=abc",
+            400,
+            "BadRequest",
+            "invalid resourceVersion",
+        ),
+        ("watch=maybe", 400, "BadRequest", "invalid watch"),
+        (
+            "resourceVersion=1&resourceVersionMatch=Bogus",
+            422,
+            "Invalid",
+            "resourceVersionMatch",
+        ),
+    ] {
+        let r = get(&server, &format!("{list}?{query}")).await;
+        let message = r.status(code, reason);
+        assert!(message.contains(needle), "{query}: {message}");
+    }
+    // Go's other spellings of true start a watch.
+    let mut watch = TcpStream::connect(server.addr()).await.expect("connect");
+    watch
+        .write_all(format!("GET {list}?watch=True HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .expect("watch");
+    let mut buf = vec![0u8; 512];
+    let n = watch.read(&mut buf).await.expect("read");
+    let head = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+    assert!(head.contains("transfer-encoding: chunked"), "{head}");
+    // DeleteOptions with fields of the wrong type, or a bogus dryRun, delete nothing.
+    let target = format!("{list}/keep");
+    for (query, body) in [
+        ("", &br#"{"preconditions":{"uid":5}}"#[..]),
+        ("", br#"{"preconditions":"x"}"#),
+        ("", br#"{"gracePeriodSeconds":"0"}"#),
+        ("", br#"{"dryRun":"All"}"#),
+        ("", br#"{"dryRun":["Bogus"]}"#),
+        ("", b"[1,2]"),
+        ("?dryRun=Bogus", b""),
+    ] {
+        let r = exchange(
+            &server,
+            &request(
+                "DELETE",
+                &format!("{target}{query}"),
+                "",
+                "application/json",
+                body,
+            ),
+        )
+        .await;
+        r.status(400, "BadRequest");
+    }
+    let r = exchange(
+        &server,
+        &request(
+            "DELETE",
+            &format!("{list}?dryRun=Bogus"),
+            "",
+            "application/json",
+            b"",
+        ),
+    )
+    .await;
+    r.status(400, "BadRequest");
+    assert_eq!(get(&server, &target).await.code, 200, "nothing was deleted");
+    // Well-typed options still work: a matching uid precondition deletes.
+    let uid = get(&server, &target).await.json()["metadata"]["uid"].clone();
+    let body = serde_json::json!({"preconditions": {"uid": uid}}).to_string();
+    let r = exchange(
+        &server,
+        &request("DELETE", &target, "", "application/json", body.as_bytes()),
+    )
+    .await;
+    assert_eq!(r.code, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    assert_eq!(get(&server, &target).await.code, 404);
+}

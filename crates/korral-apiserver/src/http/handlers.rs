@@ -31,8 +31,12 @@ pub fn param<'a>(query: &'a Query, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// A boolean query parameter, true for the spellings Go's `strconv.ParseBool` reads as true.
 fn flag(query: &Query, name: &str) -> bool {
-    matches!(param(query, name), Some("true") | Some("1"))
+    matches!(
+        param(query, name),
+        Some("1" | "t" | "T" | "TRUE" | "true" | "True")
+    )
 }
 
 /// The object as clients of `info`'s version see it (custom resources may be stored in
@@ -103,8 +107,61 @@ fn base_write_options(query: &Query) -> Result<WriteOptions, ApiError> {
     })
 }
 
+/// Refuses list/watch query parameters a client got wrong rather than ignoring them: a
+/// non-boolean `watch`, a non-numeric `timeoutSeconds` or `resourceVersion`, an unknown
+/// `resourceVersionMatch` (upstream's decoding and `ValidateListOptions` errors).
+fn check_list_query(query: &Query) -> Result<(), ApiError> {
+    if let Some(w) = param(query, "watch")
+        && !matches!(
+            w,
+            "" | "1"
+                | "t"
+                | "T"
+                | "TRUE"
+                | "true"
+                | "True"
+                | "0"
+                | "f"
+                | "F"
+                | "FALSE"
+                | "false"
+                | "False"
+        )
+    {
+        return Err(ApiError::bad_request(format!("invalid watch: {w:?}")));
+    }
+    if let Some(t) = param(query, "timeoutSeconds").filter(|t| !t.is_empty())
+        && t.parse::<i64>().is_err()
+    {
+        return Err(ApiError::bad_request(format!(
+            "invalid timeoutSeconds: {t:?}"
+        )));
+    }
+    if let Some(rv) = param(query, "resourceVersion").filter(|r| !r.is_empty())
+        && rv.parse::<u64>().is_err()
+    {
+        return Err(ApiError::bad_request(format!(
+            "invalid resourceVersion: {rv:?}"
+        )));
+    }
+    match param(query, "resourceVersionMatch") {
+        None | Some("" | "Exact" | "NotOlderThan") => Ok(()),
+        Some(other) => Err(ApiError::invalid(
+            "",
+            "ListOptions",
+            "",
+            vec![crate::error::Cause::not_supported(
+                "resourceVersionMatch",
+                &json!(other),
+                &[json!("Exact"), json!("NotOlderThan")],
+            )],
+        )),
+    }
+}
+
 /// Parses list/watch selectors and checks them against the resource.
 pub fn list_options(info: &ResourceInfo, query: &Query) -> Result<ListOptions, ApiError> {
+    check_list_query(query)?;
     let labels = match param(query, "labelSelector") {
         Some(s) if !s.trim().is_empty() => Some(LabelSelector::parse(s)?),
         _ => None,
