@@ -649,6 +649,7 @@ impl Objects {
         obj: &mut Value,
         old: Option<&Value>,
         validation: FieldValidation,
+        registry: &Registry,
     ) -> Result<Vec<String>, ApiError> {
         let Some(custom) = &info.custom else {
             // Built-in kinds: fields the upstream schema lacks are dropped, as decoding into
@@ -709,7 +710,7 @@ impl Objects {
         if cel::has_rules(s) {
             match schema::blocked_rules_cause(&causes) {
                 Some(blocked) => causes.push(blocked),
-                None => causes.extend(cel::validate(obj, old, s)),
+                None => causes.extend(cel::validate_with(obj, old, s, registry.cel_cache())),
             }
         }
         if !causes.is_empty() {
@@ -855,7 +856,8 @@ impl Objects {
             strip_status(&mut obj);
         }
         Self::validate_meta(info, &obj)?;
-        let warnings = Self::apply_schema(info, &mut obj, None, opts.field_validation)?;
+        let warnings =
+            Self::apply_schema(info, &mut obj, None, opts.field_validation, &self.registry)?;
         if !info.is_custom() {
             defaults::apply_builtin_defaults(&info.group, &info.kind, &mut obj);
         }
@@ -1658,7 +1660,7 @@ fn prepare_update(
         }
     }
     Objects::validate_meta(info, &next)?;
-    let warnings = Objects::apply_schema(info, &mut next, Some(cur), validation)?;
+    let warnings = Objects::apply_schema(info, &mut next, Some(cur), validation, registry)?;
     if !info.is_custom() {
         defaults::apply_builtin_defaults(&info.group, &info.kind, &mut next);
     }

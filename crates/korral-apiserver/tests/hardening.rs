@@ -725,3 +725,118 @@ async fn malformed_query_parameters_and_delete_options_are_refused() {
     assert_eq!(r.code, 200, "{:?}", String::from_utf8_lossy(&r.body));
     assert_eq!(get(&server, &target).await.code, 404);
 }
+
+/// A Widget CRD (`widgets.ref.example.org`) whose spec has one extra `field` and one CEL rule.
+fn widget_crd(field: &str, rule: &str, message: &str) -> Vec<u8> {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.ref.example.org"},
+        "spec": {"group": "ref.example.org", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object",
+                        "x-kubernetes-validations": [{"rule": rule, "message": message}],
+                        "properties": {"replicas": {"type": "integer"}, field: {"type": "string"}}}}}}}]}
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn two_servers_in_one_process_never_see_each_others_crds() {
+    let a = plain_server().await;
+    let b = plain_server().await;
+    for (server, crd) in [
+        (
+            &a,
+            widget_crd("onlyInA", "self.replicas <= 3", "rule of server A"),
+        ),
+        (
+            &b,
+            widget_crd("onlyInB", "self.replicas >= 10", "rule of server B"),
+        ),
+    ] {
+        let r = exchange(
+            server,
+            &request(
+                "POST",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                "",
+                "application/json",
+                &crd,
+            ),
+        )
+        .await;
+        assert_eq!(r.code, 201, "{:?}", String::from_utf8_lossy(&r.body));
+        until_code(
+            server,
+            || {
+                request(
+                    "GET",
+                    "/apis/ref.example.org/v1/namespaces/default/widgets",
+                    "",
+                    "",
+                    b"",
+                )
+            },
+            200,
+        )
+        .await;
+    }
+    // OpenAPI v3 and v2 of each server describe its own CRD only (both documents are built
+    // and cached per server; ask each twice, interleaved).
+    for _ in 0..2 {
+        for (server, own, other) in [(&a, "onlyInA", "onlyInB"), (&b, "onlyInB", "onlyInA")] {
+            for path in ["/openapi/v3/apis/ref.example.org/v1", "/openapi/v2"] {
+                let r = get(server, path).await;
+                assert_eq!(r.code, 200, "{path}");
+                let text = String::from_utf8_lossy(&r.body);
+                assert!(text.contains(own), "{path} lacks {own}");
+                assert!(
+                    !text.contains(other),
+                    "{path} shows the other server's {other}"
+                );
+            }
+        }
+    }
+    // Each server enforces its own CEL rule.
+    let widget = |replicas: i64| {
+        serde_json::json!({"apiVersion": "ref.example.org/v1", "kind": "Widget",
+            "metadata": {"generateName": "w-"}, "spec": {"replicas": replicas}})
+        .to_string()
+        .into_bytes()
+    };
+    let create = |server: &ApiServer, replicas: i64| {
+        let body = widget(replicas);
+        let addr = server.addr();
+        async move {
+            let mut stream = TcpStream::connect(addr).await.expect("connect");
+            let req = request(
+                "POST",
+                "/apis/ref.example.org/v1/namespaces/default/widgets",
+                "",
+                "application/json",
+                &body,
+            );
+            stream.write_all(&req).await.expect("write");
+            let mut out = Vec::new();
+            stream.read_to_end(&mut out).await.expect("read");
+            String::from_utf8_lossy(&out).into_owned()
+        }
+    };
+    for _ in 0..2 {
+        let on_a = create(&a, 5).await;
+        assert!(
+            on_a.starts_with("HTTP/1.1 422") && on_a.contains("rule of server A"),
+            "{on_a}"
+        );
+        let on_b = create(&b, 5).await;
+        assert!(
+            on_b.starts_with("HTTP/1.1 422") && on_b.contains("rule of server B"),
+            "{on_b}"
+        );
+        assert!(create(&a, 2).await.starts_with("HTTP/1.1 201"));
+        assert!(create(&b, 12).await.starts_with("HTTP/1.1 201"));
+    }
+}
