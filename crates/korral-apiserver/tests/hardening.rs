@@ -840,3 +840,38 @@ async fn two_servers_in_one_process_never_see_each_others_crds() {
         assert!(create(&b, 12).await.starts_with("HTTP/1.1 201"));
     }
 }
+
+#[tokio::test]
+async fn a_stalled_watcher_never_blocks_writers() {
+    let server = plain_server().await;
+    // A watch whose client never reads: its socket and send buffers fill up.
+    let mut stalled = TcpStream::connect(server.addr()).await.expect("connect");
+    stalled
+        .write_all(
+            b"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n\r\n",
+        )
+        .await
+        .expect("watch");
+    // Far more event bytes than the watcher's buffers hold: every write still completes.
+    let payload = "x".repeat(16 * 1024);
+    let started = tokio::time::Instant::now();
+    for i in 0..400 {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i}")}, "data": {"p": payload}})
+        .to_string();
+        let req = request(
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "",
+            "application/json",
+            body.as_bytes(),
+        );
+        let write = exchange(&server, &req);
+        let r = tokio::time::timeout(Duration::from_secs(10), write)
+            .await
+            .unwrap_or_else(|_| panic!("write {i} blocked behind the stalled watcher"));
+        assert_eq!(r.code, 201, "write {i}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(60));
+    drop(stalled);
+}

@@ -32,6 +32,15 @@ pub struct Args {
     /// bindings; the kubeconfig's token is the admin, in `system:masters`).
     #[arg(long, value_enum, default_value_t = Authorization::AlwaysAllow)]
     authorization: Authorization,
+    /// Read-only requests served at once; more are answered 429 (0: no limit).
+    #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_READONLY)]
+    max_requests_inflight: usize,
+    /// Mutating requests served at once; more are answered 429 (0: no limit).
+    #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_MUTATING)]
+    max_mutating_requests_inflight: usize,
+    /// Open watches per client (per set of credentials); more are answered 429 (0: no limit).
+    #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_WATCHES_PER_CLIENT)]
+    max_watches_per_client: usize,
 }
 
 /// Values of `--authorization`.
@@ -83,6 +92,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Authorization::AlwaysAllow => AuthorizationMode::AlwaysAllow,
             Authorization::Rbac => AuthorizationMode::Rbac,
         },
+        max_requests_inflight: args.max_requests_inflight,
+        max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+        max_watches_per_client: args.max_watches_per_client,
         ..ServerConfig::default()
     };
     let server = ApiServer::start(config)
