@@ -24,7 +24,7 @@ fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
 }
 
 /// Validates a CRD's spec; returns upstream-style causes.
-pub fn validate(obj: &Value, old: Option<&Value>, _registry: &Registry) -> Vec<Cause> {
+pub fn validate(obj: &Value, old: Option<&Value>, registry: &Registry) -> Vec<Cause> {
     let mut causes = Vec::new();
     let group = str_at(obj, "spec.group");
     let plural = str_at(obj, "spec.names.plural");
@@ -124,7 +124,11 @@ pub fn validate(obj: &Value, old: Option<&Value>, _registry: &Registry) -> Vec<C
             let structural = schema::check_structural(s, &schema_path);
             if structural.is_empty() {
                 // CEL rules compile, sit where they can, and stay within the cost budget.
-                causes.extend(crate::validation::cel::check_schema(s, &schema_path));
+                causes.extend(crate::validation::cel::check_schema_with(
+                    s,
+                    &schema_path,
+                    registry.cel_cache(),
+                ));
             }
             causes.extend(structural);
         }

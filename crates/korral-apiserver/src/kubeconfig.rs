@@ -50,14 +50,40 @@ pub fn render(server_url: &str, ca_pem: Option<&str>, token: &str, context_name:
     out
 }
 
-/// Writes `contents` to `path` atomically: parent directories are created, the data goes to a
-/// temporary file (mode 0600 on Unix) in the same directory which then replaces `path`.
+/// Creates `dir` (and missing parents) with owner-only permissions (0700 on Unix), for
+/// directories holding keys, tokens and objects. With `tighten`, an existing `dir` is set to
+/// 0700 as well (the server's own data directory); otherwise an existing one is left as is.
+pub fn create_private_dir(dir: &Path, tighten: bool) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        builder.mode(0o700);
+    }
+    builder.create(dir)?;
+    #[cfg(unix)]
+    if tighten {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tighten;
+    Ok(())
+}
+
+/// Writes `contents` to `path` atomically: missing parent directories are created (mode 0700
+/// on Unix), the data goes to a temporary file (mode 0600 on Unix) in the same directory which
+/// then replaces `path`.
 pub fn write(path: &Path, contents: &str) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(dir)?;
+    create_private_dir(dir, false)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

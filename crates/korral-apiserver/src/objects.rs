@@ -57,6 +57,34 @@ impl FieldValidation {
     }
 }
 
+/// A check of the object a write is about to store, run inside the guarded update: after the
+/// current object is read and the request applied to it, serialized with every other write,
+/// so what it looks at (the stored object, RBAC roles) cannot change underneath it. RBAC
+/// escalation prevention is one. An error refuses the write; nothing is stored.
+#[derive(Clone)]
+pub struct AdmissionCheck(Arc<CheckFn>);
+
+/// The function behind an [`AdmissionCheck`].
+type CheckFn = dyn Fn(&Value) -> Result<(), ApiError> + Send + Sync;
+
+impl AdmissionCheck {
+    /// A check from a function of the candidate object.
+    pub fn new(check: impl Fn(&Value) -> Result<(), ApiError> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(check))
+    }
+
+    /// Runs the check on `candidate`.
+    pub fn check(&self, candidate: &Value) -> Result<(), ApiError> {
+        (self.0)(candidate)
+    }
+}
+
+impl std::fmt::Debug for AdmissionCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdmissionCheck")
+    }
+}
+
 /// Options of a create, update or patch.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
@@ -71,6 +99,8 @@ pub struct WriteOptions {
     /// The request's `User-Agent` (empty when the header is missing; `None` for the server's
     /// own writes): names the field manager when `fieldManager` is absent.
     pub user_agent: Option<String>,
+    /// A check of the object to store, run inside the guarded update (see [`AdmissionCheck`]).
+    pub admission: Option<AdmissionCheck>,
 }
 
 impl WriteOptions {
@@ -149,6 +179,50 @@ pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
 }
 
+/// Refuses a `DeleteOptions` body whose known fields have the wrong JSON type (a `preconditions`
+/// uid that is a number, a `gracePeriodSeconds` string...): 400, as upstream's decoder. Ignoring
+/// such a field would run the delete without the precondition or grace the client asked for.
+fn check_delete_options_body(body: &Value) -> Result<(), ApiError> {
+    let Value::Object(map) = body else {
+        return Err(ApiError::bad_request(format!(
+            "invalid DeleteOptions: expected an object, got {}",
+            crate::error::render_value(body)
+        )));
+    };
+    let wrong = |field: &str, want: &str, got: &Value| {
+        ApiError::bad_request(format!(
+            "invalid DeleteOptions: {field} must be {want}, not {}",
+            crate::error::render_value(got)
+        ))
+    };
+    type IsType = fn(&Value) -> bool;
+    let fields: [(&str, &str, IsType); 4] = [
+        ("propagationPolicy", "a string", Value::is_string),
+        ("orphanDependents", "a boolean", Value::is_boolean),
+        ("gracePeriodSeconds", "an integer", |v| v.is_i64()),
+        ("dryRun", "a list of strings", Value::is_array),
+    ];
+    for (field, want, ok) in fields {
+        if let Some(v) = map.get(field).filter(|v| !v.is_null())
+            && !ok(v)
+        {
+            return Err(wrong(field, want, v));
+        }
+    }
+    if let Some(pre) = map.get("preconditions").filter(|v| !v.is_null()) {
+        let Value::Object(pre) = pre else {
+            return Err(wrong("preconditions", "an object", pre));
+        };
+        for field in ["uid", "resourceVersion"] {
+            if let Some(v) = pre.get(field).filter(|v| !v.is_null())
+                && !v.is_string()
+            {
+                return Err(wrong(&format!("preconditions.{field}"), "a string", v));
+            }
+        }
+    }
+    Ok(())
+}
 impl DeleteOptions {
     /// Reads a `DeleteOptions` body (may be empty) and query parameters.
     pub fn from_request(
@@ -169,8 +243,19 @@ impl DeleteOptions {
                 ApiError::bad_request(format!("invalid gracePeriodSeconds: {v:?}"))
             })?);
         }
-        opts.dry_run = query.iter().any(|(k, v)| k == "dryRun" && v == "All");
+        for (_, v) in query.iter().filter(|(k, _)| k == "dryRun") {
+            match v.as_str() {
+                "" => {}
+                "All" => opts.dry_run = true,
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+                    )));
+                }
+            }
+        }
         if let Some(body) = body {
+            check_delete_options_body(body)?;
             if let Some(p) = body.get("propagationPolicy").and_then(Value::as_str) {
                 policy = Some(p.to_string());
             }
@@ -187,10 +272,17 @@ impl DeleteOptions {
                     .and_then(Value::as_str)
                     .map(str::to_string);
             }
-            if let Some(dry) = body.get("dryRun").and_then(Value::as_array)
-                && dry.iter().any(|d| d == "All")
-            {
-                opts.dry_run = true;
+            if let Some(dry) = body.get("dryRun").and_then(Value::as_array) {
+                for d in dry {
+                    match d.as_str() {
+                        Some("All") => opts.dry_run = true,
+                        _ => {
+                            return Err(ApiError::bad_request(format!(
+                                "dryRun: Unsupported value: {d}: supported values: \"All\""
+                            )));
+                        }
+                    }
+                }
             }
         }
         opts.propagation = match (policy.as_deref(), orphan) {
@@ -557,6 +649,7 @@ impl Objects {
         obj: &mut Value,
         old: Option<&Value>,
         validation: FieldValidation,
+        registry: &Registry,
     ) -> Result<Vec<String>, ApiError> {
         let Some(custom) = &info.custom else {
             // Built-in kinds: fields the upstream schema lacks are dropped, as decoding into
@@ -617,7 +710,7 @@ impl Objects {
         if cel::has_rules(s) {
             match schema::blocked_rules_cause(&causes) {
                 Some(blocked) => causes.push(blocked),
-                None => causes.extend(cel::validate(obj, old, s)),
+                None => causes.extend(cel::validate_with(obj, old, s, registry.cel_cache())),
             }
         }
         if !causes.is_empty() {
@@ -763,7 +856,8 @@ impl Objects {
             strip_status(&mut obj);
         }
         Self::validate_meta(info, &obj)?;
-        let warnings = Self::apply_schema(info, &mut obj, None, opts.field_validation)?;
+        let warnings =
+            Self::apply_schema(info, &mut obj, None, opts.field_validation, &self.registry)?;
         if !info.is_custom() {
             defaults::apply_builtin_defaults(&info.group, &info.kind, &mut obj);
         }
@@ -813,9 +907,13 @@ impl Objects {
             }
         }
         let key = Self::key(info, namespace, &name);
+        let admission = opts.admission.clone();
         if opts.dry_run {
             if self.storage.get(&key).is_some() {
                 return Err(ApiError::already_exists(&info.group, &info.resource, &name));
+            }
+            if let Some(admission) = &admission {
+                admission.check(&obj)?;
             }
             return Ok(Written {
                 object: Arc::new(obj),
@@ -832,6 +930,9 @@ impl Objects {
                 Box::new(move |cur| {
                     if cur.is_some() {
                         return Err(ApiError::already_exists(&group, &resource, &name));
+                    }
+                    if let Some(admission) = &admission {
+                        admission.check(&obj)?;
                     }
                     Ok(Write::Put(obj))
                 }),
@@ -1200,6 +1301,7 @@ impl Objects {
         let warnings = Arc::new(Mutex::new(Vec::new()));
         let warnings2 = warnings.clone();
         let registry = self.registry.clone();
+        let admission = opts.admission.clone();
         let decide = move |cur: Option<&Object>| -> Result<Write, ApiError> {
             let Some(cur) = cur else {
                 return Err(ApiError::not_found(&info2.group, &info2.resource, &name2));
@@ -1246,6 +1348,9 @@ impl Objects {
                 }
             }
             *warnings2.lock().unwrap_or_else(|e| e.into_inner()) = w;
+            if let Some(admission) = &admission {
+                admission.check(&next)?;
+            }
             if next == **cur {
                 return Ok(Write::Unchanged);
             }
@@ -1555,7 +1660,7 @@ fn prepare_update(
         }
     }
     Objects::validate_meta(info, &next)?;
-    let warnings = Objects::apply_schema(info, &mut next, Some(cur), validation)?;
+    let warnings = Objects::apply_schema(info, &mut next, Some(cur), validation, registry)?;
     if !info.is_custom() {
         defaults::apply_builtin_defaults(&info.group, &info.kind, &mut next);
     }

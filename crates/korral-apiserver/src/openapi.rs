@@ -1346,11 +1346,22 @@ struct CachedDoc {
     hash: String,
 }
 
-/// Documents by group version. Building and hashing the large documents is costly (notably in
-/// debug builds) and kubectl asks for the index on most commands, so they are built once per
-/// change of the served resources.
-static V3_CACHE: LazyLock<Mutex<HashMap<(String, String), CachedDoc>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// The OpenAPI documents one server built, kept on its [`Registry`]. Building and hashing the
+/// large documents is costly (notably in debug builds) and kubectl asks for them on most
+/// commands, so they are built once per change of the served resources.
+#[derive(Default)]
+pub struct OpenApiCache {
+    /// v3 documents by group version.
+    v3: Mutex<HashMap<(String, String), CachedDoc>>,
+    /// The v2 document.
+    v2: Mutex<Option<CachedV2>>,
+}
+
+impl std::fmt::Debug for OpenApiCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OpenApiCache")
+    }
+}
 
 /// Everything about `resources` a document depends on, and the schemas it names by address.
 fn fingerprint(resources: &[Arc<ResourceInfo>]) -> (String, Vec<Arc<Value>>) {
@@ -1390,7 +1401,11 @@ pub fn v3_group_version_with_hash(
 ) -> Option<(Arc<Value>, String)> {
     let resources = registry.resources_in(group, version);
     let key = (group.to_string(), version.to_string());
-    let mut cache = V3_CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = registry
+        .openapi_cache()
+        .v3
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if resources.is_empty() {
         cache.remove(&key);
         return None;
@@ -1575,10 +1590,6 @@ struct CachedV2 {
     protobuf: SharedProtobuf,
 }
 
-/// `/openapi/v2` is large and kubectl fetches it on many commands: built once per change of
-/// the served resources (a CRD created, changed or removed), like the v3 documents.
-static V2_CACHE: LazyLock<Mutex<Option<CachedV2>>> = LazyLock::new(|| Mutex::new(None));
-
 fn v2_entry(registry: &Registry) -> (Arc<Value>, SharedProtobuf) {
     let gvs = served_group_versions(registry);
     let resources: Vec<Arc<ResourceInfo>> = gvs
@@ -1586,7 +1597,13 @@ fn v2_entry(registry: &Registry) -> (Arc<Value>, SharedProtobuf) {
         .flat_map(|(g, v)| registry.resources_in(g, v))
         .collect();
     let (fingerprint, schemas) = fingerprint(&resources);
-    let mut cache = V2_CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    // `/openapi/v2` is large and kubectl fetches it on many commands: built once per change
+    // of the served resources (a CRD created, changed or removed), like the v3 documents.
+    let mut cache = registry
+        .openapi_cache()
+        .v2
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if let Some(hit) = cache.as_ref().filter(|c| c.fingerprint == fingerprint) {
         return (Arc::clone(&hit.doc), Arc::clone(&hit.protobuf));
     }

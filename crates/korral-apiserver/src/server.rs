@@ -58,6 +58,17 @@ pub struct ServerConfig {
     /// Faults to inject on purpose (none by default); changeable at run time through
     /// [`ApiServer::faults`].
     pub faults: crate::faults::FaultConfig,
+    /// Read-only requests in flight at once (upstream's `--max-requests-inflight`, 400); excess
+    /// is answered 429. `0` disables the limit.
+    pub max_requests_inflight: usize,
+    /// Mutating requests in flight at once (upstream's `--max-mutating-requests-inflight`,
+    /// 200); excess is answered 429. `0` disables the limit.
+    pub max_mutating_requests_inflight: usize,
+    /// Open watches one client (one set of credentials) may hold; excess is answered 429.
+    /// `0` disables the limit.
+    pub max_watches_per_client: usize,
+    /// How long a connection may take to send a request's head before it is closed.
+    pub header_read_timeout: Duration,
 }
 
 /// How the server authorizes authenticated requests.
@@ -84,6 +95,10 @@ impl Default for ServerConfig {
             simulation: false,
             authorization: AuthorizationMode::AlwaysAllow,
             faults: crate::faults::FaultConfig::default(),
+            max_requests_inflight: crate::inflight::DEFAULT_MAX_READONLY,
+            max_mutating_requests_inflight: crate::inflight::DEFAULT_MAX_MUTATING,
+            max_watches_per_client: crate::inflight::DEFAULT_MAX_WATCHES_PER_CLIENT,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
         }
     }
 }
@@ -102,6 +117,9 @@ impl ServerConfig {
         }
     }
 }
+
+/// Default of [`ServerConfig::header_read_timeout`] (hyper's default).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -137,6 +155,14 @@ pub enum StartError {
     /// The fault injection configuration is invalid.
     #[error("fault configuration: {0}")]
     Faults(#[from] crate::faults::FaultConfigError),
+    /// Plain HTTP (`tls: false`) was asked for on an address other than loopback.
+    #[error(
+        "refusing to serve plain HTTP on {addr}: without TLS the bearer token and every object would cross the network in clear text (plain HTTP binds to loopback only; enable TLS or bind to 127.0.0.1 / ::1)"
+    )]
+    PlainHttpNotLoopback {
+        /// The address asked for.
+        addr: IpAddr,
+    },
 }
 
 /// A running API server. Dropping it stops the server.
@@ -181,6 +207,9 @@ fn random_token() -> String {
 impl ApiServer {
     /// Starts a server; returns once it accepts requests.
     pub async fn start(config: ServerConfig) -> Result<Self, StartError> {
+        if !config.tls && !config.bind.is_loopback() {
+            return Err(StartError::PlainHttpNotLoopback { addr: config.bind });
+        }
         let faults = crate::faults::Faults::new();
         faults.set(config.faults.clone())?;
         let (storage, data_dir): (Arc<dyn Storage>, Option<PathBuf>) = match &config.storage {
@@ -281,8 +310,22 @@ impl ApiServer {
             Some(m) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(m)?)),
             None => None,
         };
+        let front = Arc::new(Front {
+            inflight: crate::inflight::InFlight::new(crate::inflight::Limits {
+                readonly: config.max_requests_inflight,
+                mutating: config.max_mutating_requests_inflight,
+                watches_per_client: config.max_watches_per_client,
+            }),
+            header_read_timeout: config.header_read_timeout,
+        });
         let mut tasks = vec![
-            tokio::spawn(accept_loop(listener, acceptor, state, shutdown_rx.clone())),
+            tokio::spawn(accept_loop(
+                listener,
+                acceptor,
+                state,
+                front,
+                shutdown_rx.clone(),
+            )),
             tokio::spawn(controllers::run(objects.clone(), shutdown_rx.clone())),
         ];
         if config.simulation {
@@ -394,10 +437,46 @@ async fn bootstrap(objects: &Objects) -> Result<(), crate::error::ApiError> {
     Ok(())
 }
 
+/// Connection- and request-level limits applied in front of [`http::handle`].
+struct Front {
+    inflight: crate::inflight::InFlight,
+    header_read_timeout: Duration,
+}
+
+impl Front {
+    /// The connection builder: hyper's head limits raised above ours (so ours answer with a
+    /// `Status`), and a header read timeout against slow-header clients.
+    fn builder(&self) -> auto::Builder<TokioExecutor> {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(self.header_read_timeout)
+            .max_buf_size(crate::limits::HYPER_MAX_BUF)
+            .max_headers(crate::limits::MAX_HEADER_FIELDS);
+        builder
+    }
+
+    /// Serves one request: head limits, then in-flight limits, then the HTTP front.
+    async fn serve(
+        &self,
+        state: Arc<State>,
+        req: hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<http::Body> {
+        if let Err(err) = crate::limits::check_head(req.uri(), req.headers()) {
+            return crate::limits::status_response(&err);
+        }
+        self.inflight
+            .serve(req, |req| http::handle(state, req))
+            .await
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
     state: Arc<State>,
+    front: Arc<Front>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut connections = tokio::task::JoinSet::new();
@@ -416,29 +495,44 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         let state = state.clone();
         let acceptor = acceptor.clone();
+        let front = front.clone();
         let mut conn_shutdown = shutdown.clone();
         connections.spawn(async move {
+            let builder = front.builder();
+            let handshake_timeout = front.header_read_timeout;
             let service = service_fn(move |req| {
                 let state = state.clone();
-                async move { Ok::<_, std::convert::Infallible>(http::handle(state, req).await) }
+                let front = front.clone();
+                async move { Ok::<_, std::convert::Infallible>(front.serve(state, req).await) }
             });
-            let builder = auto::Builder::new(TokioExecutor::new());
             let result = match acceptor {
-                Some(acceptor) => match acceptor.accept(stream).await {
-                    Ok(tls_stream) => {
-                        let conn = builder.serve_connection(TokioIo::new(tls_stream), service);
-                        tokio::select! {
-                            r = conn => r,
-                            _ = conn_shutdown.changed() => Ok(()),
+                // A client that stalls the handshake is dropped like a slow-header one.
+                Some(acceptor) => {
+                    match tokio::time::timeout(handshake_timeout, acceptor.accept(stream))
+                        .await
+                        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+                    {
+                        Ok(tls_stream) => {
+                            let conn = builder.serve_connection(
+                                TokioIo::new(crate::limits::StatusOnParseError::new(tls_stream)),
+                                service,
+                            );
+                            tokio::select! {
+                                r = conn => r,
+                                _ = conn_shutdown.changed() => Ok(()),
+                            }
+                        }
+                        Err(e) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
                         }
                     }
-                    Err(e) => {
-                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                },
+                }
                 None => {
-                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    let conn = builder.serve_connection(
+                        TokioIo::new(crate::limits::StatusOnParseError::new(stream)),
+                        service,
+                    );
                     tokio::select! {
                         r = conn => r,
                         _ = conn_shutdown.changed() => Ok(()),

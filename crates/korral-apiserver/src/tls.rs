@@ -375,7 +375,7 @@ pub fn verify(m: &TlsMaterial, server_name: &str) -> Result<(), TlsError> {
 /// valid.
 pub fn load_or_generate(dir: &Path, hosts: &[String]) -> Result<TlsMaterial, TlsError> {
     let pki = dir.join(PKI_DIR);
-    std::fs::create_dir_all(&pki).map_err(|source| TlsError::WriteFile {
+    crate::kubeconfig::create_private_dir(&pki, true).map_err(|source| TlsError::WriteFile {
         path: pki.clone(),
         source,
     })?;

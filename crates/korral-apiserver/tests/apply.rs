@@ -600,7 +600,8 @@ async fn bad_requests_are_rejected_and_change_nothing() {
     let huge = vec![b' '; 4 * 1024 * 1024];
     let (status, _) = raw(&client, "PATCH", &with_mgr, Some(APPLY), huge).await;
     assert_eq!(status, 413);
-    // A list item without its key (500 as upstream's typed-object error) changes nothing.
+    // A list item without its key (upstream: a non-Status 500; here a 400 BadRequest with
+    // upstream's typed-object text) changes nothing.
     let d = serde_json::to_vec(
         &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "nokey"},
         "spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}}),
@@ -614,7 +615,11 @@ async fn bad_requests_are_rejected_and_change_nothing() {
         d,
     )
     .await;
-    assert_eq!(status, 500, "{err}");
+    assert_eq!(
+        (status, &err["reason"]),
+        (400, &json!("BadRequest")),
+        "{err}"
+    );
     assert!(
         err["message"]
             .as_str()

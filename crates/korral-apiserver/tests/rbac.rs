@@ -1256,3 +1256,97 @@ async fn rbac_writes_cannot_grant_more_than_the_writer_holds() {
         .await
         .expect("bind verb allows binding edit");
 }
+
+#[tokio::test]
+async fn escalation_is_checked_on_the_object_the_guarded_write_stores() {
+    let env = rbac_env().await;
+    namespace(&env, "g").await;
+    role(&env, "g", "rbac-patcher", json!([
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["get", "patch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+    ])).await;
+    role_binding(
+        &env,
+        "g",
+        "patcher",
+        "Role",
+        "rbac-patcher",
+        sa_subject("g", "patcher"),
+    )
+    .await;
+    let patcher = env
+        .client_as_service_account("g", "patcher")
+        .await
+        .expect("client");
+    let roles: Api<Role> = Api::namespaced(patcher.clone(), "g");
+    let admin_roles: Api<Role> = Api::namespaced(env.client(), "g");
+    let apply = PatchParams::apply("patcher");
+    // Server-side apply creating a role that grants more than the writer holds: refused (the
+    // check used to look for a stored object and skip the check when there was none).
+    let status = api_error(
+        roles
+            .patch(
+                "created-by-apply",
+                &apply,
+                &Patch::Apply(json!({
+                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                    "metadata": {"name": "created-by-apply"},
+                    "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}],
+                })),
+            )
+            .await,
+    );
+    assert_eq!(status.code, 403, "{status:?}");
+    assert!(
+        status
+            .message
+            .contains("is attempting to grant RBAC permissions not currently held"),
+        "{}",
+        status.message
+    );
+    assert!(
+        admin_roles
+            .get_opt("created-by-apply")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    // With held rules the same apply creates the role.
+    roles
+        .patch(
+            "created-by-apply",
+            &apply,
+            &Patch::Apply(json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "created-by-apply"},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+            })),
+        )
+        .await
+        .expect("apply of held rules");
+    // The check sees the stored object as the write finds it: once an admin widened the role,
+    // a patch that only touches labels is refused (the result would still grant more than the
+    // writer holds), and nothing changes.
+    admin_roles
+        .patch(
+            "created-by-apply",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}),
+            ),
+        )
+        .await
+        .expect("admin widens");
+    let status = api_error(
+        roles
+            .patch(
+                "created-by-apply",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+            )
+            .await,
+    );
+    assert_eq!(status.code, 403, "{status:?}");
+    let now = admin_roles.get("created-by-apply").await.expect("get");
+    assert!(now.metadata.labels.unwrap_or_default().is_empty());
+}

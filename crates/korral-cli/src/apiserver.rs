@@ -37,6 +37,15 @@ pub struct Args {
     /// "Fault injection"). A bad file stops the command at start.
     #[arg(long, value_name = "FILE")]
     faults: Option<PathBuf>,
+    /// Read-only requests served at once; more are answered 429 (0: no limit).
+    #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_READONLY)]
+    max_requests_inflight: usize,
+    /// Mutating requests served at once; more are answered 429 (0: no limit).
+    #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_MUTATING)]
+    max_mutating_requests_inflight: usize,
+    /// Open watches per client (per set of credentials); more are answered 429 (0: no limit).
+    #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_WATCHES_PER_CLIENT)]
+    max_watches_per_client: usize,
 }
 
 /// Loads `--faults FILE` (no faults without one); the error names the file and the field.
@@ -105,6 +114,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Authorization::Rbac => AuthorizationMode::Rbac,
         },
         faults,
+        max_requests_inflight: args.max_requests_inflight,
+        max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+        max_watches_per_client: args.max_watches_per_client,
         ..ServerConfig::default()
     };
     let server = ApiServer::start(config)

@@ -421,22 +421,19 @@ fn same_ownership(a: &[Entry], b: &[Entry]) -> bool {
 }
 
 /// Upstream's error when an object cannot be typed (a list item without its key, duplicate
-/// keys): a 500 with an empty reason, as upstream's non-`Status` errors.
+/// keys). Upstream answers a non-`Status` 500; it is the client's mistake, so a `400
+/// BadRequest` with upstream's text.
 fn typed_error(info: &ResourceInfo) -> impl Fn(String) -> ApiError + '_ {
     move |e| {
-        ApiError::new(
-            500,
-            "",
-            format!(
-                "failed to create typed patch object ({}, Kind={}): {e}",
-                if info.group.is_empty() {
-                    format!("/{}", info.version)
-                } else {
-                    format!("{}/{}", info.group, info.version)
-                },
-                info.kind
-            ),
-        )
+        ApiError::bad_request(format!(
+            "failed to create typed patch object ({}, Kind={}): {e}",
+            if info.group.is_empty() {
+                format!("/{}", info.version)
+            } else {
+                format!("{}/{}", info.group, info.version)
+            },
+            info.kind
+        ))
     }
 }
 

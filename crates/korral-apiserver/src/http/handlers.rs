@@ -31,8 +31,12 @@ pub fn param<'a>(query: &'a Query, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// A boolean query parameter, true for the spellings Go's `strconv.ParseBool` reads as true.
 fn flag(query: &Query, name: &str) -> bool {
-    matches!(param(query, name), Some("true") | Some("1"))
+    matches!(
+        param(query, name),
+        Some("1" | "t" | "T" | "TRUE" | "true" | "True")
+    )
 }
 
 /// The object as clients of `info`'s version see it (custom resources may be stored in
@@ -56,8 +60,10 @@ fn write_options(
     headers: &HeaderMap,
     options_kind: &str,
     patch_type: Option<PatchType>,
+    admission: Option<&objects::AdmissionCheck>,
 ) -> Result<WriteOptions, ApiError> {
     let mut opts = base_write_options(query)?;
+    opts.admission = admission.cloned();
     opts.user_agent = Some(
         headers
             .get(header::USER_AGENT)
@@ -101,8 +107,61 @@ fn base_write_options(query: &Query) -> Result<WriteOptions, ApiError> {
     })
 }
 
+/// Refuses list/watch query parameters a client got wrong rather than ignoring them: a
+/// non-boolean `watch`, a non-numeric `timeoutSeconds` or `resourceVersion`, an unknown
+/// `resourceVersionMatch` (upstream's decoding and `ValidateListOptions` errors).
+fn check_list_query(query: &Query) -> Result<(), ApiError> {
+    if let Some(w) = param(query, "watch")
+        && !matches!(
+            w,
+            "" | "1"
+                | "t"
+                | "T"
+                | "TRUE"
+                | "true"
+                | "True"
+                | "0"
+                | "f"
+                | "F"
+                | "FALSE"
+                | "false"
+                | "False"
+        )
+    {
+        return Err(ApiError::bad_request(format!("invalid watch: {w:?}")));
+    }
+    if let Some(t) = param(query, "timeoutSeconds").filter(|t| !t.is_empty())
+        && t.parse::<i64>().is_err()
+    {
+        return Err(ApiError::bad_request(format!(
+            "invalid timeoutSeconds: {t:?}"
+        )));
+    }
+    if let Some(rv) = param(query, "resourceVersion").filter(|r| !r.is_empty())
+        && rv.parse::<u64>().is_err()
+    {
+        return Err(ApiError::bad_request(format!(
+            "invalid resourceVersion: {rv:?}"
+        )));
+    }
+    match param(query, "resourceVersionMatch") {
+        None | Some("" | "Exact" | "NotOlderThan") => Ok(()),
+        Some(other) => Err(ApiError::invalid(
+            "",
+            "ListOptions",
+            "",
+            vec![crate::error::Cause::not_supported(
+                "resourceVersionMatch",
+                &json!(other),
+                &[json!("Exact"), json!("NotOlderThan")],
+            )],
+        )),
+    }
+}
+
 /// Parses list/watch selectors and checks them against the resource.
 pub fn list_options(info: &ResourceInfo, query: &Query) -> Result<ListOptions, ApiError> {
+    check_list_query(query)?;
     let labels = match param(query, "labelSelector") {
         Some(s) if !s.trim().is_empty() => Some(LabelSelector::parse(s)?),
         _ => None,
@@ -140,7 +199,8 @@ fn content_type(headers: &HeaderMap) -> String {
         .to_string()
 }
 
-/// Serves a request on a resource path.
+/// Serves a request on a resource path. `admission` runs inside the guarded update of a
+/// create, update or patch of the main resource.
 pub async fn serve(
     state: &Arc<State>,
     rp: ResourcePath,
@@ -148,6 +208,7 @@ pub async fn serve(
     query: &Query,
     headers: &HeaderMap,
     body_bytes: bytes::Bytes,
+    admission: Option<objects::AdmissionCheck>,
 ) -> Result<Response<Body>, ApiError> {
     let registry = state.objects.registry();
     let info = registry
@@ -212,7 +273,7 @@ pub async fn serve(
             Ok(list_response(&info, page))
         }
         (&Method::POST, None) if part == Part::Main => {
-            let opts = write_options(query, headers, "CreateOptions", None)?;
+            let opts = write_options(query, headers, "CreateOptions", None, admission.as_ref())?;
             let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects.create(&info, namespace, obj, &opts).await?;
@@ -223,7 +284,7 @@ pub async fn serve(
             Ok(response)
         }
         (&Method::PUT, Some(name)) => {
-            let opts = write_options(query, headers, "UpdateOptions", None)?;
+            let opts = write_options(query, headers, "UpdateOptions", None, admission.as_ref())?;
             let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects
@@ -241,7 +302,13 @@ pub async fn serve(
             } else {
                 PatchType::from_content_type(&content_type(headers))?
             };
-            let opts = write_options(query, headers, "PatchOptions", Some(patch_type))?;
+            let opts = write_options(
+                query,
+                headers,
+                "PatchOptions",
+                Some(patch_type),
+                admission.as_ref(),
+            )?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects
                 .patch(
@@ -334,7 +401,7 @@ async fn serve_scale(
     let scale = match *method {
         Method::GET => objects.get_scale(info, namespace, name)?,
         Method::PUT => {
-            let opts = write_options(query, headers, "UpdateOptions", None)?;
+            let opts = write_options(query, headers, "UpdateOptions", None, None)?;
             let body = body::decode_object(&body_bytes, &content_type(headers), "Scale")?;
             objects
                 .write_scale(info, namespace, name, &opts, move |_| Ok(body))
@@ -342,7 +409,7 @@ async fn serve_scale(
         }
         Method::PATCH => {
             let patch_type = PatchType::from_content_type(&content_type(headers))?;
-            let opts = write_options(query, headers, "PatchOptions", Some(patch_type))?;
+            let opts = write_options(query, headers, "PatchOptions", Some(patch_type), None)?;
             if patch_type == PatchType::Apply {
                 let scale = objects
                     .apply_scale(info, namespace, name, &body_bytes, &opts)

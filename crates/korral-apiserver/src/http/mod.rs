@@ -231,12 +231,25 @@ where
             let (parts, req_body) = req.into_parts();
             let query = parse_query(&parts.uri);
             let bytes = body::read_body(req_body).await?;
-            if crate::auth::escalation::applies(&state.auth, &attrs)
-                && let Some(candidate) = rbac_write_candidate(state, &rp, &parts, &bytes)?
-            {
-                crate::auth::escalation::check(&state.auth, &attrs, &candidate)?;
-            }
-            handlers::serve(state, rp, &parts.method, &query, &parts.headers, bytes).await
+            // RBAC escalation prevention runs on the object the write would store, inside the
+            // guarded update, so a concurrent change of the object or of roles cannot slip by.
+            let admission = crate::auth::escalation::applies(&state.auth, &attrs).then(|| {
+                let auth = state.auth.clone();
+                let attrs = attrs.clone();
+                crate::objects::AdmissionCheck::new(move |candidate| {
+                    crate::auth::escalation::check(&auth, &attrs, candidate)
+                })
+            });
+            handlers::serve(
+                state,
+                rp,
+                &parts.method,
+                &query,
+                &parts.headers,
+                bytes,
+                admission,
+            )
+            .await
         }
     }
 }
@@ -281,50 +294,4 @@ where
         object,
     )?;
     Ok(body::json_response(StatusCode::CREATED, &answer))
-}
-
-/// The RBAC object a create, update or patch would write, for the escalation check; `None`
-/// when the object to patch does not exist (the handler answers 404).
-fn rbac_write_candidate(
-    state: &Arc<State>,
-    rp: &path::ResourcePath,
-    parts: &http::request::Parts,
-    bytes: &[u8],
-) -> Result<Option<serde_json::Value>, ApiError> {
-    let Some(info) = state
-        .objects
-        .registry()
-        .get(&rp.group, &rp.version, &rp.resource)
-    else {
-        return Ok(None);
-    };
-    let content_type = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json");
-    if parts.method != Method::PATCH {
-        return body::decode_object(bytes, content_type, &info.kind).map(Some);
-    }
-    let Some(name) = rp.name.as_deref() else {
-        return Ok(None);
-    };
-    let Ok(current) = state.objects.get(&info, rp.namespace.as_deref(), name) else {
-        return Ok(None);
-    };
-    let kind = crate::patch::PatchType::from_content_type(content_type)?;
-    if kind == crate::patch::PatchType::Apply {
-        // Server-side apply: the fields that grant (atomic lists and roleRef) come from the
-        // applied configuration when it sets them.
-        let applied = serde_yaml_ng::from_slice::<serde_json::Value>(bytes)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-        let mut candidate = (*current).clone();
-        for field in ["rules", "roleRef", "aggregationRule"] {
-            if let (Some(v), Some(map)) = (applied.get(field), candidate.as_object_mut()) {
-                map.insert(field.to_string(), v.clone());
-            }
-        }
-        return Ok(Some(candidate));
-    }
-    crate::patch::apply_patch(kind, &current, bytes, None).map(Some)
 }

@@ -21,7 +21,7 @@
 //! | JSON patch operation fails (`test`, missing path, ...) | 422 `Invalid`, `the server rejected our request due to an error in our request` (upstream drops the detail) |
 //! | strategic merge patch body not decodable | 400 `<Go json error>` |
 //! | strategic merge patch format errors (`$retainKeys`, `$setElementOrder`, ...) | 400 with upstream's text |
-//! | strategic merge patch semantic errors (missing merge key, ...) | 500 with upstream's text and an empty reason, as upstream's non-Status errors |
+//! | strategic merge patch semantic errors (missing merge key, ...) | 400 `BadRequest` with upstream's text (upstream answers a non-Status 500; a client's mistake is a 4xx here), the list named for a missing merge key |
 
 pub mod json;
 pub mod merge;

@@ -187,9 +187,38 @@ pub enum SmpError {
     BadRequest(String),
     /// Lists of lists: upstream's generic `422 Invalid` (the text is not sent).
     Unprocessable(String),
-    /// Any other failure (missing merge key, mixed element types, unknown directive): upstream
-    /// answers it as a non-Status error, i.e. a 500 with this text and no reason.
+    /// A list item lacks the list's merge key. Upstream answers a 500; this is the client's
+    /// mistake, so it is a `400 BadRequest` naming the key and the list.
+    MissingMergeKey {
+        /// Upstream's text (`map: map[image:x] does not contain declared merge key: name`).
+        message: String,
+        /// The merge key.
+        key: String,
+        /// The list's field path (`spec.template.spec.containers`), once known.
+        list: Option<String>,
+    },
+    /// Any other failure of the patch (mixed element types, unknown directive, a
+    /// `$setElementOrder` that does not match): upstream answers these as non-Status 500s; they
+    /// are the client's mistake, so a `400 BadRequest` with upstream's text.
     Failed(String),
+}
+
+impl SmpError {
+    /// Names the list a missing merge key was found in (the innermost list wins).
+    fn in_list(self, path: &[String]) -> Self {
+        match self {
+            SmpError::MissingMergeKey {
+                message,
+                key,
+                list: None,
+            } => SmpError::MissingMergeKey {
+                message,
+                key,
+                list: Some(path.join(".")),
+            },
+            other => other,
+        }
+    }
 }
 
 impl std::fmt::Display for SmpError {
@@ -198,6 +227,15 @@ impl std::fmt::Display for SmpError {
             SmpError::BadRequest(m) | SmpError::Unprocessable(m) | SmpError::Failed(m) => {
                 f.write_str(m)
             }
+            SmpError::MissingMergeKey {
+                message,
+                key,
+                list: Some(list),
+            } => write!(
+                f,
+                "{list}: every item of this list needs its merge key {key:?}: {message}"
+            ),
+            SmpError::MissingMergeKey { message, .. } => f.write_str(message),
         }
     }
 }
@@ -209,7 +247,10 @@ impl From<SmpError> for ApiError {
         match e {
             SmpError::BadRequest(m) => ApiError::bad_request(m),
             SmpError::Unprocessable(_) => rejected_patch(),
-            SmpError::Failed(m) => ApiError::new(500, "", m),
+            SmpError::Failed(m) => ApiError::bad_request(m),
+            missing @ SmpError::MissingMergeKey { .. } => {
+                ApiError::bad_request(missing.to_string())
+            }
         }
     }
 }
@@ -334,6 +375,7 @@ impl Engine<'_> {
                     let merged = if strategy.is_merge() || is_delete_list {
                         self.merge_slice(o, p, &strategy, is_delete_list, path)
                             .map(|(merged, _)| merged)
+                            .map_err(|e| e.in_list(path))
                     } else {
                         Ok(strip_list(p))
                     };
@@ -390,7 +432,9 @@ impl Engine<'_> {
             };
 
             path.push(list_key.clone());
-            let result = self.order_list(original_list, patch_list, &order, path);
+            let result = self
+                .order_list(original_list, patch_list, &order, path)
+                .map_err(|e| e.in_list(path));
             path.pop();
             if let Some(list) = result? {
                 original.insert(list_key.clone(), Value::Array(list));
@@ -525,7 +569,7 @@ impl Engine<'_> {
                 )));
             };
             let Some(key_value) = item_map.get(key) else {
-                return Err(SmpError::Failed(no_merge_key(item_map, key)));
+                return Err(no_merge_key(item_map, key));
             };
             let found = original
                 .iter()
@@ -588,7 +632,7 @@ fn merge_slice_with_special_elements(
         match directive.as_str() {
             Some("delete") => {
                 let Some(key_value) = map.get(key) else {
-                    return Err(SmpError::Failed(no_merge_key(&map, key)));
+                    return Err(no_merge_key(&map, key));
                 };
                 let before = original.len();
                 original.retain(|e| e.as_object().and_then(|m| m.get(key)) != Some(key_value));
@@ -728,10 +772,10 @@ fn merge_key_value_equal(left: &Value, right: &Value, key: Option<&str>) -> Resu
         )));
     };
     let Some(lv) = l.get(key) else {
-        return Err(SmpError::Failed(no_merge_key(l, key)));
+        return Err(no_merge_key(l, key));
     };
     let Some(rv) = r.get(key) else {
-        return Err(SmpError::Failed(no_merge_key(r, key)));
+        return Err(no_merge_key(r, key));
     };
     Ok(lv == rv)
 }
@@ -755,7 +799,7 @@ fn partition(
                     )));
                 };
                 let Some(key_value) = m.get(key) else {
-                    return Err(SmpError::Failed(no_merge_key(m, key)));
+                    return Err(no_merge_key(m, key));
                 };
                 by.iter()
                     .any(|b| b.as_object().and_then(|bm| bm.get(key)) == Some(key_value))
@@ -836,7 +880,7 @@ fn normalize_slice_order(
                 )));
             };
             if !m.contains_key(key) {
-                return Err(SmpError::Failed(no_merge_key(m, key)));
+                return Err(no_merge_key(m, key));
             }
         }
         let (keep, delete): (Vec<Value>, Vec<Value>) = items
@@ -930,11 +974,15 @@ fn strip_list(items: Vec<Value>) -> Vec<Value> {
 // --- upstream error texts --------------------------------------------------------------------
 
 /// `mergepatch.ErrNoMergeKey`.
-fn no_merge_key(m: &Map<String, Value>, key: &str) -> String {
-    format!(
-        "map: {} does not contain declared merge key: {key}",
-        go_fmt_map(m)
-    )
+fn no_merge_key(m: &Map<String, Value>, key: &str) -> SmpError {
+    SmpError::MissingMergeKey {
+        message: format!(
+            "map: {} does not contain declared merge key: {key}",
+            go_fmt_map(m)
+        ),
+        key: key.to_string(),
+        list: None,
+    }
 }
 
 /// `mergepatch.ErrBadArgType`, with Go's type names.
@@ -1293,12 +1341,33 @@ mod tests {
         .err();
         assert_eq!(
             err,
-            Some(SmpError::Failed(
-                "map: map[image:x] does not contain declared merge key: name".into()
+            Some(SmpError::MissingMergeKey {
+                message: "map: map[image:x] does not contain declared merge key: name".into(),
+                key: "name".into(),
+                list: Some("spec.template.spec.containers".into()),
+            })
+        );
+        // Upstream answers 500 here; a client's mistake is a 400 naming the key and the list.
+        let api: Option<ApiError> = err.map(Into::into);
+        assert_eq!(
+            api.map(|e| (e.code, e.reason, e.message)),
+            Some((
+                400,
+                "BadRequest",
+                "spec.template.spec.containers: every item of this list needs its merge key \"name\": map: map[image:x] does not contain declared merge key: name".into()
             ))
         );
-        let api: Option<ApiError> = err.map(Into::into);
-        assert_eq!(api.as_ref().map(|e| e.code), Some(500));
+        // The innermost list is named when lists nest.
+        let err = strategic_merge(
+            &deployment(),
+            &json!({"spec":{"template":{"spec":{"containers":[{"name":"nginx","ports":[{"protocol":"TCP"}]}]}}}}),
+            &builtin(),
+        )
+        .err();
+        assert!(
+            matches!(&err, Some(SmpError::MissingMergeKey { list: Some(l), key, .. }) if l == "spec.template.spec.containers.ports" && key == "containerPort"),
+            "{err:?}"
+        );
 
         let err = strategic_merge(
             &json!({"mergingList":[{"name":1}]}),
@@ -1328,7 +1397,7 @@ mod tests {
         assert_eq!(
             body_err(br#"{"spec":{"strategy":{"$patch":"bogus"}}}"#),
             Some((
-                500,
+                400,
                 "unknown patch type: bogus in map: map[$patch:bogus]".into()
             ))
         );

@@ -159,9 +159,24 @@ struct Tables {
 #[derive(Default)]
 pub struct Registry {
     tables: RwLock<Tables>,
+    /// The built OpenAPI documents of this server's resources (per server, never shared
+    /// between servers in one process).
+    openapi: crate::openapi::OpenApiCache,
+    /// Compiled CEL programs of this server's CRDs.
+    cel: crate::validation::cel::compile::CelCache,
 }
 
 impl Registry {
+    /// This registry's cache of built OpenAPI documents.
+    pub(crate) fn openapi_cache(&self) -> &crate::openapi::OpenApiCache {
+        &self.openapi
+    }
+
+    /// This registry's cache of compiled CEL programs.
+    pub(crate) fn cel_cache(&self) -> &crate::validation::cel::compile::CelCache {
+        &self.cel
+    }
+
     /// A registry with every built-in resource.
     pub fn with_builtins() -> Self {
         let registry = Self::default();

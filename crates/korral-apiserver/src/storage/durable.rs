@@ -164,7 +164,8 @@ impl DurableStorage {
             path: dir.display().to_string(),
             source,
         };
-        fs::create_dir_all(dir).map_err(io_err)?;
+        // Objects (Secrets among them) live here: owner-only.
+        crate::kubeconfig::create_private_dir(dir, true).map_err(io_err)?;
         let lock = lock_dir(dir)?;
         let recovered = recover(dir, options.history)?;
         let revision = recovered.state.revision;

@@ -207,13 +207,19 @@ pub fn path_segment_name(value: &str) -> Vec<String> {
     path_segment_prefix(value)
 }
 
-/// Upstream `IsPathSegmentPrefix`: may not contain `/` or `%`.
+/// Upstream `IsPathSegmentPrefix`: may not contain `/` or `%`. Korral also refuses control
+/// characters (NUL, newlines...), which upstream lets through: such a name cannot be typed,
+/// printed or used safely as a path or log field.
 pub fn path_segment_prefix(value: &str) -> Vec<String> {
-    ["/", "%"]
+    let mut errs: Vec<String> = ["/", "%"]
         .iter()
         .filter(|illegal| value.contains(*illegal))
         .map(|illegal| format!("may not contain '{illegal}'"))
-        .collect()
+        .collect();
+    if value.chars().any(char::is_control) {
+        errs.push("may not contain control characters".to_string());
+    }
+    errs
 }
 
 /// Upstream `maskTrailingDash` (drops the last two bytes and appends `a`, exactly as upstream).
@@ -1172,6 +1178,11 @@ mod tests {
             ]
         );
         assert!(path_segment_name("Any Thing:Else").is_empty());
+        assert_eq!(
+            path_segment_name("a\u{0}b"),
+            vec!["may not contain control characters".to_string()]
+        );
+        assert!(!validate_name("x\n", NameRule::PathSegment, true).is_empty());
         assert!(validate_name("..", NameRule::PathSegment, true).is_empty());
     }
 

@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use crate::registry::Registry;
+
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::{Env, Program};
 
@@ -44,22 +46,54 @@ pub struct Compiled {
 #[error("{0}")]
 pub struct CompileError(pub String);
 
-static CACHE: LazyLock<Mutex<HashMap<String, Arc<Compiled>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Compiled programs by source text, kept per server (on its [`Registry`]): what one server's
+/// CRDs compiled is never seen by another server in the same process.
+#[derive(Default)]
+pub struct CelCache {
+    entries: Mutex<HashMap<String, Arc<Compiled>>>,
+}
 
-/// Compiles `source` (or takes it from the cache). Every identifier and function must be known
-/// to the cost model, so the compiled program can always be bounded before it runs.
-pub fn compile(source: &str) -> Result<Arc<Compiled>, CompileError> {
-    if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(source) {
-        return Ok(hit.clone());
+impl std::fmt::Debug for CelCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CelCache")
     }
-    let compiled = Arc::new(compile_uncached(source)?);
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if cache.len() >= CACHE_ENTRIES {
-        cache.clear();
+}
+
+impl CelCache {
+    /// The cache of a server's registry.
+    pub fn of(registry: &Registry) -> &CelCache {
+        registry.cel_cache()
     }
-    cache.insert(source.to_string(), compiled.clone());
-    Ok(compiled)
+
+    /// Compiled programs held.
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Compiles `source` (or takes it from the cache). Every identifier and function must be
+    /// known to the cost model, so the compiled program can always be bounded before it runs.
+    pub fn compile(&self, source: &str) -> Result<Arc<Compiled>, CompileError> {
+        if let Some(hit) = self
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(source)
+        {
+            return Ok(hit.clone());
+        }
+        let compiled = Arc::new(compile_uncached(source)?);
+        let mut cache = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(source.to_string(), compiled.clone());
+        Ok(compiled)
+    }
 }
 
 fn compile_uncached(source: &str) -> Result<Compiled, CompileError> {
@@ -202,12 +236,29 @@ fn ast_depth(root: &IdedExpr) -> usize {
 mod tests {
     use super::*;
 
+    /// Compiles through a fresh cache.
+    fn compile(source: &str) -> Result<Arc<Compiled>, CompileError> {
+        CelCache::default().compile(source)
+    }
+
     #[test]
     fn compiles_and_caches() {
-        let a = compile("self.x > 1 && oldSelf.x <= self.x").expect("compiles");
+        let cache = CelCache::default();
+        let a = cache
+            .compile("self.x > 1 && oldSelf.x <= self.x")
+            .expect("compiles");
         assert!(a.uses_old_self);
-        let b = compile("self.x > 1 && oldSelf.x <= self.x").expect("compiles");
+        let b = cache
+            .compile("self.x > 1 && oldSelf.x <= self.x")
+            .expect("compiles");
         assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(cache.len(), 1);
+        // Another cache (another server) compiles its own.
+        let other = CelCache::default();
+        let c = other
+            .compile("self.x > 1 && oldSelf.x <= self.x")
+            .expect("compiles");
+        assert!(!Arc::ptr_eq(&a, &c));
         assert!(!compile("self.x > 1").expect("compiles").uses_old_self);
     }
 

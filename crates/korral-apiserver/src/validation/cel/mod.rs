@@ -25,7 +25,7 @@ use std::sync::Arc;
 use cel::Context;
 use serde_json::{Map, Value};
 
-use self::compile::{Compiled, compile};
+use self::compile::{CelCache, Compiled};
 use self::cost::Shape;
 use super::names::{child, go_quote, index, invalid_rendered, key};
 use crate::error::Cause;
@@ -106,9 +106,15 @@ fn rules_of(schema: &Value) -> Vec<Rule> {
 /// `spec.versions[0].schema.openAPIV3Schema`): compilation, transition-rule placement,
 /// `fieldPath`, and the static cost limits. Returns upstream-style causes.
 pub fn check_schema(schema: &Value, path: &str) -> Vec<Cause> {
+    check_schema_with(schema, path, &CelCache::default())
+}
+
+/// [`check_schema`] with a server's compile cache.
+pub fn check_schema_with(schema: &Value, path: &str, cache: &CelCache) -> Vec<Cause> {
     let mut check = SchemaCheck {
         out: Vec::new(),
         total: 0,
+        cache,
     };
     check.node(schema, path, 1, true, 0);
     if check.total > STATIC_CRD_LIMIT {
@@ -123,9 +129,10 @@ pub fn check_schema(schema: &Value, path: &str) -> Vec<Cause> {
     check.out
 }
 
-struct SchemaCheck {
+struct SchemaCheck<'a> {
     out: Vec<Cause>,
     total: u64,
+    cache: &'a CelCache,
 }
 
 /// How many times over the limit a cost is, as upstream prints it (`2.5x`).
@@ -133,7 +140,7 @@ fn factor(cost: u64, limit: u64) -> String {
     format!("{:.1}x", cost as f64 / limit as f64)
 }
 
-impl SchemaCheck {
+impl SchemaCheck<'_> {
     /// `cardinality`: how many times a rule at this node can run for one object.
     fn node(&mut self, s: &Value, p: &str, cardinality: u64, correlatable: bool, depth: usize) {
         if depth > 128 || !s.is_object() {
@@ -197,7 +204,7 @@ impl SchemaCheck {
             return;
         }
         let rule_path = child(rp, "rule");
-        match compile(&rule.rule) {
+        match self.cache.compile(&rule.rule) {
             Err(e) => self.out.push(invalid_rendered(
                 &rule_path,
                 &rule.render(),
@@ -231,7 +238,7 @@ impl SchemaCheck {
         }
         if !rule.message_expression.trim().is_empty() {
             let mp = child(rp, "messageExpression");
-            match compile(&rule.message_expression) {
+            match self.cache.compile(&rule.message_expression) {
                 Err(e) => self.out.push(invalid_rendered(
                     &mp,
                     &rule.render(),
@@ -315,10 +322,21 @@ fn schema_child<'a>(s: &'a Value, name: &str) -> Option<&'a Value> {
 /// `old` the stored object on updates (transition rules run only where an old value exists).
 /// Returns upstream-style causes; empty when every rule holds.
 pub fn validate(obj: &Value, old: Option<&Value>, schema: &Value) -> Vec<Cause> {
+    validate_with(obj, old, schema, &CelCache::default())
+}
+
+/// [`validate`] with a server's compile cache.
+pub fn validate_with(
+    obj: &Value,
+    old: Option<&Value>,
+    schema: &Value,
+    cache: &CelCache,
+) -> Vec<Cause> {
     let mut run = Run {
         remaining: REQUEST_BUDGET,
         exhausted: false,
         out: Vec::new(),
+        cache,
     };
     run.node(schema, obj, old, "", 0);
     run.out
@@ -346,10 +364,11 @@ pub fn has_rules(schema: &Value) -> bool {
     rec(schema, 0)
 }
 
-struct Run {
+struct Run<'a> {
     remaining: u64,
     exhausted: bool,
     out: Vec<Cause>,
+    cache: &'a CelCache,
 }
 
 /// What `self` is at the root: `apiVersion`, `kind`, the rest of the object, and of the
@@ -370,7 +389,7 @@ fn root_view(obj: &Value) -> Value {
     copy
 }
 
-impl Run {
+impl Run<'_> {
     fn node(&mut self, s: &Value, v: &Value, old: Option<&Value>, p: &str, depth: usize) {
         if self.exhausted || depth > 128 || v.is_null() || !s.is_object() {
             return;
@@ -447,7 +466,7 @@ impl Run {
             if rule.rule.trim().is_empty() {
                 continue;
             }
-            let compiled = match compile(&rule.rule) {
+            let compiled = match self.cache.compile(&rule.rule) {
                 Ok(c) => c,
                 Err(e) => {
                     self.out.push(invalid_rendered(
@@ -545,7 +564,7 @@ impl Run {
     /// the message, else `failed rule: <rule>`.
     fn message(&mut self, rule: &Rule, shapes: &[(&str, Shape)], ctx: &Context<'_, '_>) -> String {
         if !rule.message_expression.trim().is_empty()
-            && let Ok(compiled) = compile(&rule.message_expression)
+            && let Ok(compiled) = self.cache.compile(&rule.message_expression)
             && let Ok(Ok(cel::Value::String(s))) = self.run(&compiled, shapes, ctx)
             && !s.trim().is_empty()
             && !s.contains('\n')

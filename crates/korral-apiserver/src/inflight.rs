@@ -1,0 +1,326 @@
+//! Bounds on concurrent work, as upstream's max-in-flight filter: at most so many read-only and
+//! so many mutating requests at once (excess answered `429 TooManyRequests` with
+//! `Retry-After: 1`). Long-running requests (watches) are not counted there; they are limited
+//! per client instead, and hold their slot for as long as their response streams.
+//!
+//! A client is identified by the credentials it presents (the `Authorization` header and the
+//! impersonation headers, hashed), which the limit runs ahead of: a flood is refused before any
+//! authentication or decoding work.
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, header};
+use http_body::Frame;
+use http_body_util::BodyExt;
+
+use crate::error::{ApiError, Details};
+use crate::http::Body;
+
+/// Upstream's default `--max-requests-inflight`.
+pub const DEFAULT_MAX_READONLY: usize = 400;
+/// Upstream's default `--max-mutating-requests-inflight`.
+pub const DEFAULT_MAX_MUTATING: usize = 200;
+/// Default for the open watches one client may hold.
+pub const DEFAULT_MAX_WATCHES_PER_CLIENT: usize = 1000;
+
+/// The limits; `0` disables one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Read-only requests (get, list) in flight.
+    pub readonly: usize,
+    /// Mutating requests (create, update, patch, delete) in flight.
+    pub mutating: usize,
+    /// Open watches per client.
+    pub watches_per_client: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            readonly: DEFAULT_MAX_READONLY,
+            mutating: DEFAULT_MAX_MUTATING,
+            watches_per_client: DEFAULT_MAX_WATCHES_PER_CLIENT,
+        }
+    }
+}
+
+/// The counters of one server.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    limits: Limits,
+    readonly: Arc<AtomicUsize>,
+    mutating: Arc<AtomicUsize>,
+    watches: Arc<Mutex<HashMap<u64, usize>>>,
+}
+
+/// What a request holds while it runs; dropping it frees the slot.
+enum Slot {
+    Counter(Arc<AtomicUsize>),
+    Watch(Arc<Mutex<HashMap<u64, usize>>>, u64),
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        match self {
+            Slot::Counter(c) => {
+                c.fetch_sub(1, Ordering::AcqRel);
+            }
+            Slot::Watch(map, key) => {
+                let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(n) = map.get_mut(key) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        map.remove(key);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Upstream's 429: `Too many requests, please try again later.`, retry after a second.
+pub fn too_many_requests() -> ApiError {
+    ApiError {
+        details: Some(Box::new(Details {
+            retry_after_seconds: Some(1),
+            ..Details::default()
+        })),
+        ..ApiError::new(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+        )
+    }
+}
+
+/// 429 for a client over its watch limit.
+fn too_many_watches(limit: usize) -> ApiError {
+    ApiError {
+        details: Some(Box::new(Details {
+            retry_after_seconds: Some(1),
+            ..Details::default()
+        })),
+        ..ApiError::new(
+            429,
+            "TooManyRequests",
+            format!(
+                "Too many watches: this client already has {limit} open, the limit per client; close one and try again later."
+            ),
+        )
+    }
+}
+
+/// Whether a request is a watch (`?watch=true|1` or a legacy `/watch/` path).
+fn is_watch<B>(req: &Request<B>) -> bool {
+    let path = req.uri().path();
+    if path.starts_with("/api/v1/watch/") || path.split('/').nth(4) == Some("watch") {
+        return true;
+    }
+    req.uri().query().is_some_and(|q| {
+        form_urlencoded::parse(q.as_bytes())
+            .any(|(k, v)| k == "watch" && matches!(&*v, "1" | "t" | "T" | "TRUE" | "true" | "True"))
+    })
+}
+
+/// Health probes are never refused.
+fn is_exempt(path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    ["/healthz", "/livez", "/readyz"]
+        .iter()
+        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
+}
+
+fn client_key(headers: &http::HeaderMap) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    for name in [
+        header::AUTHORIZATION.as_str(),
+        "impersonate-user",
+        "impersonate-uid",
+    ] {
+        headers
+            .get(name)
+            .map(HeaderValue::as_bytes)
+            .hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+fn take(counter: &Arc<AtomicUsize>, limit: usize) -> Option<Slot> {
+    if limit == 0 {
+        return Some(Slot::Counter(Arc::new(AtomicUsize::new(1))));
+    }
+    counter
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < limit).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| Slot::Counter(counter.clone()))
+}
+
+impl InFlight {
+    /// Counters with these limits.
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            ..Self::default()
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn admit<B>(&self, req: &Request<B>) -> Result<Option<Slot>, ApiError> {
+        if is_exempt(req.uri().path()) {
+            return Ok(None);
+        }
+        if is_watch(req) {
+            let limit = self.limits.watches_per_client;
+            if limit == 0 {
+                return Ok(None);
+            }
+            let key = client_key(req.headers());
+            let mut map = self.watches.lock().unwrap_or_else(|p| p.into_inner());
+            let open = map.entry(key).or_insert(0);
+            if *open >= limit {
+                return Err(too_many_watches(limit));
+            }
+            *open += 1;
+            return Ok(Some(Slot::Watch(self.watches.clone(), key)));
+        }
+        let readonly = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+        let slot = if readonly {
+            take(&self.readonly, self.limits.readonly)
+        } else {
+            take(&self.mutating, self.limits.mutating)
+        };
+        slot.map(Some).ok_or_else(too_many_requests)
+    }
+
+    /// Serves `req` with `handler` within the limits: refused with a 429 `Status` (and
+    /// `Retry-After: 1`) when over them. The slot is held until the response body ends.
+    pub async fn serve<B, F, Fut>(&self, req: Request<B>, handler: F) -> Response<Body>
+    where
+        F: FnOnce(Request<B>) -> Fut,
+        Fut: Future<Output = Response<Body>>,
+    {
+        let slot = match self.admit(&req) {
+            Ok(slot) => slot,
+            Err(err) => {
+                tracing::debug!(path = %req.uri().path(), "refused: too many requests");
+                let mut response = crate::limits::status_response(&err);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return response;
+            }
+        };
+        let response = handler(req).await;
+        match slot {
+            None => response,
+            Some(slot) => response.map(|body| {
+                SlotBody {
+                    inner: body,
+                    _slot: slot,
+                }
+                .boxed()
+            }),
+        }
+    }
+}
+
+/// A response body holding its request's slot until it ends or is dropped.
+struct SlotBody {
+    inner: Body,
+    _slot: Slot,
+}
+
+impl http_body::Body for SlotBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(method: Method, uri: &str) -> Request<()> {
+        let mut r = Request::new(());
+        *r.method_mut() = method;
+        *r.uri_mut() = uri.parse().unwrap_or_default();
+        r
+    }
+
+    #[test]
+    fn counts_read_only_and_mutating_apart_and_frees_on_drop() {
+        let inflight = InFlight::new(Limits {
+            readonly: 1,
+            mutating: 1,
+            watches_per_client: 1,
+        });
+        let get = req(Method::GET, "/api/v1/pods");
+        let post = req(Method::POST, "/api/v1/namespaces/default/configmaps");
+        let held = inflight.admit(&get).ok().flatten();
+        assert!(held.is_some());
+        assert_eq!(
+            inflight.admit(&get).err().map(|e| (e.code, e.message)),
+            Some((429, "Too many requests, please try again later.".into()))
+        );
+        let write = inflight.admit(&post).ok().flatten();
+        assert!(write.is_some(), "mutating requests have their own budget");
+        // Watches and probes are not counted against either.
+        assert!(
+            inflight
+                .admit(&req(Method::GET, "/api/v1/pods?watch=true"))
+                .is_ok()
+        );
+        assert!(inflight.admit(&req(Method::GET, "/readyz")).is_ok());
+        drop(held);
+        assert!(inflight.admit(&get).is_ok());
+    }
+
+    #[test]
+    fn watches_are_limited_per_client() {
+        let inflight = InFlight::new(Limits {
+            readonly: 0,
+            mutating: 0,
+            watches_per_client: 1,
+        });
+        let mut alice = req(Method::GET, "/api/v1/pods?watch=1");
+        alice
+            .headers_mut()
+            .insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer a"));
+        let mut bob = req(Method::GET, "/api/v1/watch/pods");
+        bob.headers_mut()
+            .insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer b"));
+        let first = inflight.admit(&alice).ok().flatten();
+        assert!(first.is_some());
+        assert_eq!(inflight.admit(&alice).err().map(|e| e.code), Some(429));
+        assert!(inflight.admit(&bob).ok().flatten().is_some());
+        drop(first);
+        assert!(inflight.admit(&alice).ok().flatten().is_some());
+    }
+}
