@@ -875,3 +875,76 @@ async fn a_stalled_watcher_never_blocks_writers() {
     assert!(started.elapsed() < Duration::from_secs(60));
     drop(stalled);
 }
+
+#[tokio::test]
+async fn schema_patterns_are_compiled_per_server() {
+    // Two servers, the same CRD name, different `pattern`s: each enforces its own.
+    let crd = |pattern: &str| {
+        serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.ref.example.org"},
+            "spec": {"group": "ref.example.org", "scope": "Namespaced",
+                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {
+                            "code": {"type": "string", "pattern": pattern}}}}}}}]}
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let a = plain_server().await;
+    let b = plain_server().await;
+    for (server, pattern) in [(&a, "^[a-z]+$"), (&b, "^[0-9]+$")] {
+        let r = exchange(
+            server,
+            &request(
+                "POST",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                "",
+                "application/json",
+                &crd(pattern),
+            ),
+        )
+        .await;
+        assert_eq!(r.code, 201);
+        until_code(
+            server,
+            || {
+                request(
+                    "GET",
+                    "/apis/ref.example.org/v1/namespaces/default/gadgets",
+                    "",
+                    "",
+                    b"",
+                )
+            },
+            200,
+        )
+        .await;
+    }
+    let create = |code: &str| {
+        serde_json::json!({"apiVersion": "ref.example.org/v1", "kind": "Gadget",
+            "metadata": {"generateName": "g-"}, "spec": {"code": code}})
+        .to_string()
+        .into_bytes()
+    };
+    let path = "/apis/ref.example.org/v1/namespaces/default/gadgets";
+    for _ in 0..2 {
+        for (server, ok, bad) in [(&a, "abc", "123"), (&b, "123", "abc")] {
+            let r = exchange(
+                server,
+                &request("POST", path, "", "application/json", &create(ok)),
+            )
+            .await;
+            assert_eq!(r.code, 201, "{:?}", String::from_utf8_lossy(&r.body));
+            let r = exchange(
+                server,
+                &request("POST", path, "", "application/json", &create(bad)),
+            )
+            .await;
+            let message = r.status(422, "Invalid");
+            assert!(message.contains("should match"), "{message}");
+        }
+    }
+}
