@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use korral_bench::runtime::Workload;
 use korral_bench::{ApiserverOptions, run_apiserver};
 
 /// Benchmarks for Korral, printed as a table of measured figure, target and goal ratio.
@@ -37,8 +38,18 @@ struct RuntimeArgs {
     /// Run every measurement in this process instead of one child process each.
     #[arg(long)]
     in_process: bool,
-    /// Internal: measure only this implementation (korral or kube-runtime) in this process and
-    /// print a RESULT line.
+    /// Injected latencies per request in milliseconds, comma separated (default 0,2,5).
+    #[arg(long, value_delimiter = ',')]
+    latency_ms: Option<Vec<u64>>,
+    /// Workloads, comma separated: status-patch, helloapp (default both).
+    #[arg(long, value_delimiter = ',')]
+    workload: Option<Vec<String>>,
+    /// Object count of the HelloApp-like workload and of the rows with latency (default 1000,
+    /// quick 200).
+    #[arg(long)]
+    latency_count: Option<usize>,
+    /// Internal: measure only this implementation (korral, kube-runtime or baseline) in this
+    /// process and print a RESULT line.
     #[arg(long, hide = true)]
     only: Option<String>,
 }
@@ -137,12 +148,35 @@ fn main() -> anyhow::Result<()> {
             if let Some(r) = args.repeats {
                 opts.repeats = r;
             }
+            if let Some(l) = args.latency_ms {
+                opts.latencies_ms = l;
+            }
+            if let Some(n) = args.latency_count {
+                opts.latency_count = n;
+            }
+            if let Some(w) = &args.workload {
+                opts.workloads = w
+                    .iter()
+                    .map(|w| Workload::parse(w))
+                    .collect::<anyhow::Result<_>>()?;
+            }
             if let Some(only) = &args.only {
+                // A child of an isolated run: exactly one scenario.
                 let which = korral_bench::runtime::Impl::parse(only)?;
-                for &n in &opts.counts {
-                    let m = runtime.block_on(korral_bench::runtime::measure(which, n))?;
-                    println!("{}", m.to_line());
-                }
+                let (Some(&workload), Some(&n), Some(&ms)) = (
+                    opts.workloads.first(),
+                    opts.counts.first(),
+                    opts.latencies_ms.first(),
+                ) else {
+                    anyhow::bail!("--only needs --workload, --counts and --latency-ms");
+                };
+                let scenario = korral_bench::runtime::Scenario {
+                    workload,
+                    n,
+                    latency: Duration::from_millis(ms),
+                };
+                let m = runtime.block_on(korral_bench::runtime::measure(which, scenario))?;
+                println!("{}", m.to_line());
             } else {
                 let report = runtime.block_on(korral_bench::run_runtime(&opts))?;
                 println!("{report}");

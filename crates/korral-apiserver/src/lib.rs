@@ -23,6 +23,7 @@ pub mod controllers;
 pub mod crd;
 pub mod defaults;
 pub mod error;
+pub mod faults;
 pub mod http;
 pub mod inflight;
 pub mod kubeconfig;
@@ -44,4 +45,7 @@ pub mod tls;
 pub mod validation;
 
 pub use error::{ApiError, Cause};
+pub use faults::{
+    FaultConfig, FaultConfigError, FaultLatency, FaultRule, FaultStats, Faults, RuleStats,
+};
 pub use server::{ApiServer, AuthorizationMode, ServerConfig, StartError, StorageMode};

@@ -66,6 +66,9 @@ pub struct ServerConfig {
     pub max_watches_per_client: usize,
     /// How long a connection may take to send a request's head before it is closed.
     pub header_read_timeout: Duration,
+    /// Faults to inject on purpose (none by default); changeable at run time through
+    /// [`ApiServer::faults`].
+    pub faults: crate::faults::FaultConfig,
 }
 
 /// How the server authorizes authenticated requests.
@@ -95,6 +98,7 @@ impl Default for ServerConfig {
             max_mutating_requests_inflight: crate::inflight::DEFAULT_MAX_MUTATING,
             max_watches_per_client: crate::inflight::DEFAULT_MAX_WATCHES_PER_CLIENT,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            faults: crate::faults::FaultConfig::default(),
         }
     }
 }
@@ -156,6 +160,9 @@ pub enum StartError {
         /// The address asked for.
         addr: IpAddr,
     },
+    /// The fault injection configuration is invalid.
+    #[error("fault configuration: {0}")]
+    Faults(#[from] crate::faults::FaultConfigError),
 }
 
 /// A running API server. Dropping it stops the server.
@@ -168,6 +175,7 @@ pub struct ApiServer {
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     objects: Arc<Objects>,
+    faults: crate::faults::Faults,
 }
 
 const BUILTIN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -202,6 +210,8 @@ impl ApiServer {
         if !config.tls && !config.bind.is_loopback() {
             return Err(StartError::PlainHttpNotLoopback { addr: config.bind });
         }
+        let faults = crate::faults::Faults::new();
+        faults.set(config.faults.clone())?;
         let (storage, data_dir): (Arc<dyn Storage>, Option<PathBuf>) = match &config.storage {
             StorageMode::InMemory => (Arc::new(MemoryStorage::with_history(config.history)), None),
             StorageMode::Durable(dir) => {
@@ -294,6 +304,7 @@ impl ApiServer {
             address: format!("{host}:{}", addr.port()),
             shutdown: shutdown_rx.clone(),
             bookmark_interval: config.bookmark_interval,
+            faults: faults.clone(),
         });
         let acceptor = match &tls_material {
             Some(m) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(m)?)),
@@ -339,6 +350,7 @@ impl ApiServer {
             shutdown: shutdown_tx,
             tasks,
             objects,
+            faults,
         })
     }
 
@@ -370,6 +382,11 @@ impl ApiServer {
     /// The object layer, for in-process access without HTTP.
     pub fn objects(&self) -> &Arc<Objects> {
         &self.objects
+    }
+
+    /// The fault injector: change the rules at run time, read what was injected.
+    pub fn faults(&self) -> crate::faults::Faults {
+        self.faults.clone()
     }
 
     /// Stops accepting, ends connections and watches, waits for the server's tasks and

@@ -1,9 +1,9 @@
 //! `korral apiserver`: the embedded control plane as a process.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use korral_apiserver::{ApiServer, AuthorizationMode, ServerConfig, StorageMode};
+use korral_apiserver::{ApiServer, AuthorizationMode, FaultConfig, ServerConfig, StorageMode};
 
 /// Options of `korral apiserver`.
 #[derive(clap::Args, Debug)]
@@ -41,6 +41,26 @@ pub struct Args {
     /// Open watches per client (per set of credentials); more are answered 429 (0: no limit).
     #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_WATCHES_PER_CLIENT)]
     max_watches_per_client: usize,
+    /// Inject faults on purpose, from this YAML or JSON file: latency, 409/429/500/503
+    /// errors, watches closed early, 410 Expired on watch resume (see the README's
+    /// "Fault injection"). A bad file stops the command at start.
+    #[arg(long, value_name = "FILE")]
+    faults: Option<PathBuf>,
+}
+
+/// Loads `--faults FILE` (no faults without one); the error names the file and the field.
+pub fn load_faults(path: Option<&Path>) -> anyhow::Result<FaultConfig> {
+    let Some(path) = path else {
+        return Ok(FaultConfig::default());
+    };
+    let config = FaultConfig::from_file(path)
+        .map_err(|e| anyhow::anyhow!("--faults {}: {e}", path.display()))?;
+    println!(
+        "fault injection: {} rule(s) from {}",
+        config.rules.len(),
+        path.display()
+    );
+    Ok(config)
 }
 
 /// Values of `--authorization`.
@@ -77,6 +97,7 @@ pub async fn shutdown_signal() {
 
 /// Runs the server until a signal arrives.
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    let faults = load_faults(args.faults.as_deref())?;
     let storage = if args.in_memory {
         StorageMode::InMemory
     } else {
@@ -95,6 +116,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         max_watches_per_client: args.max_watches_per_client,
+        faults,
         ..ServerConfig::default()
     };
     let server = ApiServer::start(config)

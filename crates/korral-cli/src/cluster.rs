@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams, PropagationPolicy};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use kube::{Client, Config};
 use serde_json::Value;
 
+pub use crate::kustomize::{read_kustomization, read_objects};
 use crate::project::{Project, find_root};
 
 /// The kubeconfig `korral up` writes, relative to the project.
@@ -127,67 +128,6 @@ pub async fn connect(root: &Path, flag: Option<&Path>) -> anyhow::Result<Cluster
     })
 }
 
-/// Reads the objects of a YAML file (several documents allowed; empty ones skipped).
-pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut objects = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(&text) {
-        let value: Value = serde::Deserialize::deserialize(document)
-            .with_context(|| format!("parsing {}", path.display()))?;
-        if value.is_null() {
-            continue;
-        }
-        if !value.is_object() || value.get("kind").is_none() {
-            bail!("{}: a document is not a Kubernetes object", path.display());
-        }
-        objects.push(value);
-    }
-    Ok(objects)
-}
-
-/// The objects of a kustomization directory: its `resources` (files or directories, followed
-/// recursively), with its `namespace` set on namespaced objects that have none.
-pub fn read_kustomization(dir: &Path) -> anyhow::Result<Vec<Value>> {
-    let path = dir.join("kustomization.yaml");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("reading {} (run `korral generate` first?)", path.display()))?;
-    let kustomization: Value =
-        serde_yaml_ng::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    let mut objects = Vec::new();
-    if let Some(resources) = kustomization["resources"].as_array() {
-        for resource in resources {
-            let Some(name) = resource.as_str() else {
-                bail!("{}: resources must be paths", path.display());
-            };
-            let target = dir.join(name);
-            if target.is_dir() {
-                objects.extend(read_kustomization(&target)?);
-            } else {
-                objects.extend(read_objects(&target).with_context(|| {
-                    format!(
-                        "{} lists {name} (run `korral generate` first?)",
-                        path.display()
-                    )
-                })?);
-            }
-        }
-    }
-    if let Some(namespace) = kustomization["namespace"].as_str() {
-        for object in &mut objects {
-            let kind = object["kind"].as_str().unwrap_or_default();
-            let cluster_scoped = matches!(
-                kind,
-                "Namespace" | "CustomResourceDefinition" | "ClusterRole" | "ClusterRoleBinding"
-            );
-            if !cluster_scoped && object["metadata"]["namespace"].is_null() {
-                object["metadata"]["namespace"] = Value::String(namespace.to_owned());
-            }
-        }
-    }
-    Ok(objects)
-}
-
 fn gvk_of(object: &Value) -> anyhow::Result<GroupVersionKind> {
     let api_version = object["apiVersion"]
         .as_str()
@@ -207,7 +147,7 @@ fn describe(object: &Value) -> String {
 }
 
 /// Orders objects for creation: namespaces, then CRDs, then the rest (stable otherwise).
-fn creation_order(objects: &mut [Value]) {
+pub fn creation_order(objects: &mut [Value]) {
     objects.sort_by_key(|o| match o["kind"].as_str() {
         Some("Namespace") => 0,
         Some("CustomResourceDefinition") => 1,
@@ -237,7 +177,12 @@ async fn api_for(
     Ok((api, resource))
 }
 
-/// Creates each object, or replaces it when it exists. Prints what happened.
+/// The field manager of `install` and `deploy` (server-side apply).
+pub const FIELD_MANAGER: &str = "korral";
+
+/// Server-side applies each object with field manager [`FIELD_MANAGER`], taking over fields
+/// another manager set (as `kubectl apply --server-side --force-conflicts`), and prints whether
+/// it was created, configured or unchanged.
 pub async fn apply(client: &Client, mut objects: Vec<Value>) -> anyhow::Result<()> {
     creation_order(&mut objects);
     for object in objects {
@@ -246,26 +191,23 @@ pub async fn apply(client: &Client, mut objects: Vec<Value>) -> anyhow::Result<(
             .with_context(|| format!("an object of kind {} has no name", object["kind"]))?
             .to_owned();
         let (api, _) = api_for(client, &object).await?;
-        let mut desired: DynamicObject = serde_json::from_value(object.clone())
-            .with_context(|| format!("reading {}", describe(&object)))?;
-        let outcome = match api
+        let before = api
             .get_opt(&name)
             .await
             .with_context(|| format!("reading {}", describe(&object)))?
-        {
-            None => {
-                api.create(&PostParams::default(), &desired)
-                    .await
-                    .with_context(|| format!("creating {}", describe(&object)))?;
-                "created"
-            }
-            Some(current) => {
-                desired.metadata.resource_version = current.metadata.resource_version.clone();
-                api.replace(&name, &PostParams::default(), &desired)
-                    .await
-                    .with_context(|| format!("updating {}", describe(&object)))?;
-                "configured"
-            }
+            .and_then(|o| o.metadata.resource_version);
+        let applied = api
+            .patch(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&object),
+            )
+            .await
+            .with_context(|| format!("applying {}", describe(&object)))?;
+        let outcome = match before {
+            None => "created",
+            Some(rv) if Some(&rv) == applied.metadata.resource_version.as_ref() => "unchanged",
+            Some(_) => "configured",
         };
         println!("{} {outcome}", describe(&object));
         if object["kind"] == "CustomResourceDefinition" {
@@ -336,7 +278,8 @@ pub async fn delete(client: &Client, mut objects: Vec<Value>) -> anyhow::Result<
     Ok(())
 }
 
-fn project_root(target: &Target) -> anyhow::Result<(PathBuf, Project)> {
+/// The project of `target.dir` (its root and `PROJECT` file).
+pub fn project_root(target: &Target) -> anyhow::Result<(PathBuf, Project)> {
     let root = find_root(&target.dir)?;
     let project = Project::load(&root)?;
     Ok((root, project))
@@ -370,7 +313,8 @@ pub async fn uninstall(target: Target) -> anyhow::Result<()> {
     delete(&cluster.client, objects).await
 }
 
-fn deploy_objects(root: &Path, image: Option<&str>) -> anyhow::Result<Vec<Value>> {
+/// The objects `korral deploy` applies: `config/default`, with `image` as the manager's image.
+pub fn deploy_objects(root: &Path, image: Option<&str>) -> anyhow::Result<Vec<Value>> {
     let mut objects = read_kustomization(&root.join("config/default"))?;
     if let Some(image) = image {
         for object in &mut objects {
@@ -458,45 +402,6 @@ mod tests {
         let path = dir.join(path);
         std::fs::create_dir_all(path.parent().context("parent")?)?;
         std::fs::write(path, text)?;
-        Ok(())
-    }
-
-    #[test]
-    fn kustomizations_are_followed_and_namespaced_objects_get_the_namespace() -> anyhow::Result<()>
-    {
-        let tmp = std::env::temp_dir().join(format!("korral-kustomize-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        write(
-            &tmp,
-            "default/kustomization.yaml",
-            "namespace: ops\nresources:\n- ../rbac\n- ../crd\n",
-        )?;
-        write(&tmp, "rbac/kustomization.yaml", "resources:\n- role.yaml\n")?;
-        write(
-            &tmp,
-            "rbac/role.yaml",
-            "kind: ClusterRole\napiVersion: rbac.authorization.k8s.io/v1\nmetadata:\n  name: r\n---\nkind: ServiceAccount\napiVersion: v1\nmetadata:\n  name: sa\n---\nkind: Role\napiVersion: rbac.authorization.k8s.io/v1\nmetadata:\n  name: le\n  namespace: elsewhere\n",
-        )?;
-        write(&tmp, "crd/kustomization.yaml", "resources: []\n")?;
-        let mut objects = read_kustomization(&tmp.join("default"))?;
-        assert_eq!(objects.len(), 3);
-        assert!(
-            objects[0]["metadata"]["namespace"].is_null(),
-            "ClusterRole stays cluster-scoped"
-        );
-        assert_eq!(objects[1]["metadata"]["namespace"], "ops");
-        assert_eq!(objects[2]["metadata"]["namespace"], "elsewhere");
-        objects.push(serde_json::json!({"kind": "Namespace", "metadata": {"name": "ops"}}));
-        creation_order(&mut objects);
-        assert_eq!(objects[0]["kind"], "Namespace");
-        write(
-            &tmp,
-            "broken/kustomization.yaml",
-            "resources:\n- missing.yaml\n",
-        )?;
-        let err = read_kustomization(&tmp.join("broken")).expect_err("missing file");
-        assert!(format!("{err:#}").contains("missing.yaml"), "{err:#}");
-        std::fs::remove_dir_all(&tmp)?;
         Ok(())
     }
 

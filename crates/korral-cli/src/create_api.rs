@@ -137,7 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             )
         }
     };
-    let (files, edits) = scaffold::api_files(&project, &resource, args.resource, args.controller);
+    let (files, edits) = scaffold::api_files(&project, &resource, args.resource, args.controller)?;
     for file in &files {
         if root.join(&file.path).exists() {
             bail!(
@@ -152,6 +152,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for edit in &edits {
         scaffold::apply_edit(&root, edit)?;
     }
+    // The scaffolded test needs korral-testenv and friends: projects scaffolded before tests
+    // existed get them, from where their korral comes from.
+    let manifest_changed = scaffold::manifest::complete_manifest(&root)?;
     project
         .resources
         .retain(|r| !(r.group == args.group && r.version == args.version && r.kind == args.kind));
@@ -172,7 +175,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for file in &files {
         println!("  wrote {}", file.path.display());
     }
-    println!("  updated src/main.rs, PROJECT");
+    let lib = if root.join("src/lib.rs").is_file() {
+        "src/lib.rs"
+    } else {
+        "src/main.rs"
+    };
+    if manifest_changed {
+        println!("  updated {lib}, Cargo.toml, PROJECT");
+    } else {
+        println!("  updated {lib}, PROJECT");
+    }
     println!("Next: edit the types and the reconcile function, then run `korral generate`.");
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use crate::project::{LAYOUT, PROJECT_FILE, Project, validate_domain, validate_project_name};
-use crate::scaffold::{self, DEFAULT_KORRAL_PATH};
+use crate::scaffold::{self, manifest::KorralSource};
 
 /// Options of `korral init`.
 #[derive(clap::Args, Debug)]
@@ -22,26 +22,28 @@ pub struct Args {
     /// The directory to scaffold into (default: the current one; created if missing).
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
-    /// The Korral facade crate the project depends on by path (default: the one this `korral`
-    /// was built from).
-    #[arg(long, env = "KORRAL_PATH")]
+    /// A Korral checkout (the directory holding `crates/korral`) to depend on by path, for
+    /// developing Korral itself. By default the project depends on the Korral crates by
+    /// version (this `korral`'s version).
+    #[arg(long, env = "KORRAL_PATH", value_name = "DIR")]
     pub korral_path: Option<PathBuf>,
 }
 
-/// Where the generated project's `korral` dependency points.
-pub fn korral_path(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let path = flag.map_or_else(|| PathBuf::from(DEFAULT_KORRAL_PATH), Path::to_path_buf);
-    match std::fs::canonicalize(&path) {
-        Ok(path) => Ok(path),
-        // A path that does not exist here is kept as given (the project may be built elsewhere).
-        Err(_) if flag.is_some() => Ok(path),
-        Err(err) => Err(err).with_context(|| {
-            format!(
-                "finding the korral crate at {} (set --korral-path or KORRAL_PATH)",
-                path.display()
-            )
-        }),
+/// Where the generated project takes the Korral crates from: the registry, or the checkout
+/// `flag` (made absolute when it exists here; kept as given otherwise, as the project may be
+/// built elsewhere).
+pub fn korral_source(flag: Option<&Path>) -> anyhow::Result<KorralSource> {
+    let Some(dir) = flag.filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(KorralSource::Registry);
+    };
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if dir.join("crates").is_dir() && !dir.join("crates/korral/Cargo.toml").is_file() {
+        bail!(
+            "{} is not a Korral checkout: it has no crates/korral/Cargo.toml (--korral-path names the checkout's root)",
+            dir.display()
+        );
     }
+    Ok(KorralSource::Checkout(dir))
 }
 
 /// Runs `korral init`.
@@ -74,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             );
         }
     }
-    let korral = korral_path(args.korral_path.as_deref())?;
+    let korral = korral_source(args.korral_path.as_deref())?;
     let project = Project {
         layout: LAYOUT.to_owned(),
         project_name: name.clone(),
@@ -94,17 +96,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let mut written: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
     written.push(PROJECT_FILE.to_owned());
-    // The Korral workspace's lock file pins the versions Korral is built and tested with, so
-    // the project builds offline from the crates already downloaded.
-    let lock = korral.join("../../Cargo.lock");
-    if lock.is_file() {
-        std::fs::copy(&lock, root.join("Cargo.lock"))
-            .with_context(|| format!("copying {}", lock.display()))?;
-        written.push("Cargo.lock (the Korral workspace's versions)".to_owned());
-    }
     written.sort();
     for path in written {
         println!("  wrote {path}");
+    }
+    match &korral {
+        KorralSource::Registry => println!(
+            "Depends on korral {} (by version)",
+            scaffold::manifest::KORRAL_VERSION
+        ),
+        KorralSource::Checkout(dir) => {
+            println!(
+                "Depends on the Korral checkout at {} (by path)",
+                dir.display()
+            )
+        }
     }
     println!("Next: korral create api --group <group> --version <version> --kind <Kind>");
     Ok(())

@@ -8,8 +8,11 @@ mod create_api;
 mod edit;
 mod generate;
 mod init;
+mod installer;
+mod kustomize;
 mod project;
 mod scaffold;
+mod scorecard;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -48,8 +51,12 @@ enum Command {
     Deploy(cluster::DeployArgs),
     /// Remove what `deploy` created.
     Undeploy(cluster::Target),
+    /// Write `dist/install.yaml`: everything `deploy` applies, in one file.
+    BuildInstaller(installer::Args),
     /// Write an OLM bundle (`bundle validate` checks one).
     Bundle(bundle::Args),
+    /// Run operator-sdk's scorecard tests (suites basic and olm) against a bundle and a cluster.
+    Scorecard(scorecard::Args),
 }
 
 #[derive(Subcommand)]
@@ -91,7 +98,9 @@ fn main() -> anyhow::Result<()> {
             Command::Run(args) => cluster::run(args).await,
             Command::Deploy(args) => cluster::deploy(args).await,
             Command::Undeploy(args) => cluster::undeploy(args).await,
+            Command::BuildInstaller(args) => installer::run(args),
             Command::Bundle(args) => bundle::run(args),
+            Command::Scorecard(args) => scorecard::run(args).await,
         }
     })
 }

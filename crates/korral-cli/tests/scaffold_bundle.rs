@@ -5,7 +5,7 @@ mod scaffold_common;
 
 use std::path::Path;
 
-use scaffold_common::{assert_snapshot, korral, tree};
+use scaffold_common::{korral, tree};
 
 const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -152,14 +152,14 @@ fn bundle_is_written_and_valid() {
         ],
     );
     assert_eq!(run.code, Some(0), "{}", run.text(dir));
-    assert_snapshot("bundle_output", &run.text(dir));
+    insta::assert_snapshot!("bundle_output", run.text(dir));
     let mut files = tree(dir);
     files = files
         .split("=== ")
         .filter(|s| s.starts_with("bundle") || s.starts_with("config/manifests"))
         .map(|s| format!("=== {s}"))
         .collect();
-    assert_snapshot("bundle_files", &files);
+    insta::assert_snapshot!("bundle_files", files);
     let validate = korral(dir, &["bundle", "validate"]);
     assert_eq!(validate.code, Some(0), "{}", validate.text(dir));
 
@@ -214,5 +214,5 @@ fn validate_names_every_problem() {
     );
     let validate = korral(dir, &["bundle", "validate"]);
     assert_eq!(validate.code, Some(1), "{}", validate.text(dir));
-    assert_snapshot("bundle_validate_problems", &validate.text(dir));
+    insta::assert_snapshot!("bundle_validate_problems", validate.text(dir));
 }

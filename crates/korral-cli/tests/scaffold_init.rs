@@ -3,7 +3,7 @@
 
 mod scaffold_common;
 
-use scaffold_common::{assert_snapshot, korral, tree};
+use scaffold_common::{korral, korral_env, tree};
 
 #[test]
 fn init_and_create_api_single_group() {
@@ -20,8 +20,8 @@ fn init_and_create_api_single_group() {
         ],
     );
     assert_eq!(init.code, Some(0), "{}", init.text(dir));
-    assert_snapshot("init_output", &init.text(dir));
-    assert_snapshot("init_files", &tree(dir));
+    insta::assert_snapshot!("init_output", init.text(dir));
+    insta::assert_snapshot!("init_files", tree(dir));
 
     let api = korral(
         dir,
@@ -37,8 +37,9 @@ fn init_and_create_api_single_group() {
         ],
     );
     assert_eq!(api.code, Some(0), "{}", api.text(dir));
-    assert_snapshot("create_api_output", &api.text(dir));
-    assert_snapshot("create_api_files", &tree(dir));
+    insta::assert_snapshot!("create_api_output", api.text(dir));
+    let after_create = tree(dir);
+    insta::assert_snapshot!("create_api_files", after_create);
 
     // The same API again, and a second version of the kind, are refused.
     let again = korral(
@@ -55,7 +56,7 @@ fn init_and_create_api_single_group() {
         ],
     );
     assert_eq!(again.code, Some(1));
-    assert_snapshot("create_api_exists", &again.text(dir));
+    insta::assert_snapshot!("create_api_exists", again.text(dir));
     // A controller-only request for an existing API with a controller is refused too.
     let controller_again = korral(
         dir,
@@ -80,15 +81,97 @@ fn init_and_create_api_single_group() {
         controller_again.text(dir)
     );
     // Nothing changed.
-    assert_eq!(
-        tree(dir),
-        std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/snapshots/create_api_files.snap"),
-        )
-        .unwrap_or_else(|_| tree(dir))
-    );
+    assert_eq!(tree(dir), after_create);
 }
+
+/// `--korral-path DIR` (or `KORRAL_PATH`) makes the project depend on the Korral checkout
+/// `DIR` by path, for developing Korral itself; by default it depends on this version.
+#[test]
+fn korral_path_keeps_the_path_form() {
+    for (how, args, env) in [
+        (
+            "flag",
+            &[
+                "init",
+                "--domain",
+                "example.com",
+                "--name",
+                "demo-operator",
+                "--korral-path",
+                "/opt/korral",
+            ][..],
+            &[][..],
+        ),
+        (
+            "env",
+            &["init", "--domain", "example.com", "--name", "demo-operator"][..],
+            &[("KORRAL_PATH", "/opt/korral")][..],
+        ),
+    ] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        let init = korral_env(dir, args, env);
+        assert_eq!(init.code, Some(0), "{how}: {}", init.text(dir));
+        assert!(
+            init.stdout
+                .contains("Depends on the Korral checkout at /opt/korral (by path)"),
+            "{how}: {}",
+            init.text(dir)
+        );
+        let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+        assert!(
+            cargo.contains("\nkorral = { path = \"/opt/korral/crates/korral\" }\n"),
+            "{how}: {cargo}"
+        );
+        assert!(
+            cargo.contains("\nkorral-testenv = { path = \"/opt/korral/crates/korral-testenv\" }\n"),
+            "{how}: {cargo}"
+        );
+        assert!(!cargo.contains(VERSION_LINE), "{how}: {cargo}");
+        assert!(
+            !dir.join("Cargo.lock").exists(),
+            "{how}: no lock file is copied"
+        );
+
+        // `create api` completes the manifest of a project that lacks the test's
+        // dependencies, from the same checkout.
+        let trimmed = cargo
+            .lines()
+            .filter(|l| !l.starts_with("korral-testenv") && !l.starts_with("serde_yaml_ng"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(dir.join("Cargo.toml"), trimmed).expect("writing Cargo.toml");
+        let api = korral(
+            dir,
+            &[
+                "create",
+                "api",
+                "--group",
+                "cache",
+                "--version",
+                "v1",
+                "--kind",
+                "Memcached",
+            ],
+        );
+        assert_eq!(api.code, Some(0), "{how}: {}", api.text(dir));
+        assert!(
+            api.stdout
+                .contains("updated src/lib.rs, Cargo.toml, PROJECT"),
+            "{}",
+            api.text(dir)
+        );
+        let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+        assert!(
+            cargo.contains("korral-testenv = { path = \"/opt/korral/crates/korral-testenv\" }"),
+            "{how}: {cargo}"
+        );
+        assert!(cargo.contains("serde_yaml_ng = \"0.10\""), "{how}: {cargo}");
+    }
+}
+
+/// A line a version dependency on korral would have.
+const VERSION_LINE: &str = "korral = \"";
 
 #[test]
 fn multigroup_and_cluster_scoped_apis() {
@@ -161,16 +244,19 @@ fn multigroup_and_cluster_scoped_apis() {
     files = files
         .split("=== ")
         .filter(|s| {
-            s.starts_with("src/") || s.starts_with("PROJECT") || s.starts_with("config/samples")
+            s.starts_with("src/")
+                || s.starts_with("tests/")
+                || s.starts_with("PROJECT")
+                || s.starts_with("config/samples")
         })
         .map(|s| format!("=== {s}"))
         .collect();
-    assert_snapshot("multigroup_files", &files);
+    insta::assert_snapshot!("multigroup_files", files);
 
     // Switching the layout back records it; existing APIs stay.
     let edit = korral(dir, &["edit", "--multigroup=false"]);
     assert_eq!(edit.code, Some(0), "{}", edit.text(dir));
-    assert_snapshot("edit_output", &edit.text(dir));
+    insta::assert_snapshot!("edit_output", edit.text(dir));
     let project = std::fs::read_to_string(dir.join("PROJECT")).expect("PROJECT");
     assert!(project.contains("multigroup: false"), "{project}");
     assert!(
@@ -292,5 +378,5 @@ fn errors_name_what_is_wrong() {
         ],
     );
     case("bundle without version", &["bundle"]);
-    assert_snapshot("errors", &out);
+    insta::assert_snapshot!("errors", out);
 }

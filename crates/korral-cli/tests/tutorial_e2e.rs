@@ -2,8 +2,10 @@
 //! generated project, `generate`, the embedded control plane, `install`, `run`, the sample
 //! applied, the Deployment and `status.nodes` awaited, the size patched, `deploy`, `undeploy`.
 //!
-//! The generated project builds offline with the workspace's `Cargo.lock` and target
-//! directory, so no dependency is downloaded or compiled twice. The embedded server does not
+//! The generated projects depend on this checkout's crates by path (`--korral-path`) and build
+//! offline with the workspace's `Cargo.lock` (copied by the test: `init` writes none) and build
+//! directory, so no dependency is downloaded or compiled twice. Each project's own scaffolded
+//! test (`cargo test`) runs too. The embedded server does not
 //! run pods here (no simulation), so the test creates the pods a kubelet would.
 
 mod support;
@@ -52,8 +54,41 @@ fn build_env() -> anyhow::Result<Vec<(&'static str, String)>> {
     ])
 }
 
-fn workspace_lock() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock")
+/// The root of this Korral checkout (what `--korral-path` names).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Gives the project at `project` the workspace's `Cargo.lock`, after checking that `init`
+/// wrote none: the same versions as Korral's, so the shared build directory is reused and
+/// nothing is fetched.
+fn use_workspace_lock(project: &Path) -> anyhow::Result<()> {
+    assert!(
+        !project.join("Cargo.lock").exists(),
+        "init no longer copies a Cargo.lock"
+    );
+    std::fs::copy(
+        workspace_root().join("Cargo.lock"),
+        project.join("Cargo.lock"),
+    )?;
+    Ok(())
+}
+
+/// Runs the project's own tests (`cargo test`, as `make test` does) with the build
+/// environment; fails with their output unless they pass. Returns the output.
+fn cargo_test(project: &Path) -> anyhow::Result<support::CmdOutput> {
+    let env = build_env()?;
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let manifest = project.join("Cargo.toml").display().to_string();
+    let args = ["test".to_owned(), "--manifest-path".to_owned(), manifest];
+    let out = run_with_timeout(Path::new("cargo"), &args, &env, BUILD_TIMEOUT)?;
+    if !out.success() {
+        bail!(
+            "cargo test of the scaffolded project failed: {}",
+            out.describe()
+        );
+    }
+    Ok(out)
 }
 
 /// Runs `korral args` to completion with the build environment; fails with its output unless
@@ -178,6 +213,8 @@ async fn tutorial_from_init_to_a_running_operator() -> anyhow::Result<()> {
             "memcached-operator",
             "--dir",
             &dir,
+            "--korral-path",
+            &workspace_root().display().to_string(),
         ],
         Duration::from_secs(60),
     )?;
@@ -222,12 +259,7 @@ async fn tutorial_from_init_to_a_running_operator() -> anyhow::Result<()> {
     );
     assert!(sample.contains("size: 3"), "{sample}");
     std::fs::write(&sample_path, &sample)?;
-    // Offline, with the workspace's versions: init copied the workspace's lock file.
-    assert_eq!(
-        std::fs::read_to_string(project.join("Cargo.lock"))?,
-        std::fs::read_to_string(workspace_lock())?,
-        "init copies the workspace's Cargo.lock"
-    );
+    use_workspace_lock(&project)?;
 
     // Manifests from the code.
     let out = korral(&["generate", "--dir", &dir], BUILD_TIMEOUT)?;
@@ -277,6 +309,17 @@ async fn tutorial_from_init_to_a_running_operator() -> anyhow::Result<()> {
         "{role}"
     );
     assert!(!allows("", "pods", "delete"), "{role}");
+
+    // The project's own test (scaffolded by `create api`) passes with the tutorial's types
+    // and controller.
+    let tests = cargo_test(&project)?;
+    assert!(
+        tests
+            .stdout
+            .contains("test the_controller_reconciles_the_sample ... ok"),
+        "{}",
+        tests.describe()
+    );
 
     // The embedded control plane, with its kubeconfig where `korral up` writes it.
     let kubeconfig = project.join(".korral/kubeconfig");
@@ -506,6 +549,8 @@ async fn scaffolded_projects_build_without_warnings() -> anyhow::Result<()> {
             "--multigroup",
             "--dir",
             &dir,
+            "--korral-path",
+            &workspace_root().display().to_string(),
         ],
         Duration::from_secs(60),
     )?;
@@ -550,16 +595,39 @@ async fn scaffolded_projects_build_without_warnings() -> anyhow::Result<()> {
         full.extend_from_slice(args);
         korral(&full, Duration::from_secs(60))?;
     }
-    assert_eq!(
-        std::fs::read_to_string(project.join("Cargo.lock"))?,
-        std::fs::read_to_string(workspace_lock())?,
-        "init copies the workspace's Cargo.lock"
-    );
+    use_workspace_lock(&project)?;
     let out = korral_output(&["generate", "--dir", &dir], BUILD_TIMEOUT)?;
     assert!(
         !out.stderr.contains("warning"),
         "the scaffolded code has warnings:\n{}",
         out.stderr
+    );
+    // The scaffolded tests (one per controller, cluster-scoped included) pass as written.
+    let tests = cargo_test(&project)?;
+    assert!(
+        !tests.stderr.contains("warning"),
+        "the scaffolded tests have warnings:\n{}",
+        tests.stderr
+    );
+    for test in [
+        "storage_bucket_controller",
+        "app_service_controller",
+        "gateway_controller",
+    ] {
+        assert!(
+            tests.stderr.contains(&format!("tests/{test}.rs")),
+            "{test} did not run:\n{}",
+            tests.describe()
+        );
+    }
+    assert_eq!(
+        tests
+            .stdout
+            .matches("test the_controller_reconciles_the_sample ... ok")
+            .count(),
+        3,
+        "{}",
+        tests.describe()
     );
     let crd = std::fs::read_to_string(
         project.join("config/crd/bases/storage.example.org_storagebuckets.yaml"),

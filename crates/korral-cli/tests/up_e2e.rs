@@ -2,6 +2,7 @@
 //! `kubectl`. Every child is killed when its guard drops, so a failing test never hangs.
 
 mod support;
+mod terminal;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -536,8 +537,9 @@ fn up_on_a_terminal_redraws_its_status_lines() -> anyhow::Result<()> {
         return Ok(());
     }
     let dir = tempfile::tempdir()?;
+    // An 80-column terminal, whatever the one running the tests.
     let command = format!(
-        "{KORRAL} up --in-memory --kubeconfig {} --sample memcached --exit-after-converge --timeout 60",
+        "stty cols 80 rows 24; {KORRAL} up --in-memory --kubeconfig {} --sample memcached --exit-after-converge --timeout 60",
         dir.path().join("kubeconfig").display()
     );
     let args: Vec<String> = vec!["-qec".into(), command, "/dev/null".into()];
@@ -560,6 +562,24 @@ fn up_on_a_terminal_redraws_its_status_lines() -> anyhow::Result<()> {
         out.stdout.contains("converged: memcached-sample has 3/3"),
         "{}",
         out.describe()
+    );
+    // What the terminal shows at the end: one status block, none of the earlier ones left
+    // behind (each redraw erased exactly the rows it had drawn).
+    let mut screen = terminal::Screen::new(80);
+    screen.feed(&out.stdout.replace("\r\n", "\n"));
+    let shown = screen.text();
+    for label in ["  control plane ", "  Deployment ", "  Pods ", "  state "] {
+        assert_eq!(
+            shown.iter().filter(|row| row.starts_with(label)).count(),
+            1,
+            "{label:?} should be on screen once:\n{}",
+            shown.join("\n")
+        );
+    }
+    assert!(
+        shown.iter().any(|row| row == "  state          converged"),
+        "{}",
+        shown.join("\n")
     );
     Ok(())
 }

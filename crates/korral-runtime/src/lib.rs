@@ -13,6 +13,9 @@
 //! - [`cache`]: shared caches, one list+watch per type and scope however many readers, with
 //!   selectors, a transform hook (drops `managedFields` by default), owner and label lookups and
 //!   change events carrying the previous object;
+//! - [`client`]: the client handed to reconcilers: reads from the shared cache where the type
+//!   is cached (get, typed list queries by namespace, labels, fields and owner, unstructured and
+//!   metadata-only objects), writes to the API server, read-your-writes, request counts;
 //! - [`helpers`]: controller and owner references, the finalizer flow, create-or-update,
 //!   create-or-patch, status writes, server-side apply and an event recorder.
 //! - [`controller`]: the controller builder (`for_`, `owns`, `watches` with `Kind` and `Channel`
@@ -48,6 +51,7 @@
 //! ```
 
 pub mod cache;
+pub mod client;
 pub mod conditions;
 pub mod controller;
 pub mod helpers;

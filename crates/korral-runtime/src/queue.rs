@@ -12,6 +12,8 @@
 //!   schedule.
 //! - [`add_rate_limited`](WorkQueue::add_rate_limited) schedules the key after a per-key
 //!   exponential backoff (5 ms, 10 ms, 20 ms … capped at 1000 s by default);
+//!   [`retry`](WorkQueue::retry) does the same shaped by the server's answer (never before a
+//!   429's Retry-After; conflicts promptly, on their own short backoff);
 //!   [`forget`](WorkQueue::forget) resets it.
 //! - [`get`](WorkQueue::get) waits for the next ready key (first in, first out) and marks it
 //!   processing until [`done`](WorkQueue::done).
@@ -37,7 +39,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::reconcile::{Action, ReconcileError, ReconcileResult};
+use crate::reconcile::{Action, ErrorAction, ReconcileError, ReconcileResult, RetryHint};
 
 /// The first retry delay of [`WorkQueue::add_rate_limited`] (controller-runtime's default).
 pub const DEFAULT_BASE_DELAY: Duration = Duration::from_millis(5);
@@ -201,6 +203,8 @@ struct State<K> {
     next_seq: u64,
     /// Consecutive failures per key, for the backoff.
     failures: HashMap<K, u32>,
+    /// Consecutive conflicts per key, for the conflicts' own backoff.
+    conflicts: HashMap<K, u32>,
     mode: Mode,
 }
 
@@ -214,6 +218,7 @@ impl<K: QueueKey> State<K> {
             timers: BTreeMap::new(),
             next_seq: 0,
             failures: HashMap::new(),
+            conflicts: HashMap::new(),
             mode: Mode::Running,
         }
     }
@@ -405,16 +410,59 @@ impl<K: QueueKey> WorkQueue<K> {
     }
 
     /// Queues `key` after its backoff delay (`base * 2^retries`, capped) and counts one more
-    /// retry for it. Ignored after shutdown.
+    /// retry for it. Ignored after shutdown. Same as [`retry`](Self::retry) with
+    /// [`RetryHint::Other`].
     pub fn add_rate_limited(&self, key: K) {
+        self.retry(key, RetryHint::Other);
+    }
+
+    /// Queues `key` for another attempt after a failure, counting one more retry for it, with
+    /// a delay shaped by `hint` (see [`RetryHint`]):
+    ///
+    /// - [`Other`](RetryHint::Other): the per-key backoff, `base * 2^failures` capped at the
+    ///   maximum;
+    /// - [`Throttled`](RetryHint::Throttled) / [`Unavailable`](RetryHint::Unavailable): the
+    ///   same backoff, but never shorter than the server's Retry-After when it gave one;
+    /// - [`Conflict`](RetryHint::Conflict): promptly, on a backoff of its own
+    ///   (`base * 2^consecutive conflicts`), so a conflict after a run of server errors is not
+    ///   held back by their backoff, and a conflict that keeps happening still backs off.
+    ///
+    /// Ignored after shutdown.
+    pub fn retry(&self, key: K, hint: RetryHint) {
         let config = &self.inner.config;
         let wake = {
             let mut state = self.lock();
             if state.mode != Mode::Running {
                 return;
             }
+            let counter = match hint {
+                RetryHint::Conflict => state.conflicts.entry(key.clone()).or_insert(0),
+                _ => state.failures.entry(key.clone()).or_insert(0),
+            };
+            let backoff = backoff_delay(config.base_delay, config.max_delay, *counter);
+            *counter = counter.saturating_add(1);
+            let delay = match hint {
+                RetryHint::Throttled(Some(at_least)) | RetryHint::Unavailable(Some(at_least)) => {
+                    backoff.max(at_least)
+                }
+                _ => backoff,
+            };
+            self.metrics().on_retry();
+            state.add_after(key, delay, Instant::now(), self.metrics())
+        };
+        self.wake(wake);
+    }
+
+    /// Queues `key` after exactly `delay` (now if zero) as a failed attempt: one more retry is
+    /// counted, so the backoff keeps growing for the next [`retry`](Self::retry). This is how an
+    /// error policy's [`ErrorAction::RetryAfter`] is applied. Ignored after shutdown.
+    pub fn retry_after(&self, key: K, delay: Duration) {
+        let wake = {
+            let mut state = self.lock();
+            if state.mode != Mode::Running {
+                return;
+            }
             let failures = state.failures.entry(key.clone()).or_insert(0);
-            let delay = backoff_delay(config.base_delay, config.max_delay, *failures);
             *failures = failures.saturating_add(1);
             self.metrics().on_retry();
             state.add_after(key, delay, Instant::now(), self.metrics())
@@ -422,16 +470,23 @@ impl<K: QueueKey> WorkQueue<K> {
         self.wake(wake);
     }
 
-    /// Resets `key`'s backoff: its next [`add_rate_limited`](Self::add_rate_limited) waits the
-    /// base delay again. Does not remove the key from the queue.
+    /// Resets `key`'s backoff (failures and conflicts): its next
+    /// [`add_rate_limited`](Self::add_rate_limited) waits the base delay again. Does not remove
+    /// the key from the queue.
     pub fn forget(&self, key: &K) {
-        self.lock().failures.remove(key);
+        let mut state = self.lock();
+        state.failures.remove(key);
+        state.conflicts.remove(key);
     }
 
-    /// How many times `key` was [rate-limited](Self::add_rate_limited) since it was last
+    /// How many times `key` was retried ([`add_rate_limited`](Self::add_rate_limited),
+    /// [`retry`](Self::retry), [`retry_after`](Self::retry_after)) since it was last
     /// [forgotten](Self::forget).
     pub fn retries(&self, key: &K) -> u32 {
-        self.lock().failures.get(key).copied().unwrap_or(0)
+        let state = self.lock();
+        let failures = state.failures.get(key).copied().unwrap_or(0);
+        let conflicts = state.conflicts.get(key).copied().unwrap_or(0);
+        failures.saturating_add(conflicts)
     }
 
     /// Waits for the next ready key (oldest first) and marks it processing: no other `get`
@@ -570,7 +625,9 @@ impl<K: QueueKey> WorkQueue<K> {
 /// - `Ok(Done)`: [`forget`](WorkQueue::forget) (reset the backoff);
 /// - `Ok(Requeue)`: forget, then [`add`](WorkQueue::add);
 /// - `Ok(RequeueAfter(d))`: forget, then [`add_after`](WorkQueue::add_after)`(d)`;
-/// - `Err(Transient)`: log, then [`add_rate_limited`](WorkQueue::add_rate_limited);
+/// - `Err(Transient)`: log, then [`retry`](WorkQueue::retry) with the error's
+///   [`RetryHint`] (429 waits for its Retry-After, conflicts are retried promptly, others back
+///   off exponentially);
 /// - `Err(Terminal)`: log, forget, no requeue.
 ///
 /// Call it while `key` is still processing, before [`done`](WorkQueue::done); a requeue then
@@ -580,6 +637,44 @@ pub async fn process<K: QueueKey + fmt::Display>(
     key: &K,
     result: ReconcileResult,
 ) {
+    process_with(queue, key, result, ErrorAction::Default).await;
+}
+
+/// [`process`] with an error policy's decision `on_error` for a failed `result` (ignored for a
+/// successful one): [`ErrorAction::Default`] is [`process`]'s handling;
+/// [`ErrorAction::RetryAfter`]`(d)` retries after exactly `d`
+/// ([`retry_after`](WorkQueue::retry_after)), whether the error is transient or terminal;
+/// [`ErrorAction::AwaitChange`] logs, forgets and does not requeue.
+pub async fn process_with<K: QueueKey + fmt::Display>(
+    queue: &WorkQueue<K>,
+    key: &K,
+    result: ReconcileResult,
+    on_error: ErrorAction,
+) {
+    let result = match (result, on_error) {
+        (Err(error), ErrorAction::RetryAfter(delay)) => {
+            tracing::warn!(
+                queue = %queue.name(),
+                %key,
+                error = %error.cause(),
+                ?delay,
+                "reconcile failed, retrying when the error policy says"
+            );
+            queue.retry_after(key.clone(), delay);
+            return;
+        }
+        (Err(error), ErrorAction::AwaitChange) => {
+            tracing::warn!(
+                queue = %queue.name(),
+                %key,
+                error = %error.cause(),
+                "reconcile failed, the error policy waits for the next change"
+            );
+            queue.forget(key);
+            return;
+        }
+        (result, _) => result,
+    };
     match result {
         Ok(Action::Done) => queue.forget(key),
         Ok(Action::Requeue) => {
@@ -593,14 +688,16 @@ pub async fn process<K: QueueKey + fmt::Display>(
             queue.add_after(key.clone(), delay);
         }
         Err(ReconcileError::Transient(error)) => {
+            let hint = RetryHint::from_error(error.as_ref());
             tracing::warn!(
                 queue = %queue.name(),
                 %key,
                 error = %error,
                 retries = queue.retries(key),
+                ?hint,
                 "reconcile failed, retrying with backoff"
             );
-            queue.add_rate_limited(key.clone());
+            queue.retry(key.clone(), hint);
         }
         Err(ReconcileError::Terminal(error)) => {
             tracing::error!(
@@ -1096,6 +1193,155 @@ mod tests {
         q.done(&key);
         assert_eq!(q.retries(&key), 0);
         assert_eq!(try_get(&q, Duration::from_secs(3600)).await, None);
+    }
+
+    fn api_error(code: u16, reason: &str, retry_after_seconds: u32) -> ReconcileError {
+        let details = (retry_after_seconds > 0).then(|| kube::core::response::StatusDetails {
+            name: String::new(),
+            group: String::new(),
+            kind: String::new(),
+            uid: String::new(),
+            causes: Vec::new(),
+            retry_after_seconds,
+        });
+        ReconcileError::from(kube::Error::Api(Box::new(kube::core::Status {
+            code,
+            reason: reason.to_owned(),
+            details,
+            ..kube::core::Status::default()
+        })))
+    }
+
+    /// Fails `key` (held by the caller) with `result`, releases it and returns how long it
+    /// took to come back.
+    async fn delay_of(q: &WorkQueue<&'static str>, result: ReconcileResult) -> Duration {
+        process(q, &"k", result).await;
+        q.done(&"k");
+        let start = Instant::now();
+        assert_eq!(q.get().await, Some("k"));
+        Instant::now() - start
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn throttled_errors_wait_for_retry_after_not_the_backoff() {
+        let q = WorkQueue::new();
+        q.add("k");
+        assert_eq!(q.get().await, Some("k"));
+        let throttled = || Err(api_error(429, "TooManyRequests", 1));
+        assert_eq!(delay_of(&q, throttled()).await, Duration::from_secs(1));
+        assert_eq!(delay_of(&q, throttled()).await, Duration::from_secs(1));
+        // Without Retry-After, a 429 backs off like any failure (third failure: 20 ms).
+        assert_eq!(
+            delay_of(&q, Err(api_error(429, "TooManyRequests", 0))).await,
+            20 * MS
+        );
+        // Once the backoff outgrows the Retry-After, the backoff wins.
+        let q = WorkQueue::with_config(
+            QueueConfig::new("slow").backoff(Duration::from_secs(2), Duration::from_secs(60)),
+        );
+        q.add("k");
+        assert_eq!(q.get().await, Some("k"));
+        assert_eq!(delay_of(&q, throttled()).await, Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn server_errors_back_off_exponentially_and_honour_retry_after() {
+        let q = WorkQueue::new();
+        q.add("k");
+        assert_eq!(q.get().await, Some("k"));
+        let mut delays = Vec::new();
+        for code in [500, 503, 503, 500, 504] {
+            delays.push(delay_of(&q, Err(api_error(code, "x", 0))).await);
+        }
+        assert_eq!(delays, [5 * MS, 10 * MS, 20 * MS, 40 * MS, 80 * MS]);
+        assert_eq!(
+            delay_of(&q, Err(api_error(503, "ServiceUnavailable", 3))).await,
+            Duration::from_secs(3)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn conflicts_are_retried_promptly_and_back_off_only_among_themselves() {
+        let q = WorkQueue::new();
+        q.add("k");
+        assert_eq!(q.get().await, Some("k"));
+        for _ in 0..8 {
+            delay_of(&q, Err(api_error(503, "ServiceUnavailable", 0))).await;
+        }
+        // The server errors grew the backoff to 1.28 s; a conflict is retried after 5 ms.
+        assert_eq!(q.retries(&"k"), 8);
+        assert_eq!(
+            delay_of(&q, Err(api_error(409, "Conflict", 0))).await,
+            5 * MS
+        );
+        // Conflicts that keep coming back off too (no hot loop).
+        assert_eq!(
+            delay_of(&q, Err(api_error(409, "Conflict", 0))).await,
+            10 * MS
+        );
+        assert_eq!(
+            delay_of(&q, Err(api_error(409, "Conflict", 0))).await,
+            20 * MS
+        );
+        // AlreadyExists is a 409 but not a conflict: the ordinary backoff (9th failure).
+        assert_eq!(
+            delay_of(&q, Err(api_error(409, "AlreadyExists", 0))).await,
+            5 * MS * 256
+        );
+        assert_eq!(q.retries(&"k"), 12);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn success_resets_every_backoff_of_the_key() {
+        let q = WorkQueue::new();
+        q.add("k");
+        assert_eq!(q.get().await, Some("k"));
+        for _ in 0..4 {
+            delay_of(&q, Err(api_error(503, "ServiceUnavailable", 0))).await;
+            delay_of(&q, Err(api_error(409, "Conflict", 0))).await;
+        }
+        assert_eq!(q.retries(&"k"), 8);
+        assert_eq!(delay_of(&q, Ok(Action::Requeue)).await, Duration::ZERO);
+        assert_eq!(q.retries(&"k"), 0);
+        assert_eq!(delay_of(&q, Err(api_error(500, "x", 0))).await, 5 * MS);
+        assert_eq!(
+            delay_of(&q, Err(api_error(409, "Conflict", 0))).await,
+            5 * MS
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn error_actions_override_the_default_handling() {
+        let q = WorkQueue::new();
+        q.add("k");
+        assert_eq!(q.get().await, Some("k"));
+        // RetryAfter: exactly the delay, even for a 429 asking for longer; counts a failure.
+        let policy = ErrorAction::RetryAfter(Duration::from_millis(250));
+        process_with(&q, &"k", Err(api_error(429, "x", 60)), policy).await;
+        q.done(&"k");
+        let start = Instant::now();
+        assert_eq!(q.get().await, Some("k"));
+        assert_eq!(Instant::now() - start, Duration::from_millis(250));
+        assert_eq!(q.retries(&"k"), 1);
+        // A terminal error can be retried by the policy.
+        process_with(&q, &"k", Err(ReconcileError::terminal("bad")), policy).await;
+        q.done(&"k");
+        assert_eq!(try_get(&q, Duration::from_secs(1)).await, Some("k"));
+        assert_eq!(q.retries(&"k"), 2);
+        // The next default retry continues the grown backoff (third failure: 20 ms).
+        assert_eq!(delay_of(&q, Err(api_error(500, "x", 0))).await, 20 * MS);
+        // AwaitChange: not retried, backoff reset.
+        let wait = ErrorAction::AwaitChange;
+        process_with(&q, &"k", Err(ReconcileError::transient("flaky")), wait).await;
+        q.done(&"k");
+        assert_eq!(q.retries(&"k"), 0);
+        assert_eq!(try_get(&q, Duration::from_secs(2000)).await, None);
+        // Success ignores the policy's answer.
+        q.add("k");
+        assert_eq!(q.get().await, Some("k"));
+        process_with(&q, &"k", Ok(Action::Done), policy).await;
+        q.done(&"k");
+        assert_eq!(try_get(&q, Duration::from_secs(2000)).await, None);
     }
 
     #[tokio::test(start_paused = true)]

@@ -8,7 +8,7 @@
 //! | `Ok(Action::Done)`              | backoff reset, not requeued (until the next event)       |
 //! | `Ok(Action::Requeue)`           | backoff reset, queued again now                          |
 //! | `Ok(Action::RequeueAfter(d))`   | backoff reset, queued again after `d`                    |
-//! | `Err(ReconcileError::Transient)`| retried with per-key exponential backoff                 |
+//! | `Err(ReconcileError::Transient)`| retried with per-key backoff, shaped by its [`RetryHint`] |
 //! | `Err(ReconcileError::Terminal)` | backoff reset, logged, not retried (until the next event)|
 
 use std::error::Error as StdError;
@@ -141,14 +141,125 @@ impl Action {
         Self::Done
     }
 
-    /// [`Action::Requeue`].
-    pub const fn requeue() -> Self {
+    /// [`Action::Done`], under kube-runtime's name: reconcile again only when something
+    /// changes.
+    pub const fn await_change() -> Self {
+        Self::Done
+    }
+
+    /// [`Action::RequeueAfter`] with `delay`, under kube-runtime's name
+    /// (`Action::requeue(Duration)`); same as [`Action::requeue_after`].
+    pub const fn requeue(delay: Duration) -> Self {
+        Self::RequeueAfter(delay)
+    }
+
+    /// [`Action::Requeue`]: reconcile again right away.
+    pub const fn requeue_now() -> Self {
         Self::Requeue
     }
 
     /// [`Action::RequeueAfter`] with `delay`.
     pub const fn requeue_after(delay: Duration) -> Self {
         Self::RequeueAfter(delay)
+    }
+}
+
+/// What to do with a key whose reconcile failed, as decided by a controller's error policy
+/// ([`Controller::error_policy`](crate::controller::Controller::error_policy)).
+///
+/// An [`Action`] converts into one, so a kube-runtime style policy returning
+/// `Action::requeue(Duration::from_secs(5))` works unchanged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ErrorAction {
+    /// The controller's own handling: a transient error is retried after the per-key backoff
+    /// (at least the server's Retry-After for 429 and 503; conflicts promptly, see
+    /// [`RetryHint`]); a terminal error is not retried.
+    #[default]
+    Default,
+    /// Retry after exactly this delay (zero: at once). Still counts as a failure of the key,
+    /// so the backoff keeps growing for the errors the policy leaves to the default.
+    RetryAfter(Duration),
+    /// Do not retry until the next event for the key (as a terminal error; the backoff is
+    /// reset).
+    AwaitChange,
+}
+
+impl From<Action> for ErrorAction {
+    /// `Done` → [`ErrorAction::AwaitChange`], `Requeue` → retry at once, `RequeueAfter(d)` →
+    /// [`ErrorAction::RetryAfter`]`(d)`.
+    fn from(action: Action) -> Self {
+        match action {
+            Action::Done => Self::AwaitChange,
+            Action::Requeue => Self::RetryAfter(Duration::ZERO),
+            Action::RequeueAfter(delay) => Self::RetryAfter(delay),
+        }
+    }
+}
+
+/// How the API server's answer asks a failed reconcile to be retried, read from the error's
+/// cause chain by [`ReconcileError::retry_hint`]. The work queue uses it for transient errors:
+///
+/// | hint                  | retry delay                                                        |
+/// |-----------------------|--------------------------------------------------------------------|
+/// | `Throttled(ra)` (429) | the per-key backoff, but never earlier than the Retry-After `ra`   |
+/// | `Unavailable(ra)` (500, 503, 504) | the per-key exponential backoff, at least `ra` if given |
+/// | `Conflict` (409 Conflict) | prompt: its own short backoff (base delay doubling per consecutive conflict), whatever other errors grew the key's backoff to |
+/// | `Other`               | the per-key exponential backoff                                    |
+///
+/// The Retry-After comes from the answer's `details.retryAfterSeconds` (kube-apiserver sets it
+/// along with the `Retry-After` header; the header itself does not survive into a
+/// `kube::Error`). Note that kube's default client (`Config::default_retry`) already retries
+/// 429, 503 and 504 itself, up to 15 times and honouring the header, before a reconcile sees
+/// the error; the hints matter when those retries are exhausted or turned off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RetryHint {
+    /// 429 Too Many Requests, with the server's Retry-After (`details.retryAfterSeconds`), if
+    /// any.
+    Throttled(Option<Duration>),
+    /// A server error (500, 503, 504), with the server's Retry-After, if any.
+    Unavailable(Option<Duration>),
+    /// 409 with reason `Conflict`: the object changed since it was read; re-read and retry.
+    /// (409 `AlreadyExists` is not a conflict: it is retried as [`RetryHint::Other`].)
+    Conflict,
+    /// Anything else.
+    Other,
+}
+
+impl RetryHint {
+    /// The hint for an API `status` (a `kube::core::Status` from an error answer).
+    pub fn from_status(status: &kube::core::Status) -> Self {
+        let retry_after = status
+            .details
+            .as_ref()
+            .map(|d| d.retry_after_seconds)
+            .filter(|s| *s > 0)
+            .map(|s| Duration::from_secs(u64::from(s)));
+        match status.code {
+            429 => Self::Throttled(retry_after),
+            409 if status.reason == "Conflict" => Self::Conflict,
+            500 | 503 | 504 => Self::Unavailable(retry_after),
+            _ => Self::Other,
+        }
+    }
+
+    /// The hint from the first API status found in `err`'s source chain (`err` included):
+    /// a `kube::Error::Api` or a `kube::core::Status`, wrapped in any number of errors that
+    /// name their source.
+    pub fn from_error(err: &(dyn StdError + 'static)) -> Self {
+        let mut current: Option<&(dyn StdError + 'static)> = Some(err);
+        while let Some(e) = current {
+            if let Some(kube::Error::Api(status)) = e.downcast_ref::<kube::Error>() {
+                return Self::from_status(status);
+            }
+            if let Some(status) = e.downcast_ref::<kube::core::Status>() {
+                return Self::from_status(status);
+            }
+            if let Some(status) = e.downcast_ref::<Box<kube::core::Status>>() {
+                return Self::from_status(status);
+            }
+            current = e.source();
+        }
+        Self::Other
     }
 }
 
@@ -196,6 +307,12 @@ impl ReconcileError {
         match self {
             Self::Transient(e) | Self::Terminal(e) => e.as_ref(),
         }
+    }
+
+    /// How the API server asked this failure to be retried (see [`RetryHint`]), from the
+    /// first API status in the cause chain.
+    pub fn retry_hint(&self) -> RetryHint {
+        RetryHint::from_error(self.cause())
     }
 
     /// The underlying cause, by value.
@@ -317,7 +434,12 @@ mod tests {
     fn action_constructors() {
         assert_eq!(Action::done(), Action::Done);
         assert_eq!(Action::default(), Action::Done);
-        assert_eq!(Action::requeue(), Action::Requeue);
+        assert_eq!(Action::requeue_now(), Action::Requeue);
+        assert_eq!(Action::await_change(), Action::Done);
+        assert_eq!(
+            Action::requeue(Duration::from_secs(3)),
+            Action::RequeueAfter(Duration::from_secs(3))
+        );
         assert_eq!(
             Action::requeue_after(Duration::from_secs(3)),
             Action::RequeueAfter(Duration::from_secs(3))
@@ -374,5 +496,82 @@ mod tests {
             "requeue_after"
         );
         assert_eq!(result_label(&Err(ReconcileError::terminal("x"))), "error");
+    }
+
+    fn status(code: u16, reason: &str, retry_after: u32) -> kube::core::Status {
+        kube::core::Status {
+            code,
+            reason: reason.to_owned(),
+            details: (retry_after > 0).then(|| kube::core::response::StatusDetails {
+                name: String::new(),
+                group: String::new(),
+                kind: String::new(),
+                uid: String::new(),
+                causes: Vec::new(),
+                retry_after_seconds: retry_after,
+            }),
+            ..kube::core::Status::default()
+        }
+    }
+
+    fn api(code: u16, reason: &str, retry_after: u32) -> kube::Error {
+        kube::Error::Api(Box::new(status(code, reason, retry_after)))
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("writing the Deployment")]
+    struct Wrapped(#[source] kube::Error);
+
+    #[test]
+    fn retry_hints_come_from_the_api_status_in_the_cause_chain() {
+        let hint = |e: kube::Error| ReconcileError::from(e).retry_hint();
+        assert_eq!(
+            hint(api(429, "TooManyRequests", 2)),
+            RetryHint::Throttled(Some(Duration::from_secs(2)))
+        );
+        assert_eq!(
+            hint(api(429, "TooManyRequests", 0)),
+            RetryHint::Throttled(None)
+        );
+        assert_eq!(hint(api(409, "Conflict", 0)), RetryHint::Conflict);
+        assert_eq!(hint(api(409, "AlreadyExists", 0)), RetryHint::Other);
+        assert_eq!(
+            hint(api(503, "ServiceUnavailable", 1)),
+            RetryHint::Unavailable(Some(Duration::from_secs(1)))
+        );
+        assert_eq!(
+            hint(api(500, "InternalError", 0)),
+            RetryHint::Unavailable(None)
+        );
+        assert_eq!(hint(api(404, "NotFound", 0)), RetryHint::Other);
+        // Wrapped by a helper's error that names its source, and as a bare Status.
+        let wrapped = ReconcileError::transient(Wrapped(api(429, "TooManyRequests", 3)));
+        assert_eq!(
+            wrapped.retry_hint(),
+            RetryHint::Throttled(Some(Duration::from_secs(3)))
+        );
+        let bare = ReconcileError::transient(status(409, "Conflict", 0));
+        assert_eq!(bare.retry_hint(), RetryHint::Conflict);
+        assert_eq!(
+            ReconcileError::transient("no status").retry_hint(),
+            RetryHint::Other
+        );
+    }
+
+    #[test]
+    fn actions_convert_to_error_actions_as_kube_runtime_policies_mean_them() {
+        assert_eq!(
+            ErrorAction::from(Action::requeue(Duration::from_secs(5))),
+            ErrorAction::RetryAfter(Duration::from_secs(5))
+        );
+        assert_eq!(
+            ErrorAction::from(Action::requeue_now()),
+            ErrorAction::RetryAfter(Duration::ZERO)
+        );
+        assert_eq!(
+            ErrorAction::from(Action::await_change()),
+            ErrorAction::AwaitChange
+        );
+        assert_eq!(ErrorAction::default(), ErrorAction::Default);
     }
 }

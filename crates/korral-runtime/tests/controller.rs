@@ -355,7 +355,7 @@ async fn loaded_reconcile(cm: Arc<ConfigMap>, load: Arc<Load>) -> ReconcileResul
     load.per_key.hit(&name);
     // Each key asks to run again a few times, racing with the updates below.
     if load.per_key.get(&name) < 4 {
-        Ok(Action::requeue())
+        Ok(Action::requeue_now())
     } else {
         Ok(Action::done())
     }

@@ -25,6 +25,7 @@ use std::time::Duration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 pub use korral_apiserver::AuthorizationMode;
 use korral_apiserver::{ApiServer, ServerConfig};
+pub use korral_apiserver::{FaultConfig, FaultLatency, FaultRule, FaultStats, Faults};
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, CustomResourceExt};
@@ -35,6 +36,9 @@ pub enum TestEnvError {
     /// Starting the API server failed.
     #[error("starting the API server: {0}")]
     Start(#[from] korral_apiserver::StartError),
+    /// The fault configuration was refused (the message names the field).
+    #[error("setting faults: {0}")]
+    Faults(#[from] korral_apiserver::FaultConfigError),
     /// Creating the temporary directory or writing the kubeconfig failed.
     #[error("preparing the kubeconfig: {0}")]
     Kubeconfig(#[source] std::io::Error),
@@ -78,6 +82,7 @@ pub struct TestEnvBuilder {
     config: Option<ServerConfig>,
     authorization: Option<AuthorizationMode>,
     simulation: Option<bool>,
+    faults: Option<FaultConfig>,
 }
 
 impl TestEnvBuilder {
@@ -115,6 +120,14 @@ impl TestEnvBuilder {
         self
     }
 
+    /// Injects faults from the start (latency, errors, dropped watches, 410 Expired); change
+    /// them later with [`TestEnv::faults`]. CRDs given to the builder are installed before the
+    /// faults apply, so setup is not disturbed.
+    pub fn faults(mut self, faults: FaultConfig) -> Self {
+        self.faults = Some(faults);
+        self
+    }
+
     /// Starts the environment.
     pub async fn start(self) -> Result<TestEnv, TestEnvError> {
         let dir = tempfile::tempdir().map_err(TestEnvError::Kubeconfig)?;
@@ -141,6 +154,9 @@ impl TestEnvBuilder {
         for file in self.crd_files {
             env.install_crd_file(&file).await?;
         }
+        if let Some(faults) = self.faults {
+            env.faults().set(faults)?;
+        }
         Ok(env)
     }
 }
@@ -163,6 +179,11 @@ pub struct TestEnv {
 }
 
 impl TestEnv {
+    /// The server's fault injector: set or clear rules at run time, read what was injected.
+    pub fn faults(&self) -> Faults {
+        self.server.faults()
+    }
+
     /// Starts an in-memory server on a random port.
     pub async fn start() -> Result<Self, TestEnvError> {
         Self::builder().start().await

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
 use korral_runtime::cache::Scope;
 use korral_runtime::leader::LeaderElectionConfig;
 use korral_runtime::manager::{Manager, ManagerError, shutdown_signal};
@@ -27,13 +28,23 @@ pub struct OperatorArgs {
     /// The namespace of the leader election Lease (default: the pod's namespace, else `default`).
     #[arg(long, env = "POD_NAMESPACE")]
     pub leader_election_namespace: Option<String>,
+    /// How long a leader's Lease lasts without renewal before a standby may take it over.
+    #[arg(long, default_value = "15", value_name = "SECONDS", value_parser = seconds)]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the leader keeps retrying to renew before it gives leadership up.
+    #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = seconds)]
+    pub leader_elect_renew_deadline: Duration,
+    /// How often candidates try to acquire, and the leader to renew, the Lease.
+    #[arg(long, default_value = "2", value_name = "SECONDS", value_parser = seconds)]
+    pub leader_elect_retry_period: Duration,
     /// Watch only this namespace (default: all namespaces).
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub namespace: Option<String>,
     /// How long controllers get to finish on shutdown.
     #[arg(long, default_value = "30", value_name = "SECONDS")]
     pub graceful_shutdown_timeout: u64,
-    /// Print the CustomResourceDefinition as YAML and exit.
+    /// Print the CustomResourceDefinitions the operator declares as YAML (one document each) and
+    /// exit.
     #[arg(long)]
     pub print_crd: bool,
     /// Print the operator's manifests (CRDs, RBAC, manager Deployment) as JSON and exit; this
@@ -51,7 +62,7 @@ pub enum OperatorError {
     /// Writing to standard output failed.
     #[error("writing to standard output: {0}")]
     Write(#[source] std::io::Error),
-    /// Collecting or printing the manifests failed.
+    /// Collecting the CRDs or the manifests `setup` declares, or printing the manifests, failed.
     #[error("printing the manifests: {0}")]
     PrintManifests(#[source] ManifestsError),
     /// Connecting to the cluster or configuring the manager failed.
@@ -74,18 +85,22 @@ impl OperatorArgs {
         }
     }
 
-    /// Runs the operator as the flags ask: prints `crd` or the manifests `setup` declares, or
-    /// connects to the cluster of the current kubeconfig (or the in-cluster service account),
-    /// lets `setup` add the controllers for the chosen scope and runs the manager until Ctrl-C
-    /// or SIGTERM.
+    /// Runs the operator as the flags ask. `setup` is the operator's `add_to_manager`: it
+    /// declares the CRDs (`Manager::declare_crd`) and adds the controllers for a scope.
+    ///
+    /// `--print-crd` prints the CRDs `setup` declares and `--print-manifests` the manifests
+    /// (both collected on an offline manager, no cluster needed); otherwise this connects to the
+    /// cluster of the current kubeconfig (or the in-cluster service account), lets `setup` add
+    /// the controllers for the chosen scope and runs the manager until Ctrl-C or SIGTERM.
     pub async fn run(
         self,
         info: &OperatorInfo,
-        crd: CustomResourceDefinition,
         setup: impl FnOnce(&mut Manager, Scope) -> Result<(), BoxError>,
     ) -> Result<(), OperatorError> {
         if self.print_crd {
-            let yaml = serde_yaml_ng::to_string(&crd).map_err(OperatorError::SerializeCrd)?;
+            let declared = manifests::collect(|manager| setup(manager, Scope::All))
+                .map_err(OperatorError::PrintManifests)?;
+            let yaml = crds_yaml(declared.crds())?;
             let mut stdout = std::io::stdout().lock();
             stdout
                 .write_all(yaml.as_bytes())
@@ -118,10 +133,12 @@ impl OperatorArgs {
                 .leader_election_namespace
                 .or_else(in_cluster_namespace)
                 .unwrap_or_else(|| "default".to_owned());
-            builder = builder.leader_election(LeaderElectionConfig::new(
-                info.leader_election_id.clone(),
-                namespace,
-            ));
+            builder = builder.leader_election(
+                LeaderElectionConfig::new(info.leader_election_id.clone(), namespace)
+                    .with_lease_duration(self.leader_elect_lease_duration)
+                    .with_renew_deadline(self.leader_elect_renew_deadline)
+                    .with_retry_period(self.leader_elect_retry_period),
+            );
         }
         let mut manager = builder.build().map_err(OperatorError::Manager)?;
         setup(&mut manager, scope).map_err(OperatorError::Setup)?;
@@ -130,6 +147,26 @@ impl OperatorArgs {
             .await
             .map_err(OperatorError::Run)
     }
+}
+
+/// `crds` as YAML documents, separated by `---` when there are several.
+fn crds_yaml(crds: &[CustomResourceDefinition]) -> Result<String, OperatorError> {
+    let mut out = String::new();
+    for (i, crd) in crds.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        out.push_str(&serde_yaml_ng::to_string(crd).map_err(OperatorError::SerializeCrd)?);
+    }
+    Ok(out)
+}
+
+/// A duration flag in seconds (fractions allowed: `0.5`).
+fn seconds(value: &str) -> Result<Duration, String> {
+    let seconds: f64 = value
+        .parse()
+        .map_err(|e| format!("{value:?} is not a number of seconds: {e}"))?;
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{value:?}: {e}"))
 }
 
 /// The namespace this process runs in, when in a pod.
@@ -165,5 +202,65 @@ mod tests {
         assert!(matches!(cli.operator.scope(), Scope::Namespace(ns) if ns == "team-a"));
         let cli = Cli::try_parse_from(["op", "--namespace", ""]).expect("parse");
         assert!(matches!(cli.operator.scope(), Scope::All));
+    }
+
+    #[test]
+    fn leader_election_timings_in_seconds() {
+        let cli = Cli::try_parse_from(["op"]).expect("parse");
+        assert_eq!(
+            cli.operator.leader_elect_lease_duration,
+            Duration::from_secs(15)
+        );
+        assert_eq!(
+            cli.operator.leader_elect_renew_deadline,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            cli.operator.leader_elect_retry_period,
+            Duration::from_secs(2)
+        );
+        let cli = Cli::try_parse_from([
+            "op",
+            "--leader-elect-lease-duration",
+            "3",
+            "--leader-elect-renew-deadline",
+            "2",
+            "--leader-elect-retry-period",
+            "0.25",
+        ])
+        .expect("parse");
+        assert_eq!(
+            cli.operator.leader_elect_lease_duration,
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            cli.operator.leader_elect_renew_deadline,
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            cli.operator.leader_elect_retry_period,
+            Duration::from_millis(250)
+        );
+        for bad in ["-1", "soon", "NaN"] {
+            let parsed = Cli::try_parse_from(["op", "--leader-elect-retry-period", bad]);
+            assert!(parsed.is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn several_crds_print_as_several_documents() {
+        let crd = |name: &str| CustomResourceDefinition {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some(name.to_owned()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let yaml = crds_yaml(&[crd("as.example.com"), crd("bs.example.com")]).expect("yaml");
+        let docs: Vec<&str> = yaml.split("---\n").collect();
+        assert_eq!(docs.len(), 2, "{yaml}");
+        assert!(docs[0].contains("name: as.example.com"), "{yaml}");
+        assert!(docs[1].contains("name: bs.example.com"), "{yaml}");
+        assert_eq!(crds_yaml(&[]).expect("yaml"), "");
     }
 }

@@ -28,15 +28,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use korral::helpers::events::{Event, EventRecorder, Reporter};
-use korral::helpers::finalizer::{self, finalize};
-use korral::helpers::owner::{is_controlled_by, set_controller_reference};
-use korral::helpers::write::patch_status;
+use korral::helpers::owner::is_controlled_by;
 use korral::prelude::*;
-use korral::reconcile::ResultExt;
-use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ObjectMeta};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use tracing::{info, warn};
 
 /// The controller's name (its metrics label and log field).
@@ -148,17 +144,23 @@ pub enum AppServiceError {
 /// What the reconciler works with.
 #[derive(Clone)]
 pub struct Context {
-    /// Writes go to the API server with this client.
-    pub client: Client,
+    /// Reads Pods from the manager's cache (the controller owns them), writes to the API
+    /// server.
+    pub client: KorralClient,
     /// Records events about AppServices.
     pub recorder: EventRecorder,
 }
 
+/// How many AppServices are reconciled at once. Each one owns a single Pod and most reconciles
+/// only read the cache, so one worker keeps up; a second lets a slow cleanup (waiting for a Pod
+/// to go) overlap with the others without loading the API server.
+pub const MAX_CONCURRENT_RECONCILES: usize = 2;
+
 impl Context {
     /// A context on `client`, reporting events as `app.example.com/appservice-controller`.
-    pub fn new(client: Client) -> Self {
+    pub fn new(client: KorralClient) -> Self {
         let recorder = EventRecorder::new(
-            client.clone(),
+            client.kube_client().clone(),
             Reporter {
                 controller: "app.example.com/appservice-controller".to_owned(),
                 instance: std::env::var("POD_NAME").ok(),
@@ -176,9 +178,10 @@ pub fn add_to_manager(manager: &mut Manager, scope: Scope) {
         .owns::<Pod>()
         .writes_status()
         .uses_finalizers()
-        .records_events();
+        .records_events()
+        .max_concurrent_reconciles(MAX_CONCURRENT_RECONCILES);
     manager.declare_crd::<AppService>();
-    let ctx = Context::new(manager.client().clone());
+    let ctx = Context::new(manager.cached_client().clone());
     manager.add_controller(controller, reconcile, Arc::new(ctx));
 }
 
@@ -213,15 +216,14 @@ pub async fn reconcile(app: Arc<AppService>, ctx: Arc<Context>) -> ReconcileResu
     let namespace = app
         .namespace()
         .ok_or_else(|| ReconcileError::terminal(AppServiceError::NoNamespace(name.clone())))?;
-    let apps: Api<AppService> = Api::namespaced(ctx.client.clone(), &namespace);
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    finalize(&apps, app.as_ref(), FINALIZER, |event| async {
-        match event {
-            finalizer::Event::Apply(app) => apply(&app, &apps, &pods, &ctx).await,
-            finalizer::Event::Cleanup(app) => cleanup(&app, &pods, &ctx).await,
-        }
-    })
-    .await
+    ctx.client
+        .finalize(app.as_ref(), FINALIZER, |event| async {
+            match event {
+                FinalizerEvent::Apply(app) => apply(&app, &namespace, &ctx).await,
+                FinalizerEvent::Cleanup(app) => cleanup(&app, &namespace, &ctx).await,
+            }
+        })
+        .await
 }
 
 /// Records `event` about `app`; a failure is logged, not fatal (events are best effort).
@@ -231,15 +233,10 @@ async fn record(ctx: &Context, app: &AppService, event: Event) {
     }
 }
 
-async fn apply(
-    app: &AppService,
-    apps: &Api<AppService>,
-    pods: &Api<Pod>,
-    ctx: &Context,
-) -> ReconcileResult {
+async fn apply(app: &AppService, namespace: &str, ctx: &Context) -> ReconcileResult {
     let name = app.name_any();
     let pod_name = pod_name(&name);
-    let pod = match pods.get_opt(&pod_name).await? {
+    let pod = match ctx.client.get_opt::<Pod>(namespace, &pod_name).await? {
         Some(pod) if is_controlled_by(&pod.metadata, app) => pod,
         Some(_) => {
             let err = AppServiceError::PodNotOwned {
@@ -255,9 +252,7 @@ async fn apply(
             return Err(ReconcileError::terminal(err));
         }
         None => {
-            let created = pods
-                .create(&PostParams::default(), &desired_pod(app)?)
-                .await?;
+            let created = Arc::new(ctx.client.create(&desired_pod(app)?).await?);
             info!(%name, pod = %pod_name, "created the Pod");
             record(
                 ctx,
@@ -270,21 +265,26 @@ async fn apply(
     };
     let status = AppServiceStatus {
         pod_name: Some(pod_name),
-        phase: pod.status.and_then(|s| s.phase),
+        phase: pod.status.as_ref().and_then(|s| s.phase.clone()),
     };
     if app.status.as_ref() != Some(&status) {
-        patch_status(apps, &name, json!(status)).await.transient()?;
+        ctx.client.patch_status(app, &status).await?;
     }
     Ok(Action::done())
 }
 
-async fn cleanup(app: &AppService, pods: &Api<Pod>, ctx: &Context) -> ReconcileResult {
+async fn cleanup(app: &AppService, namespace: &str, ctx: &Context) -> ReconcileResult {
     let name = app.name_any();
     let pod_name = pod_name(&name);
-    match pods.get_opt(&pod_name).await? {
+    match ctx.client.get_opt::<Pod>(namespace, &pod_name).await? {
         Some(pod) if is_controlled_by(&pod.metadata, app) => {
             if pod.metadata.deletion_timestamp.is_none() {
-                pods.delete(&pod_name, &DeleteParams::default().grace_period(0))
+                ctx.client
+                    .delete::<Pod>(
+                        namespace,
+                        &pod_name,
+                        &DeleteParams::default().grace_period(0),
+                    )
                     .await?;
                 info!(%name, pod = %pod_name, "deleting the Pod before removing the finalizer");
                 record(
@@ -327,6 +327,7 @@ async fn cleanup(app: &AppService, pods: &Api<Pod>, ctx: &Context) -> ReconcileR
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_crd_has_the_tutorial_group_version_and_a_default_image() {

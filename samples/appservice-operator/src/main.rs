@@ -3,11 +3,9 @@
 //! `--print-crd` prints the CRD and `--print-manifests` the manifests instead (see
 //! [`korral::operator::OperatorArgs`] for every flag).
 
-use appservice_operator::AppService;
 use clap::Parser;
 use korral::manifests::OperatorInfo;
 use korral::operator::OperatorArgs;
-use korral::prelude::*;
 
 /// The AppService operator (Operator SDK app-operator) on Korral.
 #[derive(Debug, Parser)]
@@ -22,7 +20,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let info = OperatorInfo::new("appservice-operator", "example.com");
     args.operator
-        .run(&info, AppService::crd(), |manager, scope| {
+        .run(&info, |manager, scope| {
             appservice_operator::add_to_manager(manager, scope);
             Ok(())
         })

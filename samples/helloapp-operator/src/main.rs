@@ -4,10 +4,8 @@
 //! [`korral::operator::OperatorArgs`] for every flag).
 
 use clap::Parser;
-use helloapp_operator::HelloApp;
 use korral::manifests::OperatorInfo;
 use korral::operator::OperatorArgs;
-use korral::prelude::*;
 
 /// The HelloApp operator on Korral.
 #[derive(Debug, Parser)]
@@ -22,7 +20,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let info = OperatorInfo::new("helloapp-operator", "example.com");
     args.operator
-        .run(&info, HelloApp::crd(), |manager, scope| {
+        .run(&info, |manager, scope| {
             helloapp_operator::add_to_manager(manager, scope);
             Ok(())
         })

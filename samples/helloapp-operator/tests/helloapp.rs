@@ -174,3 +174,51 @@ async fn with_workload_simulation_ready_replicas_reach_the_status() -> Result<()
     }
     running.stop().await
 }
+
+#[tokio::test]
+async fn reconciles_read_the_deployment_from_the_cache() -> Result<()> {
+    let env = TestEnv::builder().crd::<HelloApp>().start().await?;
+    let mut manager = Manager::builder(env.client())
+        .metrics_registry(korral::metrics::Registry::new())
+        .build()?;
+    helloapp_operator::add_to_manager(&mut manager, Scope::namespace("default"));
+    let client = manager.cached_client().clone();
+    let (stop, mut stop_rx) = watch::channel(false);
+    let task = tokio::spawn(manager.run(async move {
+        let _ = stop_rx.wait_for(|s| *s).await;
+    }));
+    let running = Running { stop, task };
+
+    let apps: Api<HelloApp> = Api::namespaced(env.client(), "default");
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    apps.create(&PostParams::default(), &helloapp_operator::sample())
+        .await?;
+    wait_until(WAIT, "the Deployment", || async {
+        deployment_state(&deployments).await.is_some()
+    })
+    .await?;
+    // Drift brings the HelloApp back through the owned Deployment's event.
+    deployments
+        .patch(
+            NAME,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 7}})),
+        )
+        .await?;
+    wait_until(WAIT, "the replicas put back", || async {
+        deployment_state(&deployments)
+            .await
+            .is_some_and(|(replicas, _)| replicas == 2)
+    })
+    .await?;
+    running.stop().await?;
+
+    let counts = client.request_counts();
+    ensure!(counts.writes >= 2, "created and repaired: {counts:?}");
+    ensure!(counts.cache_reads >= 2, "{counts:?}");
+    ensure!(
+        counts.reads == 0,
+        "every read of the Deployment came from the cache: {counts:?}"
+    );
+    Ok(())
+}

@@ -30,12 +30,8 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use korral::helpers::owner::set_controller_reference;
-use korral::helpers::write::{OperationResult, create_or_update, patch_status};
 use korral::prelude::*;
-use korral::reconcile::ResultExt;
 use kube::api::ObjectMeta;
-use kube::core::{Selector, SelectorExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -104,27 +100,29 @@ pub fn labels_for(name: &str) -> BTreeMap<String, String> {
 /// What the reconciler reads and writes with.
 #[derive(Clone)]
 pub struct Context {
-    /// Writes go to the API server with this client.
-    pub client: Client,
-    /// Reads (pods) come from this cache.
-    pub cache: Cache,
-    /// The namespaces watched.
-    pub scope: Scope,
+    /// Reads Deployments and Pods from the manager's cache (the controller watches both),
+    /// writes to the API server.
+    pub client: KorralClient,
 }
+
+/// How many Memcacheds are reconciled at once. Each reconcile reads from the cache and writes
+/// only on change, so it is short and I/O bound; two workers overlap one write's round trip
+/// with the next reconcile, as the Operator SDK tutorial's default of one would not, while
+/// keeping the load on a shared API server low (a pod event of any Memcached requeues it).
+pub const MAX_CONCURRENT_RECONCILES: usize = 2;
 
 /// Adds the Memcached controller to `manager`, watching Memcacheds (and their Deployments
 /// and Pods) in `scope`, and declares its CRD and permissions (for `--print-manifests`).
 pub fn add_to_manager(manager: &mut Manager, scope: Scope) {
     let controller = Controller::new(manager.cache().clone(), CONTROLLER_NAME)
-        .for_::<Memcached>(scope.clone())
+        .for_::<Memcached>(scope)
         .owns::<Deployment>()
         .watches_kind::<Pod, _>(MapFn(memcached_of_pod))
-        .writes_status();
+        .writes_status()
+        .max_concurrent_reconciles(MAX_CONCURRENT_RECONCILES);
     manager.declare_crd::<Memcached>();
     let ctx = Context {
-        client: manager.client().clone(),
-        cache: manager.cache().clone(),
-        scope,
+        client: manager.cached_client().clone(),
     };
     manager.add_controller(controller, reconcile, Arc::new(ctx));
 }
@@ -212,50 +210,41 @@ pub async fn reconcile(memcached: Arc<Memcached>, ctx: Arc<Context>) -> Reconcil
         )));
     };
 
-    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let default = Deployment {
         metadata: ObjectMeta {
+            name: Some(name.clone()),
             namespace: Some(namespace.clone()),
             ..ObjectMeta::default()
         },
         ..Deployment::default()
     };
-    let mut mutate_error = None;
-    let (result, _) = create_or_update(&deployments, &name, default, |deployment| {
-        // On failure (another controller owns the Deployment) nothing is changed or written.
-        let mut desired = deployment.clone();
-        match mutate_deployment(&memcached, &mut desired) {
-            Ok(()) => *deployment = desired,
-            Err(err) => mutate_error = Some(err),
-        }
-    })
-    .await
-    .transient()?;
-    if let Some(err) = mutate_error {
-        return Err(err);
-    }
+    // Read from the cache; on failure (another controller owns the Deployment) nothing is
+    // written and the error comes back as is.
+    let (result, _) = ctx
+        .client
+        .create_or_update(default, |deployment| {
+            mutate_deployment(&memcached, deployment)
+        })
+        .await?;
     match result {
         OperationResult::Created => info!(%namespace, %name, "created the Deployment"),
         OperationResult::Updated => info!(%namespace, %name, "updated the Deployment"),
         OperationResult::Unchanged => {}
     }
 
-    let pods = ctx.cache.informer::<Pod>(ctx.scope.clone()).transient()?;
-    let selector: Selector = labels_for(&name).into_iter().collect();
-    let mut nodes: Vec<String> = pods
-        .list()
-        .iter()
-        .filter(|pod| pod.namespace().as_deref() == Some(namespace.as_str()))
-        .filter(|pod| selector.matches(pod.labels()))
-        .map(|pod| pod.name_any())
-        .collect();
+    let pods = ctx
+        .client
+        .list::<Pod>()
+        .namespace(&namespace)
+        .labels(labels_for(&name))
+        .await?;
+    let mut nodes: Vec<String> = pods.iter().map(|pod| pod.name_any()).collect();
     nodes.sort();
     let current = memcached.status.as_ref().map(|s| s.nodes.as_slice());
     if current != Some(nodes.as_slice()) {
-        let api: Api<Memcached> = Api::namespaced(ctx.client.clone(), &namespace);
-        patch_status(&api, &name, json!({ "nodes": nodes }))
-            .await
-            .transient()?;
+        ctx.client
+            .patch_status(memcached.as_ref(), &json!({ "nodes": nodes }))
+            .await?;
         info!(%namespace, %name, nodes = nodes.len(), "updated status.nodes");
     }
     Ok(Action::done())

@@ -6,8 +6,6 @@
 use clap::Parser;
 use korral::manifests::OperatorInfo;
 use korral::operator::OperatorArgs;
-use korral::prelude::*;
-use memcached_operator::Memcached;
 
 /// The Memcached operator (Operator SDK tutorial) on Korral.
 #[derive(Debug, Parser)]
@@ -22,7 +20,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let info = OperatorInfo::new("memcached-operator", "example.com");
     args.operator
-        .run(&info, Memcached::crd(), |manager, scope| {
+        .run(&info, |manager, scope| {
             memcached_operator::add_to_manager(manager, scope);
             Ok(())
         })

@@ -35,12 +35,9 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use korral::cache::CacheError;
 use korral::conditions::{FALSE, TRUE, new_condition, set_condition};
-use korral::helpers::write::patch_status;
 use korral::prelude::*;
-use korral::reconcile::ResultExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use tracing::info;
 
 pub use probe::{ProbeOutcome, bucket_url};
@@ -159,11 +156,17 @@ impl Default for ProbeSettings {
     }
 }
 
+/// How many buckets are probed at once. A probe waits on a remote endpoint for up to the probe
+/// timeout, so with one worker a single unreachable endpoint would delay every other bucket's
+/// probe by that long each period; eight workers bound that delay while keeping the number of
+/// open connections to the storage service and of status writes small.
+pub const MAX_CONCURRENT_RECONCILES: usize = 8;
+
 /// What the reconciler works with.
 #[derive(Clone)]
 pub struct Context {
     /// Status writes go to the API server with this client.
-    pub client: Client,
+    pub client: KorralClient,
     /// The probe timeout.
     pub timeout: Duration,
 }
@@ -189,10 +192,11 @@ pub fn add_to_manager(
         .for_::<StorageBucket>(scope)
         .for_predicate(GenerationChanged)
         .watches(ticks, MapFn(every_bucket))
-        .writes_status();
+        .writes_status()
+        .max_concurrent_reconciles(MAX_CONCURRENT_RECONCILES);
     manager.declare_crd::<StorageBucket>();
     let ctx = Context {
-        client: manager.client().clone(),
+        client: manager.cached_client().clone(),
         timeout: settings.timeout,
     };
     manager.add_controller(controller, reconcile, Arc::new(ctx));
@@ -242,8 +246,7 @@ pub async fn reconcile(bucket: Arc<StorageBucket>, ctx: Arc<Context>) -> Reconci
     if was_available != Some(status.available) {
         info!(%namespace, %name, %url, available = status.available, reason = outcome.reason(), "bucket availability changed");
     }
-    let api: Api<StorageBucket> = Api::namespaced(ctx.client.clone(), &namespace);
-    patch_status(&api, &name, json!(status)).await.transient()?;
+    ctx.client.patch_status(bucket.as_ref(), &status).await?;
     Ok(Action::done())
 }
 
@@ -251,6 +254,7 @@ pub async fn reconcile(bucket: Arc<StorageBucket>, ctx: Arc<Context>) -> Reconci
 mod tests {
     use super::*;
     use http::StatusCode;
+    use serde_json::json;
 
     #[test]
     fn the_crd_validates_endpoint_and_bucket() {

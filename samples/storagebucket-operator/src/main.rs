@@ -8,8 +8,7 @@ use std::time::Duration;
 use clap::Parser;
 use korral::manifests::OperatorInfo;
 use korral::operator::OperatorArgs;
-use korral::prelude::*;
-use storagebucket_operator::{ProbeSettings, StorageBucket};
+use storagebucket_operator::ProbeSettings;
 
 /// The StorageBucket operator on Korral: probes object-storage buckets over HTTP.
 #[derive(Debug, Parser)]
@@ -34,7 +33,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let info = OperatorInfo::new("storagebucket-operator", "example.com");
     args.operator
-        .run(&info, StorageBucket::crd(), |manager, scope| {
+        .run(&info, |manager, scope| {
             storagebucket_operator::add_to_manager(manager, scope, settings)?;
             Ok(())
         })

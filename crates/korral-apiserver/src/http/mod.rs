@@ -32,6 +32,8 @@ pub struct State {
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// How often watches with bookmarks enabled get one.
     pub bookmark_interval: Duration,
+    /// Fault injection (no rules unless configured).
+    pub faults: crate::faults::Faults,
 }
 
 fn parse_query(uri: &http::Uri) -> handlers::Query {
@@ -57,8 +59,16 @@ where
     let method = req.method().clone();
     let uri = req.uri().clone();
     let path = uri.path().to_string();
+    let armed = match state
+        .faults
+        .before(&method, &uri, || state.objects.storage().revision())
+        .await
+    {
+        crate::faults::Before::Proceed(armed) => armed,
+        crate::faults::Before::Respond(response) => return response,
+    };
     let response = match route(&state, req).await {
-        Ok(r) => r,
+        Ok(r) => armed.after(r),
         Err(err) => body::error_response(&err),
     };
     tracing::debug!(%method, %path, status = response.status().as_u16(), "request");
@@ -93,6 +103,7 @@ where
     let registry = state.objects.registry().clone();
     let is_get = req.method() == Method::GET;
     match path.as_str() {
+        "/metrics" if is_get => return Ok(state.faults.metrics_response()),
         "" => {
             return Ok(body::json_response(
                 StatusCode::OK,

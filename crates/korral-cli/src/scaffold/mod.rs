@@ -1,37 +1,23 @@
-//! The files `korral init` and `korral create api` write, from the templates in `templates/`.
+//! The files `korral init` and `korral create api` write, from the templates in `templates/`
+//! (rendered by [`render`]) and the dependencies of [`manifest`].
 //!
-//! Templates hold `{{name}}` placeholders. Dependency versions of generated projects are those
-//! of this Korral workspace (read from its `Cargo.toml` at compile time), so a generated project
-//! resolves to the same crates as Korral itself and builds offline with its `Cargo.lock`.
+//! A generated project is a library (`src/lib.rs`: the API types, the controllers and
+//! `add_to_manager`) with the manager binary (`src/main.rs`) and one test per controller under
+//! `tests/`. It depends on the Korral crates by version ([`manifest::KORRAL_VERSION`]), or by
+//! path on a Korral checkout (`--korral-path`).
+
+pub mod manifest;
+pub mod render;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use minijinja::context;
 
 use crate::project::{Project, ProjectResource, full_group, module_name, snake_case};
+use manifest::KorralSource;
 
-/// The workspace manifest Korral was built from.
-const WORKSPACE_MANIFEST: &str =
-    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml"));
-
-/// The Korral facade crate this CLI was built with (the default path dependency of new projects).
-pub const DEFAULT_KORRAL_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../korral");
-
-/// The crates a generated project depends on besides `korral`, with the workspace's versions.
-const PROJECT_DEPENDENCIES: [&str; 10] = [
-    "anyhow",
-    "clap",
-    "k8s-openapi",
-    "kube",
-    "schemars",
-    "serde",
-    "serde_json",
-    "tokio",
-    "tracing",
-    "tracing-subscriber",
-];
-
-/// The marker in `src/main.rs` above which `korral create api` registers APIs.
+/// The marker in `src/lib.rs` above which `korral create api` registers APIs.
 pub const SETUP_MARKER: &str = "    // korral:scaffold:setup";
 
 /// A file to write: its path relative to the project root and its contents.
@@ -52,66 +38,26 @@ impl File {
     }
 }
 
-/// Replaces every `{{key}}` of `template`.
-pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
-    let mut out = template.to_owned();
-    for (key, value) in vars {
-        out = out.replace(&format!("{{{{{key}}}}}"), value);
-    }
-    out
+/// The Rust name of the project's library crate (`memcached-operator` → `memcached_operator`).
+pub fn crate_name(project_name: &str) -> String {
+    project_name.replace('-', "_")
 }
 
-/// `name = spec` lines of the workspace's `[workspace.dependencies]` for the project's crates.
-pub fn dependency_lines() -> anyhow::Result<String> {
-    let mut in_section = false;
-    let mut found = Vec::new();
-    for line in WORKSPACE_MANIFEST.lines() {
-        let trimmed = line.trim();
-        if trimmed.starts_with('[') {
-            in_section = trimmed == "[workspace.dependencies]";
-            continue;
-        }
-        if !in_section {
-            continue;
-        }
-        if let Some((name, _)) = trimmed.split_once('=')
-            && PROJECT_DEPENDENCIES.contains(&name.trim())
-        {
-            found.push(trimmed.to_owned());
-        }
-    }
-    for dep in PROJECT_DEPENDENCIES {
-        if !found
-            .iter()
-            .any(|l| l.split('=').next().map(str::trim) == Some(dep))
-        {
-            bail!("the Korral workspace this CLI was built from does not declare {dep}");
-        }
-    }
-    Ok(found.join("\n"))
-}
-
-/// The files of a new project.
-pub fn init_files(project: &Project, korral_path: &Path) -> anyhow::Result<Vec<File>> {
+/// The files of a new project whose Korral crates come from `korral`.
+pub fn init_files(project: &Project, korral: &KorralSource) -> anyhow::Result<Vec<File>> {
     let name = project.project_name.as_str();
-    let korral = korral_path.display().to_string();
-    let deps = dependency_lines()?;
-    let vars: &[(&str, &str)] = &[
-        ("name", name),
-        ("domain", &project.domain),
-        ("korral_path", &korral),
-        ("dependencies", &deps),
-    ];
+    let ctx = context! {
+        name => name,
+        crate_name => crate_name(name),
+        domain => &project.domain,
+    };
+    let cargo_toml =
+        manifest::add_dependencies(&render::render("Cargo.toml", ctx.clone())?, korral)?;
     let namespace = format!("{name}-system");
     let mut files = vec![
-        File::new(
-            "Cargo.toml",
-            render(include_str!("templates/Cargo.toml.tmpl"), vars),
-        ),
-        File::new(
-            "src/main.rs",
-            render(include_str!("templates/main.rs.tmpl"), vars),
-        ),
+        File::new("Cargo.toml", cargo_toml),
+        File::new("src/main.rs", render::render("main.rs", ctx.clone())?),
+        File::new("src/lib.rs", render::render("lib.rs", ctx.clone())?),
         File::new(
             "src/api/mod.rs",
             "//! The operator's API types (`korral create api` adds modules here).\n",
@@ -120,20 +66,11 @@ pub fn init_files(project: &Project, korral_path: &Path) -> anyhow::Result<Vec<F
             "src/controllers/mod.rs",
             "//! The operator's controllers (`korral create api` adds modules here).\n",
         ),
-        File::new(
-            "Makefile",
-            render(include_str!("templates/Makefile.tmpl"), vars),
-        ),
-        File::new(
-            "Dockerfile",
-            render(include_str!("templates/Dockerfile.tmpl"), vars),
-        ),
+        File::new("Makefile", render::render("Makefile", ctx.clone())?),
+        File::new("Dockerfile", render::render("Dockerfile", ctx.clone())?),
         File::new(".dockerignore", "target/\n.korral/\nbundle/\n"),
         File::new(".gitignore", "/target\n/.korral\n"),
-        File::new(
-            "README.md",
-            render(include_str!("templates/README.md.tmpl"), vars),
-        ),
+        File::new("README.md", render::render("README.md", ctx)?),
         File::new(
             "config/default/kustomization.yaml",
             format!(
@@ -238,7 +175,7 @@ pub fn new_resource(
 }
 
 /// A change to an existing file: a line to add to a module file (created with `doc` when
-/// missing), or lines to insert above the setup marker of `src/main.rs`.
+/// missing), or lines to insert above the setup marker of `src/lib.rs`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Edit {
     /// Ensure `line` is in the module file `path` (created with the doc comment `doc`).
@@ -250,73 +187,51 @@ pub enum Edit {
         /// The line.
         line: String,
     },
-    /// Insert `lines` above [`SETUP_MARKER`] in `src/main.rs`.
+    /// Insert `lines` above [`SETUP_MARKER`] in `src/lib.rs` (`src/main.rs` in projects
+    /// scaffolded before the library existed).
     Setup {
         /// The lines.
         lines: Vec<String>,
     },
 }
 
-/// The files and edits of `korral create api` for `resource`.
+/// The files and edits of `korral create api` for `resource`: the types and the sample
+/// (`write_types`), the controller and its test (`write_controller`).
 pub fn api_files(
     project: &Project,
     resource: &ProjectResource,
     write_types: bool,
     write_controller: bool,
-) -> (Vec<File>, Vec<Edit>) {
+) -> anyhow::Result<(Vec<File>, Vec<Edit>)> {
     let group_full = full_group(&resource.group, &resource.domain);
     let snake = snake_case(&resource.kind);
     let sample_name = format!("{}-sample", snake.replace('_', "-"));
-    let namespaced_attr = if resource.namespaced {
-        ", namespaced"
-    } else {
-        ""
-    };
-    let (for_call, api_call) = if resource.namespaced {
-        (
-            format!(".for_::<{}>(scope.clone())", resource.kind),
-            format!(
-                "Api::namespaced(ctx.client.clone(), &{}.namespace().unwrap_or_default())",
-                snake
-            ),
-        )
-    } else {
-        (
-            format!(".for_cluster::<{}>()", resource.kind),
-            "Api::all(ctx.client.clone())".to_owned(),
-        )
-    };
-    let (scope_param, scope_doc) = if resource.namespaced {
-        ("scope", "in `scope`")
-    } else {
-        (
-            "_scope",
-            "(cluster-scoped: everywhere, whatever the manager's scope)",
-        )
-    };
+    let sample_file = format!(
+        "{}_{}_{}.yaml",
+        module_name(&resource.group),
+        resource.version,
+        snake
+    );
     let article = if resource.kind.starts_with(['A', 'E', 'I', 'O', 'U']) {
         "an"
     } else {
         "a"
     };
-    let controller_name = snake.replace('_', "-");
-    let vars: &[(&str, &str)] = &[
-        ("name", &project.project_name),
-        ("kind", &resource.kind),
-        ("plural", &resource.plural),
-        ("full_group", &group_full),
-        ("version", &resource.version),
-        ("namespaced_attr", namespaced_attr),
-        ("type_path", &resource.type_path),
-        ("for_call", &for_call),
-        ("api_call", &api_call),
-        ("var", &snake),
-        ("article", article),
-        ("controller_name", &controller_name),
-        ("scope_param", scope_param),
-        ("scope_doc", scope_doc),
-        ("sample_name", &sample_name),
-    ];
+    let ctx = context! {
+        name => &project.project_name,
+        crate_name => crate_name(&project.project_name),
+        kind => &resource.kind,
+        plural => &resource.plural,
+        full_group => &group_full,
+        version => &resource.version,
+        namespaced => resource.namespaced,
+        type_path => &resource.type_path,
+        var => &snake,
+        article => article,
+        controller_name => snake.replace('_', "-"),
+        sample_name => &sample_name,
+        sample_file => &sample_file,
+    };
     let mut files = Vec::new();
     let mut edits = Vec::new();
     let mut setup = Vec::new();
@@ -327,7 +242,7 @@ pub fn api_files(
             .collect();
         files.push(File::new(
             dir.join(format!("{snake}.rs")),
-            render(include_str!("templates/types.rs.tmpl"), vars),
+            render::render("types.rs", ctx.clone())?,
         ));
         module_edits(&chain, &mut edits, &group_full, &resource.version);
         edits.push(Edit::ModuleLine {
@@ -339,13 +254,8 @@ pub fn api_files(
             line: format!("mod {snake};\npub use {snake}::*;"),
         });
         files.push(File::new(
-            format!(
-                "config/samples/{}_{}_{}.yaml",
-                module_name(&resource.group),
-                resource.version,
-                snake
-            ),
-            render(include_str!("templates/sample.yaml.tmpl"), vars),
+            format!("config/samples/{sample_file}"),
+            render::render("sample.yaml", ctx.clone())?,
         ));
         setup.push(format!(
             "    manager.declare_crd::<{}>();",
@@ -359,7 +269,11 @@ pub fn api_files(
             .collect();
         files.push(File::new(
             dir.join(format!("{snake}.rs")),
-            render(include_str!("templates/controller.rs.tmpl"), vars),
+            render::render("controller.rs", ctx.clone())?,
+        ));
+        files.push(File::new(
+            format!("tests/{snake}_controller.rs"),
+            render::render("controller_test.rs", ctx)?,
         ));
         module_edits(&chain, &mut edits, &group_full, &resource.version);
         edits.push(Edit::ModuleLine {
@@ -372,7 +286,7 @@ pub fn api_files(
     if !setup.is_empty() {
         edits.push(Edit::Setup { lines: setup });
     }
-    (files, edits)
+    Ok((files, edits))
 }
 
 /// `pub mod x;` lines linking each module of `chain` to its parent (`api` is declared by
@@ -427,7 +341,12 @@ pub fn apply_edit(root: &Path, edit: &Edit) -> anyhow::Result<()> {
             write_file(&full, &text)
         }
         Edit::Setup { lines } => {
-            let main = root.join("src/main.rs");
+            let lib = root.join("src/lib.rs");
+            let main = if lib.is_file() {
+                lib
+            } else {
+                root.join("src/main.rs")
+            };
             let text = std::fs::read_to_string(&main)
                 .with_context(|| format!("reading {}", main.display()))?;
             let Some(pos) = text.find(SETUP_MARKER) else {
@@ -461,21 +380,130 @@ pub fn write_file(path: &Path, contents: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::project::LAYOUT;
 
-    #[test]
-    fn placeholders_are_replaced() {
-        assert_eq!(
-            render("a {{x}} {{y}} {{x}}", &[("x", "1"), ("y", "2")]),
-            "a 1 2 1"
-        );
+    fn project(multigroup: bool) -> Project {
+        Project {
+            layout: LAYOUT.to_owned(),
+            project_name: "demo-operator".to_owned(),
+            domain: "example.com".to_owned(),
+            multigroup,
+            resources: Vec::new(),
+        }
+    }
+
+    fn file<'a>(files: &'a [File], path: &str) -> &'a str {
+        files
+            .iter()
+            .find(|f| f.path == Path::new(path))
+            .map(|f| f.contents.as_str())
+            .unwrap_or_else(|| panic!("no {path}"))
     }
 
     #[test]
-    fn dependencies_come_from_the_workspace() -> anyhow::Result<()> {
-        let deps = dependency_lines()?;
-        assert!(deps.contains("kube = { version = \"5\""), "{deps}");
-        assert!(deps.contains("k8s-openapi = "), "{deps}");
-        assert_eq!(deps.lines().count(), PROJECT_DEPENDENCIES.len(), "{deps}");
+    fn init_renders_every_file_with_the_project_values() -> anyhow::Result<()> {
+        let files = init_files(&project(false), &KorralSource::Registry)?;
+        let main = file(&files, "src/main.rs");
+        assert!(
+            main.contains("demo_operator::add_to_manager(manager, &scope)"),
+            "{main}"
+        );
+        assert!(
+            main.contains("const DOMAIN: &str = \"example.com\";"),
+            "{main}"
+        );
+        assert!(file(&files, "src/lib.rs").contains(SETUP_MARKER));
+        let cargo = file(&files, "Cargo.toml");
+        assert!(
+            cargo.contains(&format!("korral = \"{}\"", manifest::KORRAL_VERSION)),
+            "{cargo}"
+        );
+        assert!(!cargo.contains("crates/korral"), "{cargo}");
+        let docker = file(&files, "Dockerfile");
+        assert!(
+            docker.contains("target/release/demo-operator /manager"),
+            "{docker}"
+        );
+        for f in &files {
+            assert!(
+                !f.contents.contains("{{"),
+                "{} keeps a placeholder",
+                f.path.display()
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn create_api_writes_a_test_per_controller() -> anyhow::Result<()> {
+        let project = project(false);
+        let resource = new_resource(&project, "cache", "v1", "Memcached", true, true, true);
+        let (files, edits) = api_files(&project, &resource, true, true)?;
+        let test = file(&files, "tests/memcached_controller.rs");
+        assert!(
+            test.contains("use demo_operator::api::v1::Memcached;"),
+            "{test}"
+        );
+        assert!(
+            test.contains("include_str!(\"../config/samples/cache_v1_memcached.yaml\")"),
+            "{test}"
+        );
+        assert!(
+            test.contains("Api::namespaced(env.client(), \"default\")"),
+            "{test}"
+        );
+        let controller = file(&files, "src/controllers/memcached.rs");
+        assert!(
+            controller.contains(".for_::<Memcached>(scope.clone())"),
+            "{controller}"
+        );
+        assert!(
+            controller.contains("\"observedGeneration\""),
+            "{controller}"
+        );
+        assert!(
+            edits
+                .iter()
+                .any(|e| matches!(e, Edit::Setup { lines } if lines.len() == 2))
+        );
+
+        // Cluster-scoped: no namespace anywhere.
+        let resource = new_resource(&project, "infra", "v1", "Bucket", false, true, true);
+        let (files, _) = api_files(&project, &resource, true, true)?;
+        let test = file(&files, "tests/bucket_controller.rs");
+        assert!(test.contains("Api::all(env.client())"), "{test}");
+        let controller = file(&files, "src/controllers/bucket.rs");
+        assert!(
+            controller.contains(".for_cluster::<Bucket>()"),
+            "{controller}"
+        );
+        assert!(!controller.contains("namespace"), "{controller}");
+        let types = file(&files, "src/api/v1/bucket.rs");
+        assert!(types.contains("kind = \"Bucket\")]"), "{types}");
+
+        // Types only: no controller, no test.
+        let (files, _) = api_files(&project, &resource, true, false)?;
+        assert!(files.iter().all(|f| !f.path.starts_with("tests")));
+        Ok(())
+    }
+
+    #[test]
+    fn the_setup_goes_into_the_library() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        for f in init_files(&project(false), &KorralSource::Registry)? {
+            write_file(&dir.path().join(&f.path), &f.contents)?;
+        }
+        apply_edit(
+            dir.path(),
+            &Edit::Setup {
+                lines: vec!["    manager.declare_crd::<api::v1::X>();".to_owned()],
+            },
+        )?;
+        let lib = std::fs::read_to_string(dir.path().join("src/lib.rs"))?;
+        assert!(
+            lib.contains("    manager.declare_crd::<api::v1::X>();\n    // korral:scaffold:setup"),
+            "{lib}"
+        );
         Ok(())
     }
 }

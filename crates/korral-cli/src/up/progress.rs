@@ -1,7 +1,17 @@
 //! Showing how `korral up` converges: a live block of status lines redrawn in place on a
 //! terminal, one plain line per change otherwise (pipes, logs, tests).
+//!
+//! The live block is laid out for the terminal's width: a value too long for one row (a long
+//! pod list) continues on rows of its own, indented under the value column, broken after its
+//! `, ` separators. Each redraw moves up and clears exactly the rows the previous block took
+//! on screen, so no stale status line is left behind.
 
 use std::io::{IsTerminal, Write};
+
+/// The width assumed when the terminal's cannot be read.
+const DEFAULT_WIDTH: usize = 80;
+/// Narrower terminals are laid out as if this wide (the terminal wraps; rows are counted).
+const MIN_WIDTH: usize = 20;
 
 /// One status line: a label and its current value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,14 +36,19 @@ impl Line {
 pub struct Progress {
     live: bool,
     shown: Vec<Line>,
-    /// Lines of the block currently on screen (live mode).
-    drawn: usize,
+    /// The live block on screen: how many terminal rows it takes.
+    block: LiveBlock,
 }
 
 impl Progress {
     /// Live redrawing when stdout is a terminal, plain lines otherwise.
     pub fn for_stdout() -> Self {
-        Self::new(std::io::stdout().is_terminal())
+        let live = std::io::stdout().is_terminal();
+        let mut progress = Self::new(live);
+        if live {
+            progress.block.width = terminal_width();
+        }
+        progress
     }
 
     /// A display in the given mode.
@@ -41,7 +56,7 @@ impl Progress {
         Self {
             live,
             shown: Vec::new(),
-            drawn: 0,
+            block: LiveBlock::new(DEFAULT_WIDTH),
         }
     }
 
@@ -52,8 +67,8 @@ impl Progress {
             if lines == self.shown {
                 return;
             }
-            let _ = out.write_all(render_block(&lines, self.drawn).as_bytes());
-            self.drawn = lines.len();
+            self.block.width = terminal_width();
+            let _ = out.write_all(self.block.redraw(&lines).as_bytes());
         } else {
             for line in changed(&self.shown, &lines) {
                 let _ = writeln!(out, "{}: {}", line.label, line.value);
@@ -66,18 +81,151 @@ impl Progress {
     /// Prints a one-off message (above the live block on a terminal).
     pub fn message(&mut self, text: &str) {
         let mut out = std::io::stdout().lock();
-        if self.live && self.drawn > 0 {
-            // Clear the block, print the message, draw the block again below it.
-            let mut s = format!("\x1b[{}F\x1b[J", self.drawn);
-            s.push_str(text);
-            s.push('\n');
-            s.push_str(&render_block(&self.shown, 0));
-            let _ = out.write_all(s.as_bytes());
+        if self.live {
+            let _ = out.write_all(self.block.message(text, &self.shown).as_bytes());
         } else {
             let _ = writeln!(out, "{text}");
         }
         let _ = out.flush();
     }
+}
+
+/// The terminal's width in columns: `stty size` on the controlling terminal, else `COLUMNS`,
+/// else [`DEFAULT_WIDTH`].
+fn terminal_width() -> usize {
+    let from_stty = std::fs::File::open("/dev/tty").ok().and_then(|tty| {
+        let out = std::process::Command::new("stty")
+            .arg("size")
+            .stdin(tty)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8(out.stdout).ok()?;
+        text.split_whitespace().nth(1)?.parse::<usize>().ok()
+    });
+    from_stty
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
+        .filter(|w| *w > 0)
+        .unwrap_or(DEFAULT_WIDTH)
+}
+
+/// The live block's state on a terminal of `width` columns: what each redraw must erase.
+#[derive(Debug, Clone)]
+pub struct LiveBlock {
+    /// The terminal's width in columns.
+    pub width: usize,
+    /// Terminal rows the block drawn last takes (0: nothing drawn).
+    rows: usize,
+}
+
+impl LiveBlock {
+    /// Nothing drawn yet, on a terminal `width` columns wide.
+    pub fn new(width: usize) -> Self {
+        Self { width, rows: 0 }
+    }
+
+    /// The bytes that erase the block drawn last: for each of its rows, cursor up one row
+    /// and clear that row; the cursor ends at the start of the block's first row.
+    fn erase(&mut self) -> String {
+        let mut s = String::new();
+        for _ in 0..self.rows {
+            s.push_str("\x1b[1A\x1b[2K");
+        }
+        if self.rows > 0 {
+            s.push('\r');
+        }
+        self.rows = 0;
+        s
+    }
+
+    /// The bytes that draw `lines` below the cursor, counting the rows they take.
+    fn draw(&mut self, lines: &[Line]) -> String {
+        let mut s = String::new();
+        for row in layout(lines, self.width) {
+            self.rows += screen_rows(&row, self.width);
+            s.push_str(&row);
+            s.push('\n');
+        }
+        s
+    }
+
+    /// The bytes that replace the block drawn last with `lines`.
+    pub fn redraw(&mut self, lines: &[Line]) -> String {
+        let mut s = self.erase();
+        s.push_str(&self.draw(lines));
+        s
+    }
+
+    /// The bytes that print `text` where the block was and draw `lines` again below it.
+    pub fn message(&mut self, text: &str, lines: &[Line]) -> String {
+        let mut s = self.erase();
+        s.push_str(text);
+        s.push('\n');
+        s.push_str(&self.draw(lines));
+        s
+    }
+}
+
+/// How many terminal rows `row` takes on a terminal `width` columns wide (a row filling the
+/// width exactly still takes one).
+fn screen_rows(row: &str, width: usize) -> usize {
+    let chars = row.chars().count();
+    chars.div_ceil(width.max(1)).max(1)
+}
+
+/// The rows of the block for a terminal `width` columns wide: `  label  value`, labels
+/// aligned; a value too long for the row continues on rows indented to the value column,
+/// broken after `, ` where possible and within words otherwise.
+pub fn layout(lines: &[Line], width: usize) -> Vec<String> {
+    let label_width = lines
+        .iter()
+        .map(|l| l.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let indent = 2 + label_width + 2;
+    let width = width.max(MIN_WIDTH);
+    // At least 10 columns for values, even if the labels are very long.
+    let room = width.saturating_sub(indent).max(10);
+    let mut rows = Vec::new();
+    for line in lines {
+        let pieces = wrap(&line.value, room);
+        for (i, piece) in pieces.iter().enumerate() {
+            if i == 0 {
+                rows.push(format!("  {:<label_width$}  {piece}", line.label));
+            } else {
+                rows.push(format!("{:indent$}{piece}", ""));
+            }
+        }
+    }
+    rows
+}
+
+/// `value` in pieces of at most `room` characters, broken after `, ` separators (the
+/// trailing space dropped), and within a part longer than `room`.
+fn wrap(value: &str, room: usize) -> Vec<String> {
+    let room = room.max(1);
+    let mut pieces: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let parts: Vec<&str> = value.split_inclusive(", ").collect();
+    for part in parts {
+        let fits = current.chars().count() + part.trim_end().chars().count() <= room;
+        if !current.is_empty() && !fits {
+            pieces.push(current.trim_end().to_owned());
+            current.clear();
+        }
+        current.push_str(part);
+        // A single part longer than the room is cut within it.
+        while current.trim_end().chars().count() > room {
+            let cut: String = current.chars().take(room).collect();
+            let rest: String = current.chars().skip(room).collect();
+            pieces.push(cut);
+            current = rest;
+        }
+    }
+    if !current.is_empty() || pieces.is_empty() {
+        pieces.push(current.trim_end().to_owned());
+    }
+    pieces
 }
 
 /// The lines of `next` that are new or differ from `shown` (matched by label).
@@ -91,23 +239,132 @@ pub fn changed<'a>(shown: &[Line], next: &'a [Line]) -> Vec<&'a Line> {
         .collect()
 }
 
-/// The escape sequence that replaces a block of `previous` lines with `lines`.
-pub fn render_block(lines: &[Line], previous: usize) -> String {
-    let width = lines.iter().map(|l| l.label.len()).max().unwrap_or(0);
-    let mut s = String::new();
-    if previous > 0 {
-        // Up to the first line of the old block, clear to the end of the screen.
-        s.push_str(&format!("\x1b[{previous}F\x1b[J"));
-    }
-    for line in lines {
-        s.push_str(&format!("  {:<width$}  {}\n", line.label, line.value));
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A minimal terminal: a grid of `width` columns that wraps long rows (deferred wrap, as
+    /// xterm), scrolls into `scrolled` and understands the sequences the block uses.
+    struct Screen {
+        width: usize,
+        rows: Vec<Vec<char>>,
+        row: usize,
+        col: usize,
+        pending_wrap: bool,
+    }
+
+    impl Screen {
+        fn new(width: usize) -> Self {
+            Self {
+                width,
+                rows: vec![Vec::new()],
+                row: 0,
+                col: 0,
+                pending_wrap: false,
+            }
+        }
+
+        fn newline(&mut self) {
+            self.row += 1;
+            if self.row == self.rows.len() {
+                self.rows.push(Vec::new());
+            }
+            self.col = 0;
+            self.pending_wrap = false;
+        }
+
+        fn feed(&mut self, bytes: &str) {
+            let mut chars = bytes.chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\n' => self.newline(),
+                    '\r' => {
+                        self.col = 0;
+                        self.pending_wrap = false;
+                    }
+                    '\x1b' => {
+                        assert_eq!(chars.next(), Some('['), "only CSI sequences");
+                        let mut arg = String::new();
+                        let mut cmd = ' ';
+                        for c in chars.by_ref() {
+                            if c.is_ascii_digit() {
+                                arg.push(c);
+                            } else {
+                                cmd = c;
+                                break;
+                            }
+                        }
+                        let n: usize = arg.parse().unwrap_or(1);
+                        self.pending_wrap = false;
+                        match cmd {
+                            'A' => self.row = self.row.saturating_sub(n),
+                            'F' => {
+                                self.row = self.row.saturating_sub(n);
+                                self.col = 0;
+                            }
+                            'K' => {
+                                assert_eq!(n, 2, "only whole-line clears");
+                                self.rows[self.row].clear();
+                            }
+                            'J' => {
+                                self.rows[self.row].truncate(self.col);
+                                self.rows.truncate(self.row + 1);
+                            }
+                            other => panic!("unexpected sequence {other}"),
+                        }
+                    }
+                    c => {
+                        if self.pending_wrap {
+                            self.newline();
+                        }
+                        let line = &mut self.rows[self.row];
+                        while line.len() < self.col {
+                            line.push(' ');
+                        }
+                        if self.col < line.len() {
+                            line[self.col] = c;
+                        } else {
+                            line.push(c);
+                        }
+                        self.col += 1;
+                        if self.col == self.width {
+                            self.col = self.width - 1;
+                            self.pending_wrap = true;
+                        }
+                    }
+                }
+            }
+        }
+
+        /// The visible text, trailing blank rows dropped.
+        fn text(&self) -> Vec<String> {
+            let mut rows: Vec<String> = self
+                .rows
+                .iter()
+                .map(|r| r.iter().collect::<String>().trim_end().to_owned())
+                .collect();
+            while rows.last().is_some_and(String::is_empty) {
+                rows.pop();
+            }
+            rows
+        }
+    }
+
+    fn pods(n: usize) -> String {
+        (0..n)
+            .map(|i| format!("memcached-sample-6d8f9c7b5-pod{i:02} (Running, ready)"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn block(n: usize, state: &str) -> Vec<Line> {
+        vec![
+            Line::new("control plane", "https://127.0.0.1:6443"),
+            Line::new("Deployment", format!("{n}/{n} ready")),
+            Line::new("Pods", pods(n)),
+            Line::new("state", state),
+        ]
+    }
 
     #[test]
     fn plain_mode_reports_only_changes() {
@@ -127,15 +384,92 @@ mod tests {
     }
 
     #[test]
-    fn live_mode_redraws_the_block_in_place() {
-        let lines = vec![
-            Line::new("CRD", "Established"),
-            Line::new("Deployment", "1/3 ready"),
-        ];
-        let first = render_block(&lines, 0);
-        assert!(!first.contains('\x1b'));
-        assert!(first.contains("  CRD         Established\n"));
-        let again = render_block(&lines, 2);
-        assert!(again.starts_with("\x1b[2F\x1b[J"));
+    fn long_values_wrap_under_the_value_column() {
+        let width = 80;
+        let rows = layout(&block(5, "converging"), width);
+        assert!(rows.iter().all(|r| r.chars().count() <= width), "{rows:#?}");
+        // Labels aligned; pods continue under the value column.
+        assert!(
+            rows[0].starts_with("  control plane  https://"),
+            "{rows:#?}"
+        );
+        assert!(
+            rows[2].starts_with("  Pods           memcached-sample-"),
+            "{rows:#?}"
+        );
+        let state = rows.len() - 1;
+        assert!(state > 3, "the pod list wraps: {rows:#?}");
+        assert!(rows[state].starts_with("  state "), "{rows:#?}");
+        for row in &rows[3..state] {
+            assert!(row.starts_with(&" ".repeat(17)), "{rows:#?}");
+        }
+        // Broken after separators: nothing lost.
+        let joined = rows[2..state]
+            .iter()
+            .map(|r| r.trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(joined.trim_start_matches("Pods").trim(), pods(5));
+        // A word longer than the room is cut, not lost.
+        assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("", 4), vec![""]);
+        assert_eq!(wrap("a, b, c", 4), vec!["a,", "b, c"]);
+        assert_eq!(wrap("a, b, c", 5), vec!["a, b,", "c"]);
+    }
+
+    /// The terminal shows the messages and the current block only, whatever the blocks
+    /// before it looked like: longer, wrapped by the terminal, or with more rows.
+    #[test]
+    fn redraws_leave_no_stale_status_block() {
+        for width in [40, 80, 200] {
+            let mut screen = Screen::new(width);
+            let mut live = LiveBlock::new(width);
+            let messages = ["installed CRD memcacheds", "operator running"];
+            screen.feed(&live.message(messages[0], &[]));
+            let sequence = [
+                block(1, "converging"),
+                block(8, "converging"),
+                block(3, "converging"),
+                block(0, "converging"),
+                block(12, "converged"),
+                block(2, "converged"),
+            ];
+            for (i, lines) in sequence.iter().enumerate() {
+                screen.feed(&live.redraw(lines));
+                let mut expected: Vec<String> = vec![messages[0].to_owned()];
+                if i >= 2 {
+                    expected.push(messages[1].to_owned());
+                }
+                expected.extend(
+                    layout(lines, width)
+                        .into_iter()
+                        .map(|r| r.trim_end().to_owned()),
+                );
+                assert_eq!(screen.text(), expected, "width {width}, step {i}");
+                if i == 1 {
+                    screen.feed(&live.message(messages[1], lines));
+                }
+            }
+        }
+    }
+
+    /// Rows that the terminal wraps itself (a layout wider than the terminal, e.g. after a
+    /// resize to a narrower window) are counted too.
+    #[test]
+    fn rows_wrapped_by_the_terminal_are_erased() {
+        let mut screen = Screen::new(30);
+        let mut live = LiveBlock::new(30);
+        // Laid out for 30 columns, but the long label forces rows wider than that.
+        let wide = vec![Line::new(
+            "a label far wider than the terminal",
+            "value one, value two",
+        )];
+        screen.feed(&live.redraw(&wide));
+        assert!(screen.text().len() > 1, "{:?}", screen.text());
+        screen.feed(&live.redraw(&[Line::new("x", "y")]));
+        assert_eq!(screen.text(), vec!["  x  y".to_owned()]);
+        assert_eq!(screen_rows("", 30), 1);
+        assert_eq!(screen_rows(&"a".repeat(30), 30), 1);
+        assert_eq!(screen_rows(&"a".repeat(31), 30), 2);
     }
 }

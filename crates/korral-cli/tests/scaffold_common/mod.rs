@@ -1,5 +1,6 @@
-//! Snapshot helpers for the scaffolding tests: run `korral` in a directory and compare text
-//! with `tests/snapshots/<name>.snap`. Set `KORRAL_UPDATE_SNAPSHOTS=1` to (re)write them.
+//! Helpers for the scaffolding tests: run `korral` in a directory and turn its output and the
+//! files it wrote into text for `insta` snapshots (`tests/snapshots/`; review changes with
+//! `cargo insta review`, or accept them with `INSTA_UPDATE=always`).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -8,8 +9,24 @@ use std::process::Command;
 /// The `korral` binary under test.
 pub const KORRAL: &str = env!("CARGO_BIN_EXE_korral");
 
-/// The Korral path written into generated projects by these tests (kept as given).
-pub const KORRAL_PATH: &str = "/opt/korral/crates/korral";
+/// The version of the Korral crates generated projects depend on (this CLI's).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `text` with the Korral version the scaffold writes replaced by `<VERSION>`, so snapshots
+/// survive a version bump.
+pub fn redact_version(text: &str) -> String {
+    let mut out = text.to_owned();
+    for name in ["korral", "korral-testenv"] {
+        out = out.replace(
+            &format!("{name} = \"{VERSION}\""),
+            &format!("{name} = \"<VERSION>\""),
+        );
+    }
+    out.replace(
+        &format!("Depends on korral {VERSION} "),
+        "Depends on korral <VERSION> ",
+    )
+}
 
 /// The output of one `korral` run.
 #[derive(Debug)]
@@ -27,21 +44,27 @@ impl Run {
     pub fn text(&self, dir: &Path) -> String {
         let dir = dir.display().to_string();
         // Error messages end with anyhow's chain; backtraces are disabled below.
-        format!(
+        redact_version(&format!(
             "exit code: {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
             self.code,
             self.stdout.replace(&dir, "<DIR>"),
             self.stderr.replace(&dir, "<DIR>")
-        )
+        ))
     }
 }
 
-/// Runs `korral args` in `dir`.
+/// Runs `korral args` in `dir` (without `KORRAL_PATH`: projects depend on Korral by version).
 pub fn korral(dir: &Path, args: &[&str]) -> Run {
+    korral_env(dir, args, &[])
+}
+
+/// Runs `korral args` in `dir` with the environment variables `env` added.
+pub fn korral_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let out = Command::new(KORRAL)
         .args(args)
         .current_dir(dir)
-        .env("KORRAL_PATH", KORRAL_PATH)
+        .env_remove("KORRAL_PATH")
+        .envs(env.iter().copied())
         .env("RUST_BACKTRACE", "0")
         .env("RUST_LIB_BACKTRACE", "0")
         .env_remove("KUBECONFIG")
@@ -54,7 +77,8 @@ pub fn korral(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
-/// Every file under `root` (sorted, relative paths), as `=== path ===` sections.
+/// Every file under `root` (sorted, relative paths), as `=== path ===` sections, with the
+/// Korral version redacted.
 pub fn tree(root: &Path) -> String {
     let mut files = Vec::new();
     collect(root, root, &mut files);
@@ -62,7 +86,11 @@ pub fn tree(root: &Path) -> String {
     let mut out = String::new();
     for path in files {
         let text = std::fs::read_to_string(root.join(&path)).expect("reading a generated file");
-        out.push_str(&format!("=== {} ===\n{text}", path.display()));
+        out.push_str(&format!(
+            "=== {} ===\n{}",
+            path.display(),
+            redact_version(&text)
+        ));
         if !text.ends_with('\n') {
             out.push('\n');
         }
@@ -79,39 +107,5 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) {
         } else {
             files.push(path.strip_prefix(root).expect("under root").to_path_buf());
         }
-    }
-}
-
-/// Compares `actual` with the snapshot `name`; writes it with `KORRAL_UPDATE_SNAPSHOTS=1`.
-pub fn assert_snapshot(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots")
-        .join(format!("{name}.snap"));
-    if std::env::var_os("KORRAL_UPDATE_SNAPSHOTS").is_some() {
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("creating snapshots dir");
-        std::fs::write(&path, actual).expect("writing snapshot");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "no snapshot {} (run with KORRAL_UPDATE_SNAPSHOTS=1 to write it)\n--- actual ---\n{actual}",
-            path.display()
-        )
-    });
-    if expected != actual {
-        let diff: Vec<String> = expected
-            .lines()
-            .zip(actual.lines())
-            .enumerate()
-            .filter(|(_, (e, a))| e != a)
-            .take(10)
-            .map(|(i, (e, a))| format!("line {}:\n  expected: {e}\n  actual:   {a}", i + 1))
-            .collect();
-        panic!(
-            "snapshot {name} differs ({} vs {} lines; run with KORRAL_UPDATE_SNAPSHOTS=1 to accept)\n{}\n--- actual ---\n{actual}",
-            expected.lines().count(),
-            actual.lines().count(),
-            diff.join("\n")
-        );
     }
 }

@@ -136,9 +136,14 @@ pub async fn reconcile(memcached: Arc<Memcached>, ctx: Arc<Context>) -> Reconcil
         .map(|pod| pod.name_any())
         .collect();
     nodes.sort();
-    if memcached.status.as_ref().map(|s| &s.nodes) != Some(&nodes) {
+    let status = memcached.status.as_ref();
+    let generation = memcached.metadata.generation;
+    if status.map(|s| &s.nodes) != Some(&nodes)
+        || status.and_then(|s| s.observed_generation) != generation
+    {
         let memcacheds: Api<Memcached> = Api::namespaced(ctx.client.clone(), &namespace);
-        patch_status(&memcacheds, &name, serde_json::json!({ "nodes": nodes }))
+        let status = serde_json::json!({ "nodes": nodes, "observedGeneration": generation });
+        patch_status(&memcacheds, &name, status)
             .await
             .map_err(ReconcileError::transient)?;
     }

@@ -32,4 +32,7 @@ pub struct MemcachedStatus {
     /// The names of the memcached pods.
     #[serde(default)]
     pub nodes: Vec<String>,
+    /// The `metadata.generation` of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }

@@ -12,7 +12,10 @@
 //!   together with label and field selectors);
 //! - answers reads from memory: [`Informer::get`], [`Informer::list`],
 //!   [`Informer::list_by_label`] and [`Informer::list_owned_by`] (an ownerReferences index kept
-//!   up to date incrementally);
+//!   up to date incrementally), and typed queries across informers with [`Cache::list`]
+//!   (`cache.list::<Pod>().namespace(ns).labels(l).owned_by(&o).items()`, see [`CacheList`]);
+//! - caches unstructured objects ([`Cache::dynamic_informer`]) and metadata only (an informer of
+//!   [`PartialObjectMeta<K>`](kube::core::PartialObjectMeta), kept apart from `K`'s);
 //! - broadcasts [`CacheEvent`]s with the new and the previous object ([`Informer::subscribe`]).
 //!
 //! Everything stops on [`Cache::shutdown`], on the shutdown future given to
@@ -34,6 +37,7 @@
 //! ```
 
 mod informer;
+mod query;
 
 use std::any::Any;
 use std::collections::{BTreeSet, HashMap};
@@ -42,7 +46,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use kube::api::Api;
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::NamespaceScope;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -52,6 +56,7 @@ use tracing::info;
 
 pub use informer::{EVENT_CAPACITY, Informer};
 use informer::{Shared, run_stream};
+pub use query::{CacheList, FieldSelector, Filter, IntoSelector, ParseFieldSelectorError};
 
 /// A hook applied to every object before it is stored (and before it is compared or emitted).
 pub type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
@@ -152,6 +157,10 @@ pub struct TypeOptions<K> {
     pub field_selector: Option<String>,
     /// The transform applied before storing (default: [`drop_managed_fields`]).
     pub transform: Transform<K>,
+    /// Whether `transform` is not the default (set by [`TypeOptions::with_transform`]). The
+    /// cached client then reads an object it is about to write back (create-or-update,
+    /// create-or-patch) from the API server, so a transform that drops data never loses it.
+    pub custom_transform: bool,
 }
 
 impl<K: Resource + 'static> Default for TypeOptions<K> {
@@ -160,6 +169,7 @@ impl<K: Resource + 'static> Default for TypeOptions<K> {
             label_selector: None,
             field_selector: None,
             transform: Arc::new(drop_managed_fields::<K>),
+            custom_transform: false,
         }
     }
 }
@@ -170,6 +180,7 @@ impl<K> Clone for TypeOptions<K> {
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
             transform: Arc::clone(&self.transform),
+            custom_transform: self.custom_transform,
         }
     }
 }
@@ -179,6 +190,7 @@ impl<K> Debug for TypeOptions<K> {
         f.debug_struct("TypeOptions")
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
+            .field("custom_transform", &self.custom_transform)
             .finish_non_exhaustive()
     }
 }
@@ -200,6 +212,7 @@ impl<K: Resource + 'static> TypeOptions<K> {
     /// call it from `transform` to keep it).
     pub fn with_transform(mut self, transform: impl Fn(&mut K) + Send + Sync + 'static) -> Self {
         self.transform = Arc::new(transform);
+        self.custom_transform = true;
         self
     }
 }
@@ -236,6 +249,23 @@ pub enum CacheError {
         /// `group/version/kind` of the type.
         gvk: String,
     },
+    /// A cache query found no synced informer of the type covering the namespace asked for.
+    #[error("listing {gvk} in {namespace} from the cache: no synced informer covers it")]
+    NotCached {
+        /// `group/version/kind` of the type.
+        gvk: String,
+        /// The namespace asked for (`all namespaces` when none).
+        namespace: String,
+    },
+    /// A cache query's field selector could not be parsed.
+    #[error("listing {gvk} from the cache")]
+    ParseFieldSelector {
+        /// `group/version/kind` of the type.
+        gvk: String,
+        /// The parse error.
+        #[source]
+        source: ParseFieldSelectorError,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -248,6 +278,30 @@ struct Entry {
     shared: Arc<dyn Any + Send + Sync>,
     synced: watch::Receiver<bool>,
     description: String,
+    /// Label or field selectors: the informer holds a subset of the objects.
+    restricted: bool,
+    /// A transform other than the default.
+    custom_transform: bool,
+}
+
+/// A running informer found for a read, with what the reader must know about it.
+pub(crate) struct Found<K> {
+    /// The informer.
+    pub(crate) informer: Informer<K>,
+    /// It watches with label or field selectors, so it holds a subset of the objects.
+    pub(crate) restricted: bool,
+    /// Its transform is not the default one (objects may lack data).
+    pub(crate) custom_transform: bool,
+}
+
+/// Whether `scope` holds every object of `namespace` (`None`: of every namespace).
+fn covers(scope: &Scope, namespace: Option<&str>) -> bool {
+    match (scope, namespace) {
+        (Scope::All, _) => true,
+        (_, None) => false,
+        (Scope::Namespace(ns), Some(wanted)) => ns == wanted,
+        (Scope::Namespaces(set), Some(wanted)) => set.contains(wanted),
+    }
 }
 
 struct Inner {
@@ -276,7 +330,19 @@ impl Debug for Cache {
 }
 
 fn gvk_of<K: Resource<DynamicType = ()>>() -> String {
-    format!("{}/{}/{}", K::group(&()), K::version(&()), K::kind(&()))
+    type_key::<K>(&())
+}
+
+/// The key of the informers of `K`: `group/version/kind`, with ` (metadata only)` for
+/// [`PartialObjectMeta`](kube::core::PartialObjectMeta) types, which are cached apart from the
+/// full objects of the same kind.
+pub(crate) fn type_key<K: Resource>(dt: &K::DynamicType) -> String {
+    let gvk = format!("{}/{}/{}", K::group(dt), K::version(dt), K::kind(dt));
+    if K::metadata_api() {
+        format!("{gvk} (metadata only)")
+    } else {
+        gvk
+    }
 }
 
 impl Cache {
@@ -332,7 +398,14 @@ impl Cache {
     where
         K: Resource<DynamicType = ()> + Send + Sync + 'static,
     {
-        let gvk = gvk_of::<K>();
+        self.configure_key(gvk_of::<K>(), options)
+    }
+
+    fn configure_key<K: Send + Sync + 'static>(
+        &self,
+        gvk: String,
+        options: TypeOptions<K>,
+    ) -> Result<(), CacheError> {
         let informers = self
             .inner
             .informers
@@ -349,7 +422,7 @@ impl Cache {
         Ok(())
     }
 
-    fn options<K: Resource<DynamicType = ()> + 'static>(&self, gvk: &str) -> TypeOptions<K> {
+    fn options<K: Resource + 'static>(&self, gvk: &str) -> TypeOptions<K> {
         self.inner
             .options
             .lock()
@@ -367,10 +440,88 @@ impl Cache {
         K::Scope: NamespaceScope,
     {
         let client = self.inner.client.clone();
-        self.get_or_start(scope, move |ns| match ns {
+        self.get_or_start(gvk_of::<K>(), scope, move |ns| match ns {
             None => Api::all(client.clone()),
             Some(ns) => Api::all(client.clone()).constrain(ns),
         })
+    }
+
+    /// The informer of the kind described by `resource` (unstructured [`DynamicObject`]s) on
+    /// `scope`, started on first use; later calls with the same kind and scope share it. Use
+    /// [`Scope::All`] for a cluster-scoped kind. Selectors and transform come from
+    /// [`Cache::configure_dynamic`].
+    pub fn dynamic_informer(
+        &self,
+        resource: &ApiResource,
+        scope: Scope,
+    ) -> Result<Informer<DynamicObject>, CacheError> {
+        let client = self.inner.client.clone();
+        let dt = resource.clone();
+        self.get_or_start(
+            type_key::<DynamicObject>(resource),
+            scope,
+            move |ns| match ns {
+                None => Api::all_with(client.clone(), &dt),
+                Some(ns) => Api::namespaced_with(client.clone(), ns, &dt),
+            },
+        )
+    }
+
+    /// [`Cache::configure`] for the unstructured informers of the kind `resource`.
+    pub fn configure_dynamic(
+        &self,
+        resource: &ApiResource,
+        options: TypeOptions<DynamicObject>,
+    ) -> Result<(), CacheError> {
+        self.configure_key(type_key::<DynamicObject>(resource), options)
+    }
+
+    /// A query on the cached objects of `K`; see [`CacheList`].
+    pub fn list<K>(&self) -> CacheList<K>
+    where
+        K: Resource<DynamicType = ()> + serde::Serialize + Clone + Send + Sync + 'static,
+    {
+        CacheList::new(self.clone(), gvk_of::<K>())
+    }
+
+    /// A query on the cached unstructured objects of the kind `resource`; see [`CacheList`].
+    pub fn list_dynamic(&self, resource: &ApiResource) -> CacheList<DynamicObject> {
+        CacheList::new(self.clone(), type_key::<DynamicObject>(resource))
+    }
+
+    /// Whether an informer of the type with key `key` was started, whatever its scope and
+    /// whether it has synced.
+    pub(crate) fn has_type(&self, key: &str) -> bool {
+        self.inner
+            .informers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .any(|k| k.gvk == key)
+    }
+
+    /// The running, synced informer of the type with key `key` whose scope covers `namespace`
+    /// (`None`: all namespaces), if any. Never starts one.
+    pub(crate) fn find<K>(&self, key: &str, namespace: Option<&str>) -> Option<Found<K>>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+    {
+        let informers = self
+            .inner
+            .informers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        informers
+            .iter()
+            .filter(|(k, e)| k.gvk == key && covers(&k.scope, namespace) && *e.synced.borrow())
+            .find_map(|(_, e)| {
+                let shared = Arc::clone(&e.shared).downcast::<Shared<K>>().ok()?;
+                Some(Found {
+                    informer: Informer { shared },
+                    restricted: e.restricted,
+                    custom_transform: e.custom_transform,
+                })
+            })
     }
 
     /// The informer of the cluster-scoped type `K` (or of a namespaced type across all
@@ -380,18 +531,18 @@ impl Cache {
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     {
         let client = self.inner.client.clone();
-        self.get_or_start(Scope::All, move |_| Api::all(client.clone()))
+        self.get_or_start(gvk_of::<K>(), Scope::All, move |_| Api::all(client.clone()))
     }
 
     fn get_or_start<K>(
         &self,
+        gvk: String,
         scope: Scope,
         api_for: impl Fn(Option<&str>) -> Api<K>,
     ) -> Result<Informer<K>, CacheError>
     where
-        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     {
-        let gvk = gvk_of::<K>();
         let key = InformerKey {
             gvk: gvk.clone(),
             scope: scope.clone(),
@@ -444,6 +595,8 @@ impl Cache {
                 shared: Arc::clone(&shared) as Arc<dyn Any + Send + Sync>,
                 synced: shared.synced_receiver(),
                 description,
+                restricted: options.label_selector.is_some() || options.field_selector.is_some(),
+                custom_transform: options.custom_transform,
             },
         );
         Ok(Informer { shared })

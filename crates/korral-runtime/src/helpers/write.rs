@@ -9,6 +9,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::reconcile::ReconcileError;
+
 /// How many times [`create_or_update`] and [`create_or_patch`] try before giving up on
 /// conflicts (409 on update, or `AlreadyExists` on a create that raced another writer).
 pub const MAX_ATTEMPTS: usize = 5;
@@ -99,9 +101,17 @@ pub enum WriteError {
         /// The API error.
         source: kube::Error,
     },
-    /// The object given to [`replace_status`] has no name.
-    #[error("replacing the status: the object has no name")]
+    /// The object given to [`replace_status`] (or to a write of the cached client) has no name.
+    #[error("writing an object: it has no name")]
     ObjectWithoutName,
+    /// Deleting the object failed.
+    #[error("deleting {name}: {source}")]
+    Delete {
+        /// The object's name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
     /// The server-side apply request failed.
     #[error("server-side applying {name} as {field_manager:?}: {source}")]
     ServerSideApply {
@@ -125,7 +135,8 @@ impl WriteError {
             | Self::Conflict { source, .. }
             | Self::PatchStatus { source, .. }
             | Self::ReplaceStatus { source, .. }
-            | Self::ServerSideApply { source, .. } => Some(source),
+            | Self::ServerSideApply { source, .. }
+            | Self::Delete { source, .. } => Some(source),
             Self::MutateChangedIdentity { .. }
             | Self::Serialize { .. }
             | Self::ObjectWithoutName => None,
@@ -141,15 +152,29 @@ impl WriteError {
     }
 }
 
-fn is_conflict(err: &kube::Error) -> bool {
+/// A failed write is transient (a conflict, a throttled or unavailable server may all go away),
+/// except when retrying cannot help: the mutate function changed the object's identity, the
+/// object cannot be serialized or has no name. Those are terminal.
+impl From<WriteError> for ReconcileError {
+    fn from(err: WriteError) -> Self {
+        match err {
+            WriteError::MutateChangedIdentity { .. }
+            | WriteError::Serialize { .. }
+            | WriteError::ObjectWithoutName => Self::terminal(err),
+            _ => Self::transient(err),
+        }
+    }
+}
+
+pub(crate) fn is_conflict(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.is_conflict())
 }
 
-fn is_already_exists(err: &kube::Error) -> bool {
+pub(crate) fn is_already_exists(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.is_already_exists() || s.code == 409)
 }
 
-fn to_json<K: Serialize>(name: &str, obj: &K) -> Result<Value, WriteError> {
+pub(crate) fn to_json<K: Serialize>(name: &str, obj: &K) -> Result<Value, WriteError> {
     serde_json::to_value(obj).map_err(|source| WriteError::Serialize {
         name: name.to_owned(),
         source,
@@ -277,7 +302,7 @@ where
     Err(conflict_error(name, last_conflict))
 }
 
-fn conflict_error(name: &str, last: Option<kube::Error>) -> WriteError {
+pub(crate) fn conflict_error(name: &str, last: Option<kube::Error>) -> WriteError {
     let source = last.unwrap_or_else(|| {
         kube::Error::Api(Box::new(kube::core::Status::failure(
             "the object was created and deleted concurrently",

@@ -184,6 +184,13 @@ impl LeaderElector {
                 }
                 Ok(Ok(Attempt::HeldBy { holder, .. })) => {
                     debug!(lease = %self.lease_key(), %holder, "lease is held by another candidate");
+                    // Wake up when the holder's lease runs out, if that comes before the next
+                    // round: a crashed leader is replaced within the lease duration of its last
+                    // renewal, not up to a jittered retry period later.
+                    let wait = jittered(self.config.retry_period);
+                    let wait = self.until_expiry().map_or(wait, |left| wait.min(left));
+                    sleep(wait).await;
+                    continue;
                 }
                 Ok(Ok(Attempt::Conflict)) => {
                     debug!(lease = %self.lease_key(), "lost a race for the lease");
@@ -321,6 +328,21 @@ impl LeaderElector {
             Err(e) if is_conflict(&e) => Ok(Attempt::Conflict),
             Err(e) => Err(LeaseStepError::UpdateLease(e)),
         }
+    }
+
+    /// How long until the lease as last observed expires for this candidate: the earlier of
+    /// its `renewTime` expiry and the lease duration after the record was first observed
+    /// unchanged, plus a millisecond so the next read judges it expired; `None` when no record
+    /// with a holder was observed.
+    fn until_expiry(&self) -> Option<Duration> {
+        let (spec, since) = self.observed.as_ref()?;
+        record::holder(spec)?;
+        let by_observation = record::lease_duration(spec, self.config.lease_duration)
+            .saturating_sub(since.elapsed());
+        let by_renew_time =
+            record::time_to_expiry(spec, Timestamp::now(), self.config.lease_duration);
+        let left = by_renew_time.map_or(by_observation, |t| t.min(by_observation));
+        Some(left + Duration::from_millis(1))
     }
 
     /// Records the lease spec just read; returns how long it has been seen unchanged.

@@ -52,11 +52,7 @@ pub(crate) fn judge(
     if current == identity {
         return Verdict::Ours;
     }
-    let duration = spec
-        .lease_duration_seconds
-        .and_then(|s| u64::try_from(s).ok())
-        .filter(|s| *s > 0)
-        .map_or(fallback_duration, Duration::from_secs);
+    let duration = lease_duration(spec, fallback_duration);
     let expired_by_renew_time = spec.renew_time.as_ref().is_some_and(|renewed| {
         SignedDuration::try_from(duration)
             .ok()
@@ -73,6 +69,33 @@ pub(crate) fn judge(
             holder: current.to_string(),
         }
     }
+}
+
+/// The record's `leaseDurationSeconds`, or `fallback` when it has none.
+pub(crate) fn lease_duration(spec: &LeaseSpec, fallback: Duration) -> Duration {
+    spec.lease_duration_seconds
+        .and_then(|s| u64::try_from(s).ok())
+        .filter(|s| *s > 0)
+        .map_or(fallback, Duration::from_secs)
+}
+
+/// How long after wall-clock time `now` a lease held by someone else expires by its
+/// `renewTime` (`renewTime + leaseDurationSeconds`, as [`judge`] decides it); zero when that
+/// is already past, `None` when the record has no holder or no renew time.
+///
+/// A waiting candidate sleeps at most this long before its next attempt, so it takes an
+/// abandoned lease over as soon as it expires rather than up to a jittered retry period later.
+pub(crate) fn time_to_expiry(
+    spec: &LeaseSpec,
+    now: Timestamp,
+    fallback_duration: Duration,
+) -> Option<Duration> {
+    holder(spec)?;
+    let renewed = spec.renew_time.as_ref()?;
+    let duration = SignedDuration::try_from(lease_duration(spec, fallback_duration)).ok()?;
+    let expiry = renewed.0.checked_add(duration).ok()?;
+    let left = expiry.duration_since(now);
+    Some(Duration::try_from(left).unwrap_or(Duration::ZERO))
 }
 
 /// The spec `identity` writes to acquire or renew the lease at `now`: itself as holder,
@@ -271,5 +294,37 @@ mod tests {
         let time = Timestamp::from_nanosecond(1_700_000_000_123_456_789).unwrap_or(at(0));
         let json = serde_json::to_value(MicroTime(time)).unwrap_or_default();
         assert_eq!(json, "2023-11-14T22:13:20.123456Z");
+    }
+
+    #[test]
+    fn time_to_expiry_counts_down_from_the_renew_time() {
+        let spec = held_by("a", 0, 15);
+        assert_eq!(time_to_expiry(&spec, at(0), SECOND), Some(15 * SECOND));
+        assert_eq!(time_to_expiry(&spec, at(10), SECOND), Some(5 * SECOND));
+        assert_eq!(time_to_expiry(&spec, at(15), SECOND), Some(Duration::ZERO));
+        assert_eq!(time_to_expiry(&spec, at(99), SECOND), Some(Duration::ZERO));
+        // It agrees with `judge`: expired exactly when nothing is left.
+        assert!(matches!(
+            judge(&spec, "b", at(15), Duration::ZERO, SECOND),
+            Verdict::Expired { .. }
+        ));
+        assert!(matches!(
+            judge(&spec, "b", at(14), Duration::ZERO, SECOND),
+            Verdict::Held { .. }
+        ));
+        // Without a duration in the record, the fallback.
+        let mut no_duration = held_by("a", 0, 15);
+        no_duration.lease_duration_seconds = None;
+        assert_eq!(
+            time_to_expiry(&no_duration, at(1), 3 * SECOND),
+            Some(2 * SECOND)
+        );
+        // No holder or no renew time: nothing to wait for.
+        let mut released = held_by("a", 0, 15);
+        released.holder_identity = Some(String::new());
+        assert_eq!(time_to_expiry(&released, at(0), SECOND), None);
+        let mut never_renewed = held_by("a", 0, 15);
+        never_renewed.renew_time = None;
+        assert_eq!(time_to_expiry(&never_renewed, at(0), SECOND), None);
     }
 }

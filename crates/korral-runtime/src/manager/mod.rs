@@ -60,7 +60,8 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{error, info, warn};
 
-use crate::cache::{Cache, CacheError};
+use crate::cache::{Cache, CacheError, Informer, Scope};
+use crate::client::Client as CachedClient;
 use crate::controller::Controller;
 use crate::leader::{LeaderElectionConfig, LeaderElectionError, LeaderElector};
 use crate::manifests::{Manifests, Rule};
@@ -229,10 +230,21 @@ impl ManagerBuilder {
                 }
             })
             .map_err(ManagerError::AddReadyCheck)?;
+        let registry = self.registry.unwrap_or_else(|| Registry::global().clone());
+        let cached_client =
+            match CachedClient::with_metrics(self.client.clone(), cache.clone(), &registry) {
+                Ok(client) => client,
+                Err(err) => {
+                    // Another manager registered them in this registry: count without them.
+                    info!(error = %err, "the cached client's metrics are not registered");
+                    CachedClient::new(self.client.clone(), cache.clone())
+                }
+            };
         Ok(Manager {
+            cached_client,
             client: self.client,
             cache,
-            registry: self.registry.unwrap_or_else(|| Registry::global().clone()),
+            registry,
             health,
             caches_synced: synced,
             metrics_addr: self.metrics_addr,
@@ -249,6 +261,7 @@ impl ManagerBuilder {
 pub struct Manager {
     client: Client,
     cache: Cache,
+    cached_client: CachedClient,
     registry: Registry,
     health: HealthChecks,
     caches_synced: Arc<AtomicBool>,
@@ -303,6 +316,26 @@ impl Manager {
     /// The shared cache (build controllers on it).
     pub fn cache(&self) -> &Cache {
         &self.cache
+    }
+
+    /// The client to hand to reconcilers: reads from the shared cache where the type is cached,
+    /// writes to the API server (see [`crate::client`]). Its clones share one count of the
+    /// requests sent ([`CachedClient::request_counts`]), also served as the metrics
+    /// `korral_client_requests_total{verb}` and `korral_client_cache_reads_total{verb}` of the
+    /// manager's registry (unless another manager registered them there first).
+    pub fn cached_client(&self) -> &CachedClient {
+        &self.cached_client
+    }
+
+    /// Caches the namespaced type `K` on `scope` (starts or shares its informer) so the cached
+    /// client reads it from memory, though no controller watches it. The manager waits for it
+    /// to sync before starting controllers.
+    pub fn cache_type<K>(&self, scope: Scope) -> Result<Informer<K>, CacheError>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K::Scope: kube::core::NamespaceScope,
+    {
+        self.cache.informer::<K>(scope)
     }
 
     /// The metrics registry.
