@@ -948,3 +948,24 @@ async fn schema_patterns_are_compiled_per_server() {
         }
     }
 }
+
+#[tokio::test]
+async fn impersonating_groups_without_a_user_is_a_400() {
+    let server = plain_server().await;
+    let r = exchange(
+        &server,
+        &request(
+            "GET",
+            "/api/v1/namespaces",
+            "Impersonate-Group: devs\r\n",
+            "",
+            b"",
+        ),
+    )
+    .await;
+    let message = r.status(400, "BadRequest");
+    assert!(
+        message.contains("without impersonating a user"),
+        "{message}"
+    );
+}
