@@ -64,7 +64,8 @@ pub struct ServerConfig {
     /// Open watches one client (one set of credentials) may hold; excess is answered 429.
     /// `0` disables the limit.
     pub max_watches_per_client: usize,
-    /// How long a connection may take to send a request's head before it is closed.
+    /// How long a connection may take to send a request's head (and the TLS handshake), and
+    /// stay idle between requests, before it is closed.
     pub header_read_timeout: Duration,
     /// Faults to inject on purpose (none by default); changeable at run time through
     /// [`ApiServer::faults`].
@@ -118,8 +119,11 @@ impl ServerConfig {
     }
 }
 
-/// Default of [`ServerConfig::header_read_timeout`] (hyper's default).
-pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of [`ServerConfig::header_read_timeout`]. hyper applies it to idle keep-alive
+/// connections too (the wait for the next request's head), so it is above the 90 s after which
+/// kubectl's and kube-rs's connection pools drop idle connections: clients close first, and
+/// never send a request on a connection the server is closing.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(95);
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
