@@ -64,6 +64,9 @@ pub struct ServerConfig {
     /// Open watches one client (one set of credentials) may hold; excess is answered 429.
     /// `0` disables the limit.
     pub max_watches_per_client: usize,
+    /// How long a watch's client may leave its full send buffer (256 events) untaken before
+    /// the watch is closed; the client then resumes from the last resourceVersion it saw.
+    pub watch_send_timeout: Duration,
     /// How long a connection may take to send a request's head (and the TLS handshake), and
     /// stay idle between requests, before it is closed.
     pub header_read_timeout: Duration,
@@ -99,6 +102,7 @@ impl Default for ServerConfig {
             max_mutating_requests_inflight: crate::inflight::DEFAULT_MAX_MUTATING,
             max_watches_per_client: crate::inflight::DEFAULT_MAX_WATCHES_PER_CLIENT,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            watch_send_timeout: Duration::from_secs(10),
             faults: crate::faults::FaultConfig::default(),
         }
     }
@@ -309,6 +313,7 @@ impl ApiServer {
             shutdown: shutdown_rx.clone(),
             bookmark_interval: config.bookmark_interval,
             faults: faults.clone(),
+            watch_send_timeout: config.watch_send_timeout,
         });
         let acceptor = match &tls_material {
             Some(m) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(m)?)),

@@ -969,3 +969,79 @@ async fn impersonating_groups_without_a_user_is_a_400() {
         "{message}"
     );
 }
+
+/// The `ADDED` events' names and the last resourceVersion in a raw watch response body.
+fn watch_events(body: &[u8]) -> (Vec<String>, String) {
+    let mut names = Vec::new();
+    let mut last_rv = String::new();
+    for line in body.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let Ok(event) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if let Some(rv) = event["object"]["metadata"]["resourceVersion"].as_str() {
+            last_rv = rv.to_string();
+        }
+        if event["type"] == "ADDED"
+            && let Some(name) = event["object"]["metadata"]["name"].as_str()
+        {
+            names.push(name.to_string());
+        }
+    }
+    (names, last_rv)
+}
+
+#[tokio::test]
+async fn a_watcher_that_does_not_keep_up_is_closed_and_resumes() {
+    let server = plain_server_with(ServerConfig {
+        watch_send_timeout: Duration::from_millis(1),
+        ..ServerConfig::in_memory()
+    })
+    .await;
+    let list = "/api/v1/namespaces/default/configmaps";
+    let mut stalled = TcpStream::connect(server.addr()).await.expect("connect");
+    stalled
+        .write_all(
+            format!("GET {list}?watch=true HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .expect("watch");
+    // Far more event bytes than the socket, hyper and the watch's buffer of 256 events hold.
+    let payload = "x".repeat(64 * 1024);
+    let total = 400;
+    for i in 0..total {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i:03}")}, "data": {"p": payload}})
+        .to_string();
+        let req = request("POST", list, "", "application/json", body.as_bytes());
+        let r = tokio::time::timeout(Duration::from_secs(10), exchange(&server, &req))
+            .await
+            .unwrap_or_else(|_| panic!("write {i} blocked behind the slow watcher"));
+        assert_eq!(r.code, 201, "write {i}");
+    }
+    // The client now reads: what was buffered, then the end of the closed watch.
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), stalled.read_to_end(&mut out)).await;
+    assert!(read.is_ok(), "the slow watch was never closed");
+    let head_end = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("response head");
+    let (seen, last_rv) = watch_events(&dechunk(&out[head_end + 4..]));
+    assert!(
+        !seen.is_empty() && seen.len() < total,
+        "saw {} of {total} events",
+        seen.len()
+    );
+    // It resumes from the last resourceVersion it saw and gets exactly the rest.
+    let r = get(
+        &server,
+        &format!("{list}?watch=true&resourceVersion={last_rv}&timeoutSeconds=1"),
+    )
+    .await;
+    let (rest, _) = watch_events(&r.body);
+    let mut all = seen.clone();
+    all.extend(rest);
+    let expected: Vec<String> = (0..total).map(|i| format!("cm-{i:03}")).collect();
+    assert_eq!(all, expected);
+}
