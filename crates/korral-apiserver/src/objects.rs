@@ -704,7 +704,7 @@ impl Objects {
         }
         schema::drop_non_nullable_nulls(obj, s);
         schema::apply_defaults(obj, s);
-        let mut causes = schema::validate(obj, s, "");
+        let mut causes = schema::validate_with(obj, s, "", registry.pattern_cache());
         causes.retain(|c| !c.field.starts_with("metadata") || c.field == "metadata");
         // CEL rules (`x-kubernetes-validations`) run unless a blocking schema error came first.
         if cel::has_rules(s) {

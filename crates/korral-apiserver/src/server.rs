@@ -55,9 +55,6 @@ pub struct ServerConfig {
     pub simulation: bool,
     /// How requests are authorized once authenticated.
     pub authorization: AuthorizationMode,
-    /// Faults to inject on purpose (none by default); changeable at run time through
-    /// [`ApiServer::faults`].
-    pub faults: crate::faults::FaultConfig,
     /// Read-only requests in flight at once (upstream's `--max-requests-inflight`, 400); excess
     /// is answered 429. `0` disables the limit.
     pub max_requests_inflight: usize,
@@ -67,8 +64,15 @@ pub struct ServerConfig {
     /// Open watches one client (one set of credentials) may hold; excess is answered 429.
     /// `0` disables the limit.
     pub max_watches_per_client: usize,
-    /// How long a connection may take to send a request's head before it is closed.
+    /// How long a watch's client may leave its full send buffer (256 events) untaken before
+    /// the watch is closed; the client then resumes from the last resourceVersion it saw.
+    pub watch_send_timeout: Duration,
+    /// How long a connection may take to send a request's head (and the TLS handshake), and
+    /// stay idle between requests, before it is closed.
     pub header_read_timeout: Duration,
+    /// Faults to inject on purpose (none by default); changeable at run time through
+    /// [`ApiServer::faults`].
+    pub faults: crate::faults::FaultConfig,
 }
 
 /// How the server authorizes authenticated requests.
@@ -94,11 +98,12 @@ impl Default for ServerConfig {
             bookmark_interval: Duration::from_secs(10),
             simulation: false,
             authorization: AuthorizationMode::AlwaysAllow,
-            faults: crate::faults::FaultConfig::default(),
             max_requests_inflight: crate::inflight::DEFAULT_MAX_READONLY,
             max_mutating_requests_inflight: crate::inflight::DEFAULT_MAX_MUTATING,
             max_watches_per_client: crate::inflight::DEFAULT_MAX_WATCHES_PER_CLIENT,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            watch_send_timeout: Duration::from_secs(10),
+            faults: crate::faults::FaultConfig::default(),
         }
     }
 }
@@ -118,8 +123,11 @@ impl ServerConfig {
     }
 }
 
-/// Default of [`ServerConfig::header_read_timeout`] (hyper's default).
-pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of [`ServerConfig::header_read_timeout`]. hyper applies it to idle keep-alive
+/// connections too (the wait for the next request's head), so it is above the 90 s after which
+/// kubectl's and kube-rs's connection pools drop idle connections: clients close first, and
+/// never send a request on a connection the server is closing.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(95);
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -152,9 +160,6 @@ pub enum StartError {
     /// Preparing the service account token signing key failed.
     #[error(transparent)]
     SigningKey(#[from] crate::auth::token::SigningKeyError),
-    /// The fault injection configuration is invalid.
-    #[error("fault configuration: {0}")]
-    Faults(#[from] crate::faults::FaultConfigError),
     /// Plain HTTP (`tls: false`) was asked for on an address other than loopback.
     #[error(
         "refusing to serve plain HTTP on {addr}: without TLS the bearer token and every object would cross the network in clear text (plain HTTP binds to loopback only; enable TLS or bind to 127.0.0.1 / ::1)"
@@ -163,6 +168,9 @@ pub enum StartError {
         /// The address asked for.
         addr: IpAddr,
     },
+    /// The fault injection configuration is invalid.
+    #[error("fault configuration: {0}")]
+    Faults(#[from] crate::faults::FaultConfigError),
 }
 
 /// A running API server. Dropping it stops the server.
@@ -305,6 +313,7 @@ impl ApiServer {
             shutdown: shutdown_rx.clone(),
             bookmark_interval: config.bookmark_interval,
             faults: faults.clone(),
+            watch_send_timeout: config.watch_send_timeout,
         });
         let acceptor = match &tls_material {
             Some(m) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(m)?)),

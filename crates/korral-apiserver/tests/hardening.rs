@@ -875,3 +875,173 @@ async fn a_stalled_watcher_never_blocks_writers() {
     assert!(started.elapsed() < Duration::from_secs(60));
     drop(stalled);
 }
+
+#[tokio::test]
+async fn schema_patterns_are_compiled_per_server() {
+    // Two servers, the same CRD name, different `pattern`s: each enforces its own.
+    let crd = |pattern: &str| {
+        serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.ref.example.org"},
+            "spec": {"group": "ref.example.org", "scope": "Namespaced",
+                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {
+                            "code": {"type": "string", "pattern": pattern}}}}}}}]}
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let a = plain_server().await;
+    let b = plain_server().await;
+    for (server, pattern) in [(&a, "^[a-z]+$"), (&b, "^[0-9]+$")] {
+        let r = exchange(
+            server,
+            &request(
+                "POST",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                "",
+                "application/json",
+                &crd(pattern),
+            ),
+        )
+        .await;
+        assert_eq!(r.code, 201);
+        until_code(
+            server,
+            || {
+                request(
+                    "GET",
+                    "/apis/ref.example.org/v1/namespaces/default/gadgets",
+                    "",
+                    "",
+                    b"",
+                )
+            },
+            200,
+        )
+        .await;
+    }
+    let create = |code: &str| {
+        serde_json::json!({"apiVersion": "ref.example.org/v1", "kind": "Gadget",
+            "metadata": {"generateName": "g-"}, "spec": {"code": code}})
+        .to_string()
+        .into_bytes()
+    };
+    let path = "/apis/ref.example.org/v1/namespaces/default/gadgets";
+    for _ in 0..2 {
+        for (server, ok, bad) in [(&a, "abc", "123"), (&b, "123", "abc")] {
+            let r = exchange(
+                server,
+                &request("POST", path, "", "application/json", &create(ok)),
+            )
+            .await;
+            assert_eq!(r.code, 201, "{:?}", String::from_utf8_lossy(&r.body));
+            let r = exchange(
+                server,
+                &request("POST", path, "", "application/json", &create(bad)),
+            )
+            .await;
+            let message = r.status(422, "Invalid");
+            assert!(message.contains("should match"), "{message}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn impersonating_groups_without_a_user_is_a_400() {
+    let server = plain_server().await;
+    let r = exchange(
+        &server,
+        &request(
+            "GET",
+            "/api/v1/namespaces",
+            "Impersonate-Group: devs\r\n",
+            "",
+            b"",
+        ),
+    )
+    .await;
+    let message = r.status(400, "BadRequest");
+    assert!(
+        message.contains("without impersonating a user"),
+        "{message}"
+    );
+}
+
+/// The `ADDED` events' names and the last resourceVersion in a raw watch response body.
+fn watch_events(body: &[u8]) -> (Vec<String>, String) {
+    let mut names = Vec::new();
+    let mut last_rv = String::new();
+    for line in body.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let Ok(event) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if let Some(rv) = event["object"]["metadata"]["resourceVersion"].as_str() {
+            last_rv = rv.to_string();
+        }
+        if event["type"] == "ADDED"
+            && let Some(name) = event["object"]["metadata"]["name"].as_str()
+        {
+            names.push(name.to_string());
+        }
+    }
+    (names, last_rv)
+}
+
+#[tokio::test]
+async fn a_watcher_that_does_not_keep_up_is_closed_and_resumes() {
+    let server = plain_server_with(ServerConfig {
+        watch_send_timeout: Duration::from_millis(1),
+        ..ServerConfig::in_memory()
+    })
+    .await;
+    let list = "/api/v1/namespaces/default/configmaps";
+    let mut stalled = TcpStream::connect(server.addr()).await.expect("connect");
+    stalled
+        .write_all(
+            format!("GET {list}?watch=true HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .expect("watch");
+    // Far more event bytes than the socket, hyper and the watch's buffer of 256 events hold.
+    let payload = "x".repeat(64 * 1024);
+    let total = 400;
+    for i in 0..total {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i:03}")}, "data": {"p": payload}})
+        .to_string();
+        let req = request("POST", list, "", "application/json", body.as_bytes());
+        let r = tokio::time::timeout(Duration::from_secs(10), exchange(&server, &req))
+            .await
+            .unwrap_or_else(|_| panic!("write {i} blocked behind the slow watcher"));
+        assert_eq!(r.code, 201, "write {i}");
+    }
+    // The client now reads: what was buffered, then the end of the closed watch.
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), stalled.read_to_end(&mut out)).await;
+    assert!(read.is_ok(), "the slow watch was never closed");
+    let head_end = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("response head");
+    let (seen, last_rv) = watch_events(&dechunk(&out[head_end + 4..]));
+    assert!(
+        !seen.is_empty() && seen.len() < total,
+        "saw {} of {total} events",
+        seen.len()
+    );
+    // It resumes from the last resourceVersion it saw and gets exactly the rest.
+    let r = get(
+        &server,
+        &format!("{list}?watch=true&resourceVersion={last_rv}&timeoutSeconds=1"),
+    )
+    .await;
+    let (rest, _) = watch_events(&r.body);
+    let mut all = seen.clone();
+    all.extend(rest);
+    let expected: Vec<String> = (0..total).map(|i| format!("cm-{i:03}")).collect();
+    assert_eq!(all, expected);
+}

@@ -32,11 +32,6 @@ pub struct Args {
     /// bindings; the kubeconfig's token is the admin, in `system:masters`).
     #[arg(long, value_enum, default_value_t = Authorization::AlwaysAllow)]
     authorization: Authorization,
-    /// Inject faults on purpose, from this YAML or JSON file: latency, 409/429/500/503
-    /// errors, watches closed early, 410 Expired on watch resume (see the README's
-    /// "Fault injection"). A bad file stops the command at start.
-    #[arg(long, value_name = "FILE")]
-    faults: Option<PathBuf>,
     /// Read-only requests served at once; more are answered 429 (0: no limit).
     #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_READONLY)]
     max_requests_inflight: usize,
@@ -46,6 +41,11 @@ pub struct Args {
     /// Open watches per client (per set of credentials); more are answered 429 (0: no limit).
     #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_WATCHES_PER_CLIENT)]
     max_watches_per_client: usize,
+    /// Inject faults on purpose, from this YAML or JSON file: latency, 409/429/500/503
+    /// errors, watches closed early, 410 Expired on watch resume (see the README's
+    /// "Fault injection"). A bad file stops the command at start.
+    #[arg(long, value_name = "FILE")]
+    faults: Option<PathBuf>,
 }
 
 /// Loads `--faults FILE` (no faults without one); the error names the file and the field.
@@ -113,10 +113,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Authorization::AlwaysAllow => AuthorizationMode::AlwaysAllow,
             Authorization::Rbac => AuthorizationMode::Rbac,
         },
-        faults,
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         max_watches_per_client: args.max_watches_per_client,
+        faults,
         ..ServerConfig::default()
     };
     let server = ApiServer::start(config)

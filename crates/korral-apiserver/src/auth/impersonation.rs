@@ -93,7 +93,8 @@ pub fn impersonate(
         if !extra.is_empty() {
             requested.push(format!("extra={extra:?}"));
         }
-        return Err(ApiError::internal(format!(
+        // Upstream answers this client mistake with a 500 InternalError; a 400 here.
+        return Err(ApiError::bad_request(format!(
             "requested [{}] without impersonating a user",
             requested.join(" ")
         )));

@@ -34,6 +34,9 @@ pub struct State {
     pub bookmark_interval: Duration,
     /// Fault injection (no rules unless configured).
     pub faults: crate::faults::Faults,
+    /// How long a watch's client may leave its full send buffer untaken before the watch is
+    /// closed (slow-consumer policy).
+    pub watch_send_timeout: Duration,
 }
 
 fn parse_query(uri: &http::Uri) -> handlers::Query {

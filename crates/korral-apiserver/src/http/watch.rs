@@ -255,6 +255,7 @@ impl WatchTask {
     }
 
     async fn run(mut self, begin: Begin, mut tx: mpsc::Sender<Result<Frame<Bytes>, Infallible>>) {
+        let slow = self.state.watch_send_timeout;
         let (frames, mut revision, mut feed) = match begin {
             Begin::Ready {
                 frames,
@@ -269,14 +270,14 @@ impl WatchTask {
             }
         };
         for frame in frames {
-            if tx.send(Ok(Frame::data(frame))).await.is_err() {
+            if !send(&mut tx, frame, slow).await {
                 return;
             }
         }
         for event in std::mem::take(&mut feed.backlog) {
             revision = event.revision;
             if let Some(frame) = self.frame(&event)
-                && tx.send(Ok(Frame::data(frame))).await.is_err()
+                && !send(&mut tx, frame, slow).await
             {
                 return;
             }
@@ -291,7 +292,7 @@ impl WatchTask {
                 _ = &mut deadline => return,
                 _ = shutdown.changed() => return,
                 _ = ticker.tick(), if self.bookmarks => {
-                    if tx.send(Ok(Frame::data(bookmark(&self.info, revision, false)))).await.is_err() {
+                    if !send(&mut tx, bookmark(&self.info, revision, false), slow).await {
                         return;
                     }
                 }
@@ -299,13 +300,30 @@ impl WatchTask {
                     Ok(event) => {
                         revision = event.revision;
                         if let Some(frame) = self.frame(&event)
-                            && tx.send(Ok(Frame::data(frame))).await.is_err() {
+                            && !send(&mut tx, frame, slow).await {
                                 return;
                             }
                     }
                     Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => return,
                 },
             }
+        }
+    }
+}
+
+/// Sends one frame to the watch's client; `false` when the watch must end: the client is gone,
+/// or its buffer has stayed full for `timeout` (a slow consumer). Such a watch is closed, and
+/// its client resumes from the last resourceVersion it saw; writers never wait for watchers.
+async fn send(
+    tx: &mut mpsc::Sender<Result<Frame<Bytes>, Infallible>>,
+    frame: Bytes,
+    timeout: Duration,
+) -> bool {
+    match tokio::time::timeout(timeout, tx.send(Ok(Frame::data(frame)))).await {
+        Ok(sent) => sent.is_ok(),
+        Err(_) => {
+            tracing::info!(?timeout, "closing a watch whose client does not keep up");
+            false
         }
     }
 }

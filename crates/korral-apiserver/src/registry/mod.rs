@@ -164,6 +164,8 @@ pub struct Registry {
     openapi: crate::openapi::OpenApiCache,
     /// Compiled CEL programs of this server's CRDs.
     cel: crate::validation::cel::compile::CelCache,
+    /// Compiled schema `pattern`s of this server's CRDs.
+    patterns: Arc<crate::validation::schema::PatternCache>,
 }
 
 impl Registry {
@@ -175,6 +177,11 @@ impl Registry {
     /// This registry's cache of compiled CEL programs.
     pub(crate) fn cel_cache(&self) -> &crate::validation::cel::compile::CelCache {
         &self.cel
+    }
+
+    /// This registry's cache of compiled schema `pattern`s.
+    pub(crate) fn pattern_cache(&self) -> &Arc<crate::validation::schema::PatternCache> {
+        &self.patterns
     }
 
     /// A registry with every built-in resource.

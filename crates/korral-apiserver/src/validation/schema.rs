@@ -23,7 +23,7 @@
 //! semantics where map entries are `spec.map[key]`, again as upstream.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -90,7 +90,26 @@ const BLOCKED_RULES_MESSAGE: &str = "some validation rules were not checked beca
 /// [`drop_non_nullable_nulls`]); when that is not done, such a null is reported like upstream's
 /// validator does: `Invalid value: "null": spec.x in body must be of type string: "null"`.
 pub fn validate(value: &Value, schema: &Value, path: &str) -> Vec<Cause> {
-    let mut causes = openapi_validate(value, schema, path);
+    validate_patterns(value, schema, path, None)
+}
+
+/// [`validate`] with a server's cache of compiled `pattern`s.
+pub fn validate_with(
+    value: &Value,
+    schema: &Value,
+    path: &str,
+    patterns: &Arc<PatternCache>,
+) -> Vec<Cause> {
+    validate_patterns(value, schema, path, Some(patterns.clone()))
+}
+
+fn validate_patterns(
+    value: &Value,
+    schema: &Value,
+    path: &str,
+    patterns: Option<Arc<PatternCache>>,
+) -> Vec<Cause> {
+    let mut causes = openapi_validate(value, schema, path, patterns);
     embedded_meta_pass(value, schema, path, false, &mut causes);
     list_type_pass(value, schema, path, &mut causes);
     causes
@@ -470,9 +489,27 @@ struct OErr {
 struct Collector {
     errs: Vec<OErr>,
     seen: HashSet<String>,
+    /// The server's compiled patterns (none: compile each time).
+    patterns: Option<Arc<PatternCache>>,
 }
 
 impl Collector {
+    /// An empty collector sharing this one's pattern cache.
+    fn sibling(&self) -> Collector {
+        Collector {
+            patterns: self.patterns.clone(),
+            ..Collector::default()
+        }
+    }
+
+    /// `pattern` compiled (Go syntax), from the cache when there is one.
+    fn pattern(&self, pattern: &str) -> Result<Regex, String> {
+        match &self.patterns {
+            Some(cache) => cache.compiled(pattern),
+            None => compiled_pattern(pattern),
+        }
+    }
+
     fn add(&mut self, e: OErr) {
         if self.seen.insert(e.msg.clone()) {
             self.errs.push(e);
@@ -567,8 +604,16 @@ fn to_cause(e: &OErr, prefix: &str) -> Cause {
 }
 
 /// Schema validation only (no embedded-metadata or list-type checks), as causes.
-fn openapi_validate(value: &Value, schema: &Value, prefix: &str) -> Vec<Cause> {
-    let mut c = Collector::default();
+fn openapi_validate(
+    value: &Value,
+    schema: &Value,
+    prefix: &str,
+    patterns: Option<Arc<PatternCache>>,
+) -> Vec<Cause> {
+    let mut c = Collector {
+        patterns,
+        ..Collector::default()
+    };
     validate_node(value, schema, "", &mut c);
     c.errs.iter().map(|e| to_cause(e, prefix)).collect()
 }
@@ -716,8 +761,8 @@ fn check_type(v: &Value, ti: &TypeInfo<'_>, name: &str, out: &mut Collector) {
     }
 }
 
-fn sub_result(v: &Value, s: &Value, name: &str) -> Collector {
-    let mut c = Collector::default();
+fn sub_result(v: &Value, s: &Value, name: &str, parent: &Collector) -> Collector {
+    let mut c = parent.sibling();
     validate_node(v, s, name, &mut c);
     c
 }
@@ -739,7 +784,7 @@ fn check_composition(v: &Value, s: &Value, name: &str, out: &mut Collector) {
         let mut failures = Vec::new();
         let mut succeeded = false;
         for branch in any_of {
-            let r = sub_result(v, branch, name);
+            let r = sub_result(v, branch, name, out);
             if r.errs.is_empty() {
                 succeeded = true;
                 break;
@@ -762,7 +807,7 @@ fn check_composition(v: &Value, s: &Value, name: &str, out: &mut Collector) {
         let mut failures = Vec::new();
         let mut validated = 0usize;
         for branch in one_of {
-            let r = sub_result(v, branch, name);
+            let r = sub_result(v, branch, name, out);
             if r.errs.is_empty() {
                 validated += 1;
             } else if validated == 0 {
@@ -791,7 +836,7 @@ fn check_composition(v: &Value, s: &Value, name: &str, out: &mut Collector) {
     if !all_of.is_empty() {
         let mut validated = 0usize;
         for branch in all_of {
-            let r = sub_result(v, branch, name);
+            let r = sub_result(v, branch, name, out);
             if r.errs.is_empty() {
                 validated += 1;
             }
@@ -811,7 +856,7 @@ fn check_composition(v: &Value, s: &Value, name: &str, out: &mut Collector) {
     }
 
     if let Some(not) = s.get("not").filter(|n| n.is_object())
-        && sub_result(v, not, name).errs.is_empty()
+        && sub_result(v, not, name, out).errs.is_empty()
     {
         out.plain(format!(
             "{} must not validate the schema (not)",
@@ -844,7 +889,7 @@ fn check_string(sv: &str, s: &Value, name: &str, out: &mut Collector) {
     }
     let pattern = text(s, "pattern");
     if !pattern.is_empty() {
-        match compiled_pattern(pattern) {
+        match out.pattern(pattern) {
             Ok(re) => {
                 if !re.is_match(sv) {
                     out.invalid(
@@ -1196,8 +1241,33 @@ fn check_object(m: &Map<String, Value>, s: &Value, name: &str, out: &mut Collect
     }
 }
 
-static PATTERN_CACHE: LazyLock<Mutex<HashMap<String, Result<Regex, String>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Compiled `pattern`s by source, kept per server (on its registry), bounded.
+#[derive(Default)]
+pub struct PatternCache {
+    entries: Mutex<HashMap<String, Result<Regex, String>>>,
+}
+
+impl std::fmt::Debug for PatternCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PatternCache")
+    }
+}
+
+impl PatternCache {
+    /// `pattern` (Go syntax) compiled, or upstream's error text; cached.
+    pub fn compiled(&self, pattern: &str) -> Result<Regex, String> {
+        let mut cache = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = cache.get(pattern) {
+            return r.clone();
+        }
+        let r = compiled_pattern(pattern);
+        if cache.len() >= 1024 {
+            cache.clear();
+        }
+        cache.insert(pattern.to_string(), r.clone());
+        r
+    }
+}
 
 /// What the previous item inside a bracket class was (for Go's `-` rules).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1336,21 +1406,7 @@ fn go_regex_to_rust(p: &str) -> String {
 }
 
 fn compiled_pattern(pattern: &str) -> Result<Regex, String> {
-    let compile = || {
-        Regex::new(&go_regex_to_rust(pattern)).map_err(|e| go_regex_error(pattern, &e.to_string()))
-    };
-    let Ok(mut cache) = PATTERN_CACHE.lock() else {
-        return compile();
-    };
-    if let Some(r) = cache.get(pattern) {
-        return r.clone();
-    }
-    let r = compile();
-    if cache.len() >= 1024 {
-        cache.clear();
-    }
-    cache.insert(pattern.to_string(), r.clone());
-    r
+    Regex::new(&go_regex_to_rust(pattern)).map_err(|e| go_regex_error(pattern, &e.to_string()))
 }
 
 /// A Go-style `error parsing regexp: ...` message for a Rust regex compile error.
@@ -1974,7 +2030,7 @@ fn defaults_rec(s: &Value, p: &str, is_root: bool, inside_meta: bool, out: &mut 
             let mut meta_errs = Vec::new();
             embedded_meta_pass(d, s, &dp, embedded, &mut meta_errs);
             if meta_errs.is_empty() {
-                out.extend(openapi_validate(d, s, &dp));
+                out.extend(openapi_validate(d, s, &dp, None));
             } else {
                 out.extend(meta_errs);
             }
