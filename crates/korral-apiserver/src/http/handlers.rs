@@ -9,6 +9,7 @@ use super::State;
 use super::body::{self, Body};
 use super::path::ResourcePath;
 use super::table;
+use super::view::{self, View};
 use super::watch;
 use crate::error::ApiError;
 use crate::meta;
@@ -227,50 +228,64 @@ pub async fn serve(
         Some(_) => return Err(ApiError::unknown_resource()),
     };
     let objects = &state.objects;
-    let as_table = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(table::wants_table)
-        .then(|| table::IncludeObject::parse(param(query, "includeObject")));
+    let view = View::negotiate(
+        headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+        param(query, "includeObject"),
+    );
     match (method, rp.name.as_deref()) {
         (&Method::GET, Some(name)) => {
             if flag(query, "watch") {
                 let mut q = query.clone();
                 q.push(("fieldSelector".into(), format!("metadata.name={name}")));
                 let opts = list_options(&info, &q)?;
-                return watch::serve(state, info, namespace, opts, query, as_table);
+                return watch::serve(state, info, namespace, opts, query, view);
             }
             let obj = present(&info, &objects.get(&info, namespace, name)?);
-            if let Some(include) = as_table {
-                let mut list_meta = serde_json::Map::new();
-                list_meta.insert(
-                    "resourceVersion".into(),
-                    json!(meta::resource_version(&obj)),
-                );
-                let t = table::table(&info, [&*obj], list_meta, include, true);
-                return Ok(body::json_response(StatusCode::OK, &t));
+            match view {
+                View::Table(include) => {
+                    let mut list_meta = serde_json::Map::new();
+                    list_meta.insert(
+                        "resourceVersion".into(),
+                        json!(meta::resource_version(&obj)),
+                    );
+                    let t = table::table(&info, [&*obj], list_meta, include, true);
+                    Ok(body::json_response(StatusCode::OK, &t))
+                }
+                View::Metadata => Ok(body::json_response(
+                    StatusCode::OK,
+                    &view::partial_object(&obj),
+                )),
+                View::Object => Ok(body::json_response(StatusCode::OK, &*obj)),
             }
-            Ok(body::json_response(StatusCode::OK, &*obj))
         }
         (&Method::GET, None) => {
             let opts = list_options(&info, query)?;
             if flag(query, "watch") {
-                return watch::serve(state, info, namespace, opts, query, as_table);
+                return watch::serve(state, info, namespace, opts, query, view);
             }
             let page = objects.list(&info, namespace, &opts)?;
-            if let Some(include) = as_table {
-                let items: Vec<_> = page.items.iter().map(|o| present(&info, o)).collect();
-                let t = table::table(
-                    &info,
-                    items.iter().map(|o| &**o),
-                    list_metadata(&page),
-                    include,
-                    true,
-                );
-                return Ok(body::json_response(StatusCode::OK, &t));
+            match view {
+                View::Table(include) => {
+                    let items: Vec<_> = page.items.iter().map(|o| present(&info, o)).collect();
+                    let t = table::table(
+                        &info,
+                        items.iter().map(|o| &**o),
+                        list_metadata(&page),
+                        include,
+                        true,
+                    );
+                    Ok(body::json_response(StatusCode::OK, &t))
+                }
+                View::Metadata => {
+                    let items: Vec<_> = page.items.iter().map(|o| present(&info, o)).collect();
+                    let list = view::partial_list(items.iter().map(|o| &**o), list_metadata(&page));
+                    Ok(body::json_response(StatusCode::OK, &list))
+                }
+                View::Object => Ok(list_response(&info, page)),
             }
-            Ok(list_response(&info, page))
         }
         (&Method::POST, None) if part == Part::Main => {
             let opts = write_options(query, headers, "CreateOptions", None, admission.as_ref())?;

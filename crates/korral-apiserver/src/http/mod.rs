@@ -5,6 +5,7 @@ mod discovery;
 mod handlers;
 mod path;
 mod table;
+mod view;
 mod watch;
 
 use std::sync::Arc;

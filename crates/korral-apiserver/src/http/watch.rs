@@ -16,7 +16,8 @@ use tokio::sync::broadcast::error::RecvError;
 use super::State;
 use super::body::Body;
 use super::handlers::{Query, param, present};
-use super::table::{self, IncludeObject};
+use super::table;
+use super::view::{self, View};
 use crate::error::ApiError;
 use crate::objects::{ListOptions, matches_selectors};
 use crate::registry::ResourceInfo;
@@ -63,7 +64,7 @@ pub fn serve(
     namespace: Option<&str>,
     opts: ListOptions,
     query: &Query,
-    as_table: Option<IncludeObject>,
+    view: View,
 ) -> Result<Response<Body>, ApiError> {
     let send_initial = match param(query, "sendInitialEvents") {
         Some("true") => true,
@@ -130,7 +131,7 @@ pub fn serve(
         prefix,
         bookmarks,
         timeout,
-        as_table,
+        view,
         columns_sent: false,
     };
     // Resolve the start synchronously so errors surface before the stream begins.
@@ -153,8 +154,9 @@ struct WatchTask {
     prefix: String,
     bookmarks: bool,
     timeout: Duration,
-    /// Send each object as a one-row `Table` (columns only in the first event).
-    as_table: Option<IncludeObject>,
+    /// How each object is sent: itself, a one-row `Table` (columns only in the first event)
+    /// or its metadata only.
+    view: View,
     columns_sent: bool,
 }
 
@@ -181,8 +183,8 @@ impl WatchTask {
     /// Encodes one event for this watch: the object, or a one-row table.
     fn event(&mut self, kind: &str, obj: &Object) -> Bytes {
         let obj = present(&self.info, obj);
-        match self.as_table {
-            Some(include) => {
+        match self.view {
+            View::Table(include) => {
                 let with_columns = !self.columns_sent;
                 self.columns_sent = true;
                 let mut list_meta = serde_json::Map::new();
@@ -193,7 +195,8 @@ impl WatchTask {
                 let t = table::table(&self.info, [&*obj], list_meta, include, with_columns);
                 encode(kind, &t)
             }
-            None => encode(kind, &obj),
+            View::Metadata => encode(kind, &view::partial_object(&obj)),
+            View::Object => encode(kind, &obj),
         }
     }
 
