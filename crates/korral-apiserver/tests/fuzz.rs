@@ -248,6 +248,12 @@ fn write_case(
     content_type: &str,
     body: &[u8],
 ) -> Result<(), TestCaseError> {
+    // The HTTP properties run in parallel threads against one server and the same targets:
+    // one write case at a time, or another test's write would look like this one's.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let object_path = target.split('?').next().unwrap_or(target);
     let before = snapshot(object_path);
     let (runtime, server) = server();
