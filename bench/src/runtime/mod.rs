@@ -131,10 +131,8 @@ pub struct Running {
 pub type Shutdown = tokio::sync::watch::Receiver<bool>;
 
 /// Resolves once `shutdown` flips to `true`.
-fn stopped(mut shutdown: Shutdown) -> impl Future<Output = ()> + Send + Sync + 'static {
-    async move {
-        let _ = shutdown.wait_for(|s| *s).await;
-    }
+async fn stopped(mut shutdown: Shutdown) {
+    let _ = shutdown.wait_for(|s| *s).await;
 }
 
 /// The process's resident set size in bytes, from `/proc/self/status`.

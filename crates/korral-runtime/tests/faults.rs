@@ -479,36 +479,11 @@ async fn copy_to_secret(cm: Arc<ConfigMap>, ctx: Arc<Probe>) -> ReconcileResult 
     Ok(Action::await_change())
 }
 
-/// The mixed profile of the issue: 20% 409 on writes that can conflict, 10% 429 (Retry-After
-/// 1 s) on writes, 5% 503 on reads, watches closed every 20 events, one 410 on resume.
-fn mixed_profile(seed: u64) -> FaultConfig {
-    FaultConfig::default()
-        .with_seed(seed)
-        .with_rule(
-            FaultRule::error(409)
-                .verbs(["update", "patch"])
-                .probability(0.2),
-        )
-        .with_rule(
-            FaultRule::error(429)
-                .retry_after(Duration::from_secs(1))
-                .verbs(["create", "update", "patch"])
-                .probability(0.1),
-        )
-        .with_rule(
-            FaultRule::error(503)
-                .verbs(["get", "list"])
-                .probability(0.05),
-        )
-        .with_rule(FaultRule::close_watch_after_events(20))
-        .with_rule(FaultRule::expire_watch_resume().nth(2))
-}
-
 #[tokio::test]
 async fn no_hot_loop_and_convergence_under_mixed_faults() -> Result<()> {
     const OBJECTS: usize = 30;
     let env = TestEnv::start().await?;
-    env.faults().set(mixed_profile(7))?;
+    env.faults().set(FaultConfig::flaky_control_plane(7))?;
     let client = no_retry_client(&env).await?;
     let ctx = Arc::new(Probe {
         client: client.clone(),

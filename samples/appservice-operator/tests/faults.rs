@@ -11,49 +11,11 @@ use anyhow::{Result, ensure};
 use appservice_operator::{AppService, AppServiceSpec, FINALIZER, pod_name};
 use k8s_openapi::api::core::v1::Pod;
 use korral::prelude::*;
-use korral_testenv::{FaultConfig, FaultRule, TestEnv, wait_until};
+use korral_testenv::{FaultConfig, TestEnv, wait_until};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use tokio::sync::watch;
 
 const OBJECTS: usize = 8;
-
-/// The mixed fault profile of the runtime issue, reproducible from `seed`.
-fn mixed_profile(seed: u64) -> FaultConfig {
-    FaultConfig::default()
-        .with_seed(seed)
-        .with_rule(
-            FaultRule::error(409)
-                .verbs(["update", "patch"])
-                .probability(0.2)
-                .named("conflicts"),
-        )
-        .with_rule(
-            FaultRule::error(429)
-                .retry_after(Duration::from_secs(1))
-                .verbs(["create", "update", "patch"])
-                .probability(0.1)
-                .named("throttled"),
-        )
-        .with_rule(
-            FaultRule::error(503)
-                .verbs(["get", "list"])
-                .probability(0.05)
-                .named("unavailable"),
-        )
-        .with_rule(FaultRule::close_watch_after_events(20).named("closed"))
-        .with_rule(FaultRule::expire_watch_resume().nth(3).named("expired"))
-}
-
-/// The sum of `controller_runtime_reconcile_total` of `controller` over every result.
-fn reconciles(registry: &korral::metrics::Registry, controller: &str) -> f64 {
-    let label = format!("controller=\"{controller}\"");
-    registry
-        .encode_text()
-        .lines()
-        .filter(|l| l.starts_with("controller_runtime_reconcile_total{") && l.contains(&label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
 
 #[tokio::test]
 async fn appservices_converge_and_clean_up_under_mixed_faults_with_bounded_reconciles() -> Result<()>
@@ -61,7 +23,7 @@ async fn appservices_converge_and_clean_up_under_mixed_faults_with_bounded_recon
     let env = TestEnv::builder()
         .crd::<AppService>()
         .simulation(true)
-        .faults(mixed_profile(3))
+        .faults(FaultConfig::flaky_control_plane(3))
         .start()
         .await?;
     let registry = korral::metrics::Registry::new();
@@ -105,7 +67,10 @@ async fn appservices_converge_and_clean_up_under_mixed_faults_with_bounded_recon
         },
     )
     .await?;
-    let converged = reconciles(&registry, appservice_operator::CONTROLLER_NAME);
+    let converged = registry.total(
+        "controller_runtime_reconcile_total",
+        &[("controller", appservice_operator::CONTROLLER_NAME)],
+    );
 
     // Deleting every AppService runs the cleanup (the Pods deleted, the finalizer removed).
     apps.delete_collection(&DeleteParams::default(), &ListParams::default())
@@ -138,7 +103,10 @@ async fn appservices_converge_and_clean_up_under_mixed_faults_with_bounded_recon
     // An AppService takes a few reconciles (its creation, its finalizer, its Pod's phases
     // under the simulation, then its deletion) plus one retry per fault that reaches the
     // reconciler; a hot loop would be far above the bound.
-    let total = reconciles(&registry, appservice_operator::CONTROLLER_NAME);
+    let total = registry.total(
+        "controller_runtime_reconcile_total",
+        &[("controller", appservice_operator::CONTROLLER_NAME)],
+    );
     let bound = 12.0 * OBJECTS as f64;
     eprintln!(
         "{converged} reconciles to converge, {total} with the cleanup, for {OBJECTS} AppServices; faults: {stats:?}"

@@ -10,51 +10,13 @@ use std::time::Duration;
 use anyhow::{Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
 use korral::prelude::*;
-use korral_testenv::{FaultConfig, FaultRule, TestEnv, wait_until};
+use korral_testenv::{FaultConfig, TestEnv, wait_until};
 use kube::api::{ListParams, PostParams};
 use memcached_operator::{Memcached, MemcachedSpec};
 use tokio::sync::watch;
 
 const OBJECTS: usize = 8;
 const SIZE: i32 = 2;
-
-/// The mixed fault profile of the runtime issue, reproducible from `seed`.
-fn mixed_profile(seed: u64) -> FaultConfig {
-    FaultConfig::default()
-        .with_seed(seed)
-        .with_rule(
-            FaultRule::error(409)
-                .verbs(["update", "patch"])
-                .probability(0.2)
-                .named("conflicts"),
-        )
-        .with_rule(
-            FaultRule::error(429)
-                .retry_after(Duration::from_secs(1))
-                .verbs(["create", "update", "patch"])
-                .probability(0.1)
-                .named("throttled"),
-        )
-        .with_rule(
-            FaultRule::error(503)
-                .verbs(["get", "list"])
-                .probability(0.05)
-                .named("unavailable"),
-        )
-        .with_rule(FaultRule::close_watch_after_events(20).named("closed"))
-        .with_rule(FaultRule::expire_watch_resume().nth(3).named("expired"))
-}
-
-/// The sum of `controller_runtime_reconcile_total` of `controller` over every result.
-fn reconciles(registry: &korral::metrics::Registry, controller: &str) -> f64 {
-    let label = format!("controller=\"{controller}\"");
-    registry
-        .encode_text()
-        .lines()
-        .filter(|l| l.starts_with("controller_runtime_reconcile_total{") && l.contains(&label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
 
 /// `name → sorted names of its Ready pods`.
 async fn ready_pods(pods: &Api<Pod>) -> BTreeMap<String, Vec<String>> {
@@ -87,7 +49,7 @@ async fn memcacheds_converge_under_mixed_faults_with_bounded_reconciles() -> Res
     let env = TestEnv::builder()
         .crd::<Memcached>()
         .simulation(true)
-        .faults(mixed_profile(3))
+        .faults(FaultConfig::flaky_control_plane(3))
         .start()
         .await?;
     let registry = korral::metrics::Registry::new();
@@ -138,7 +100,10 @@ async fn memcacheds_converge_under_mixed_faults_with_bounded_reconciles() -> Res
     // and the pods' changes under the simulation, one retry per fault that reaches the
     // reconciler; kube's client absorbs most 429s and 503s itself). A hot loop would be far
     // above the bound.
-    let total = reconciles(&registry, memcached_operator::CONTROLLER_NAME);
+    let total = registry.total(
+        "controller_runtime_reconcile_total",
+        &[("controller", memcached_operator::CONTROLLER_NAME)],
+    );
     let bound = 12.0 * OBJECTS as f64;
     eprintln!("{total} reconciles for {OBJECTS} Memcacheds; faults: {stats:?}");
     ensure!(

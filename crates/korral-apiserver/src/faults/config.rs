@@ -348,6 +348,40 @@ impl FaultConfig {
         Self::default().with_rule(FaultRule::latency(d))
     }
 
+    /// A control plane that misbehaves the way a loaded, flaky real one does, reproducibly from
+    /// `seed`: 20% of updates and patches answered 409 Conflict (`conflicts`), 10% of writes
+    /// 429 with `Retry-After: 1` (`throttled`), 5% of gets and lists 503 (`unavailable`),
+    /// watches closed every 20 events (`closed`) and the third watch resume answered 410
+    /// Expired (`expired`); the names are the rules' names in [`Faults::stats`]. An operator
+    /// tested under it should converge, with a bounded number of reconciles.
+    ///
+    /// [`Faults::stats`]: super::Faults::stats
+    pub fn flaky_control_plane(seed: u64) -> FaultConfig {
+        Self::default()
+            .with_seed(seed)
+            .with_rule(
+                FaultRule::error(409)
+                    .verbs(["update", "patch"])
+                    .probability(0.2)
+                    .named("conflicts"),
+            )
+            .with_rule(
+                FaultRule::error(429)
+                    .retry_after(Duration::from_secs(1))
+                    .verbs(["create", "update", "patch"])
+                    .probability(0.1)
+                    .named("throttled"),
+            )
+            .with_rule(
+                FaultRule::error(503)
+                    .verbs(["get", "list"])
+                    .probability(0.05)
+                    .named("unavailable"),
+            )
+            .with_rule(FaultRule::close_watch_after_events(20).named("closed"))
+            .with_rule(FaultRule::expire_watch_resume().nth(3).named("expired"))
+    }
+
     /// Sets the seed of the rules' random streams.
     pub fn with_seed(mut self, seed: u64) -> FaultConfig {
         self.seed = seed;

@@ -820,6 +820,29 @@ impl Registry {
         out
     }
 
+    /// The sum of the samples of the counter or gauge `name` whose labels include every pair
+    /// of `labels` (e.g. `total("controller_runtime_reconcile_total", &[("controller",
+    /// "memcached")])`: the reconciles of that controller, whatever their result). `0` when
+    /// there is no such series.
+    pub fn total(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+        self.encode_text()
+            .lines()
+            .filter_map(|line| {
+                let rest = line.strip_prefix(name)?;
+                let (set, value) = match rest.strip_prefix('{') {
+                    Some(rest) => rest.split_once("} ")?,
+                    None => ("", rest.strip_prefix(' ')?),
+                };
+                let pairs: Vec<&str> = set.split(',').collect();
+                wanted
+                    .iter()
+                    .all(|w| pairs.contains(&w.as_str()))
+                    .then(|| value.trim().parse::<f64>().ok())?
+            })
+            .sum()
+    }
+
     /// Appends [`Registry::encode_text`] to `out`.
     pub fn encode_text_into(&self, out: &mut String) {
         let families: Vec<Arc<dyn Collect>> =
@@ -835,6 +858,37 @@ mod tests {
     use super::*;
 
     type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    #[test]
+    fn totals_sum_the_series_with_the_labels() -> TestResult {
+        let registry = Registry::new();
+        let reconciles =
+            registry.counter_vec("reconciles_total", "Reconciles.", &["controller", "result"])?;
+        reconciles.with_label_values(&["a", "success"])?.inc_by(3.0);
+        reconciles.with_label_values(&["a", "error"])?.inc();
+        reconciles.with_label_values(&["b", "success"])?.inc();
+        registry
+            .counter("reconciles_total_other", "Not the same name.")?
+            .inc();
+        assert_eq!(
+            registry.total("reconciles_total", &[("controller", "a")]),
+            4.0
+        );
+        assert_eq!(registry.total("reconciles_total", &[]), 5.0);
+        assert_eq!(
+            registry.total(
+                "reconciles_total",
+                &[("controller", "a"), ("result", "error")]
+            ),
+            1.0
+        );
+        assert_eq!(
+            registry.total("reconciles_total", &[("controller", "c")]),
+            0.0
+        );
+        assert_eq!(registry.total("missing", &[]), 0.0);
+        Ok(())
+    }
 
     #[test]
     fn metrics_golden_text_format() -> TestResult {
