@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use futures::{StreamExt, TryStreamExt, stream};
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -32,7 +32,7 @@ use korral_runtime::helpers::owner::set_controller_reference;
 use korral_runtime::manager::Manager;
 use korral_runtime::metrics::Registry;
 use korral_runtime::reconcile::{Action as KorralAction, ReconcileError, ReconcileResult};
-use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::{Client, CustomResource, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -71,47 +71,21 @@ pub struct HelloStatus {
     pub ready_replicas: i32,
 }
 
-/// Creates `n` Hellos `h-0..h-<n-1>` of one replica each in `ns`.
-pub async fn create(client: &Client, ns: &str, n: usize) -> Result<()> {
-    let api: Api<Hello> = Api::namespaced(client.clone(), ns);
-    stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                let mut h = Hello::new(
-                    &format!("h-{i}"),
-                    HelloSpec {
-                        image: IMAGE.to_owned(),
-                        size: 1,
-                    },
-                );
-                h.metadata.namespace = Some(ns.to_owned());
-                api.create(&PostParams::default(), &h)
-                    .await
-                    .with_context(|| format!("creating hello h-{i}"))
-            }
-        })
-        .buffer_unordered(32)
-        .try_for_each(|_| async { Ok(()) })
-        .await
+/// Hello `h-<i>`: one replica of [`IMAGE`].
+pub fn hello(i: usize) -> Hello {
+    Hello::new(
+        &format!("h-{i}"),
+        HelloSpec {
+            image: IMAGE.to_owned(),
+            size: 1,
+        },
+    )
 }
 
-/// Hellos in `ns` whose status shows all their replicas ready, listed in pages of 500.
-pub async fn converged(client: &Client, ns: &str) -> Result<usize> {
-    let api: Api<Hello> = Api::namespaced(client.clone(), ns);
-    let mut done = 0;
-    let mut params = ListParams::default().limit(500);
-    loop {
-        let page = api.list(&params).await.context("listing hellos")?;
-        done += page
-            .items
-            .iter()
-            .filter(|h| h.status.as_ref().map(|s| s.ready_replicas) == Some(h.spec.size))
-            .count();
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(done),
-        }
+impl Hello {
+    /// Whether the status shows all its replicas ready.
+    pub fn converged(&self) -> bool {
+        self.status.as_ref().map(|s| s.ready_replicas) == Some(self.spec.size)
     }
 }
 

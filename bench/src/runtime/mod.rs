@@ -21,10 +21,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use korral_apiserver::FaultConfig;
 use korral_testenv::TestEnv;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
@@ -169,6 +170,52 @@ async fn create_namespace(client: &Client, ns: &str) -> Result<()> {
     }
 }
 
+/// Creates the `n` objects `make(0..n)` in `ns`, 32 requests at a time.
+async fn create_all<K>(client: &Client, ns: &str, n: usize, make: impl Fn(usize) -> K) -> Result<()>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    futures::stream::iter((0..n).map(make))
+        .map(|obj| {
+            let api = api.clone();
+            async move {
+                let name = obj.meta().name.clone().unwrap_or_default();
+                api.create(&PostParams::default(), &obj)
+                    .await
+                    .with_context(|| format!("creating {name}"))
+            }
+        })
+        .buffer_unordered(32)
+        .try_for_each(|_| async { Ok(()) })
+        .await
+}
+
+/// The objects in `ns` for which `done` holds, listed in pages of 500.
+async fn count_where<K>(client: &Client, ns: &str, done: impl Fn(&K) -> bool) -> Result<usize>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let mut count = 0;
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let page = api.list(&params).await.context("listing")?;
+        count += page.items.iter().filter(|o| done(o)).count();
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(count),
+        }
+    }
+}
+
 /// A client of `env` whose requests are counted into `counter`.
 async fn counted_client(env: &TestEnv, counter: &RequestCounter) -> Result<Client> {
     let kubeconfig = Kubeconfig::read_from(env.kubeconfig_path()).context("reading kubeconfig")?;
@@ -185,8 +232,10 @@ async fn wait_converged(workload: Workload, client: &Client, ns: &str, n: usize)
     let deadline = Instant::now() + CONVERGE_LIMIT;
     loop {
         let done = match workload {
-            Workload::StatusPatch => status_patch::converged(client, ns).await?,
-            Workload::HelloApp => helloapp::converged(client, ns).await?,
+            Workload::StatusPatch => {
+                count_where(client, ns, status_patch::Widget::converged).await?
+            }
+            Workload::HelloApp => count_where(client, ns, helloapp::Hello::converged).await?,
         };
         if done >= n {
             return Ok(());
@@ -217,8 +266,8 @@ pub async fn measure(which: Impl, scenario: Scenario) -> Result<Measurement> {
     let ns = format!("bench-{}-{n}", which.name());
     create_namespace(&setup, &ns).await?;
     match workload {
-        Workload::StatusPatch => status_patch::create(&setup, &ns, n).await?,
-        Workload::HelloApp => helloapp::create(&setup, &ns, n).await?,
+        Workload::StatusPatch => create_all(&setup, &ns, n, status_patch::widget).await?,
+        Workload::HelloApp => create_all(&setup, &ns, n, helloapp::hello).await?,
     }
     // The set-up ran at full speed; from here every request pays the injected latency.
     if !latency.is_zero() {

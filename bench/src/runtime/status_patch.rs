@@ -12,7 +12,7 @@ use korral_runtime::controller::Controller as KorralController;
 use korral_runtime::manager::Manager;
 use korral_runtime::metrics::Registry;
 use korral_runtime::reconcile::{Action as KorralAction, ReconcileResult};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Client, CustomResource};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -41,41 +41,15 @@ pub struct WidgetStatus {
     pub observed: Option<i64>,
 }
 
-/// Creates `n` widgets `w-0..w-<n-1>` in `ns`.
-pub async fn create(client: &Client, ns: &str, n: usize) -> Result<()> {
-    let api: Api<Widget> = Api::namespaced(client.clone(), ns);
-    stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                let mut w = Widget::new(&format!("w-{i}"), WidgetSpec { n: i as i64 });
-                w.metadata.namespace = Some(ns.to_owned());
-                api.create(&PostParams::default(), &w)
-                    .await
-                    .with_context(|| format!("creating widget w-{i}"))
-            }
-        })
-        .buffer_unordered(32)
-        .try_for_each(|_| async { Ok(()) })
-        .await
+/// Widget `w-<i>` with `spec.n = i`.
+pub fn widget(i: usize) -> Widget {
+    Widget::new(&format!("w-{i}"), WidgetSpec { n: i as i64 })
 }
 
-/// Widgets in `ns` whose status is converged, listed in pages of 500.
-pub async fn converged(client: &Client, ns: &str) -> Result<usize> {
-    let api: Api<Widget> = Api::namespaced(client.clone(), ns);
-    let mut done = 0;
-    let mut params = ListParams::default().limit(500);
-    loop {
-        let page = api.list(&params).await.context("listing widgets")?;
-        done += page
-            .items
-            .iter()
-            .filter(|w| w.status.as_ref().and_then(|s| s.observed) == Some(w.spec.n))
-            .count();
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(done),
-        }
+impl Widget {
+    /// Whether the status shows `spec.n`.
+    pub fn converged(&self) -> bool {
+        self.status.as_ref().and_then(|s| s.observed) == Some(self.spec.n)
     }
 }
 
