@@ -35,7 +35,7 @@ pub const WATCH_P99_TARGET_MS: f64 = 10.0;
 pub const MEMORY_PAYLOAD_BYTES: usize = 1024;
 
 /// The rows `run_apiserver` produces, by id.
-pub const ROW_IDS: [&str; 10] = [
+pub const ROW_IDS: [&str; 12] = [
     "startup",
     "create_memory_1",
     "create_memory_n",
@@ -46,6 +46,8 @@ pub const ROW_IDS: [&str; 10] = [
     "watch_p50",
     "watch_p99",
     "rss_per_10k",
+    "rss_per_watch",
+    "rss_per_connection",
 ];
 
 /// What `run_apiserver` measures and how much.
@@ -67,6 +69,9 @@ pub struct ApiserverOptions {
     pub watch_events: usize,
     /// ConfigMaps (each with a 1 KiB value) created for the memory measurement.
     pub memory_objects: usize,
+    /// Watches (and, separately, idle client connections) held open for the per-watch and
+    /// per-connection memory rows.
+    pub watches: usize,
     /// Upper bound on each create-throughput measurement: creates stop being issued after it
     /// and the rate is computed over those done.
     pub phase_limit: Duration,
@@ -92,6 +97,7 @@ impl ApiserverOptions {
                 lists: 5,
                 watch_events: 30,
                 memory_objects: 2_000,
+                watches: 200,
                 phase_limit: Duration::from_secs(10),
                 korral: None,
                 build_korral: true,
@@ -107,6 +113,7 @@ impl ApiserverOptions {
                 lists: 20,
                 watch_events: 1_000,
                 memory_objects: 10_000,
+                watches: 500,
                 phase_limit: Duration::from_secs(30),
                 korral: None,
                 build_korral: true,
@@ -143,6 +150,7 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
         opts.memory_objects > 0,
         "--memory-objects must be at least 1"
     );
+    ensure!(opts.watches > 0, "--watches must be at least 1");
     let bin = locate_korral(opts.korral.as_deref(), opts.build_korral)?;
     let run_started = Instant::now();
     let load_at_start = load_average();
@@ -202,6 +210,16 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
             .context("measuring memory per object")?,
     );
 
+    progress(format!(
+        "memory: RSS of a fresh in-memory server per open watch and per idle connection ({} each)",
+        opts.watches
+    ));
+    rows.extend(
+        watch_and_connection_memory(&bin, opts)
+            .await
+            .context("measuring memory per watch and per connection")?,
+    );
+
     let mut header = vec![
         (
             "date".to_string(),
@@ -227,7 +245,7 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
         (
             "mode".to_string(),
             format!(
-                "{} (startups {}, creates {}, clients {}, list objects {}, lists {}, watch events {}, memory objects {})",
+                "{} (startups {}, creates {}, clients {}, list objects {}, lists {}, watch events {}, memory objects {}, watches {})",
                 if opts.quick { "quick" } else { "full" },
                 opts.startups,
                 opts.creates,
@@ -236,6 +254,7 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
                 opts.lists,
                 opts.watch_events,
                 opts.memory_objects,
+                opts.watches,
             ),
         ),
     ];
@@ -675,6 +694,87 @@ async fn memory(bin: &Path, opts: &ApiserverOptions) -> anyhow::Result<Row> {
             delta_kib * 1024.0 / opts.memory_objects as f64,
         ),
     })
+}
+
+/// Resident memory of the server per open watch, then per idle keep-alive connection.
+///
+/// Watches: one kube client opens `opts.watches` watches on an empty namespace (kube-rs speaks
+/// HTTP/1.1, so each holds its own TLS connection) and keeps them open. Connections: as many
+/// kube clients each send one GET and keep their connection idle. RSS of the server process
+/// before and after each, divided by the count.
+async fn watch_and_connection_memory(
+    bin: &Path,
+    opts: &ApiserverOptions,
+) -> anyhow::Result<Vec<Row>> {
+    let mut server = ServerProcess::spawn(bin, &Storage::InMemory, false).await?;
+    let result = async {
+        let client = server.client().await?;
+        let ns = "bench-watches";
+        create_namespace(&client, ns).await?;
+        warm_up(std::slice::from_ref(&client), ns).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = server.rss_kib()?;
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        let mut watches = Vec::with_capacity(opts.watches);
+        for i in 0..opts.watches {
+            let stream = api
+                .watch(&WatchParams::default().timeout(290), "0")
+                .await
+                .with_context(|| format!("opening watch {i}"))?;
+            watches.push(stream.boxed());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let with_watches = server.rss_kib()?;
+        drop(watches);
+        drop(api);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after_watches = server.rss_kib()?;
+        let mut idle = Vec::with_capacity(opts.watches);
+        for _ in 0..opts.watches {
+            let c = server.client().await?;
+            warm_up(std::slice::from_ref(&c), ns).await?;
+            idle.push(c);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let with_connections = server.rss_kib()?;
+        drop(idle);
+        Ok::<_, anyhow::Error>((before, with_watches, after_watches, with_connections))
+    }
+    .await;
+    let result = result.map_err(|e| server.annotate(e));
+    server.stop().await;
+    let (before, with_watches, after_watches, with_connections) = result?;
+    let n = opts.watches as f64;
+    let per_watch = (with_watches as f64 - before as f64) / n;
+    let per_connection = (with_connections as f64 - after_watches as f64) / n;
+    Ok(vec![
+        Row {
+            id: "rss_per_watch",
+            name: "resident memory per open watch".to_string(),
+            value: per_watch,
+            unit: "KiB",
+            goal: None,
+            note: format!(
+                "VmRSS from {:.1} MiB to {:.1} MiB with {} watches open (each on its own HTTP/1.1 TLS connection, its 256-event buffer empty)",
+                before as f64 / 1024.0,
+                with_watches as f64 / 1024.0,
+                opts.watches
+            ),
+        },
+        Row {
+            id: "rss_per_connection",
+            name: "resident memory per idle client connection".to_string(),
+            value: per_connection,
+            unit: "KiB",
+            goal: None,
+            note: format!(
+                "VmRSS from {:.1} MiB (watches closed) to {:.1} MiB with {} idle keep-alive TLS connections",
+                after_watches as f64 / 1024.0,
+                with_connections as f64 / 1024.0,
+                opts.watches
+            ),
+        },
+    ])
 }
 
 /// Result of a batch of creates.

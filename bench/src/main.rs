@@ -80,6 +80,9 @@ struct ApiserverArgs {
     /// ConfigMaps (1 KiB each) created for the memory measurement.
     #[arg(long)]
     memory_objects: Option<usize>,
+    /// Watches (and idle connections) held open for the per-watch memory rows.
+    #[arg(long)]
+    watches: Option<usize>,
     /// Upper bound in seconds on each create-throughput measurement.
     #[arg(long)]
     phase_limit_secs: Option<u64>,
@@ -113,6 +116,7 @@ impl ApiserverArgs {
         set(&mut o.lists, self.lists);
         set(&mut o.watch_events, self.watch_events);
         set(&mut o.memory_objects, self.memory_objects);
+        set(&mut o.watches, self.watches);
         if let Some(s) = self.phase_limit_secs {
             o.phase_limit = Duration::from_secs(s);
         }
