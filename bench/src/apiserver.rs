@@ -696,82 +696,88 @@ async fn memory(bin: &Path, opts: &ApiserverOptions) -> anyhow::Result<Row> {
     })
 }
 
-/// Resident memory of the server per open watch, then per idle keep-alive connection.
-///
-/// Watches: one kube client opens `opts.watches` watches on an empty namespace (kube-rs speaks
-/// HTTP/1.1, so each holds its own TLS connection) and keeps them open. Connections: as many
-/// kube clients each send one GET and keep their connection idle. RSS of the server process
-/// before and after each, divided by the count.
-async fn watch_and_connection_memory(
-    bin: &Path,
-    opts: &ApiserverOptions,
-) -> anyhow::Result<Vec<Row>> {
+/// What [`held_memory`] holds open.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Watches on an empty namespace, through one kube client (kube-rs speaks HTTP/1.1, so
+    /// each holds its own TLS connection).
+    Watches,
+    /// Idle keep-alive connections: kube clients that each sent one GET.
+    Connections,
+}
+
+/// VmRSS (KiB) of a fresh in-memory server before and after `count` of `what` are open.
+async fn held_memory(bin: &Path, count: usize, what: Held) -> anyhow::Result<(u64, u64)> {
     let mut server = ServerProcess::spawn(bin, &Storage::InMemory, false).await?;
     let result = async {
         let client = server.client().await?;
-        let ns = "bench-watches";
+        let ns = "bench-held";
         create_namespace(&client, ns).await?;
         warm_up(std::slice::from_ref(&client), ns).await?;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let before = server.rss_kib()?;
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-        let mut watches = Vec::with_capacity(opts.watches);
-        for i in 0..opts.watches {
-            let stream = api
-                .watch(&WatchParams::default().timeout(290), "0")
-                .await
-                .with_context(|| format!("opening watch {i}"))?;
-            watches.push(stream.boxed());
+        let mut watches = Vec::new();
+        let mut idle = Vec::new();
+        for i in 0..count {
+            match what {
+                Held::Watches => watches.push(
+                    api.watch(&WatchParams::default().timeout(290), "0")
+                        .await
+                        .with_context(|| format!("opening watch {i}"))?
+                        .boxed(),
+                ),
+                Held::Connections => {
+                    let c = server.client().await?;
+                    warm_up(std::slice::from_ref(&c), ns).await?;
+                    idle.push(c);
+                }
+            }
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let with_watches = server.rss_kib()?;
-        drop(watches);
-        drop(api);
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let after_watches = server.rss_kib()?;
-        let mut idle = Vec::with_capacity(opts.watches);
-        for _ in 0..opts.watches {
-            let c = server.client().await?;
-            warm_up(std::slice::from_ref(&c), ns).await?;
-            idle.push(c);
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let with_connections = server.rss_kib()?;
-        drop(idle);
-        Ok::<_, anyhow::Error>((before, with_watches, after_watches, with_connections))
+        let after = server.rss_kib()?;
+        drop((watches, idle));
+        Ok::<_, anyhow::Error>((before, after))
     }
     .await;
     let result = result.map_err(|e| server.annotate(e));
     server.stop().await;
-    let (before, with_watches, after_watches, with_connections) = result?;
-    let n = opts.watches as f64;
-    let per_watch = (with_watches as f64 - before as f64) / n;
-    let per_connection = (with_connections as f64 - after_watches as f64) / n;
+    result
+}
+
+/// Resident memory of the server per open watch and per idle keep-alive connection, each on a
+/// fresh server (so neither reuses memory the other freed).
+async fn watch_and_connection_memory(
+    bin: &Path,
+    opts: &ApiserverOptions,
+) -> anyhow::Result<Vec<Row>> {
+    let n = opts.watches;
+    let (before_w, with_w) = held_memory(bin, n, Held::Watches).await?;
+    let (before_c, with_c) = held_memory(bin, n, Held::Connections).await?;
+    let per = |before: u64, after: u64| (after as f64 - before as f64) / n as f64;
     Ok(vec![
         Row {
             id: "rss_per_watch",
             name: "resident memory per open watch".to_string(),
-            value: per_watch,
+            value: per(before_w, with_w),
             unit: "KiB",
             goal: None,
             note: format!(
-                "VmRSS from {:.1} MiB to {:.1} MiB with {} watches open (each on its own HTTP/1.1 TLS connection, its 256-event buffer empty)",
-                before as f64 / 1024.0,
-                with_watches as f64 / 1024.0,
-                opts.watches
+                "VmRSS of a fresh server from {:.1} MiB to {:.1} MiB with {n} watches open (each on its own HTTP/1.1 TLS connection, its 256-event buffer empty)",
+                before_w as f64 / 1024.0,
+                with_w as f64 / 1024.0,
             ),
         },
         Row {
             id: "rss_per_connection",
             name: "resident memory per idle client connection".to_string(),
-            value: per_connection,
+            value: per(before_c, with_c),
             unit: "KiB",
             goal: None,
             note: format!(
-                "VmRSS from {:.1} MiB (watches closed) to {:.1} MiB with {} idle keep-alive TLS connections",
-                after_watches as f64 / 1024.0,
-                with_connections as f64 / 1024.0,
-                opts.watches
+                "VmRSS of a fresh server from {:.1} MiB to {:.1} MiB with {n} idle keep-alive TLS connections",
+                before_c as f64 / 1024.0,
+                with_c as f64 / 1024.0,
             ),
         },
     ])
