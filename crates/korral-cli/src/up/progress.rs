@@ -239,116 +239,16 @@ pub fn changed<'a>(shown: &[Line], next: &'a [Line]) -> Vec<&'a Line> {
         .collect()
 }
 
+/// The terminal the end-to-end test reads `korral up`'s screen with (shared, not copied).
+#[cfg(test)]
+#[path = "../../tests/terminal/mod.rs"]
+mod terminal;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A minimal terminal: a grid of `width` columns that wraps long rows (deferred wrap, as
-    /// xterm), scrolls into `scrolled` and understands the sequences the block uses.
-    struct Screen {
-        width: usize,
-        rows: Vec<Vec<char>>,
-        row: usize,
-        col: usize,
-        pending_wrap: bool,
-    }
-
-    impl Screen {
-        fn new(width: usize) -> Self {
-            Self {
-                width,
-                rows: vec![Vec::new()],
-                row: 0,
-                col: 0,
-                pending_wrap: false,
-            }
-        }
-
-        fn newline(&mut self) {
-            self.row += 1;
-            if self.row == self.rows.len() {
-                self.rows.push(Vec::new());
-            }
-            self.col = 0;
-            self.pending_wrap = false;
-        }
-
-        fn feed(&mut self, bytes: &str) {
-            let mut chars = bytes.chars().peekable();
-            while let Some(c) = chars.next() {
-                match c {
-                    '\n' => self.newline(),
-                    '\r' => {
-                        self.col = 0;
-                        self.pending_wrap = false;
-                    }
-                    '\x1b' => {
-                        assert_eq!(chars.next(), Some('['), "only CSI sequences");
-                        let mut arg = String::new();
-                        let mut cmd = ' ';
-                        for c in chars.by_ref() {
-                            if c.is_ascii_digit() {
-                                arg.push(c);
-                            } else {
-                                cmd = c;
-                                break;
-                            }
-                        }
-                        let n: usize = arg.parse().unwrap_or(1);
-                        self.pending_wrap = false;
-                        match cmd {
-                            'A' => self.row = self.row.saturating_sub(n),
-                            'F' => {
-                                self.row = self.row.saturating_sub(n);
-                                self.col = 0;
-                            }
-                            'K' => {
-                                assert_eq!(n, 2, "only whole-line clears");
-                                self.rows[self.row].clear();
-                            }
-                            'J' => {
-                                self.rows[self.row].truncate(self.col);
-                                self.rows.truncate(self.row + 1);
-                            }
-                            other => panic!("unexpected sequence {other}"),
-                        }
-                    }
-                    c => {
-                        if self.pending_wrap {
-                            self.newline();
-                        }
-                        let line = &mut self.rows[self.row];
-                        while line.len() < self.col {
-                            line.push(' ');
-                        }
-                        if self.col < line.len() {
-                            line[self.col] = c;
-                        } else {
-                            line.push(c);
-                        }
-                        self.col += 1;
-                        if self.col == self.width {
-                            self.col = self.width - 1;
-                            self.pending_wrap = true;
-                        }
-                    }
-                }
-            }
-        }
-
-        /// The visible text, trailing blank rows dropped.
-        fn text(&self) -> Vec<String> {
-            let mut rows: Vec<String> = self
-                .rows
-                .iter()
-                .map(|r| r.iter().collect::<String>().trim_end().to_owned())
-                .collect();
-            while rows.last().is_some_and(String::is_empty) {
-                rows.pop();
-            }
-            rows
-        }
-    }
+    use super::terminal::Screen;
 
     fn pods(n: usize) -> String {
         (0..n)
