@@ -16,8 +16,7 @@ use korral_runtime::helpers::owner::{
     OwnerRefError, controller_owner, is_controlled_by, set_controller_reference,
 };
 use korral_runtime::helpers::write::{
-    OperationResult, WriteError, create_or_patch, create_or_update, patch_status, replace_status,
-    server_side_apply,
+    OperationResult, WriteError, patch_status, replace_status, server_side_apply,
 };
 use korral_runtime::reconcile::{Action, ReconcileError};
 use korral_testenv::{TestEnv, wait_until};
@@ -26,6 +25,14 @@ use serde_json::json;
 
 const NS: &str = "default";
 const WAIT: Duration = Duration::from_secs(10);
+
+/// The runtime's client with no informer running: every read goes to the API server.
+fn uncached_client(env: &TestEnv) -> korral_runtime::client::Client {
+    korral_runtime::client::Client::new(
+        env.client(),
+        korral_runtime::cache::Cache::new(env.client()),
+    )
+}
 
 fn configmap(name: &str, data: &[(&str, &str)]) -> ConfigMap {
     ConfigMap {
@@ -228,6 +235,7 @@ async fn add_and_remove_finalizer_use_optimistic_concurrency() -> Result<()> {
 async fn create_or_update_created_unchanged_updated() -> Result<()> {
     let env = TestEnv::start().await?;
     let api: Api<ConfigMap> = Api::namespaced(env.client(), NS);
+    let client = uncached_client(&env);
     let default = configmap("cou", &[]);
     let set = |value: &'static str| {
         move |cm: &mut ConfigMap| -> Result<(), WriteError> {
@@ -238,7 +246,7 @@ async fn create_or_update_created_unchanged_updated() -> Result<()> {
         }
     };
 
-    let (result, created) = create_or_update(&api, "cou", default.clone(), set("one")).await?;
+    let (result, created) = client.create_or_update(default.clone(), set("one")).await?;
     ensure!(result == OperationResult::Created, "{result:?}");
     ensure!(
         created
@@ -249,11 +257,11 @@ async fn create_or_update_created_unchanged_updated() -> Result<()> {
             == Some("one")
     );
 
-    let (result, same) = create_or_update(&api, "cou", default.clone(), set("one")).await?;
+    let (result, same) = client.create_or_update(default.clone(), set("one")).await?;
     ensure!(result == OperationResult::Unchanged, "{result:?}");
     ensure!(same.metadata.resource_version == created.metadata.resource_version);
 
-    let (result, updated) = create_or_update(&api, "cou", default, set("two")).await?;
+    let (result, updated) = client.create_or_update(default, set("two")).await?;
     ensure!(result == OperationResult::Updated, "{result:?}");
     let stored = api.get("cou").await?;
     ensure!(
@@ -267,11 +275,12 @@ async fn create_or_update_created_unchanged_updated() -> Result<()> {
     ensure!(stored.metadata.resource_version == updated.metadata.resource_version);
 
     // Changing the name in mutate is refused.
-    let renamed = create_or_update(&api, "cou", configmap("cou", &[]), |cm: &mut ConfigMap| {
-        cm.metadata.name = Some("other".into());
-        Ok::<_, WriteError>(())
-    })
-    .await;
+    let renamed = client
+        .create_or_update(configmap("cou", &[]), |cm: &mut ConfigMap| {
+            cm.metadata.name = Some("other".into());
+            Ok::<_, WriteError>(())
+        })
+        .await;
     ensure!(matches!(
         renamed,
         Err(WriteError::MutateChangedIdentity { .. })
@@ -286,20 +295,19 @@ async fn create_or_update_created_unchanged_updated() -> Result<()> {
         Write(#[from] WriteError),
     }
     let before = api.get("cou").await?.metadata.resource_version;
-    let refused = create_or_update(&api, "cou", configmap("cou", &[]), |cm: &mut ConfigMap| {
-        cm.data = None;
-        Err(MutateError::Refused)
-    })
-    .await;
+    let refused = client
+        .create_or_update(configmap("cou", &[]), |cm: &mut ConfigMap| {
+            cm.data = None;
+            Err(MutateError::Refused)
+        })
+        .await;
     ensure!(matches!(refused, Err(MutateError::Refused)), "{refused:?}");
     ensure!(api.get("cou").await?.metadata.resource_version == before);
-    let absent = create_or_update(
-        &api,
-        "absent",
-        configmap("absent", &[]),
-        |_: &mut ConfigMap| Err(MutateError::Refused),
-    )
-    .await;
+    let absent = client
+        .create_or_update(configmap("absent", &[]), |_: &mut ConfigMap| {
+            Err(MutateError::Refused)
+        })
+        .await;
     ensure!(matches!(absent, Err(MutateError::Refused)), "{absent:?}");
     ensure!(api.get_opt("absent").await?.is_none());
     Ok(())
@@ -309,24 +317,21 @@ async fn create_or_update_created_unchanged_updated() -> Result<()> {
 async fn create_or_update_retries_concurrent_writers() -> Result<()> {
     let env = TestEnv::start().await?;
     let api: Api<ConfigMap> = Api::namespaced(env.client(), NS);
+    let client = uncached_client(&env);
     // Four writers race to create and update the same object, each setting its own key: the
     // creates that lose get AlreadyExists and the updates that lose get 409; both re-read and
     // run mutate again, so every key lands.
     let writers = (0..4).map(|i| {
-        let api = api.clone();
+        let client = client.clone();
         tokio::spawn(async move {
-            create_or_update(
-                &api,
-                "race",
-                configmap("race", &[]),
-                move |cm: &mut ConfigMap| {
+            client
+                .create_or_update(configmap("race", &[]), move |cm: &mut ConfigMap| {
                     cm.data
                         .get_or_insert_with(BTreeMap::new)
                         .insert(format!("w{i}"), "done".into());
                     Ok::<_, WriteError>(())
-                },
-            )
-            .await
+                })
+                .await
         })
     });
     let mut created = 0;
@@ -346,13 +351,16 @@ async fn create_or_update_retries_concurrent_writers() -> Result<()> {
 async fn create_or_patch_patches_only_the_difference() -> Result<()> {
     let env = TestEnv::start().await?;
     let api: Api<ConfigMap> = Api::namespaced(env.client(), NS);
+    let client = uncached_client(&env);
     let mutate = |cm: &mut ConfigMap| -> Result<(), WriteError> {
         cm.data
             .get_or_insert_with(BTreeMap::new)
             .insert("mine".into(), "1".into());
         Ok(())
     };
-    let (result, _) = create_or_patch(&api, "cop", configmap("cop", &[]), mutate).await?;
+    let (result, _) = client
+        .create_or_patch(configmap("cop", &[]), mutate)
+        .await?;
     ensure!(result == OperationResult::Created, "{result:?}");
 
     // Someone else adds a key; our patch keeps it.
@@ -363,11 +371,13 @@ async fn create_or_patch_patches_only_the_difference() -> Result<()> {
         .insert("theirs".into(), "x".into());
     api.replace("cop", &PostParams::default(), &theirs).await?;
 
-    let (result, _) = create_or_patch(&api, "cop", configmap("cop", &[]), mutate).await?;
+    let (result, _) = client
+        .create_or_patch(configmap("cop", &[]), mutate)
+        .await?;
     ensure!(result == OperationResult::Unchanged, "{result:?}");
 
-    let (result, patched) =
-        create_or_patch(&api, "cop", configmap("cop", &[]), |cm: &mut ConfigMap| {
+    let (result, patched) = client
+        .create_or_patch(configmap("cop", &[]), |cm: &mut ConfigMap| {
             let data = cm.data.get_or_insert_with(BTreeMap::new);
             data.insert("mine".into(), "2".into());
             data.insert("label".into(), "y".into());

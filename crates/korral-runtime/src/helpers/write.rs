@@ -1,5 +1,7 @@
-//! Writes: create-or-update, create-or-patch, status patch/replace through the status
-//! subresource, and server-side apply.
+//! Writes through an `Api<K>`: status patch/replace through the status subresource and
+//! server-side apply; and what every write helper shares (results, errors, the merge-patch
+//! diff). Create-or-update and create-or-patch live on the cached [`Client`], which reads the
+//! current object from the shared cache when it can and from the server otherwise.
 
 use std::fmt::Debug;
 
@@ -11,11 +13,14 @@ use serde_json::{Map, Value, json};
 
 use crate::reconcile::ReconcileError;
 
-/// How many times [`create_or_update`] and [`create_or_patch`] try before giving up on
+#[cfg(doc)]
+use crate::client::Client;
+
+/// How many times [`Client::create_or_update`] and [`Client::create_or_patch`] try before giving up on
 /// conflicts (409 on update, or `AlreadyExists` on a create that raced another writer).
 pub const MAX_ATTEMPTS: usize = 5;
 
-/// What [`create_or_update`] or [`create_or_patch`] did.
+/// What [`Client::create_or_update`] or [`Client::create_or_patch`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OperationResult {
     /// The object did not exist and was created.
@@ -182,137 +187,6 @@ pub(crate) fn to_json<K: Serialize>(name: &str, obj: &K) -> Result<Value, WriteE
 }
 
 /// Reads `name`; `None` if absent.
-async fn get_opt<K>(api: &Api<K>, name: &str) -> Result<Option<K>, WriteError>
-where
-    K: Resource + Clone + DeserializeOwned + Debug,
-{
-    api.get_opt(name).await.map_err(|source| WriteError::Get {
-        name: name.to_owned(),
-        source,
-    })
-}
-
-/// Applies `mutate` to `default` (named `name`) and creates it. `Ok(None)` if it already
-/// exists (another writer won the race): the caller reads again.
-async fn create_from_default<K, F, E>(
-    api: &Api<K>,
-    name: &str,
-    default: &K,
-    mutate: &mut F,
-) -> Result<Option<K>, E>
-where
-    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
-    F: FnMut(&mut K) -> Result<(), E>,
-    E: From<WriteError>,
-{
-    let mut obj = default.clone();
-    obj.meta_mut().name = Some(name.to_owned());
-    let namespace = obj.meta().namespace.clone();
-    mutate(&mut obj)?;
-    if obj.meta().name.as_deref() != Some(name) || obj.meta().namespace != namespace {
-        return Err(WriteError::MutateChangedIdentity {
-            name: name.to_owned(),
-        }
-        .into());
-    }
-    match api.create(&PostParams::default(), &obj).await {
-        Ok(created) => {
-            tracing::debug!(name, "created");
-            Ok(Some(created))
-        }
-        Err(err) if is_already_exists(&err) => {
-            tracing::debug!(name, "created concurrently by another writer, retrying");
-            Ok(None)
-        }
-        Err(source) => Err(WriteError::Create {
-            name: name.to_owned(),
-            source,
-        }
-        .into()),
-    }
-}
-
-/// Applies `mutate` to a copy of `current`; returns the copy and whether it differs.
-fn mutate_copy<K, F, E>(name: &str, current: &K, mutate: &mut F) -> Result<(K, bool), E>
-where
-    K: Resource + Clone + Serialize,
-    F: FnMut(&mut K) -> Result<(), E>,
-    E: From<WriteError>,
-{
-    let mut desired = current.clone();
-    mutate(&mut desired)?;
-    if desired.meta().name != current.meta().name
-        || desired.meta().namespace != current.meta().namespace
-    {
-        return Err(WriteError::MutateChangedIdentity {
-            name: name.to_owned(),
-        }
-        .into());
-    }
-    let changed = to_json(name, current)? != to_json(name, &desired)?;
-    Ok((desired, changed))
-}
-
-/// Creates or updates the object `name`, as controller-runtime's `CreateOrUpdate`:
-///
-/// - absent: `mutate` is applied to `default` (its name set to `name`) and the result created
-///   ([`OperationResult::Created`]);
-/// - present: `mutate` is applied to a copy of the stored object, which is replaced only if the
-///   mutation changed something ([`OperationResult::Updated`], else
-///   [`OperationResult::Unchanged`]). The replace carries the read `resourceVersion`.
-///
-/// On a conflict (409 on replace, `AlreadyExists` on create) the object is read again and
-/// `mutate` runs again, up to [`MAX_ATTEMPTS`] times, which is why `mutate` is `FnMut`: it
-/// should set the desired state, not depend on how many times it ran. It must not change the
-/// name or namespace. If `mutate` fails, its error is returned as is and nothing is written.
-/// Returns what happened and the object as stored.
-///
-/// This form reads the API server on every call; a reconciler should prefer the manager's
-/// cached client ([`crate::client::Client::create_or_update`]), which reads the shared cache.
-pub async fn create_or_update<K, F, E>(
-    api: &Api<K>,
-    name: &str,
-    default: K,
-    mut mutate: F,
-) -> Result<(OperationResult, K), E>
-where
-    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
-    F: FnMut(&mut K) -> Result<(), E>,
-    E: From<WriteError>,
-{
-    let mut last_conflict = None;
-    for attempt in 1..=MAX_ATTEMPTS {
-        let Some(current) = get_opt(api, name).await? else {
-            match create_from_default(api, name, &default, &mut mutate).await? {
-                Some(created) => return Ok((OperationResult::Created, created)),
-                None => continue,
-            }
-        };
-        let (desired, changed) = mutate_copy(name, &current, &mut mutate)?;
-        if !changed {
-            return Ok((OperationResult::Unchanged, current));
-        }
-        match api.replace(name, &PostParams::default(), &desired).await {
-            Ok(updated) => {
-                tracing::debug!(name, "updated");
-                return Ok((OperationResult::Updated, updated));
-            }
-            Err(err) if is_conflict(&err) => {
-                tracing::debug!(name, attempt, "conflict on update, retrying");
-                last_conflict = Some(err);
-            }
-            Err(source) => {
-                return Err(WriteError::Update {
-                    name: name.to_owned(),
-                    source,
-                }
-                .into());
-            }
-        }
-    }
-    Err(conflict_error(name, last_conflict).into())
-}
-
 pub(crate) fn conflict_error(name: &str, last: Option<kube::Error>) -> WriteError {
     let source = last.unwrap_or_else(|| {
         kube::Error::Api(Box::new(kube::core::Status::failure(
@@ -358,54 +232,6 @@ pub fn merge_patch_diff(old: &Value, new: &Value) -> Option<Value> {
         }
         _ => Some(new.clone()),
     }
-}
-
-/// Creates or patches the object `name`, as controller-runtime's `CreateOrPatch`: like
-/// [`create_or_update`], but an existing object is changed with a JSON merge patch of the
-/// difference the mutation made (no `resourceVersion` precondition, so concurrent writers of
-/// other fields do not conflict).
-///
-/// The patch goes to the main endpoint: for a resource with a status subresource, status
-/// changes are ignored there; write them with [`patch_status`].
-pub async fn create_or_patch<K, F, E>(
-    api: &Api<K>,
-    name: &str,
-    default: K,
-    mut mutate: F,
-) -> Result<(OperationResult, K), E>
-where
-    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
-    F: FnMut(&mut K) -> Result<(), E>,
-    E: From<WriteError>,
-{
-    for _ in 1..=MAX_ATTEMPTS {
-        let Some(current) = get_opt(api, name).await? else {
-            match create_from_default(api, name, &default, &mut mutate).await? {
-                Some(created) => return Ok((OperationResult::Created, created)),
-                None => continue,
-            }
-        };
-        let (desired, _) = mutate_copy(name, &current, &mut mutate)?;
-        let Some(mut patch) =
-            merge_patch_diff(&to_json(name, &current)?, &to_json(name, &desired)?)
-        else {
-            return Ok((OperationResult::Unchanged, current));
-        };
-        // Keep the patch to what the mutation changed (never the resourceVersion precondition).
-        if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("resourceVersion");
-        }
-        let patched = api
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|source| WriteError::Patch {
-                name: name.to_owned(),
-                source,
-            })?;
-        tracing::debug!(name, "patched");
-        return Ok((OperationResult::Updated, patched));
-    }
-    Err(conflict_error(name, None).into())
 }
 
 /// Patches the status of `name` through the status subresource with the JSON merge patch
