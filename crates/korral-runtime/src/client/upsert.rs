@@ -60,25 +60,18 @@ impl Client {
             .name
             .clone()
             .ok_or(WriteError::ObjectWithoutName)?;
-        let namespace = default.meta().namespace.clone();
         let mut from_server = false;
         let mut last_conflict = None;
         for attempt in 1..=MAX_ATTEMPTS {
-            let current = self
-                .read_current::<K>(dt, namespace.as_deref(), &name, from_server)
-                .await?;
-            let Some(current) = current else {
-                match self.create_from(dt, &default, &mut mutate).await? {
-                    Some(created) => return Ok((OperationResult::Created, created)),
-                    None => {
-                        from_server = true;
-                        continue;
-                    }
+            let (current, desired) = match self.step(dt, &default, &mut mutate, from_server).await?
+            {
+                Step::Created(created) => return Ok((OperationResult::Created, created)),
+                Step::Raced => {
+                    from_server = true;
+                    continue;
                 }
+                Step::Existing { current, desired } => (current, desired),
             };
-            let mut desired = (*current).clone();
-            mutate(&mut desired)?;
-            check_identity(&name, current.as_ref(), &desired)?;
             if to_json(&name, current.as_ref())? == to_json(&name, &desired)? {
                 return Ok((OperationResult::Unchanged, (*current).clone()));
             }
@@ -142,21 +135,15 @@ impl Client {
         let namespace = default.meta().namespace.clone();
         let mut from_server = false;
         for _ in 1..=MAX_ATTEMPTS {
-            let current = self
-                .read_current::<K>(dt, namespace.as_deref(), &name, from_server)
-                .await?;
-            let Some(current) = current else {
-                match self.create_from(dt, &default, &mut mutate).await? {
-                    Some(created) => return Ok((OperationResult::Created, created)),
-                    None => {
-                        from_server = true;
-                        continue;
-                    }
+            let (current, desired) = match self.step(dt, &default, &mut mutate, from_server).await?
+            {
+                Step::Created(created) => return Ok((OperationResult::Created, created)),
+                Step::Raced => {
+                    from_server = true;
+                    continue;
                 }
+                Step::Existing { current, desired } => (current, desired),
             };
-            let mut desired = (*current).clone();
-            mutate(&mut desired)?;
-            check_identity(&name, current.as_ref(), &desired)?;
             let Some(mut patch) = merge_patch_diff(
                 &to_json(&name, current.as_ref())?,
                 &to_json(&name, &desired)?,
@@ -179,6 +166,38 @@ impl Client {
             return Ok((OperationResult::Updated, patched));
         }
         Err(conflict_error(&name, None).into())
+    }
+
+    /// One attempt's start, shared by create-or-update and create-or-patch: reads the current
+    /// object (from the server when `from_server`), creates it from `default` when absent, and
+    /// otherwise applies `mutate` to a copy of it.
+    async fn step<K, F, E>(
+        &self,
+        dt: &K::DynamicType,
+        default: &K,
+        mutate: &mut F,
+        from_server: bool,
+    ) -> Result<Step<K>, E>
+    where
+        K: Object,
+        F: FnMut(&mut K) -> Result<(), E>,
+        E: From<WriteError>,
+    {
+        let name = default.meta().name.clone().unwrap_or_default();
+        let namespace = default.meta().namespace.clone();
+        let current = self
+            .read_current::<K>(dt, namespace.as_deref(), &name, from_server)
+            .await?;
+        let Some(current) = current else {
+            return Ok(match self.create_from(dt, default, mutate).await? {
+                Some(created) => Step::Created(created),
+                None => Step::Raced,
+            });
+        };
+        let mut desired = (*current).clone();
+        mutate(&mut desired)?;
+        check_identity(&name, current.as_ref(), &desired)?;
+        Ok(Step::Existing { current, desired })
     }
 
     async fn read_current<K: Object>(
@@ -234,6 +253,22 @@ impl Client {
             Err(source) => Err(WriteError::Create { name, source }.into()),
         }
     }
+}
+
+/// Where one attempt of create-or-update/patch stands.
+enum Step<K> {
+    /// The object was absent and is now created.
+    Created(K),
+    /// It was absent from what was read but exists (a stale cache or a racing writer): read
+    /// again from the server.
+    Raced,
+    /// It exists: the current object and the mutated copy.
+    Existing {
+        /// As read.
+        current: Arc<K>,
+        /// After `mutate`.
+        desired: K,
+    },
 }
 
 /// Fails if `mutate` changed the name or namespace of `before`.
