@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use kube::Resource;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 
-use super::{Client, Object, Verb};
+use super::{Client, Object};
 use crate::helpers::write::{
     MAX_ATTEMPTS, OperationResult, WriteError, conflict_error, is_already_exists, is_conflict,
     merge_patch_diff, to_json,
@@ -75,23 +75,17 @@ impl Client {
             if to_json(&name, current.as_ref())? == to_json(&name, &desired)? {
                 return Ok((OperationResult::Unchanged, (*current).clone()));
             }
-            self.count(Verb::Update);
-            match self
-                .api_for(dt, &desired)
-                .replace(&name, &PostParams::default(), &desired)
-                .await
-            {
+            match self.replace_with(dt, &desired).await {
                 Ok(updated) => {
                     tracing::debug!(%name, "updated");
-                    self.remember(dt, &updated);
                     return Ok((OperationResult::Updated, updated));
                 }
-                Err(err) if is_conflict(&err) => {
+                Err(WriteError::Update { source, .. }) if is_conflict(&source) => {
                     tracing::debug!(%name, attempt, "conflict on update, reading from the server");
                     from_server = true;
-                    last_conflict = Some(err);
+                    last_conflict = Some(source);
                 }
-                Err(source) => return Err(WriteError::Update { name, source }.into()),
+                Err(other) => return Err(other.into()),
             }
         }
         Err(conflict_error(&name, last_conflict).into())
@@ -235,22 +229,16 @@ impl Client {
         let name = obj.meta().name.clone().unwrap_or_default();
         mutate(&mut obj)?;
         check_identity(&name, default, &obj)?;
-        self.count(Verb::Create);
-        match self
-            .api_for(dt, &obj)
-            .create(&PostParams::default(), &obj)
-            .await
-        {
+        match self.create_with(dt, &obj).await {
             Ok(created) => {
                 tracing::debug!(%name, "created");
-                self.remember(dt, &created);
                 Ok(Some(created))
             }
-            Err(err) if is_already_exists(&err) => {
+            Err(WriteError::Create { source, .. }) if is_already_exists(&source) => {
                 tracing::debug!(%name, "already exists, reading from the server");
                 Ok(None)
             }
-            Err(source) => Err(WriteError::Create { name, source }.into()),
+            Err(other) => Err(other.into()),
         }
     }
 }
