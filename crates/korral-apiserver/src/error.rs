@@ -338,6 +338,16 @@ impl ApiError {
         )
     }
 
+    /// 429 `TooManyRequests`, with `details.retryAfterSeconds` (and so a `Retry-After` header).
+    pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: u64) -> Self {
+        let mut err = Self::new(429, "TooManyRequests", message);
+        err.details = Some(Box::new(Details {
+            retry_after_seconds: Some(retry_after_seconds),
+            ..Details::default()
+        }));
+        err
+    }
+
     /// 503 `ServiceUnavailable`.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(503, "ServiceUnavailable", message)

@@ -20,7 +20,7 @@ use http::{HeaderValue, Method, Request, Response, header};
 use http_body::Frame;
 use http_body_util::BodyExt;
 
-use crate::error::{ApiError, Details};
+use crate::error::ApiError;
 use crate::http::Body;
 
 /// Upstream's default `--max-requests-inflight`.
@@ -87,34 +87,17 @@ impl Drop for Slot {
 
 /// Upstream's 429: `Too many requests, please try again later.`, retry after a second.
 pub fn too_many_requests() -> ApiError {
-    ApiError {
-        details: Some(Box::new(Details {
-            retry_after_seconds: Some(1),
-            ..Details::default()
-        })),
-        ..ApiError::new(
-            429,
-            "TooManyRequests",
-            "Too many requests, please try again later.",
-        )
-    }
+    ApiError::too_many_requests("Too many requests, please try again later.", 1)
 }
 
 /// 429 for a client over its watch limit.
 fn too_many_watches(limit: usize) -> ApiError {
-    ApiError {
-        details: Some(Box::new(Details {
-            retry_after_seconds: Some(1),
-            ..Details::default()
-        })),
-        ..ApiError::new(
-            429,
-            "TooManyRequests",
-            format!(
-                "Too many watches: this client already has {limit} open, the limit per client; close one and try again later."
-            ),
-        )
-    }
+    ApiError::too_many_requests(
+        format!(
+            "Too many watches: this client already has {limit} open, the limit per client; close one and try again later."
+        ),
+        1,
+    )
 }
 
 /// Whether a request is a watch (`?watch=true|1` or a legacy `/watch/` path).
@@ -216,11 +199,7 @@ impl InFlight {
             Ok(slot) => slot,
             Err(err) => {
                 tracing::debug!(path = %req.uri().path(), "refused: too many requests");
-                let mut response = crate::limits::status_response(&err);
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return response;
+                return crate::http::error_response(&err);
             }
         };
         let response = handler(req).await;

@@ -74,21 +74,6 @@ pub fn check_head(uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The `Status` response of an error (the HTTP front's error answer, usable before routing).
-pub fn status_response(err: &ApiError) -> http::Response<crate::http::Body> {
-    use http_body_util::BodyExt as _;
-    let bytes = serde_json::to_vec(&err.to_status()).unwrap_or_default();
-    let mut response =
-        http::Response::new(http_body_util::Full::new(bytes::Bytes::from(bytes)).boxed());
-    *response.status_mut() =
-        http::StatusCode::from_u16(err.code).unwrap_or(http::StatusCode::BAD_REQUEST);
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
 /// The `Status` reply replacing hyper's bodiless answer to an unparseable head, when `buf` is
 /// one (`HTTP/1.x 400|414|431 ...` with `content-length: 0`); `None` otherwise.
 fn replacement(buf: &[u8]) -> Option<Vec<u8>> {

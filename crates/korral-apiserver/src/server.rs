@@ -473,7 +473,7 @@ impl Front {
         req: hyper::Request<hyper::body::Incoming>,
     ) -> hyper::Response<http::Body> {
         if let Err(err) = crate::limits::check_head(req.uri(), req.headers()) {
-            return crate::limits::status_response(&err);
+            return crate::http::error_response(&err);
         }
         self.inflight
             .serve(req, |req| http::handle(state, req))

@@ -39,9 +39,7 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
 
-use bytes::Bytes;
-use http::{HeaderValue, Method, Response, StatusCode, Uri, header};
-use http_body_util::{BodyExt, Full};
+use http::{Method, Response, StatusCode, Uri};
 
 pub use config::{
     ERROR_CODES, FaultCloseWatch, FaultConfig, FaultConfigError, FaultError, FaultLatency,
@@ -148,35 +146,19 @@ fn describe(method: &Method, uri: &Uri) -> Request {
     }
 }
 
-fn json_response(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
-    let bytes = serde_json::to_vec(value).unwrap_or_default();
-    let mut response = Response::new(Full::new(Bytes::from(bytes)).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
 /// The injected error, shaped as upstream's.
-fn error_for(rule: &Rule, req: &Request, code: u16) -> (ApiError, Option<u64>) {
+fn error_for(rule: &Rule, req: &Request, code: u16) -> ApiError {
     let custom = rule.spec.error.as_ref().and_then(|e| e.message.clone());
-    let retry_after = rule
-        .spec
-        .error
-        .as_ref()
-        .and_then(|e| e.retry_after_seconds)
-        .or((code == 429).then_some(1));
+    // 429 says 1 s unless the rule says otherwise; a 503 only when it does.
+    let retry_after = rule.spec.error.as_ref().and_then(|e| e.retry_after_seconds);
     let mut err = match code {
         409 => match custom {
             Some(why) => ApiError::conflict_because(&req.group, &req.resource, &req.name, &why),
             None => ApiError::conflict(&req.group, &req.resource, &req.name),
         },
-        429 => ApiError::new(
-            429,
-            "TooManyRequests",
+        429 => ApiError::too_many_requests(
             custom.unwrap_or_else(|| "Too many requests, please try again later.".into()),
+            1,
         ),
         503 => ApiError::unavailable(
             custom.unwrap_or_else(|| "the server is currently unable to handle the request".into()),
@@ -195,21 +177,14 @@ fn error_for(rule: &Rule, req: &Request, code: u16) -> (ApiError, Option<u64>) {
         let details = err.details.get_or_insert_with(Box::default);
         details.retry_after_seconds = Some(secs);
     }
-    (err, retry_after)
+    err
 }
 
 fn answer(rule: &Rule, req: &Request, revision: impl FnOnce() -> u64) -> Response<Body> {
     match rule.action {
         Action::Error { code } => {
-            let (err, retry_after) = error_for(rule, req, code);
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let mut response = json_response(status, &err.to_status());
-            if let Some(secs) = retry_after {
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-            }
-            response
+            // The Retry-After header follows `details.retryAfterSeconds`.
+            crate::http::error_response(&error_for(rule, req, code))
         }
         _ => {
             // As upstream's watch cache: the stream starts, then one ERROR event with 410.
@@ -224,12 +199,7 @@ fn answer(rule: &Rule, req: &Request, revision: impl FnOnce() -> u64) -> Respons
                 serde_json::to_vec(&serde_json::json!({"type": "ERROR", "object": status}))
                     .unwrap_or_default();
             line.push(b'\n');
-            let mut response = Response::new(Full::new(Bytes::from(line)).boxed());
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
+            crate::http::bytes_response(StatusCode::OK, line, "application/json")
         }
     }
 }
@@ -354,12 +324,11 @@ impl Faults {
 
     /// The `/metrics` response.
     pub(crate) fn metrics_response(&self) -> Response<Body> {
-        let mut response = Response::new(Full::new(Bytes::from(self.metrics_text())).boxed());
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-        );
-        response
+        crate::http::bytes_response(
+            StatusCode::OK,
+            self.metrics_text().into_bytes(),
+            "text/plain; version=0.0.4; charset=utf-8",
+        )
     }
 }
 

@@ -109,7 +109,14 @@ pub fn bytes_response(status: StatusCode, bytes: Vec<u8>, content_type: &str) ->
 /// The `Status` response of an error.
 pub fn error_response(err: &ApiError) -> Response<Body> {
     let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(status, &err.to_status())
+    let mut response = json_response(status, &err.to_status());
+    // As upstream's error writer: a Status that says when to retry says it in the header too.
+    if let Some(secs) = err.details.as_ref().and_then(|d| d.retry_after_seconds) {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
 }
 
 /// Adds `Warning: 299 - "..."` headers.

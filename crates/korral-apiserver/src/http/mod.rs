@@ -19,6 +19,7 @@ use crate::openapi;
 use crate::openapi_proto;
 
 pub use body::{Body, MAX_BODY};
+pub(crate) use body::{bytes_response, error_response};
 pub use discovery::version;
 
 /// Shared state of the HTTP front.
