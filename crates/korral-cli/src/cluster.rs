@@ -180,47 +180,80 @@ async fn api_for(
 /// The field manager of `install` and `deploy` (server-side apply).
 pub const FIELD_MANAGER: &str = "korral";
 
-/// Server-side applies each object with field manager [`FIELD_MANAGER`], taking over fields
-/// another manager set (as `kubectl apply --server-side --force-conflicts`), and prints whether
-/// it was created, configured or unchanged.
+/// What [`apply_one`] did to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// It did not exist.
+    Created,
+    /// It existed and changed.
+    Configured,
+    /// It existed and the apply changed nothing.
+    Unchanged,
+}
+
+impl Applied {
+    /// The word `kubectl apply` prints for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Applied::Created => "created",
+            Applied::Configured => "configured",
+            Applied::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// Server-side applies one object with field manager [`FIELD_MANAGER`], taking over fields
+/// another manager set (as `kubectl apply --server-side --force-conflicts`). Prints nothing.
+pub async fn apply_one(client: &Client, object: &Value) -> anyhow::Result<Applied> {
+    let name = object["metadata"]["name"]
+        .as_str()
+        .with_context(|| format!("an object of kind {} has no name", object["kind"]))?;
+    let (api, _) = api_for(client, object).await?;
+    let before = api
+        .get_opt(name)
+        .await
+        .with_context(|| format!("reading {}", describe(object)))?
+        .and_then(|o| o.metadata.resource_version);
+    let applied = api
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(object),
+        )
+        .await
+        .with_context(|| format!("applying {}", describe(object)))?;
+    Ok(match before {
+        None => Applied::Created,
+        Some(rv) if Some(&rv) == applied.metadata.resource_version.as_ref() => Applied::Unchanged,
+        Some(_) => Applied::Configured,
+    })
+}
+
+/// Server-side applies each object ([`apply_one`]), in creation order, printing whether it was
+/// created, configured or unchanged, and waits for each CRD to be established.
 pub async fn apply(client: &Client, mut objects: Vec<Value>) -> anyhow::Result<()> {
     creation_order(&mut objects);
     for object in objects {
-        let name = object["metadata"]["name"]
-            .as_str()
-            .with_context(|| format!("an object of kind {} has no name", object["kind"]))?
-            .to_owned();
-        let (api, _) = api_for(client, &object).await?;
-        let before = api
-            .get_opt(&name)
-            .await
-            .with_context(|| format!("reading {}", describe(&object)))?
-            .and_then(|o| o.metadata.resource_version);
-        let applied = api
-            .patch(
-                &name,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&object),
-            )
-            .await
-            .with_context(|| format!("applying {}", describe(&object)))?;
-        let outcome = match before {
-            None => "created",
-            Some(rv) if Some(&rv) == applied.metadata.resource_version.as_ref() => "unchanged",
-            Some(_) => "configured",
-        };
-        println!("{} {outcome}", describe(&object));
-        if object["kind"] == "CustomResourceDefinition" {
-            wait_established(client, &name).await?;
+        let outcome = apply_one(client, &object).await?;
+        println!("{} {}", describe(&object), outcome.word());
+        if object["kind"] == "CustomResourceDefinition"
+            && let Some(name) = object["metadata"]["name"].as_str()
+        {
+            wait_established(client, name, ESTABLISH_TIMEOUT).await?;
         }
     }
     Ok(())
 }
 
-async fn wait_established(client: &Client, name: &str) -> anyhow::Result<()> {
+/// Waits (at most `timeout`) until the CRD `name` is established.
+pub async fn wait_established(
+    client: &Client,
+    name: &str,
+    timeout: Duration,
+) -> anyhow::Result<()> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let deadline = Instant::now() + ESTABLISH_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     loop {
         let crd = api
             .get(name)
@@ -238,7 +271,7 @@ async fn wait_established(client: &Client, name: &str) -> anyhow::Result<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("CRD {name} was not established within {ESTABLISH_TIMEOUT:?}");
+            bail!("CRD {name} was not established within {timeout:?}");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

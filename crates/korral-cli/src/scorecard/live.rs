@@ -6,9 +6,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::Scope;
 use serde_json::Value;
@@ -16,48 +15,23 @@ use serde_json::Value;
 use super::bundle::{Bundle, describe, group_version};
 use super::checks::check_spec;
 use super::report::TestResult;
-use crate::cluster::FIELD_MANAGER;
+use crate::cluster;
 
-/// Poll step while waiting for a CRD to be established.
-const POLL: Duration = Duration::from_millis(50);
-
-/// Server-side applies the bundle's CRDs (field manager `korral`) and waits until each is
-/// established. Quiet on stdout (unlike `cluster::apply`), so `--output json` stays JSON.
+/// Server-side applies the bundle's CRDs as `korral install` does (quietly, so `--output json`
+/// stays JSON) and waits until each is established, at most until `deadline`.
 async fn apply_crds(client: &Client, crds: &[Value], deadline: Instant) -> anyhow::Result<()> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in crds {
         let name = crd["metadata"]["name"]
             .as_str()
             .context("a CRD of the bundle has no metadata.name")?;
-        api.patch(
-            name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(crd),
-        )
-        .await
-        .with_context(|| format!("applying CRD {name}"))?;
+        cluster::apply_one(client, crd).await?;
         tracing::info!(crd = name, "applied the bundle's CRD");
-        loop {
-            let current = api
-                .get(name)
-                .await
-                .with_context(|| format!("reading CRD {name}"))?;
-            let established = current
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c.type_ == "Established" && c.status == "True")
-                });
-            if established {
-                break;
-            }
-            if Instant::now() >= deadline {
-                bail!("CRD {name} was not established within --wait-time");
-            }
-            tokio::time::sleep(POLL).await;
-        }
+        cluster::wait_established(
+            client,
+            name,
+            deadline.saturating_duration_since(Instant::now()),
+        )
+        .await?;
     }
     Ok(())
 }
