@@ -19,6 +19,7 @@ use crate::cluster::{read_kustomization, read_objects};
 use crate::project::{Project, find_root};
 use crate::scaffold::write_file;
 
+pub(crate) use validate::manifest_files;
 pub use validate::validate_dir;
 
 /// The bundle's media type annotation value.

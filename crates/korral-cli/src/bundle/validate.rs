@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -77,18 +77,9 @@ pub fn validate_dir(dir: &Path) -> anyhow::Result<Vec<Problem>> {
 
     let mut csvs = Vec::new();
     let mut crds = Vec::new();
-    match std::fs::read_dir(&manifests) {
+    match manifest_files(&manifests) {
         Err(_) => problems.add("manifests/", "", "the bundle has no manifests directory"),
-        Ok(entries) => {
-            let mut files: Vec<_> = entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.extension()
-                        .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
-                })
-                .collect();
-            files.sort();
+        Ok(files) => {
             for path in files {
                 let file = format!(
                     "manifests/{}",
@@ -461,4 +452,18 @@ fn check_csv(file: &str, csv: &Value, crds: &[(String, Value)], problems: &mut P
             }
         }
     }
+}
+
+/// The manifest files of a bundle's `manifests/` directory (YAML or JSON), sorted by name.
+pub(crate) fn manifest_files(manifests: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(manifests)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        })
+        .collect();
+    files.sort();
+    Ok(files)
 }

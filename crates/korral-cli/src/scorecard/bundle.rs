@@ -29,22 +29,13 @@ impl Bundle {
             );
         }
         let manifests = dir.join("manifests");
-        let entries = std::fs::read_dir(&manifests).with_context(|| {
+        let files = crate::bundle::manifest_files(&manifests).with_context(|| {
             format!(
                 "bundle {} has no manifests directory ({})",
                 dir.display(),
                 manifests.display()
             )
         })?;
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| {
-                p.extension()
-                    .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
-            })
-            .collect();
-        files.sort();
         let mut csv = None;
         let mut crds = Vec::new();
         for file in files {
