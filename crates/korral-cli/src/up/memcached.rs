@@ -15,11 +15,21 @@ use kube::{Client, CustomResourceExt, ResourceExt};
 use memcached_operator::Memcached;
 use tokio::sync::oneshot;
 
+use super::Args;
 use super::progress::{Line, Progress};
-use super::{Args, POLL, SAMPLE_NAMESPACE};
+
+/// The namespace the sample is applied in.
+const SAMPLE_NAMESPACE: &str = "default";
+/// How often the convergence display looks at the cluster.
+const POLL: Duration = Duration::from_millis(200);
 
 /// Installs the CRD, runs the operator, applies the sample and follows it.
-pub(super) async fn run_memcached(client: &Client, url: &str, args: &Args) -> anyhow::Result<()> {
+pub(super) async fn run_memcached(
+    kubeconfig_yaml: &str,
+    url: &str,
+    args: &Args,
+) -> anyhow::Result<()> {
+    let client = &client_for(kubeconfig_yaml).await?;
     let mut progress = Progress::for_stdout();
     let crd_name = Memcached::crd_name().to_string();
     install_crd(client).await?;
@@ -319,6 +329,16 @@ async fn observe(client: &Client, crd_name: &str) -> State {
         state.pods = pods;
     }
     state
+}
+
+/// A kube client for the embedded server.
+async fn client_for(kubeconfig_yaml: &str) -> anyhow::Result<Client> {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(kubeconfig_yaml)
+        .context("reading the generated kubeconfig")?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .context("loading the generated kubeconfig")?;
+    Client::try_from(config).context("creating a client for the control plane")
 }
 
 #[cfg(test)]

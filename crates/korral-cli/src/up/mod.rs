@@ -14,19 +14,9 @@ mod memcached;
 mod progress;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use anyhow::Context;
 use korral_apiserver::storage::StorageError;
 use korral_apiserver::{ApiServer, ServerConfig, StartError, StorageMode};
-use kube::Client;
-
-/// The namespace the sample is applied in.
-#[cfg_attr(not(feature = "sample-memcached"), allow(dead_code))]
-const SAMPLE_NAMESPACE: &str = "default";
-/// How often the convergence display looks at the cluster.
-#[cfg_attr(not(feature = "sample-memcached"), allow(dead_code))]
-const POLL: Duration = Duration::from_millis(200);
 
 /// The samples `korral up` can run.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,10 +99,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
 
     #[cfg(feature = "sample-memcached")]
-    let outcome = match client_for(server.kubeconfig_yaml()).await {
-        Ok(client) => memcached::run_memcached(&client, server.url(), &args).await,
-        Err(e) => Err(e),
-    };
+    let outcome = memcached::run_memcached(server.kubeconfig_yaml(), server.url(), &args).await;
     #[cfg(not(feature = "sample-memcached"))]
     let outcome = Err(anyhow::anyhow!(
         "this korral was built without the Memcached sample (feature `sample-memcached`)"
@@ -134,15 +121,4 @@ fn start_error(error: StartError, data_dir: &Path) -> anyhow::Error {
             data_dir.display()
         )),
     }
-}
-
-/// A kube client for the embedded server.
-#[cfg_attr(not(feature = "sample-memcached"), allow(dead_code))]
-async fn client_for(kubeconfig_yaml: &str) -> anyhow::Result<Client> {
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(kubeconfig_yaml)
-        .context("reading the generated kubeconfig")?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .context("loading the generated kubeconfig")?;
-    Client::try_from(config).context("creating a client for the control plane")
 }
