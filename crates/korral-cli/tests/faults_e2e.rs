@@ -162,3 +162,52 @@ fn kubectl_sees_the_injected_faults() {
         out.describe()
     );
 }
+
+/// `korral up --faults FILE` runs its control plane with the file's faults: with every status
+/// write of the sample refused (503), the Memcached sample cannot report its pods and `up`
+/// times out, where without faults it converges (tests/up_e2e.rs).
+#[test]
+fn up_serves_with_the_file_s_faults() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("faults.yaml");
+    std::fs::write(
+        &file,
+        "rules:\n- name: no-status\n  match: {resources: [memcacheds], subresources: [status]}\n  error: {code: 503}\n",
+    )
+    .expect("write");
+    let args: Vec<String> = [
+        "up",
+        "--in-memory",
+        "--port",
+        "0",
+        "--kubeconfig",
+        &dir.path().join("kubeconfig").display().to_string(),
+        "--faults",
+        &file.display().to_string(),
+        "--sample",
+        "memcached",
+        "--exit-after-converge",
+        "--timeout",
+        "3",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out =
+        run_with_timeout(Path::new(KORRAL), &args, &[], Duration::from_secs(120)).expect("run");
+    assert!(
+        out.stdout.contains(&format!(
+            "fault injection: 1 rule(s) from {}",
+            file.display()
+        )),
+        "{}",
+        out.describe()
+    );
+    assert!(!out.timed_out() && !out.success(), "{}", out.describe());
+    assert!(
+        out.stderr
+            .contains("memcached-sample did not converge within 3s"),
+        "{}",
+        out.describe()
+    );
+}
