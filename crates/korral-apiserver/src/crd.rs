@@ -211,6 +211,14 @@ fn storage_version(obj: &Value) -> Option<String> {
         .map(|v| str_at(v, "name").to_string())
 }
 
+/// Fills the spec defaults upstream's scheme fills (conversion strategy, singular and list
+/// kind names).
+pub fn default_spec(obj: &mut Value) {
+    fill_spec_defaults(obj);
+    let names = accepted_names(obj);
+    meta::set_path(obj, "spec.names", names);
+}
+
 /// Fills defaults and the initial status of a new CRD: names accepted and established.
 pub fn prepare_create(obj: &mut Value, registry: &Registry) {
     fill_spec_defaults(obj);
@@ -372,6 +380,9 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                         .collect()
                 })
                 .unwrap_or_default();
+            let schema = meta::path(v, "schema.openAPIV3Schema")
+                .cloned()
+                .map(Arc::new);
             ResourceInfo {
                 group: group.clone(),
                 version: str_at(v, "name").to_string(),
@@ -388,11 +399,12 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 name_rule: NameRule::Subdomain,
                 tracks_generation: true,
                 field_selectors: selectable_fields.clone(),
+                strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(
+                    schema.clone(),
+                )),
                 custom: Some(CustomResourceInfo {
                     crd_name: crd_name.clone(),
-                    schema: meta::path(v, "schema.openAPIV3Schema")
-                        .cloned()
-                        .map(Arc::new),
+                    schema,
                     printer_columns,
                     selectable_fields,
                     storage: v.get("storage").and_then(Value::as_bool) == Some(true),

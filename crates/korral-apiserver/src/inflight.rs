@@ -3,9 +3,17 @@
 //! `Retry-After: 1`). Long-running requests (watches) are not counted there; they are limited
 //! per client instead, and hold their slot for as long as their response streams.
 //!
-//! A client is identified by the credentials it presents (the `Authorization` header and the
-//! impersonation headers, hashed), which the limit runs ahead of: a flood is refused before any
-//! authentication or decoding work.
+//! As upstream's, the limit never refuses a user in `system:masters` (the server's admin, a
+//! loopback client): when the budget is spent, such a request is served without a slot
+//! (while there is room it takes one, like anyone else). Upstream has no per-client watch
+//! limit (long-running requests skip its filter entirely), so that limit, Korral's own, applies
+//! to everyone alike.
+//!
+//! The counters run ahead of authentication, so a flood within budget costs no more than a
+//! counter; only a request over the budget is authenticated (and its impersonation applied,
+//! as upstream's filter sees the impersonated user) to learn whether it is privileged. A
+//! watch client is identified by the credentials it presents (the `Authorization` header and
+//! the impersonation headers, hashed).
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
@@ -100,6 +108,14 @@ fn too_many_watches(limit: usize) -> ApiError {
     )
 }
 
+/// Whether the user a request acts as (after impersonation, as upstream's filter sees it) is
+/// in `system:masters`. A request that does not authenticate, or may not impersonate, is not.
+pub fn is_privileged(auth: &crate::auth::Auth, headers: &http::HeaderMap) -> bool {
+    auth.authenticate(headers)
+        .and_then(|user| crate::auth::impersonation::impersonate(auth, user, headers))
+        .is_ok_and(|user| user.in_group(crate::auth::user::MASTERS_GROUP))
+}
+
 /// Whether a request is a watch (`?watch=true|1` or a legacy `/watch/` path).
 fn is_watch<B>(req: &Request<B>) -> bool {
     let path = req.uri().path();
@@ -161,7 +177,14 @@ impl InFlight {
         self.limits
     }
 
-    fn admit<B>(&self, req: &Request<B>) -> Result<Option<Slot>, ApiError> {
+    /// The slot `req` takes, `None` when it takes none (probes, unlimited kinds, a privileged
+    /// request over the budget); 429 when over the limits. `privileged` is asked only for a
+    /// request over the in-flight budget.
+    fn admit<B>(
+        &self,
+        req: &Request<B>,
+        privileged: impl FnOnce(&Request<B>) -> bool,
+    ) -> Result<Option<Slot>, ApiError> {
         if is_exempt(req.uri().path()) {
             return Ok(None);
         }
@@ -185,17 +208,28 @@ impl InFlight {
         } else {
             take(&self.mutating, self.limits.mutating)
         };
-        slot.map(Some).ok_or_else(too_many_requests)
+        match slot {
+            Some(slot) => Ok(Some(slot)),
+            None if privileged(req) => Ok(None),
+            None => Err(too_many_requests()),
+        }
     }
 
     /// Serves `req` with `handler` within the limits: refused with a 429 `Status` (and
-    /// `Retry-After: 1`) when over them. The slot is held until the response body ends.
-    pub async fn serve<B, F, Fut>(&self, req: Request<B>, handler: F) -> Response<Body>
+    /// `Retry-After: 1`) when over them, unless `privileged` says the request's user is in
+    /// `system:masters` (asked only then). The slot is held until the response body ends.
+    pub async fn serve<B, P, F, Fut>(
+        &self,
+        req: Request<B>,
+        privileged: P,
+        handler: F,
+    ) -> Response<Body>
     where
+        P: FnOnce(&Request<B>) -> bool,
         F: FnOnce(Request<B>) -> Fut,
         Fut: Future<Output = Response<Body>>,
     {
-        let slot = match self.admit(&req) {
+        let slot = match self.admit(&req, privileged) {
             Ok(slot) => slot,
             Err(err) => {
                 tracing::debug!(path = %req.uri().path(), "refused: too many requests");
@@ -246,6 +280,10 @@ impl http_body::Body for SlotBody {
 mod tests {
     use super::*;
 
+    fn nobody(_: &Request<()>) -> bool {
+        false
+    }
+
     fn req(method: Method, uri: &str) -> Request<()> {
         let mut r = Request::new(());
         *r.method_mut() = method;
@@ -262,23 +300,23 @@ mod tests {
         });
         let get = req(Method::GET, "/api/v1/pods");
         let post = req(Method::POST, "/api/v1/namespaces/default/configmaps");
-        let held = inflight.admit(&get).ok().flatten();
+        let held = inflight.admit(&get, nobody).ok().flatten();
         assert!(held.is_some());
         assert_eq!(
-            inflight.admit(&get).err().map(|e| (e.code, e.message)),
+            inflight.admit(&get, nobody).err().map(|e| (e.code, e.message)),
             Some((429, "Too many requests, please try again later.".into()))
         );
-        let write = inflight.admit(&post).ok().flatten();
+        let write = inflight.admit(&post, nobody).ok().flatten();
         assert!(write.is_some(), "mutating requests have their own budget");
         // Watches and probes are not counted against either.
         assert!(
             inflight
-                .admit(&req(Method::GET, "/api/v1/pods?watch=true"))
+                .admit(&req(Method::GET, "/api/v1/pods?watch=true"), nobody)
                 .is_ok()
         );
-        assert!(inflight.admit(&req(Method::GET, "/readyz")).is_ok());
+        assert!(inflight.admit(&req(Method::GET, "/readyz"), nobody).is_ok());
         drop(held);
-        assert!(inflight.admit(&get).is_ok());
+        assert!(inflight.admit(&get, nobody).is_ok());
     }
 
     #[test]
@@ -295,11 +333,44 @@ mod tests {
         let mut bob = req(Method::GET, "/api/v1/watch/pods");
         bob.headers_mut()
             .insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer b"));
-        let first = inflight.admit(&alice).ok().flatten();
+        let first = inflight.admit(&alice, nobody).ok().flatten();
         assert!(first.is_some());
-        assert_eq!(inflight.admit(&alice).err().map(|e| e.code), Some(429));
-        assert!(inflight.admit(&bob).ok().flatten().is_some());
+        assert_eq!(inflight.admit(&alice, nobody).err().map(|e| e.code), Some(429));
+        assert!(inflight.admit(&bob, nobody).ok().flatten().is_some());
         drop(first);
-        assert!(inflight.admit(&alice).ok().flatten().is_some());
+        assert!(inflight.admit(&alice, nobody).ok().flatten().is_some());
+    }
+
+    #[test]
+    fn masters_are_served_over_the_budget_without_a_slot() {
+        let inflight = InFlight::new(Limits {
+            readonly: 1,
+            mutating: 1,
+            watches_per_client: 1,
+        });
+        let get = req(Method::GET, "/api/v1/pods");
+        let mut asked = 0;
+        let held = inflight.admit(&get, |_| {
+            asked += 1;
+            true
+        });
+        assert!(held.as_ref().is_ok_and(Option::is_some), "within budget a slot is taken");
+        assert_eq!(asked, 0, "privilege is asked only over the budget");
+        let over = inflight.admit(&get, |_| true);
+        assert!(over.as_ref().is_ok_and(Option::is_none), "served without a slot");
+        assert_eq!(inflight.admit(&get, nobody).err().map(|e| e.code), Some(429));
+        drop(over);
+        assert_eq!(
+            inflight.admit(&get, nobody).err().map(|e| e.code),
+            Some(429),
+            "a privileged request over the budget frees nothing when it ends"
+        );
+        drop(held);
+        assert!(inflight.admit(&get, nobody).is_ok_and(|s| s.is_some()));
+        // The per-client watch limit (Korral's own; upstream has none) applies to everyone.
+        let watch = req(Method::GET, "/api/v1/pods?watch=1");
+        let first = inflight.admit(&watch, |_| true).ok().flatten();
+        assert!(first.is_some());
+        assert_eq!(inflight.admit(&watch, |_| true).err().map(|e| e.code), Some(429));
     }
 }

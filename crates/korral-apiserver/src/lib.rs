@@ -26,6 +26,7 @@ pub mod error;
 pub mod faults;
 pub mod http;
 pub mod inflight;
+mod kinds;
 pub mod kubeconfig;
 pub mod limits;
 pub mod meta;

@@ -7,15 +7,15 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
-use crate::crd;
-use crate::defaults;
 use crate::error::{ApiError, Cause};
+use crate::kinds::strategy::strip_status;
+use crate::kinds::{Context, DeletePlan};
 use crate::meta;
 use crate::patch::{self, PatchType};
 use crate::registry::{NameRule, Registry, ResourceInfo};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::storage::{Committed, Object, Snapshot, Storage, Write, collection_prefix, object_key};
-use crate::validation::{cel, names, schema};
+use crate::validation::names;
 
 /// The finalizer the garbage collector uses for foreground deletion.
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
@@ -378,7 +378,6 @@ pub struct Objects {
     storage: Arc<dyn Storage>,
     registry: Arc<Registry>,
     pages: Mutex<PageSnapshots>,
-    service_ips: Mutex<defaults::ServiceIpAllocator>,
 }
 
 fn generate_suffix() -> String {
@@ -447,12 +446,6 @@ pub fn check_field_selector(info: &ResourceInfo, sel: &FieldSelector) -> Result<
     Ok(())
 }
 
-fn strip_status(obj: &mut Value) {
-    if let Some(map) = obj.as_object_mut() {
-        map.remove("status");
-    }
-}
-
 /// Whether two objects differ outside `metadata` and `status` (what bumps `generation`).
 fn spec_changed(old: &Value, new: &Value) -> bool {
     let (Some(a), Some(b)) = (old.as_object(), new.as_object()) else {
@@ -474,7 +467,6 @@ impl Objects {
             storage,
             registry,
             pages: Mutex::new(PageSnapshots::default()),
-            service_ips: Mutex::new(defaults::ServiceIpAllocator::new()),
         }
     }
 
@@ -486,6 +478,14 @@ impl Objects {
     /// The registry.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
+    }
+
+    /// What strategies may consult: this server's registry and storage.
+    fn context(&self) -> Context {
+        Context {
+            registry: self.registry.clone(),
+            storage: self.storage.clone(),
+        }
     }
 
     /// The storage key of an object of `info`.
@@ -642,91 +642,6 @@ impl Objects {
         Ok(())
     }
 
-    /// Applies the custom resource schema: defaults, pruning and validation.
-    /// Returns warnings for pruned fields.
-    fn apply_schema(
-        info: &ResourceInfo,
-        obj: &mut Value,
-        old: Option<&Value>,
-        validation: FieldValidation,
-        registry: &Registry,
-    ) -> Result<Vec<String>, ApiError> {
-        let Some(custom) = &info.custom else {
-            // Built-in kinds: fields the upstream schema lacks are dropped, as decoding into
-            // the upstream types does (refused under Strict, warned about under Warn).
-            let Some(model) =
-                crate::openapi_builtin::model_for(&info.group, &info.version, &info.kind)
-            else {
-                return Ok(Vec::new());
-            };
-            // A value of the wrong JSON type cannot be decoded into the upstream types: 400,
-            // whatever the field validation, naming the first such field.
-            if let Some(mismatch) = crate::openapi_builtin::type_mismatches(&model, obj, 1).first()
-            {
-                return Err(ApiError::bad_request(format!(
-                    "{kind} in version {version:?} cannot be handled as a {kind}: {mismatch}",
-                    kind = info.kind,
-                    version = info.version,
-                )));
-            }
-            let warnings: Vec<String> = crate::openapi_builtin::prune_unknown(&model, obj)
-                .iter()
-                .map(|p| schema::unknown_field_message(p))
-                .collect();
-            return match validation {
-                FieldValidation::Strict if !warnings.is_empty() => {
-                    Err(ApiError::bad_request(format!(
-                        "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
-                        warnings.join(", "),
-                        kind = info.kind,
-                        version = info.version,
-                    )))
-                }
-                FieldValidation::Warn => Ok(warnings),
-                _ => Ok(Vec::new()),
-            };
-        };
-        let Some(s) = &custom.schema else {
-            return Ok(Vec::new());
-        };
-        let pruned = schema::prune(obj, s);
-        let warnings: Vec<String> = pruned
-            .iter()
-            .map(|p| format!("unknown field \"{p}\""))
-            .collect();
-        if validation == FieldValidation::Strict && !warnings.is_empty() {
-            return Err(ApiError::bad_request(format!(
-                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
-                warnings.join(", "),
-                kind = info.kind,
-                version = info.version,
-            )));
-        }
-        schema::drop_non_nullable_nulls(obj, s);
-        schema::apply_defaults(obj, s);
-        let mut causes = schema::validate_with(obj, s, "", registry.pattern_cache());
-        causes.retain(|c| !c.field.starts_with("metadata") || c.field == "metadata");
-        // CEL rules (`x-kubernetes-validations`) run unless a blocking schema error came first.
-        if cel::has_rules(s) {
-            match schema::blocked_rules_cause(&causes) {
-                Some(blocked) => causes.push(blocked),
-                None => causes.extend(cel::validate_with(obj, old, s, registry.cel_cache())),
-            }
-        }
-        if !causes.is_empty() {
-            return Err(ApiError::invalid(
-                &info.group,
-                &info.kind,
-                meta::name(obj),
-                causes,
-            ));
-        }
-        Ok(match validation {
-            FieldValidation::Warn => warnings,
-            _ => Vec::new(),
-        })
-    }
-
     fn validate_meta(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
         let causes = names::validate_object_meta(
@@ -747,27 +662,39 @@ impl Objects {
         }
     }
 
-    fn kind_validation(
-        &self,
+    /// Runs the strategy's decode, default and canonicalize steps, then its validation:
+    /// 422 with every cause. Returns the warnings of field validation.
+    fn decode_and_validate(
         info: &ResourceInfo,
-        obj: &Value,
+        obj: &mut Value,
         old: Option<&Value>,
-    ) -> Result<(), ApiError> {
-        let causes = if crd::is_crd(info) {
-            crd::validate(obj, old, &self.registry)
-        } else {
-            Vec::new()
+        validation: FieldValidation,
+        ctx: &Context,
+    ) -> Result<Vec<String>, ApiError> {
+        let strategy = &info.strategy;
+        let mut warnings = strategy.decode(info, obj, validation, ctx)?;
+        strategy.default(obj);
+        strategy.canonicalize(obj);
+        if let Some(old) = old {
+            strategy.prepare_for_update(obj, old);
+        }
+        let causes = match old {
+            None => strategy.validate(obj, ctx),
+            Some(old) => strategy.validate_update(obj, old, ctx),
         };
-        if causes.is_empty() {
-            Ok(())
-        } else {
-            Err(ApiError::invalid(
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(
                 &info.group,
                 &info.kind,
-                meta::name(obj),
+                meta::name(old.unwrap_or(obj)),
                 causes,
-            ))
+            ));
         }
+        warnings.extend(match old {
+            None => strategy.warnings_on_create(obj),
+            Some(old) => strategy.warnings_on_update(obj, old),
+        });
+        Ok(warnings)
     }
 
     /// Creates an object.
@@ -848,23 +775,11 @@ impl Objects {
         if info.tracks_generation || info.is_custom() {
             md.insert("generation".into(), json!(1));
         }
-        if info.status_subresource && info.resource != "namespaces" && info.resource != "pods" {
-            strip_status(&mut obj);
-        }
-        if info.resource == "namespaces" {
-            // Namespaces start Active, whatever the request says.
-            strip_status(&mut obj);
-        }
+        let ctx = self.context();
+        info.strategy.prepare_for_create(info, &mut obj, &ctx);
         Self::validate_meta(info, &obj)?;
         let warnings =
-            Self::apply_schema(info, &mut obj, None, opts.field_validation, &self.registry)?;
-        if !info.is_custom() {
-            defaults::apply_builtin_defaults(&info.group, &info.kind, &mut obj);
-        }
-        self.kind_validation(info, &obj, None)?;
-        if crd::is_crd(info) {
-            crd::prepare_create(&mut obj, &self.registry);
-        }
+            Self::decode_and_validate(info, &mut obj, None, opts.field_validation, &ctx)?;
         if let Track::Update(manager, subresource) = &track {
             let api_version = info.api_version();
             crate::apply::record_update(
@@ -895,23 +810,13 @@ impl Objects {
                 Some(_) => {}
             }
         }
-        if info.resource == "services" && info.group.is_empty() {
-            let in_use = self.service_ips_in_use();
-            let mut alloc = self.service_ips.lock().unwrap_or_else(|e| e.into_inner());
-            if let Err(e) = alloc.assign(&mut obj, &in_use) {
-                let requested: Vec<String> = meta::path(&obj, "spec.clusterIP")
-                    .and_then(Value::as_str)
-                    .map(|s| vec![s.to_string()])
-                    .unwrap_or_default();
-                return Err(e.to_api_error(&name, &requested));
-            }
-        }
         let key = Self::key(info, namespace, &name);
         let admission = opts.admission.clone();
         if opts.dry_run {
             if self.storage.get(&key).is_some() {
                 return Err(ApiError::already_exists(&info.group, &info.resource, &name));
             }
+            info.strategy.complete(&mut obj, None, &ctx)?;
             if let Some(admission) = &admission {
                 admission.check(&obj)?;
             }
@@ -923,6 +828,7 @@ impl Objects {
         }
         let group = info.group.clone();
         let resource = info.resource.clone();
+        let strategy = info.strategy.clone();
         let committed = self
             .storage
             .update(
@@ -931,6 +837,8 @@ impl Objects {
                     if cur.is_some() {
                         return Err(ApiError::already_exists(&group, &resource, &name));
                     }
+                    let mut obj = obj;
+                    strategy.complete(&mut obj, None, &ctx)?;
                     if let Some(admission) = &admission {
                         admission.check(&obj)?;
                     }
@@ -949,25 +857,10 @@ impl Objects {
         })
     }
 
-    fn service_ips_in_use(&self) -> Vec<String> {
-        let snapshot = self.storage.snapshot();
-        let prefix = collection_prefix("", "services", None);
-        snapshot
-            .range(&prefix, None)
-            .filter_map(|(_, s)| {
-                meta::path(s, "spec.clusterIP")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .collect()
-    }
-
     /// Hooks that keep derived server state in step with a write (the CRD registry).
     fn after_write(&self, info: &ResourceInfo, object: Option<&Object>) {
-        if crd::is_crd(info)
-            && let Some(obj) = object
-        {
-            crd::register(&self.registry, obj);
+        if let Some(obj) = object {
+            info.strategy.after_write(&self.registry, obj);
         }
     }
 
@@ -1300,7 +1193,7 @@ impl Objects {
         let validation = opts.field_validation;
         let warnings = Arc::new(Mutex::new(Vec::new()));
         let warnings2 = warnings.clone();
-        let registry = self.registry.clone();
+        let ctx = self.context();
         let admission = opts.admission.clone();
         let decide = move |cur: Option<&Object>| -> Result<Write, ApiError> {
             let Some(cur) = cur else {
@@ -1320,8 +1213,7 @@ impl Objects {
             let requested_managed = meta::metadata(&requested)
                 .and_then(|m| m.get("managedFields"))
                 .cloned();
-            let (mut next, w) =
-                prepare_update(&info2, cur, requested, part, validation, &registry)?;
+            let (mut next, w) = prepare_update(&info2, cur, requested, part, validation, &ctx)?;
             match &track {
                 Track::None => {}
                 Track::Update(manager, subresource) => {
@@ -1354,13 +1246,9 @@ impl Objects {
             if next == **cur {
                 return Ok(Write::Unchanged);
             }
-            let spec_finalizers_done = !(info2.group.is_empty() && info2.resource == "namespaces")
-                || meta::path(&next, "spec.finalizers")
-                    .and_then(Value::as_array)
-                    .is_none_or(|f| f.is_empty());
             if meta::is_deleting(&next)
                 && meta::finalizers(&next).is_empty()
-                && spec_finalizers_done
+                && !info2.strategy.blocks_removal(&next)
             {
                 return Ok(Write::Delete);
             }
@@ -1392,9 +1280,7 @@ impl Objects {
                     }
                     (None, Some(ev)) => {
                         // The write removed the object (its last finalizer went).
-                        if crd::is_crd(info) {
-                            crd::unregister(&self.registry, &ev.object);
-                        }
+                        info.strategy.after_delete(&self.registry, &ev.object);
                         ev.object.clone()
                     }
                     (None, None) => {
@@ -1473,18 +1359,17 @@ impl Objects {
                 finalizers.retain(|x| x != FOREGROUND_FINALIZER && x != ORPHAN_FINALIZER);
                 changed_finalizers = before != finalizers.len();
             }
-            if crd::is_crd(&info2)
-                && !finalizers.iter().any(|f| f == crd::CLEANUP_FINALIZER)
-                && !meta::is_deleting(cur)
-            {
-                finalizers.push(crd::CLEANUP_FINALIZER.to_string());
-                changed_finalizers = true;
-            }
-            if info2.resource == "namespaces" && info2.group.is_empty() {
-                return Ok(match namespace_mark_deleting(cur) {
-                    Some(next) => Write::Put(next),
-                    None => Write::Unchanged,
-                });
+            let before = finalizers.len();
+            let plan = info2.strategy.prepare_for_delete(cur, &mut finalizers);
+            changed_finalizers |= finalizers.len() != before;
+            if plan == DeletePlan::MarkOnly {
+                if meta::is_deleting(cur) {
+                    return Ok(Write::Unchanged);
+                }
+                let mut next = (**cur).clone();
+                mark_deletion_started(&mut next);
+                info2.strategy.mark_deleting(&mut next);
+                return Ok(Write::Put(next));
             }
             if finalizers.is_empty() {
                 return Ok(Write::Delete);
@@ -1494,15 +1379,8 @@ impl Objects {
             }
             let mut next = (**cur).clone();
             meta::set_finalizers(&mut next, &finalizers);
-            if let Some(md) = meta::metadata_mut(&mut next)
-                && !md.contains_key("deletionTimestamp")
-            {
-                md.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
-                md.insert("deletionGracePeriodSeconds".into(), json!(0));
-            }
-            if crd::is_crd(&info2) {
-                crd::mark_terminating(&mut next);
-            }
+            mark_deletion_started(&mut next);
+            info2.strategy.mark_deleting(&mut next);
             Ok(Write::Put(next))
         };
         if opts.dry_run {
@@ -1518,9 +1396,7 @@ impl Objects {
             Ok(Committed { event, current }) => match (current, event) {
                 (Some(obj), _) => Ok(Deleted::Pending(obj)),
                 (None, Some(ev)) => {
-                    if crd::is_crd(info) {
-                        crd::unregister(&self.registry, &ev.object);
-                    }
+                    info.strategy.after_delete(&self.registry, &ev.object);
                     Ok(Deleted::Gone(ev.object.clone()))
                 }
                 (None, None) => Err(ApiError::not_found(&info.group, &info.resource, name)),
@@ -1563,18 +1439,14 @@ impl Objects {
     }
 }
 
-/// Marks a namespace as terminating; `None` when it already is.
-fn namespace_mark_deleting(cur: &Value) -> Option<Value> {
-    if meta::is_deleting(cur) {
-        return None;
-    }
-    let mut next = cur.clone();
-    if let Some(md) = meta::metadata_mut(&mut next) {
+/// Sets the deletion timestamp of an object whose deletion starts (kept when already set).
+fn mark_deletion_started(obj: &mut Value) {
+    if let Some(md) = meta::metadata_mut(obj)
+        && !md.contains_key("deletionTimestamp")
+    {
         md.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
         md.insert("deletionGracePeriodSeconds".into(), json!(0));
     }
-    meta::set_path(&mut next, "status.phase", json!("Terminating"));
-    Some(next)
 }
 
 /// Applies the update rules to a requested object given the current one.
@@ -1584,7 +1456,7 @@ fn prepare_update(
     mut requested: Value,
     part: Part,
     validation: FieldValidation,
-    registry: &Registry,
+    ctx: &Context,
 ) -> Result<(Value, Vec<String>), ApiError> {
     let mut next = match part {
         Part::Status => {
@@ -1660,34 +1532,8 @@ fn prepare_update(
         }
     }
     Objects::validate_meta(info, &next)?;
-    let warnings = Objects::apply_schema(info, &mut next, Some(cur), validation, registry)?;
-    if !info.is_custom() {
-        defaults::apply_builtin_defaults(&info.group, &info.kind, &mut next);
-    }
-    if info.group.is_empty() && info.resource == "services" {
-        // The cluster IP is immutable: an update that omits it keeps the stored one.
-        let mut allocator = defaults::ServiceIpAllocator::new();
-        if let Err(e) = defaults::assign_cluster_ip(
-            &mut next,
-            Some(cur),
-            &mut allocator,
-            &std::collections::HashSet::new(),
-        ) {
-            return Err(e.to_api_error(meta::name(cur), &[]));
-        }
-    }
-    if crd::is_crd(info) {
-        let causes = crd::validate(&next, Some(cur), registry);
-        if !causes.is_empty() {
-            return Err(ApiError::invalid(
-                &info.group,
-                &info.kind,
-                meta::name(cur),
-                causes,
-            ));
-        }
-        crd::prepare_update(&mut next, cur);
-    }
+    let warnings = Objects::decode_and_validate(info, &mut next, Some(cur), validation, ctx)?;
+    info.strategy.complete(&mut next, Some(cur), ctx)?;
     if (info.tracks_generation || info.is_custom()) && spec_changed(cur, &next) {
         let generation = cur_meta
             .get("generation")

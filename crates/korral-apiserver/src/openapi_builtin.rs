@@ -8,37 +8,56 @@
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use k8s_openapi::api::{
-    apps, authentication, authorization, batch, coordination, core, events, rbac,
-};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+use crate::objects::FieldValidation;
+use crate::registry::ResourceInfo;
+use crate::validation::schema;
 
 /// Component schemas by model name, every model a built-in kind refers to included.
 static DEFINITIONS: LazyLock<Map<String, Value>> = LazyLock::new(build);
 
-macro_rules! collect {
-    ($gen:ident; $($t:ty),* $(,)?) => {
-        $( let _ = $gen.subschema_for::<$t>(); )*
-    };
-}
-
 fn build() -> Map<String, Value> {
     let mut generator = SchemaSettings::openapi3().into_generator();
-    collect!(generator;
-        core::v1::Namespace, core::v1::ConfigMap, core::v1::Secret, core::v1::Service,
-        core::v1::Endpoints, core::v1::Node, core::v1::ServiceAccount, core::v1::Pod,
-        core::v1::Event, events::v1::Event,
-        apps::v1::Deployment, apps::v1::ReplicaSet, apps::v1::StatefulSet, apps::v1::DaemonSet,
-        batch::v1::Job, batch::v1::CronJob, coordination::v1::Lease,
-        apiextensions::v1::CustomResourceDefinition,
-        rbac::v1::Role, rbac::v1::ClusterRole, rbac::v1::RoleBinding, rbac::v1::ClusterRoleBinding,
-        authentication::v1::SelfSubjectReview, authentication::v1::TokenReview,
-        authorization::v1::LocalSubjectAccessReview, authorization::v1::SelfSubjectAccessReview,
-        authorization::v1::SelfSubjectRulesReview, authorization::v1::SubjectAccessReview,
-    );
+    crate::kinds::collect_schemas(&mut generator);
     generator.take_definitions(true)
+}
+
+/// Field validation of a built-in object: the fields upstream's types do not know are dropped,
+/// as decoding into them does (refused under `Strict`, warned about under `Warn`); a value of
+/// the wrong JSON type cannot be decoded at all: 400, whatever the field validation, naming the
+/// first such field. Returns the warnings.
+pub(crate) fn decode_builtin(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    validation: FieldValidation,
+) -> Result<Vec<String>, ApiError> {
+    let Some(model) = model_for(&info.group, &info.version, &info.kind) else {
+        return Ok(Vec::new());
+    };
+    if let Some(mismatch) = type_mismatches(&model, obj, 1).first() {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {mismatch}",
+            kind = info.kind,
+            version = info.version,
+        )));
+    }
+    let warnings: Vec<String> = prune_unknown(&model, obj)
+        .iter()
+        .map(|p| schema::unknown_field_message(p))
+        .collect();
+    match validation {
+        FieldValidation::Strict if !warnings.is_empty() => Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+            warnings.join(", "),
+            kind = info.kind,
+            version = info.version,
+        ))),
+        FieldValidation::Warn => Ok(warnings),
+        _ => Ok(Vec::new()),
+    }
 }
 
 /// The schema of a built-in model (`io.k8s.api.core.v1.Pod`), if known.

@@ -475,8 +475,13 @@ impl Front {
         if let Err(err) = crate::limits::check_head(req.uri(), req.headers()) {
             return crate::http::error_response(&err);
         }
+        let auth = state.auth.clone();
         self.inflight
-            .serve(req, |req| http::handle(state, req))
+            .serve(
+                req,
+                |req| crate::inflight::is_privileged(&auth, req.headers()),
+                |req| http::handle(state, req),
+            )
             .await
     }
 }

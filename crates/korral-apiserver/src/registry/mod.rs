@@ -1,7 +1,5 @@
 //! The resource registry: which resources the server serves, built-in and from CRDs.
 
-mod builtin;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
@@ -96,6 +94,8 @@ pub struct ResourceInfo {
     pub field_selectors: Vec<String>,
     /// Present for custom resources.
     pub custom: Option<CustomResourceInfo>,
+    /// What the kind decides in the write pipeline.
+    pub(crate) strategy: std::sync::Arc<dyn crate::kinds::Strategy>,
 }
 
 impl ResourceInfo {
@@ -189,7 +189,7 @@ impl Registry {
         let registry = Self::default();
         {
             let mut tables = registry.write();
-            for info in builtin::resources() {
+            for info in crate::kinds::builtin_resources() {
                 let key = (
                     info.group.clone(),
                     info.version.clone(),

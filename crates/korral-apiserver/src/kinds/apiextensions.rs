@@ -1,0 +1,85 @@
+//! `apiextensions.k8s.io/v1`: CustomResourceDefinitions. A stored CRD makes the registry serve
+//! its kinds (see [`crate::crd`]).
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as api;
+use serde_json::Value;
+
+use super::KindDef;
+use super::strategy::{Context, DeletePlan, Strategy};
+use crate::crd;
+use crate::error::{ApiError, Cause};
+use crate::meta;
+use crate::registry::Registry;
+
+/// The strategy of `CustomResourceDefinition`.
+#[derive(Debug, Clone, Copy)]
+struct CrdStrategy;
+
+impl Strategy for CrdStrategy {
+    fn default(&self, obj: &mut Value) {
+        crate::defaults::apply_builtin_defaults(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            obj,
+        );
+        crd::default_spec(obj);
+    }
+
+    fn validate(&self, obj: &Value, ctx: &Context) -> Vec<Cause> {
+        crd::validate(obj, None, &ctx.registry)
+    }
+
+    fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        crd::validate(obj, Some(old), &ctx.registry)
+    }
+
+    fn complete(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        ctx: &Context,
+    ) -> Result<(), ApiError> {
+        match old {
+            None => crd::prepare_create(obj, &ctx.registry),
+            Some(old) => crd::prepare_update(obj, old),
+        }
+        Ok(())
+    }
+
+    fn prepare_for_delete(&self, cur: &Value, finalizers: &mut Vec<String>) -> DeletePlan {
+        if !meta::is_deleting(cur) && !finalizers.iter().any(|f| f == crd::CLEANUP_FINALIZER) {
+            finalizers.push(crd::CLEANUP_FINALIZER.to_string());
+        }
+        DeletePlan::Finalizers
+    }
+
+    fn mark_deleting(&self, obj: &mut Value) {
+        crd::mark_terminating(obj);
+    }
+
+    fn after_write(&self, registry: &Registry, obj: &Value) {
+        crd::register(registry, obj);
+    }
+
+    fn after_delete(&self, registry: &Registry, obj: &Value) {
+        crd::unregister(registry, obj);
+    }
+}
+
+/// The kinds of `apiextensions.k8s.io/v1`.
+pub(super) fn kinds() -> Vec<KindDef> {
+    vec![
+        KindDef::new(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            CrdStrategy,
+        )
+        .schema::<api::CustomResourceDefinition>()
+        .cluster_scoped()
+        .short(&["crd", "crds"])
+        .status()
+        .generation(),
+    ]
+}

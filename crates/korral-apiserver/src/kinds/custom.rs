@@ -1,0 +1,84 @@
+//! The strategy of custom resources, derived from their CRD version's structural schema:
+//! pruning, defaults, validation and CEL rules (`x-kubernetes-validations`).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::strategy::{Context, Strategy};
+use crate::error::{ApiError, Cause};
+use crate::objects::FieldValidation;
+use crate::registry::ResourceInfo;
+use crate::validation::{cel, schema};
+
+/// The strategy of one served version of a custom resource.
+#[derive(Debug, Clone)]
+pub(crate) struct CustomResourceStrategy {
+    schema: Option<Arc<Value>>,
+}
+
+impl CustomResourceStrategy {
+    /// A strategy for objects validated by `schema` (`openAPIV3Schema`), if any.
+    pub(crate) fn new(schema: Option<Arc<Value>>) -> Self {
+        Self { schema }
+    }
+
+    fn causes(&self, obj: &Value, old: Option<&Value>, ctx: &Context) -> Vec<Cause> {
+        let Some(s) = &self.schema else {
+            return Vec::new();
+        };
+        let mut causes = schema::validate_with(obj, s, "", ctx.registry.pattern_cache());
+        causes.retain(|c| !c.field.starts_with("metadata") || c.field == "metadata");
+        // CEL rules run unless a blocking schema error came first.
+        if cel::has_rules(s) {
+            match schema::blocked_rules_cause(&causes) {
+                Some(blocked) => causes.push(blocked),
+                None => causes.extend(cel::validate_with(obj, old, s, ctx.registry.cel_cache())),
+            }
+        }
+        causes
+    }
+}
+
+impl Strategy for CustomResourceStrategy {
+    fn decode(
+        &self,
+        info: &ResourceInfo,
+        obj: &mut Value,
+        validation: FieldValidation,
+        _ctx: &Context,
+    ) -> Result<Vec<String>, ApiError> {
+        let Some(s) = &self.schema else {
+            return Ok(Vec::new());
+        };
+        let warnings: Vec<String> = schema::prune(obj, s)
+            .iter()
+            .map(|p| format!("unknown field \"{p}\""))
+            .collect();
+        match validation {
+            FieldValidation::Strict if !warnings.is_empty() => Err(ApiError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+                warnings.join(", "),
+                kind = info.kind,
+                version = info.version,
+            ))),
+            FieldValidation::Warn => Ok(warnings),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    fn default(&self, obj: &mut Value) {
+        if let Some(s) = &self.schema {
+            schema::drop_non_nullable_nulls(obj, s);
+            schema::apply_defaults(obj, s);
+        }
+    }
+
+    fn validate(&self, obj: &Value, ctx: &Context) -> Vec<Cause> {
+        self.causes(obj, None, ctx)
+    }
+
+    fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        self.causes(obj, Some(old), ctx)
+    }
+}

@@ -1,0 +1,243 @@
+//! The built-in kinds, one module per API group (or per kind where a kind has many rules).
+//!
+//! Each kind is declared once, as a [`KindDef`]: how it is served (scope, short names,
+//! subresources, field selectors), its upstream OpenAPI model and its [`Strategy`]. Discovery,
+//! OpenAPI, tables, patching, apply and the write pipeline all read these definitions; no other
+//! table of per-kind facts exists.
+
+mod admissionregistration;
+mod apiextensions;
+mod apps;
+mod autoscaling;
+mod batch;
+mod certificates;
+mod coordination;
+mod core;
+pub(crate) mod custom;
+mod discovery;
+mod events;
+mod flowcontrol;
+mod networking;
+mod node;
+mod policy;
+mod rbac;
+mod reviews;
+mod scheduling;
+mod storage;
+pub(crate) mod strategy;
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use schemars::SchemaGenerator;
+
+use crate::registry::{NameRule, ResourceInfo, ScalePaths, standard_verbs};
+pub(crate) use strategy::{Context, DeletePlan, Strategy};
+
+/// One built-in kind in one group version, as a real kube-apiserver registers it.
+pub(crate) struct KindDef {
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short: &'static [&'static str],
+    all: bool,
+    status: bool,
+    scale: bool,
+    generation: bool,
+    name_rule: NameRule,
+    fields: &'static [&'static str],
+    create_only: bool,
+    delete_collection: bool,
+    schema: Option<fn(&mut SchemaGenerator)>,
+    strategy: Arc<dyn Strategy>,
+}
+
+fn collect<T: JsonSchema>(generator: &mut SchemaGenerator) {
+    let _ = generator.subschema_for::<T>();
+}
+
+impl KindDef {
+    /// A namespaced kind served at `group/version/resource`, with the given strategy.
+    pub(crate) fn new(
+        group: &'static str,
+        version: &'static str,
+        resource: &'static str,
+        kind: &'static str,
+        strategy: impl Strategy + 'static,
+    ) -> Self {
+        Self {
+            group,
+            version,
+            resource,
+            kind,
+            namespaced: true,
+            short: &[],
+            all: false,
+            status: false,
+            scale: false,
+            generation: false,
+            name_rule: NameRule::Subdomain,
+            fields: &[],
+            create_only: false,
+            delete_collection: true,
+            schema: None,
+            strategy: Arc::new(strategy),
+        }
+    }
+
+    /// The upstream type whose OpenAPI schema the kind is served and decoded with.
+    pub(crate) fn schema<T: JsonSchema>(mut self) -> Self {
+        self.schema = Some(collect::<T>);
+        self
+    }
+
+    /// Cluster-scoped rather than namespaced.
+    pub(crate) fn cluster_scoped(mut self) -> Self {
+        self.namespaced = false;
+        self
+    }
+
+    /// Short names (`deploy`).
+    pub(crate) fn short(mut self, names: &'static [&'static str]) -> Self {
+        self.short = names;
+        self
+    }
+
+    /// In the `all` category (`kubectl get all`).
+    pub(crate) fn in_all(mut self) -> Self {
+        self.all = true;
+        self
+    }
+
+    /// Has a `/status` subresource.
+    pub(crate) fn status(mut self) -> Self {
+        self.status = true;
+        self
+    }
+
+    /// Has a `/scale` subresource on `.spec.replicas` / `.status.replicas`.
+    pub(crate) fn scale(mut self) -> Self {
+        self.scale = true;
+        self
+    }
+
+    /// `metadata.generation` tracks changes outside metadata and status.
+    pub(crate) fn generation(mut self) -> Self {
+        self.generation = true;
+        self
+    }
+
+    /// How `metadata.name` is validated.
+    pub(crate) fn names(mut self, rule: NameRule) -> Self {
+        self.name_rule = rule;
+        self
+    }
+
+    /// Field selectors beyond `metadata.name` and `metadata.namespace`.
+    pub(crate) fn fields(mut self, fields: &'static [&'static str]) -> Self {
+        self.fields = fields;
+        self
+    }
+
+    /// Served for `create` only; nothing is stored (access reviews, TokenReview).
+    pub(crate) fn create_only(mut self) -> Self {
+        self.create_only = true;
+        self
+    }
+
+    /// Without the `deletecollection` verb (Namespaces).
+    pub(crate) fn without_delete_collection(mut self) -> Self {
+        self.delete_collection = false;
+        self
+    }
+
+    /// The resource info the registry serves.
+    fn resource_info(&self) -> ResourceInfo {
+        let mut verbs = standard_verbs();
+        if self.create_only {
+            verbs = vec!["create".to_string()];
+        }
+        if !self.delete_collection {
+            verbs.retain(|v| v != "deletecollection");
+        }
+        ResourceInfo {
+            group: self.group.to_string(),
+            version: self.version.to_string(),
+            resource: self.resource.to_string(),
+            singular: self.kind.to_ascii_lowercase(),
+            kind: self.kind.to_string(),
+            list_kind: format!("{}List", self.kind),
+            namespaced: self.namespaced,
+            short_names: self.short.iter().map(|x| x.to_string()).collect(),
+            categories: if self.all {
+                vec!["all".to_string()]
+            } else {
+                vec![]
+            },
+            verbs,
+            status_subresource: self.status,
+            scale: self.scale.then(|| ScalePaths {
+                spec_replicas: ".spec.replicas".to_string(),
+                status_replicas: ".status.replicas".to_string(),
+                label_selector: Some(".status.selector".to_string()),
+            }),
+            name_rule: self.name_rule,
+            tracks_generation: self.generation,
+            field_selectors: self.fields.iter().map(|x| x.to_string()).collect(),
+            custom: None,
+            strategy: self.strategy.clone(),
+        }
+    }
+}
+
+/// Every built-in kind, in discovery order of their groups.
+fn definitions() -> Vec<KindDef> {
+    [
+        core::kinds(),
+        apps::kinds(),
+        events::kinds(),
+        authentication(),
+        authorization(),
+        autoscaling::kinds(),
+        batch::kinds(),
+        certificates::kinds(),
+        networking::kinds(),
+        policy::kinds(),
+        rbac::kinds(),
+        storage::kinds(),
+        admissionregistration::kinds(),
+        apiextensions::kinds(),
+        scheduling::kinds(),
+        coordination::kinds(),
+        node::kinds(),
+        discovery::kinds(),
+        flowcontrol::kinds(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn authentication() -> Vec<KindDef> {
+    reviews::authentication()
+}
+
+fn authorization() -> Vec<KindDef> {
+    reviews::authorization()
+}
+
+/// The resource infos of every built-in kind, each carrying its strategy.
+pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
+    definitions().iter().map(KindDef::resource_info).collect()
+}
+
+/// Collects the OpenAPI schemas of every built-in kind (and every model they refer to).
+pub(crate) fn collect_schemas(generator: &mut SchemaGenerator) {
+    for def in definitions() {
+        if let Some(schema) = def.schema {
+            schema(generator);
+        }
+    }
+}
