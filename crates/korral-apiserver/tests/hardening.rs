@@ -282,14 +282,17 @@ async fn requests_over_the_in_flight_limits_get_429_with_retry_after() {
         ..ServerConfig::in_memory()
     })
     .await;
-    let list = || request("GET", "/api/v1/namespaces/default/configmaps", "", "", b"");
+    // A user outside system:masters (the admin, which plain HTTP makes of a request without a
+    // token, is never refused; see masters_are_never_refused_by_the_in_flight_limits).
+    const ALICE: &str = "Impersonate-User: alice\r\n";
+    let list = || request("GET", "/api/v1/namespaces/default/configmaps", ALICE, "", b"");
     let create = |name: &str| {
         let body =
             format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}}}}"#);
         request(
             "POST",
             "/api/v1/namespaces/default/configmaps",
-            "",
+            ALICE,
             "application/json",
             body.as_bytes(),
         )
@@ -329,6 +332,104 @@ async fn requests_over_the_in_flight_limits_get_429_with_retry_after() {
     until_code(&server, || create("c"), 201).await;
     let r = get(&server, "/api/v1/namespaces/default/configmaps/b").await;
     assert_eq!(r.code, 404, "a refused write changes nothing");
+}
+
+/// Builds requests as one user: `headers` are its credentials or impersonation headers.
+fn as_user(headers: &str) -> impl Fn(&str, &str, &[u8]) -> Vec<u8> + use<> {
+    let headers = headers.to_string();
+    move |method, target, body| {
+        let content_type = if body.is_empty() { "" } else { "application/json" };
+        request(method, target, &headers, content_type, body)
+    }
+}
+
+#[tokio::test]
+async fn masters_are_never_refused_by_the_in_flight_limits() {
+    let server = plain_server_with(ServerConfig {
+        max_requests_inflight: 1,
+        max_mutating_requests_inflight: 1,
+        ..ServerConfig::in_memory()
+    })
+    .await;
+    let path = "/api/v1/namespaces/default/configmaps";
+    let cm = |name: &str| {
+        format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}}}}"#)
+    };
+    // A ServiceAccount's token: an ordinary user, outside system:masters.
+    let sa = br#"{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"robot"}}"#;
+    let r = exchange(
+        &server,
+        &request("POST", "/api/v1/namespaces/default/serviceaccounts", "", "application/json", sa),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{:?}", String::from_utf8_lossy(&r.body));
+    let r = exchange(
+        &server,
+        &request(
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts/robot/token",
+            "",
+            "application/json",
+            br#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}"#,
+        ),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{:?}", String::from_utf8_lossy(&r.body));
+    let token = r.json()["status"]["token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!token.is_empty(), "{}", r.json());
+    let robot = as_user(&format!("Authorization: Bearer {token}\r\n"));
+    let alice = as_user("Impersonate-User: alice\r\n");
+    // The admin (a request without a token, on plain HTTP), and an impersonated member of
+    // system:masters: upstream's filter looks at the user after impersonation.
+    let admin = as_user("");
+    let masters = as_user("Impersonate-User: root\r\nImpersonate-Group: system:masters\r\n");
+
+    // Both budgets spent by held requests of an ordinary user.
+    let mut held_read = stalled(&server, "GET", path).await;
+    let r = until_code(&server, || robot("GET", path, b""), 429).await;
+    assert_eq!(
+        r.status(429, "TooManyRequests"),
+        "Too many requests, please try again later."
+    );
+    assert!(r.head.contains("\r\nretry-after: 1"), "{}", r.head);
+    let mut held_write = stalled(&server, "POST", path).await;
+    let r = until_code(&server, || alice("POST", path, cm("refused").as_bytes()), 429).await;
+    r.status(429, "TooManyRequests");
+    // The ordinary users stay refused, reads and writes, while masters are answered.
+    for (who, user) in [("robot", &robot), ("alice", &alice)] {
+        let r = exchange(&server, &user("GET", path, b"")).await;
+        assert_eq!(r.code, 429, "{who} read over the budget");
+        let r = exchange(&server, &user("POST", path, cm(who).as_bytes())).await;
+        assert_eq!(r.code, 429, "{who} write over the budget");
+    }
+    for (who, user) in [("admin", &admin), ("impersonated master", &masters)] {
+        let r = exchange(&server, &user("GET", path, b"")).await;
+        assert_eq!(r.code, 200, "{who}: {:?}", String::from_utf8_lossy(&r.body));
+        let name = who.replace(' ', "-");
+        let r = exchange(&server, &user("POST", path, cm(&name).as_bytes())).await;
+        assert_eq!(r.code, 201, "{who}: {:?}", String::from_utf8_lossy(&r.body));
+    }
+    // Privileged requests served over the budget took no slot: still full for the others.
+    let r = exchange(&server, &robot("GET", path, b"")).await;
+    assert_eq!(r.code, 429);
+    // Once the held requests end, ordinary users are served again.
+    held_read.write_all(b"{}").await.expect("finish read");
+    held_write.write_all(b"{}").await.expect("finish write");
+    let mut sink = Vec::new();
+    let _ = held_read.read_to_end(&mut sink).await;
+    let _ = held_write.read_to_end(&mut sink).await;
+    let r = until_code(&server, || robot("GET", path, b""), 200).await;
+    let list = r.json();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["admin", "impersonated-master"], "refused writes changed nothing");
 }
 
 #[tokio::test]
