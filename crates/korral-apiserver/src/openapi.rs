@@ -1712,6 +1712,7 @@ mod tests {
             name_rule: NameRule::Subdomain,
             tracks_generation: true,
             field_selectors: vec![],
+            printer: crate::kinds::printer::DEFAULT,
             strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(None)),
             custom: Some(CustomResourceInfo {
                 crd_name: "widgets.ref.example.org".into(),

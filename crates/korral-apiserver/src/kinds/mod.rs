@@ -20,6 +20,7 @@ mod flowcontrol;
 mod networking;
 mod node;
 mod policy;
+pub(crate) mod printer;
 mod rbac;
 mod reviews;
 mod scheduling;
@@ -32,6 +33,7 @@ use schemars::JsonSchema;
 use schemars::SchemaGenerator;
 
 use crate::registry::{NameRule, ResourceInfo, ScalePaths, standard_verbs};
+pub(crate) use printer::Printer;
 pub(crate) use strategy::{Context, DeletePlan, Strategy};
 
 /// One built-in kind in one group version, as a real kube-apiserver registers it.
@@ -51,6 +53,7 @@ pub(crate) struct KindDef {
     create_only: bool,
     delete_collection: bool,
     schema: Option<fn(&mut SchemaGenerator)>,
+    printer: Printer,
     strategy: Arc<dyn Strategy>,
 }
 
@@ -83,6 +86,7 @@ impl KindDef {
             create_only: false,
             delete_collection: true,
             schema: None,
+            printer: printer::DEFAULT,
             strategy: Arc::new(strategy),
         }
     }
@@ -147,6 +151,13 @@ impl KindDef {
         self
     }
 
+    /// How the kind prints as a `Table` (`kubectl get`); upstream's default `Created At`
+    /// column without one.
+    pub(crate) fn printer(mut self, printer: Printer) -> Self {
+        self.printer = printer;
+        self
+    }
+
     /// Without the `deletecollection` verb (Namespaces).
     pub(crate) fn without_delete_collection(mut self) -> Self {
         self.delete_collection = false;
@@ -187,6 +198,7 @@ impl KindDef {
             tracks_generation: self.generation,
             field_selectors: self.fields.iter().map(|x| x.to_string()).collect(),
             custom: None,
+            printer: self.printer,
             strategy: self.strategy.clone(),
         }
     }

@@ -94,6 +94,9 @@ pub struct ResourceInfo {
     pub field_selectors: Vec<String>,
     /// Present for custom resources.
     pub custom: Option<CustomResourceInfo>,
+    /// How objects print as a `Table` (built-in kinds; custom resources use their CRD's
+    /// printer columns).
+    pub(crate) printer: crate::kinds::Printer,
     /// What the kind decides in the write pipeline.
     pub(crate) strategy: std::sync::Arc<dyn crate::kinds::Strategy>,
 }

@@ -2,6 +2,7 @@
 
 mod namespace;
 mod pod;
+mod print;
 mod service;
 
 use k8s_openapi::api::core::v1 as api;
@@ -26,13 +27,16 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .status()
         .names(NameRule::Label)
         .fields(&["status.phase"])
+        .printer(print::NAMESPACES)
         .without_delete_collection(),
         KindDef::new("", "v1", "configmaps", "ConfigMap", Plain)
             .schema::<api::ConfigMap>()
-            .short(&["cm"]),
+            .short(&["cm"])
+            .printer(print::CONFIGMAPS),
         KindDef::new("", "v1", "secrets", "Secret", Defaulted::new("", "Secret"))
             .schema::<api::Secret>()
-            .fields(&["type"]),
+            .fields(&["type"])
+            .printer(print::SECRETS),
         KindDef::new(
             "",
             "v1",
@@ -42,6 +46,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         )
         .schema::<api::Service>()
         .short(&["svc"])
+        .printer(print::SERVICES)
         .in_all()
         .status()
         .names(NameRule::Label),
@@ -53,19 +58,23 @@ pub(super) fn kinds() -> Vec<KindDef> {
             Defaulted::new("", "Endpoints"),
         )
         .schema::<api::Endpoints>()
-        .short(&["ep"]),
+        .short(&["ep"])
+        .printer(print::ENDPOINTS),
         KindDef::new("", "v1", "nodes", "Node", Plain)
             .schema::<api::Node>()
             .cluster_scoped()
             .short(&["no"])
+            .printer(print::NODES)
             .status()
             .fields(&["spec.unschedulable"]),
         KindDef::new("", "v1", "serviceaccounts", "ServiceAccount", Plain)
             .schema::<api::ServiceAccount>()
-            .short(&["sa"]),
+            .short(&["sa"])
+            .printer(print::AGE_ONLY),
         KindDef::new("", "v1", "pods", "Pod", pod::PodStrategy)
             .schema::<api::Pod>()
             .short(&["po"])
+            .printer(print::PODS)
             .in_all()
             .status()
             .fields(&[
@@ -81,6 +90,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         KindDef::new("", "v1", "events", "Event", Plain)
             .schema::<api::Event>()
             .short(&["ev"])
+            .printer(print::EVENTS)
             .fields(&[
                 "involvedObject.kind",
                 "involvedObject.namespace",
