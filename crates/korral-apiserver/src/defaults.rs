@@ -493,68 +493,40 @@ fn pod(root: &mut Map<String, Value>) {
     }
 }
 
-/// Parses a Kubernetes quantity (`100m`, `1.5Gi`, `2e3`, `64`) into billionths.
-fn parse_quantity_nanos(q: &Value) -> Option<i128> {
-    let s = match q {
-        Value::String(s) => s.trim().to_string(),
-        Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
-    let (sign, body) = match s.strip_prefix('-') {
-        Some(rest) => (-1, rest),
-        None => (1, s.strip_prefix('+').unwrap_or(&s)),
-    };
-    let split = body
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(body.len());
-    let (number, suffix) = body.split_at(split);
-    if number.is_empty() || number == "." {
-        return None;
-    }
-    let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
-    // Value as digits × 10^scale.
-    let digits: String = format!("{int_part}{frac_part}");
-    let mantissa: i128 = digits.parse().ok()?;
-    let mut scale10: i32 = -i32::try_from(frac_part.len()).ok()?;
-    let mut scale2: u32 = 0;
-    match suffix {
-        "" => {}
-        "n" => scale10 -= 9,
-        "u" => scale10 -= 6,
-        "m" => scale10 -= 3,
-        "k" => scale10 += 3,
-        "M" => scale10 += 6,
-        "G" => scale10 += 9,
-        "T" => scale10 += 12,
-        "P" => scale10 += 15,
-        "E" => scale10 += 18,
-        "Ki" => scale2 = 10,
-        "Mi" => scale2 = 20,
-        "Gi" => scale2 = 30,
-        "Ti" => scale2 = 40,
-        "Pi" => scale2 = 50,
-        "Ei" => scale2 = 60,
-        exp if exp.starts_with(['e', 'E']) => scale10 += exp[1..].parse::<i32>().ok()?,
-        _ => return None,
-    }
-    let mut value = mantissa.checked_mul(1_i128.checked_shl(scale2)?)?;
-    let exponent = scale10 + 9;
-    if exponent >= 0 {
-        value = value.checked_mul(10_i128.checked_pow(u32::try_from(exponent).ok()?)?)?;
-    } else {
-        let divisor = 10_i128.checked_pow(u32::try_from(-exponent).ok()?)?;
-        // Round up, as upstream does for sub-nano precision.
-        value = (value + divisor - 1) / divisor;
-    }
-    Some(sign * value)
-}
-
 /// The QoS class upstream computes for a pod spec (`BestEffort`, `Burstable`, `Guaranteed`),
 /// from the cpu and memory requests and limits of its containers and init containers.
 pub fn pod_qos_class(spec: &Map<String, Value>) -> &'static str {
+    use crate::quantity::{self, Quantity};
+    use std::cmp::Ordering;
+    use std::collections::BTreeMap;
     const QOS_RESOURCES: [&str; 2] = ["cpu", "memory"];
-    let mut requests: std::collections::BTreeMap<&str, i128> = Default::default();
-    let mut limits: std::collections::BTreeMap<&str, i128> = Default::default();
+    // Adds the positive cpu and memory quantities of a list to `sums`; returns how many.
+    fn add_positive(list: Option<&Value>, sums: &mut BTreeMap<&'static str, Quantity>) -> usize {
+        let mut found = 0;
+        for (name, q) in list.and_then(Value::as_object).into_iter().flatten() {
+            let Some(res) = QOS_RESOURCES.iter().find(|r| *r == name) else {
+                continue;
+            };
+            let Some(v) = quantity::from_json(q).ok().filter(|v| !v.is_zero() && !v.is_negative())
+            else {
+                continue;
+            };
+            found += 1;
+            match sums.get(res) {
+                Some(sum) => {
+                    if let Some(total) = sum.checked_add(&v) {
+                        sums.insert(res, total);
+                    }
+                }
+                None => {
+                    sums.insert(res, v);
+                }
+            }
+        }
+        found
+    }
+    let mut requests = BTreeMap::new();
+    let mut limits = BTreeMap::new();
     let mut guaranteed = true;
     let containers = ["containers", "initContainers"]
         .iter()
@@ -562,27 +534,8 @@ pub fn pod_qos_class(spec: &Map<String, Value>) -> &'static str {
         .flatten();
     for c in containers {
         let resources = c.get("resources");
-        let list = |kind: &str| {
-            resources
-                .and_then(|r| r.get(kind))
-                .and_then(Value::as_object)
-        };
-        for (name, q) in list("requests").into_iter().flatten() {
-            if let Some(res) = QOS_RESOURCES.iter().find(|r| *r == name)
-                && let Some(v) = parse_quantity_nanos(q).filter(|v| *v > 0)
-            {
-                *requests.entry(res).or_default() += v;
-            }
-        }
-        let mut found = 0;
-        for (name, q) in list("limits").into_iter().flatten() {
-            if let Some(res) = QOS_RESOURCES.iter().find(|r| *r == name)
-                && let Some(v) = parse_quantity_nanos(q).filter(|v| *v > 0)
-            {
-                *limits.entry(res).or_default() += v;
-                found += 1;
-            }
-        }
+        add_positive(resources.and_then(|r| r.get("requests")), &mut requests);
+        let found = add_positive(resources.and_then(|r| r.get("limits")), &mut limits);
         if found < QOS_RESOURCES.len() {
             guaranteed = false;
         }
@@ -592,7 +545,9 @@ pub fn pod_qos_class(spec: &Map<String, Value>) -> &'static str {
     }
     if guaranteed
         && requests.len() == limits.len()
-        && requests.iter().all(|(k, v)| limits.get(k) == Some(v))
+        && requests
+            .iter()
+            .all(|(k, v)| limits.get(k).is_some_and(|l| l.cmp(v) == Ordering::Equal))
     {
         return "Guaranteed";
     }
@@ -1690,16 +1645,6 @@ mod tests {
             }))),
             "Burstable"
         );
-        assert_eq!(
-            parse_quantity_nanos(&json!("1Ki")),
-            Some(1024 * 1_000_000_000)
-        );
-        assert_eq!(
-            parse_quantity_nanos(&json!("2e3")),
-            Some(2_000 * 1_000_000_000)
-        );
-        assert_eq!(parse_quantity_nanos(&json!(3)), Some(3_000_000_000));
-        assert_eq!(parse_quantity_nanos(&json!("1x")), None);
     }
 
     #[test]

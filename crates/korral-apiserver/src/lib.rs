@@ -36,6 +36,7 @@ pub mod openapi_builtin;
 pub mod openapi_proto;
 pub mod patch;
 pub mod protobuf;
+mod quantity;
 pub mod registry;
 pub mod scale;
 pub mod selector;

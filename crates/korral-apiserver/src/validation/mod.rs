@@ -3,4 +3,5 @@
 pub mod cel;
 pub mod duplicates;
 pub mod names;
+pub mod podspec;
 pub mod schema;
