@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::State;
 use super::body::{self, Body};
+use super::list_body;
 use super::path::ResourcePath;
 use super::table;
 use super::view::{self, View};
@@ -267,25 +268,7 @@ pub async fn serve(
                 return watch::serve(state, info, namespace, opts, query, view);
             }
             let page = objects.list(&info, namespace, &opts)?;
-            match view {
-                View::Table(include) => {
-                    let items: Vec<_> = page.items.iter().map(|o| present(&info, o)).collect();
-                    let t = table::table(
-                        &info,
-                        items.iter().map(|o| &**o),
-                        list_metadata(&page),
-                        include,
-                        true,
-                    );
-                    Ok(body::json_response(StatusCode::OK, &t))
-                }
-                View::Metadata => {
-                    let items: Vec<_> = page.items.iter().map(|o| present(&info, o)).collect();
-                    let list = view::partial_list(items.iter().map(|o| &**o), list_metadata(&page));
-                    Ok(body::json_response(StatusCode::OK, &list))
-                }
-                View::Object => Ok(list_response(&info, page)),
-            }
+            Ok(list_view_response(info, page, view))
         }
         (&Method::POST, None) if part == Part::Main => {
             let opts = write_options(query, headers, "CreateOptions", None, admission.as_ref())?;
@@ -391,7 +374,7 @@ pub async fn serve(
                 continue_token: None,
                 remaining: None,
             };
-            Ok(list_response(&info, page))
+            Ok(list_view_response(info, page, View::Object))
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -499,29 +482,127 @@ fn list_metadata(page: &objects::ListPage) -> serde_json::Map<String, Value> {
     metadata
 }
 
-/// A `<Kind>List` response written item by item.
-pub fn list_response(info: &ResourceInfo, page: objects::ListPage) -> Response<Body> {
+/// A list response in `view`, streamed item by item from the page's shared objects (see
+/// [`list_body`]): a `<Kind>List`, a `Table` or a `PartialObjectMetadataList`.
+pub fn list_view_response(
+    info: Arc<ResourceInfo>,
+    page: objects::ListPage,
+    view: View,
+) -> Response<Body> {
     let metadata = list_metadata(&page);
-    let mut out = Vec::with_capacity(64 + page.items.len() * 512);
-    out.extend_from_slice(b"{\"kind\":");
-    let head = (|| -> serde_json::Result<()> {
-        serde_json::to_writer(&mut out, &info.list_kind)?;
-        out.extend_from_slice(b",\"apiVersion\":");
-        serde_json::to_writer(&mut out, &info.api_version())?;
-        out.extend_from_slice(b",\"metadata\":");
-        serde_json::to_writer(&mut out, &metadata)?;
-        out.extend_from_slice(b",\"items\":[");
-        for (i, item) in page.items.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            serde_json::to_writer(&mut out, &*present(info, item))?;
+    let items = page.items.into_iter();
+    match view {
+        View::Object => {
+            let envelope = list_body::Envelope::ordered(
+                [
+                    ("kind", json!(info.list_kind)),
+                    ("apiVersion", json!(info.api_version())),
+                    ("metadata", Value::Object(metadata)),
+                ],
+                "items",
+            );
+            list_body::response(&envelope, items.map(move |o| present(&info, &o)))
         }
-        out.extend_from_slice(b"]}");
-        Ok(())
-    })();
-    match head {
-        Ok(()) => body::bytes_response(StatusCode::OK, out, "application/json"),
-        Err(e) => body::error_response(&ApiError::internal(format!("encoding list: {e}"))),
+        View::Table(include) => {
+            let envelope =
+                list_body::Envelope::from_map(table::envelope(&info, metadata, true), "rows");
+            list_body::response(
+                &envelope,
+                items.map(move |o| table::row(&info, &present(&info, &o), include)),
+            )
+        }
+        View::Metadata => {
+            let envelope =
+                list_body::Envelope::from_map(view::partial_list_envelope(metadata), "items");
+            list_body::response(&envelope, items.map(|o| view::partial_object(&o)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use http_body_util::BodyExt;
+
+    /// Pods enough for several chunks, some stored in another apiVersion spelling.
+    fn pods(n: usize) -> Vec<Object> {
+        (0..n)
+            .map(|i| {
+                Arc::new(json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": format!("pod-{i:05}"), "namespace": "default",
+                        "resourceVersion": (i + 1).to_string(), "uid": format!("u-{i}"),
+                        "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"i": i.to_string()}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}], "nodeName": "n"},
+                    "status": {"phase": "Running", "podIP": "10.0.0.1"}}))
+            })
+            .collect()
+    }
+
+    async fn body_of(response: Response<Body>) -> Vec<u8> {
+        assert_eq!(response.status(), StatusCode::OK);
+        response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes()
+            .to_vec()
+    }
+
+    #[tokio::test]
+    async fn every_list_view_streams_what_the_whole_value_would_encode() {
+        let registry = Registry::with_builtins();
+        let info = registry.get("", "v1", "pods").expect("pods");
+        let items = pods(1500);
+        let page = objects::ListPage {
+            revision: 77,
+            items: items.clone(),
+            continue_token: Some("next".into()),
+            remaining: Some(3),
+        };
+        let metadata = list_metadata(&page);
+        let values: Vec<&Value> = items.iter().map(|o| &**o).collect();
+
+        // The object list: kind, apiVersion, metadata, items, as upstream writes them.
+        let mut whole = Vec::new();
+        whole.extend_from_slice(b"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":");
+        whole.extend_from_slice(&serde_json::to_vec(&metadata).expect("meta"));
+        whole.extend_from_slice(b",\"items\":");
+        whole.extend_from_slice(&serde_json::to_vec(&values).expect("items"));
+        whole.push(b'}');
+        let streamed = body_of(list_view_response(info.clone(), page.clone(), View::Object)).await;
+        assert_eq!(streamed, whole);
+
+        for include in [
+            table::IncludeObject::None,
+            table::IncludeObject::Metadata,
+            table::IncludeObject::Object,
+        ] {
+            let whole = serde_json::to_vec(&table::table(
+                &info,
+                values.iter().copied(),
+                metadata.clone(),
+                include,
+                true,
+            ))
+            .expect("table");
+            let streamed = body_of(list_view_response(
+                info.clone(),
+                page.clone(),
+                View::Table(include),
+            ))
+            .await;
+            assert_eq!(streamed, whole, "{include:?}");
+        }
+
+        let mut partial = view::partial_list_envelope(metadata.clone());
+        partial.insert(
+            "items".into(),
+            Value::Array(values.iter().map(|o| view::partial_object(o)).collect()),
+        );
+        let whole = serde_json::to_vec(&Value::Object(partial)).expect("partial");
+        let streamed = body_of(list_view_response(info.clone(), page, View::Metadata)).await;
+        assert_eq!(streamed, whole);
     }
 }

@@ -3,6 +3,7 @@
 mod body;
 mod discovery;
 mod handlers;
+mod list_body;
 mod path;
 mod table;
 mod view;

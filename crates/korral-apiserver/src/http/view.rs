@@ -56,17 +56,15 @@ pub fn partial_object(obj: &Value) -> Value {
     })
 }
 
-/// `items` as a `PartialObjectMetadataList` with the list's `metadata`.
-pub fn partial_list<'a>(
-    items: impl IntoIterator<Item = &'a Value>,
-    metadata: Map<String, Value>,
-) -> Value {
-    json!({
-        "kind": "PartialObjectMetadataList",
-        "apiVersion": META_API_VERSION,
-        "metadata": metadata,
-        "items": items.into_iter().map(partial_object).collect::<Vec<_>>(),
-    })
+/// A `PartialObjectMetadataList` with the list's `metadata` and no items yet (`"items": []`,
+/// filled by the list's writer).
+pub fn partial_list_envelope(metadata: Map<String, Value>) -> Map<String, Value> {
+    let mut list = Map::new();
+    list.insert("kind".into(), json!("PartialObjectMetadataList"));
+    list.insert("apiVersion".into(), json!(META_API_VERSION));
+    list.insert("metadata".into(), Value::Object(metadata));
+    list.insert("items".into(), json!([]));
+    list
 }
 
 #[cfg(test)]
@@ -103,9 +101,10 @@ mod tests {
         );
         let mut meta = Map::new();
         meta.insert("resourceVersion".into(), json!("7"));
-        let list = partial_list([&secret], meta);
+        let list = partial_list_envelope(meta);
         assert_eq!(list["kind"], "PartialObjectMetadataList");
+        assert_eq!(list["apiVersion"], "meta.k8s.io/v1");
         assert_eq!(list["metadata"]["resourceVersion"], "7");
-        assert_eq!(list["items"][0], partial);
+        assert_eq!(list["items"], json!([]));
     }
 }
