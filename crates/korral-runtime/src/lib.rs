@@ -62,3 +62,4 @@ pub mod metrics;
 pub mod queue;
 pub mod reconcile;
 pub mod trigger;
+pub mod webhook;

@@ -63,4 +63,6 @@ pub use registry::{
 pub use server::{
     CONTENT_TYPE_TEXT_004, ServeError, ServerHandle, Shutdown, serve_metrics, serve_metrics_secure,
 };
+// The HTTP(S) serving loop, shared with the webhook server.
+pub(crate) use server::{Body, Handler, start as start_server, text_response};
 pub use tls::{MetricsTls, MetricsTlsError};
