@@ -5,3 +5,4 @@ pub mod duplicates;
 pub mod names;
 pub mod podspec;
 pub mod schema;
+pub(crate) mod selectors;
