@@ -380,6 +380,11 @@ impl Quantity {
         self.negative && !self.is_zero()
     }
 
+    /// Whether the quantity is a whole number (upstream: `MilliValue() % 1000 == 0`).
+    pub(crate) fn is_integer(&self) -> bool {
+        self.exponent >= 0
+    }
+
     fn cmp_magnitude(&self, other: &Self) -> Ordering {
         match (self.is_zero(), other.is_zero()) {
             (true, true) => return Ordering::Equal,

@@ -4,5 +4,6 @@ pub mod cel;
 pub mod duplicates;
 pub mod names;
 pub mod podspec;
+pub mod ports;
 pub mod schema;
 pub(crate) mod selectors;

@@ -2,9 +2,18 @@
 //! in canonical form and upstream's `ValidatePodSpec` essentials, with upstream's messages and
 //! field paths, under any base path (`spec`, `spec.template.spec`).
 
-use serde_json::Value;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
 
+use serde_json::{Value, json};
+
+use crate::error::Cause;
 use crate::quantity::{self, QuantityError};
+use crate::validation::names::{
+    self, NameRule, child, dns1123_label, dns1123_subdomain, index, invalid_value, key,
+    validate_label_key, validate_label_value,
+};
+use crate::validation::ports::{inclusive_range, port_name, port_num, port_num_or_name};
 
 /// The container lists of a pod spec, in upstream's validation order.
 pub(crate) const CONTAINER_LISTS: [&str; 3] =
@@ -35,9 +44,54 @@ pub(crate) fn canonicalize_pod_spec(spec: &mut Value) -> Result<(), QuantityErro
                 .and_then(|t| t.get_mut("spec"))
                 .and_then(|s| s.get_mut("resources"));
             canonicalize_requirements(claim)?;
+            for item in items_of(v.get_mut("downwardAPI")) {
+                canonicalize_divisor(item)?;
+            }
+            let sources = v
+                .get_mut("projected")
+                .and_then(|p| p.get_mut("sources"))
+                .and_then(Value::as_array_mut);
+            for source in sources.into_iter().flatten() {
+                for item in items_of(source.get_mut("downwardAPI")) {
+                    canonicalize_divisor(item)?;
+                }
+            }
+        }
+    }
+    for list in CONTAINER_LISTS {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in containers {
+                if let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) {
+                    for e in env {
+                        if let Some(from) = e.get_mut("valueFrom") {
+                            canonicalize_divisor(from)?;
+                        }
+                    }
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// The `items` of a downward API volume source.
+fn items_of(source: Option<&mut Value>) -> impl Iterator<Item = &mut Value> {
+    source
+        .and_then(|s| s.get_mut("items"))
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+}
+
+/// Canonicalizes `resourceFieldRef.divisor` (a quantity) under `holder`.
+fn canonicalize_divisor(holder: &mut Value) -> Result<(), QuantityError> {
+    match holder
+        .get_mut("resourceFieldRef")
+        .and_then(|r| r.get_mut("divisor"))
+    {
+        Some(divisor) => quantity::canonicalize_value(divisor),
+        None => Ok(()),
+    }
 }
 
 /// Canonicalizes the `limits` and `requests` of a resource requirements object.
@@ -51,6 +105,1749 @@ fn canonicalize_requirements(resources: Option<&mut Value>) -> Result<(), Quanti
         }
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading the JSON pod spec as upstream's typed structs see it.
+// ---------------------------------------------------------------------------------------------
+
+/// A string field, `""` when absent (Go's zero value).
+fn str_at<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+/// An integer field, if set.
+fn int_at(v: &Value, field: &str) -> Option<i64> {
+    v.get(field).and_then(Value::as_i64)
+}
+
+/// An array field, empty when absent.
+fn list_at<'a>(v: &'a Value, field: &str) -> &'a [Value] {
+    v.get(field)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// A field that is set (present and not `null`).
+fn set_at<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
+    v.get(field).filter(|x| !x.is_null())
+}
+
+/// Whether a value is Go's zero value for its type once decoded (absent, null, empty).
+fn is_zero(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Bool(b)) => !b,
+        Some(Value::Number(n)) => n.as_f64() == Some(0.0),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(Value::Object(m)) => m.values().all(|x| is_zero(Some(x))),
+    }
+}
+
+/// `FieldValueNotFound`: `Not found: <value>`.
+fn not_found(field: &str, value: &Value) -> Cause {
+    Cause::new(
+        "FieldValueNotFound",
+        field,
+        format!("Not found: {}", names::go_render(value)),
+    )
+}
+
+/// `field.NotSupported` with upstream's list of supported values, in the given order.
+fn not_supported(field: &str, value: &Value, supported: &[&str]) -> Cause {
+    let supported: Vec<Value> = supported.iter().map(|s| json!(s)).collect();
+    Cause::not_supported(field, value, &supported)
+}
+
+/// Checks an enum-like string field: `Required` when empty, `NotSupported` when unknown.
+fn one_of(v: &Value, field: &str, path: &str, supported: &[&str], out: &mut Vec<Cause>) {
+    let value = str_at(v, field);
+    if value.is_empty() {
+        out.push(Cause::required(child(path, field), ""));
+    } else if !supported.contains(&value) {
+        out.push(not_supported(&child(path, field), &json!(value), supported));
+    }
+}
+
+/// `ValidateDNS1123Label` of a value at `field`.
+fn dns_label(value: &str, field: &str, out: &mut Vec<Cause>) {
+    for msg in dns1123_label(value) {
+        out.push(invalid_value(field, &json!(value), &msg));
+    }
+}
+
+/// A name validated as a DNS subdomain (`NameIsDNSSubdomain`), when set.
+fn subdomain_name(v: &Value, field: &str, path: &str, out: &mut Vec<Cause>) {
+    let value = str_at(v, field);
+    if !value.is_empty() {
+        for msg in dns1123_subdomain(value) {
+            out.push(invalid_value(&child(path, field), &json!(value), &msg));
+        }
+    }
+}
+
+/// `ValidateQualifiedName` of a value at `field`.
+fn qualified_name(value: &str, field: &str, out: &mut Vec<Cause>) {
+    for msg in validate_label_key(value) {
+        out.push(invalid_value(field, &json!(value), &msg));
+    }
+}
+
+/// `ValidateNonnegativeField` of an integer field, when set.
+fn nonnegative(v: &Value, field: &str, path: &str, out: &mut Vec<Cause>) {
+    if let Some(n) = int_at(v, field)
+        && n < 0
+    {
+        out.push(invalid_value(&child(path, field), &json!(n), NEGATIVE));
+    }
+}
+
+/// Upstream's `isNegativeErrorMsg`.
+const NEGATIVE: &str = "must be greater than or equal to 0";
+
+/// Upstream's message for file modes.
+const FILE_MODE: &str = "must be a number between 0 and 0777 (octal), both inclusive";
+
+// ---------------------------------------------------------------------------------------------
+// The pod spec.
+// ---------------------------------------------------------------------------------------------
+
+/// How a pod spec is validated: as a Pod's own spec or as a template inside another kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PodSpecOptions {
+    /// The spec belongs to a Pod (upstream's `ResourceIsPod`), not a template.
+    pub resource_is_pod: bool,
+}
+
+/// Upstream `ValidatePodSpec`: every cause for the pod spec at `base` (`spec`,
+/// `spec.template.spec`), with upstream's field paths and messages.
+pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) -> Vec<Cause> {
+    let mut out = Vec::new();
+    if set_at(spec, "terminationGracePeriodSeconds").is_none() {
+        out.push(Cause::required(
+            child(base, "terminationGracePeriodSeconds"),
+            "",
+        ));
+    }
+    let grace = int_at(spec, "terminationGracePeriodSeconds");
+    let volumes = validate_volumes(list_at(spec, "volumes"), &child(base, "volumes"), &mut out);
+    let restart_policy = str_at(spec, "restartPolicy");
+    let ctx = ContainerContext {
+        volumes: &volumes,
+        grace,
+        restart_policy,
+    };
+    validate_containers(spec, &child(base, "containers"), &ctx, &mut out);
+    validate_init_containers(spec, &child(base, "initContainers"), &ctx, &mut out);
+    validate_ephemeral_containers(spec, &child(base, "ephemeralContainers"), &ctx, &mut out);
+    if let Some(resources) = set_at(spec, "resources") {
+        let path = child(base, "resources");
+        if set_at(resources, "claims").is_some() {
+            out.push(Cause::forbidden(
+                child(&path, "claims"),
+                "claims cannot be set for Resources at pod-level",
+            ));
+        }
+        validate_resource_requirements(resources, &path, pod_resource_name, &mut out);
+    }
+    if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
+        let containers = child(base, "containers");
+        for (i, c) in list_at(spec, "containers").iter().enumerate() {
+            for (j, p) in list_at(c, "ports").iter().enumerate() {
+                let host = int_at(p, "hostPort").unwrap_or(0);
+                let container = int_at(p, "containerPort").unwrap_or(0);
+                if (opts.resource_is_pod || host != 0) && host != container {
+                    out.push(invalid_value(
+                        &child(
+                            &index(&child(&index(&containers, i), "ports"), j),
+                            "hostPort",
+                        ),
+                        &json!(host),
+                        "must match `containerPort` when `hostNetwork` is true",
+                    ));
+                }
+            }
+        }
+    }
+    one_of(
+        spec,
+        "restartPolicy",
+        base,
+        &["Always", "OnFailure", "Never"],
+        &mut out,
+    );
+    one_of(
+        spec,
+        "dnsPolicy",
+        base,
+        &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
+        &mut out,
+    );
+    if let Some(selector) = set_at(spec, "nodeSelector") {
+        out.extend(names::validate_labels(
+            selector,
+            &child(base, "nodeSelector"),
+        ));
+    }
+    if let Some(sc) = set_at(spec, "securityContext") {
+        validate_pod_security_context(sc, &child(base, "securityContext"), &mut out);
+    }
+    validate_dns_config(spec, base, &mut out);
+    for (i, gate) in list_at(spec, "readinessGates").iter().enumerate() {
+        qualified_name(
+            str_at(gate, "conditionType"),
+            &child(&index(&child(base, "readinessGates"), i), "conditionType"),
+            &mut out,
+        );
+    }
+    let mut gates = BTreeSet::new();
+    for (i, gate) in list_at(spec, "schedulingGates").iter().enumerate() {
+        let name = str_at(gate, "name");
+        let path = index(&child(base, "schedulingGates"), i);
+        qualified_name(name, &path, &mut out);
+        if !gates.insert(name) {
+            out.push(Cause::duplicate(path, &json!(name)));
+        }
+    }
+    subdomain_name(spec, "serviceAccountName", base, &mut out);
+    subdomain_name(spec, "nodeName", base, &mut out);
+    if let Some(deadline) = int_at(spec, "activeDeadlineSeconds")
+        && !(1..=i64::from(i32::MAX)).contains(&deadline)
+    {
+        out.push(invalid_value(
+            &child(base, "activeDeadlineSeconds"),
+            &json!(deadline),
+            &inclusive_range(1, i64::from(i32::MAX)),
+        ));
+    }
+    for field in ["hostname", "subdomain"] {
+        let value = str_at(spec, field);
+        if !value.is_empty() {
+            dns_label(value, &child(base, field), &mut out);
+        }
+    }
+    out.extend(validate_tolerations(
+        list_at(spec, "tolerations"),
+        &child(base, "tolerations"),
+    ));
+    subdomain_name(spec, "priorityClassName", base, &mut out);
+    if set_at(spec, "runtimeClassName").is_some() {
+        let value = str_at(spec, "runtimeClassName");
+        for msg in dns1123_subdomain(value) {
+            out.push(invalid_value(
+                &child(base, "runtimeClassName"),
+                &json!(value),
+                &msg,
+            ));
+        }
+    }
+    if set_at(spec, "preemptionPolicy").is_some() {
+        one_of(
+            spec,
+            "preemptionPolicy",
+            base,
+            &["PreemptLowerPriority", "Never"],
+            &mut out,
+        );
+    }
+    if let Some(overhead) = set_at(spec, "overhead").and_then(Value::as_object) {
+        let path = child(base, "overhead");
+        for (name, q) in overhead {
+            let field = key(&path, name);
+            out.extend(pod_resource_name(name, &field));
+            resource_quantity(name, q, &field, &mut out);
+        }
+    }
+    if let Some(os) = set_at(spec, "os") {
+        let name = str_at(os, "name");
+        if name.is_empty() {
+            out.push(Cause::required(child(&child(base, "os"), "name"), ""));
+        } else if !["linux", "windows"].contains(&name) {
+            out.push(not_supported(
+                &child(&child(base, "os"), "name"),
+                &json!(name),
+                &["linux", "windows"],
+            ));
+        }
+    }
+    out
+}
+
+/// The checks upstream makes only on a Pod's own spec (`validatePodMetadataAndSpec` after
+/// `ValidatePodSpec`): images without surrounding whitespace, no service account token
+/// projection without a service account.
+pub(crate) fn validate_pod_only(spec: &Value, base: &str) -> Vec<Cause> {
+    let mut out = Vec::new();
+    if str_at(spec, "serviceAccountName").is_empty() {
+        for (i, v) in list_at(spec, "volumes").iter().enumerate() {
+            let Some(projected) = set_at(v, "projected") else {
+                continue;
+            };
+            let path = child(&index(&child(base, "volumes"), i), "projected");
+            for (j, source) in list_at(projected, "sources").iter().enumerate() {
+                if set_at(source, "serviceAccountToken").is_some() {
+                    out.push(Cause::forbidden(
+                        child(&index(&child(&path, "sources"), j), "serviceAccountToken"),
+                        "must not be specified when serviceAccountName is not set",
+                    ));
+                }
+            }
+        }
+    }
+    for list in ["containers", "initContainers"] {
+        for (i, c) in list_at(spec, list).iter().enumerate() {
+            image_whitespace(c, &index(&child(base, list), i), &mut out);
+        }
+    }
+    out
+}
+
+/// `validateContainerOnlyForPod`: an image may not have leading or trailing whitespace.
+fn image_whitespace(c: &Value, path: &str, out: &mut Vec<Cause>) {
+    let image = str_at(c, "image");
+    if image.trim() != image {
+        out.push(invalid_value(
+            &child(path, "image"),
+            &json!(image),
+            "must not have leading or trailing whitespace",
+        ));
+    }
+}
+
+/// What container validation needs from the rest of the pod spec.
+struct ContainerContext<'a> {
+    /// The valid volumes by name.
+    volumes: &'a BTreeMap<String, &'a Value>,
+    /// The pod's termination grace period.
+    grace: Option<i64>,
+    /// The pod's restart policy.
+    restart_policy: &'a str,
+}
+
+/// `validateContainers`: at least one, names unique, probes and lifecycle, no restartPolicy,
+/// host ports unique.
+fn validate_containers(spec: &Value, path: &str, ctx: &ContainerContext<'_>, out: &mut Vec<Cause>) {
+    let containers = list_at(spec, "containers");
+    if containers.is_empty() {
+        out.push(Cause::required(path, ""));
+        return;
+    }
+    let mut names = BTreeSet::new();
+    for (i, c) in containers.iter().enumerate() {
+        let cpath = index(path, i);
+        validate_container_common(c, &cpath, ctx, out);
+        let name = str_at(c, "name");
+        if !names.insert(name) {
+            out.push(Cause::duplicate(child(&cpath, "name"), &json!(name)));
+        }
+        validate_probes_and_lifecycle(c, &cpath, ctx.grace, out);
+        if set_at(c, "restartPolicy").is_some() {
+            out.push(Cause::forbidden(
+                child(&cpath, "restartPolicy"),
+                "may not be set for non-init containers",
+            ));
+        }
+    }
+    host_port_conflicts(containers, 0, path, out);
+}
+
+/// Lifecycle handlers and the three probes of a container that may have them.
+fn validate_probes_and_lifecycle(c: &Value, path: &str, grace: Option<i64>, out: &mut Vec<Cause>) {
+    if let Some(lifecycle) = set_at(c, "lifecycle") {
+        for hook in ["postStart", "preStop"] {
+            if let Some(handler) = set_at(lifecycle, hook) {
+                validate_handler(
+                    handler,
+                    LIFECYCLE_HANDLERS,
+                    grace,
+                    &child(&child(path, "lifecycle"), hook),
+                    out,
+                );
+            }
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = set_at(c, probe) {
+            validate_probe(p, probe, grace, &child(path, probe), out);
+        }
+    }
+}
+
+/// `validateInitContainers`: names unique across regular and init containers, the container
+/// restart policy (`Always` makes a sidecar), probes and lifecycle only for sidecars.
+fn validate_init_containers(
+    spec: &Value,
+    path: &str,
+    ctx: &ContainerContext<'_>,
+    out: &mut Vec<Cause>,
+) {
+    let mut names: BTreeSet<&str> = list_at(spec, "containers")
+        .iter()
+        .map(|c| str_at(c, "name"))
+        .collect();
+    for (i, c) in list_at(spec, "initContainers").iter().enumerate() {
+        let cpath = index(path, i);
+        validate_container_common(c, &cpath, ctx, out);
+        let mut sidecar = false;
+        if set_at(c, "restartPolicy").is_some() {
+            let policy = str_at(c, "restartPolicy");
+            if policy == "Always" {
+                sidecar = true;
+            } else {
+                out.push(not_supported(
+                    &child(&cpath, "restartPolicy"),
+                    &json!(policy),
+                    &["Always"],
+                ));
+            }
+        }
+        let name = str_at(c, "name");
+        if names.contains(name) {
+            out.push(Cause::duplicate(child(&cpath, "name"), &json!(name)));
+        } else if !name.is_empty() {
+            names.insert(name);
+        }
+        host_port_conflicts(std::slice::from_ref(c), i, path, out);
+        if sidecar {
+            validate_probes_and_lifecycle(c, &cpath, ctx.grace, out);
+        } else {
+            for field in [
+                "lifecycle",
+                "livenessProbe",
+                "readinessProbe",
+                "startupProbe",
+            ] {
+                if set_at(c, field).is_some() {
+                    out.push(Cause::forbidden(
+                        child(&cpath, field),
+                        "may not be set for init containers without restartPolicy=Always",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The fields of an ephemeral container upstream refuses (`cannot be set for an Ephemeral
+/// Container`), in the order of upstream's struct.
+const EPHEMERAL_FORBIDDEN: [&str; 8] = [
+    "ports",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+];
+
+/// `validateEphemeralContainers`.
+fn validate_ephemeral_containers(
+    spec: &Value,
+    path: &str,
+    ctx: &ContainerContext<'_>,
+    out: &mut Vec<Cause>,
+) {
+    let ephemeral = list_at(spec, "ephemeralContainers");
+    if ephemeral.is_empty() {
+        return;
+    }
+    let others: BTreeSet<&str> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|l| list_at(spec, l))
+        .map(|c| str_at(c, "name"))
+        .collect();
+    let mut all = others.clone();
+    for (i, c) in ephemeral.iter().enumerate() {
+        let cpath = index(path, i);
+        validate_container_common(c, &cpath, ctx, out);
+        image_whitespace(c, &cpath, out);
+        let name = str_at(c, "name");
+        if !all.insert(name) {
+            out.push(Cause::duplicate(child(&cpath, "name"), &json!(name)));
+        }
+        let target = str_at(c, "targetContainerName");
+        if !target.is_empty() && !others.contains(target) {
+            out.push(not_found(
+                &child(&cpath, "targetContainerName"),
+                &json!(target),
+            ));
+        }
+        for field in EPHEMERAL_FORBIDDEN {
+            if !is_zero(c.get(field)) {
+                out.push(Cause::forbidden(
+                    child(&cpath, field),
+                    "cannot be set for an Ephemeral Container",
+                ));
+            }
+        }
+        for (j, m) in list_at(c, "volumeMounts").iter().enumerate() {
+            for field in ["subPath", "subPathExpr"] {
+                if !str_at(m, field).is_empty() {
+                    out.push(Cause::forbidden(
+                        child(&index(&child(&cpath, "volumeMounts"), j), field),
+                        "cannot be set for an Ephemeral Container",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// `validateContainerCommon`: what every kind of container is checked for.
+fn validate_container_common(
+    c: &Value,
+    path: &str,
+    ctx: &ContainerContext<'_>,
+    out: &mut Vec<Cause>,
+) {
+    let name = str_at(c, "name");
+    if name.is_empty() {
+        out.push(Cause::required(child(path, "name"), ""));
+    } else {
+        dns_label(name, &child(path, "name"), out);
+    }
+    if str_at(c, "image").is_empty() {
+        out.push(Cause::required(child(path, "image"), ""));
+    }
+    one_of(
+        c,
+        "terminationMessagePolicy",
+        path,
+        &["File", "FallbackToLogsOnError"],
+        out,
+    );
+    validate_container_ports(list_at(c, "ports"), &child(path, "ports"), out);
+    validate_env(list_at(c, "env"), &child(path, "env"), out);
+    validate_env_from(list_at(c, "envFrom"), &child(path, "envFrom"), out);
+    validate_volume_mounts(c, &child(path, "volumeMounts"), ctx.volumes, out);
+    one_of(
+        c,
+        "imagePullPolicy",
+        path,
+        &["Always", "IfNotPresent", "Never"],
+        out,
+    );
+    if let Some(resources) = set_at(c, "resources") {
+        validate_resource_requirements(
+            resources,
+            &child(path, "resources"),
+            container_resource_name,
+            out,
+        );
+    }
+    validate_resize_policy(
+        list_at(c, "resizePolicy"),
+        &child(path, "resizePolicy"),
+        ctx.restart_policy,
+        out,
+    );
+    if let Some(sc) = set_at(c, "securityContext") {
+        validate_security_context(sc, &child(path, "securityContext"), out);
+    }
+}
+
+/// `validateResizePolicy`: cpu or memory, once each, with a known restart policy.
+fn validate_resize_policy(policies: &[Value], path: &str, restart: &str, out: &mut Vec<Cause>) {
+    let mut seen = BTreeSet::new();
+    for (i, p) in policies.iter().enumerate() {
+        let resource = str_at(p, "resourceName");
+        if !seen.insert(resource) {
+            out.push(Cause::duplicate(index(path, i), &json!(resource)));
+        }
+        match resource {
+            "cpu" | "memory" => {}
+            "" => out.push(Cause::required(path, "")),
+            other => out.push(not_supported(path, &json!(other), &["cpu", "memory"])),
+        }
+        let policy = str_at(p, "restartPolicy");
+        match policy {
+            "NotRequired" | "RestartContainer" => {}
+            "" => out.push(Cause::required(path, "")),
+            other => out.push(not_supported(
+                path,
+                &json!(other),
+                &["NotRequired", "RestartContainer"],
+            )),
+        }
+        if restart == "Never" && policy != "NotRequired" {
+            out.push(invalid_value(
+                path,
+                &json!(policy),
+                "must be 'NotRequired' when `restartPolicy` is 'Never'",
+            ));
+        }
+    }
+}
+
+/// `validateContainerPorts`.
+fn validate_container_ports(ports: &[Value], path: &str, out: &mut Vec<Cause>) {
+    let mut names = BTreeSet::new();
+    for (i, p) in ports.iter().enumerate() {
+        let ppath = index(path, i);
+        let name = str_at(p, "name");
+        if !name.is_empty() {
+            let msgs = port_name(name);
+            if !msgs.is_empty() {
+                for msg in msgs {
+                    out.push(invalid_value(&child(&ppath, "name"), &json!(name), &msg));
+                }
+            } else if !names.insert(name) {
+                out.push(Cause::duplicate(child(&ppath, "name"), &json!(name)));
+            }
+        }
+        let container = int_at(p, "containerPort").unwrap_or(0);
+        if container == 0 {
+            out.push(Cause::required(child(&ppath, "containerPort"), ""));
+        } else {
+            for msg in port_num(container) {
+                out.push(invalid_value(
+                    &child(&ppath, "containerPort"),
+                    &json!(container),
+                    &msg,
+                ));
+            }
+        }
+        let host = int_at(p, "hostPort").unwrap_or(0);
+        if host != 0 {
+            for msg in port_num(host) {
+                out.push(invalid_value(
+                    &child(&ppath, "hostPort"),
+                    &json!(host),
+                    &msg,
+                ));
+            }
+        }
+        let protocol = str_at(p, "protocol");
+        if protocol.is_empty() {
+            out.push(Cause::required(child(&ppath, "protocol"), ""));
+        } else if !["SCTP", "TCP", "UDP"].contains(&protocol) {
+            out.push(not_supported(
+                &child(&ppath, "protocol"),
+                &json!(protocol),
+                &["SCTP", "TCP", "UDP"],
+            ));
+        }
+    }
+}
+
+/// `checkHostPortConflicts`: a `protocol/hostIP/hostPort` used twice. `first` is the index of
+/// the first container in `containers` within the list at `path`.
+fn host_port_conflicts(containers: &[Value], first: usize, path: &str, out: &mut Vec<Cause>) {
+    let mut seen = BTreeSet::new();
+    for (ci, c) in containers.iter().enumerate() {
+        for (pi, p) in list_at(c, "ports").iter().enumerate() {
+            let host = int_at(p, "hostPort").unwrap_or(0);
+            if host == 0 {
+                continue;
+            }
+            let entry = format!("{}/{}/{host}", str_at(p, "protocol"), str_at(p, "hostIP"));
+            if seen.contains(&entry) {
+                let field = child(
+                    &index(&child(&index(path, first + ci), "ports"), pi),
+                    "hostPort",
+                );
+                out.push(Cause::duplicate(field, &json!(entry)));
+            } else {
+                seen.insert(entry);
+            }
+        }
+    }
+}
+
+/// Upstream `IsRelaxedEnvVarName` (the relaxed rule is GA): printable ASCII but `=`.
+fn env_var_name(name: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if name.is_empty() {
+        errs.push("environment variable name must be non-empty".to_string());
+    }
+    if name.bytes().any(|b| !(32..=126).contains(&b) || b == b'=') {
+        errs.push(
+            "a valid environment variable name must consist only of printable ASCII characters other than '='"
+                .to_string(),
+        );
+    }
+    errs
+}
+
+/// The downward API fields an environment variable may read.
+const ENV_FIELD_PATHS: [&str; 9] = [
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "spec.nodeName",
+    "spec.serviceAccountName",
+    "status.hostIP",
+    "status.hostIPs",
+    "status.podIP",
+    "status.podIPs",
+];
+
+/// The container resources an environment variable may read.
+const ENV_RESOURCE_FIELDS: [&str; 6] = [
+    "limits.cpu",
+    "limits.ephemeral-storage",
+    "limits.memory",
+    "requests.cpu",
+    "requests.ephemeral-storage",
+    "requests.memory",
+];
+
+/// `ValidateEnv`.
+fn validate_env(vars: &[Value], path: &str, out: &mut Vec<Cause>) {
+    for (i, e) in vars.iter().enumerate() {
+        let epath = index(path, i);
+        let name = str_at(e, "name");
+        if name.is_empty() {
+            out.push(Cause::required(child(&epath, "name"), ""));
+        } else {
+            for msg in env_var_name(name) {
+                out.push(invalid_value(&child(&epath, "name"), &json!(name), &msg));
+            }
+        }
+        let Some(from) = set_at(e, "valueFrom") else {
+            continue;
+        };
+        let fpath = child(&epath, "valueFrom");
+        let mut sources = 0;
+        if let Some(field_ref) = set_at(from, "fieldRef") {
+            sources += 1;
+            validate_field_ref(field_ref, &child(&fpath, "fieldRef"), out);
+        }
+        if let Some(resource_ref) = set_at(from, "resourceFieldRef") {
+            sources += 1;
+            let rpath = child(&fpath, "resourceFieldRef");
+            let resource = str_at(resource_ref, "resource");
+            if resource.is_empty() {
+                out.push(Cause::required(child(&rpath, "resource"), ""));
+            } else if !ENV_RESOURCE_FIELDS.contains(&resource)
+                && !resource.starts_with("limits.hugepages-")
+                && !resource.starts_with("requests.hugepages-")
+            {
+                out.push(not_supported(
+                    &child(&rpath, "resource"),
+                    &json!(resource),
+                    &ENV_RESOURCE_FIELDS,
+                ));
+            }
+        }
+        for (source, fieldname) in [
+            ("configMapKeyRef", "configMapKeyRef"),
+            ("secretKeyRef", "secretKeyRef"),
+        ] {
+            if let Some(selector) = set_at(from, source) {
+                sources += 1;
+                let spath = child(&fpath, fieldname);
+                let name = str_at(selector, "name");
+                for msg in names::validate_name(name, NameRule::Subdomain, false) {
+                    out.push(invalid_value(&child(&spath, "name"), &json!(name), &msg));
+                }
+                let k = str_at(selector, "key");
+                if k.is_empty() {
+                    out.push(Cause::required(child(&spath, "key"), ""));
+                } else {
+                    for msg in config_map_key(k) {
+                        out.push(invalid_value(&child(&spath, "key"), &json!(k), &msg));
+                    }
+                }
+            }
+        }
+        if sources == 0 {
+            out.push(invalid_value(
+                &fpath,
+                &json!(""),
+                "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
+            ));
+        } else if !str_at(e, "value").is_empty() {
+            out.push(invalid_value(
+                &fpath,
+                &json!(""),
+                "may not be specified when `value` is not empty",
+            ));
+        } else if sources > 1 {
+            out.push(invalid_value(
+                &fpath,
+                &json!(""),
+                "may not have more than one field specified at a time",
+            ));
+        }
+    }
+}
+
+/// Upstream `IsConfigMapKey`: at most 253 characters of `[-._a-zA-Z0-9]`, not `.`/`..`.
+fn config_map_key(k: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if k.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    if !k
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+    {
+        errs.push("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')".to_string());
+    }
+    if k == "." {
+        errs.push("must not be '.'".to_string());
+    } else if k == ".." {
+        errs.push("must not be '..'".to_string());
+    } else if k.starts_with("..") {
+        errs.push("must not start with '..'".to_string());
+    }
+    errs
+}
+
+/// `validateObjectFieldSelector` for an environment variable's `fieldRef`.
+fn validate_field_ref(field_ref: &Value, path: &str, out: &mut Vec<Cause>) {
+    if str_at(field_ref, "apiVersion").is_empty() {
+        out.push(Cause::required(child(path, "apiVersion"), ""));
+        return;
+    }
+    let field_path = str_at(field_ref, "fieldPath");
+    if field_path.is_empty() {
+        out.push(Cause::required(child(path, "fieldPath"), ""));
+        return;
+    }
+    if let Some((base, rest)) = field_path.split_once('[') {
+        let subscript = rest
+            .strip_suffix(']')
+            .map(|s| s.trim_matches('\'').to_string())
+            .unwrap_or_default();
+        match base {
+            "metadata.annotations" => qualified_name(&subscript.to_lowercase(), path, out),
+            "metadata.labels" => qualified_name(&subscript, path, out),
+            other => out.push(invalid_value(
+                path,
+                &json!(other),
+                "does not support subscript",
+            )),
+        }
+    } else if !ENV_FIELD_PATHS.contains(&field_path) {
+        out.push(not_supported(
+            &child(path, "fieldPath"),
+            &json!(field_path),
+            &ENV_FIELD_PATHS,
+        ));
+    }
+}
+
+/// `ValidateEnvFrom`.
+fn validate_env_from(sources: &[Value], path: &str, out: &mut Vec<Cause>) {
+    for (i, s) in sources.iter().enumerate() {
+        let spath = index(path, i);
+        let prefix = str_at(s, "prefix");
+        if !prefix.is_empty() {
+            for msg in env_var_name(prefix) {
+                out.push(invalid_value(
+                    &child(&spath, "prefix"),
+                    &json!(prefix),
+                    &msg,
+                ));
+            }
+        }
+        let mut count = 0;
+        for field in ["configMapRef", "secretRef"] {
+            if let Some(reference) = set_at(s, field) {
+                count += 1;
+                let name = str_at(reference, "name");
+                let npath = child(&child(&spath, field), "name");
+                if name.is_empty() {
+                    out.push(Cause::required(npath, ""));
+                } else {
+                    for msg in names::validate_name(name, NameRule::Subdomain, true) {
+                        out.push(invalid_value(&npath, &json!(name), &msg));
+                    }
+                }
+            }
+        }
+        if count == 0 {
+            out.push(invalid_value(
+                path,
+                &json!(""),
+                "must specify one of: `configMapRef` or `secretRef`",
+            ));
+        } else if count > 1 {
+            out.push(invalid_value(
+                path,
+                &json!(""),
+                "may not have more than one field specified at a time",
+            ));
+        }
+    }
+}
+
+/// `validateLocalDescendingPath`: relative, without `..` elements.
+fn local_descending_path(value: &str, field: &str, out: &mut Vec<Cause>) {
+    if value.starts_with('/') {
+        out.push(invalid_value(
+            field,
+            &json!(value),
+            "must be a relative path",
+        ));
+    }
+    if value.split(['/', '\\']).any(|part| part == "..") {
+        out.push(invalid_value(field, &json!(value), "must not contain '..'"));
+    }
+}
+
+/// `ValidateVolumeMounts` (volume devices are not checked).
+fn validate_volume_mounts(
+    c: &Value,
+    path: &str,
+    volumes: &BTreeMap<String, &Value>,
+    out: &mut Vec<Cause>,
+) {
+    let mut mount_points = BTreeSet::new();
+    for (i, m) in list_at(c, "volumeMounts").iter().enumerate() {
+        let mpath = index(path, i);
+        let name = str_at(m, "name");
+        if name.is_empty() {
+            out.push(Cause::required(child(&mpath, "name"), ""));
+        }
+        if !volumes.contains_key(name) {
+            out.push(not_found(&child(&mpath, "name"), &json!(name)));
+        }
+        let mount_path = str_at(m, "mountPath");
+        if mount_path.is_empty() {
+            out.push(Cause::required(child(&mpath, "mountPath"), ""));
+        }
+        if !mount_points.insert(mount_path) {
+            out.push(invalid_value(
+                &child(&mpath, "mountPath"),
+                &json!(mount_path),
+                "must be unique",
+            ));
+        }
+        let sub_path = str_at(m, "subPath");
+        // Upstream reports these two under the list's path, without the index.
+        if !sub_path.is_empty() {
+            local_descending_path(sub_path, &child(path, "subPath"), out);
+        }
+        let sub_path_expr = str_at(m, "subPathExpr");
+        if !sub_path_expr.is_empty() {
+            if !sub_path.is_empty() {
+                out.push(invalid_value(
+                    &child(&mpath, "subPathExpr"),
+                    &json!(sub_path_expr),
+                    "subPathExpr and subPath are mutually exclusive",
+                ));
+            }
+            local_descending_path(sub_path_expr, &child(path, "subPathExpr"), out);
+        }
+        if set_at(m, "mountPropagation").is_some() {
+            let mode = str_at(m, "mountPropagation");
+            let supported = ["Bidirectional", "HostToContainer", "None"];
+            let field = child(path, "mountPropagation");
+            if !supported.contains(&mode) {
+                out.push(not_supported(&field, &json!(mode), &supported));
+            } else if mode == "Bidirectional"
+                && c.get("securityContext")
+                    .and_then(|s| s.get("privileged"))
+                    .and_then(Value::as_bool)
+                    != Some(true)
+            {
+                out.push(Cause::forbidden(
+                    field,
+                    "Bidirectional mount propagation is available only to privileged containers",
+                ));
+            }
+        }
+    }
+}
+
+/// The volume sources of upstream's `VolumeSource`, in its validation order.
+const VOLUME_SOURCES: [&str; 28] = [
+    "hostPath",
+    "emptyDir",
+    "gitRepo",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "flocker",
+    "persistentVolumeClaim",
+    "rbd",
+    "quobyte",
+    "cephfs",
+    "cinder",
+    "downwardAPI",
+    "fc",
+    "azureFile",
+    "vsphereVolume",
+    "azureDisk",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "scaleIO",
+    "configMap",
+    "projected",
+    "csi",
+    "ephemeral",
+    "image",
+];
+
+/// `ValidateVolumes`: returns the valid volumes by name (what mounts may refer to).
+fn validate_volumes<'a>(
+    volumes: &'a [Value],
+    path: &str,
+    out: &mut Vec<Cause>,
+) -> BTreeMap<String, &'a Value> {
+    let mut valid = BTreeMap::new();
+    for (i, v) in volumes.iter().enumerate() {
+        let vpath = index(path, i);
+        let mut errs = Vec::new();
+        validate_volume_source(v, &vpath, &mut errs);
+        let name = str_at(v, "name");
+        if name.is_empty() {
+            errs.push(Cause::required(child(&vpath, "name"), ""));
+        } else {
+            dns_label(name, &child(&vpath, "name"), &mut errs);
+        }
+        if valid.contains_key(name) {
+            errs.push(Cause::duplicate(child(&vpath, "name"), &json!(name)));
+        }
+        if errs.is_empty() {
+            valid.insert(name.to_string(), v);
+        } else {
+            out.extend(errs);
+        }
+    }
+    valid
+}
+
+/// `validateVolumeSource`: exactly one source, and the essentials of the common ones.
+fn validate_volume_source(v: &Value, path: &str, out: &mut Vec<Cause>) {
+    let mut count = 0;
+    for source in VOLUME_SOURCES {
+        let Some(s) = set_at(v, source) else {
+            continue;
+        };
+        let spath = child(path, source);
+        if count > 0 {
+            out.push(Cause::forbidden(
+                spath,
+                "may not specify more than 1 volume type",
+            ));
+            continue;
+        }
+        count += 1;
+        match source {
+            "hostPath" => {
+                let p = str_at(s, "path");
+                if p.is_empty() {
+                    out.push(Cause::required(child(&spath, "path"), ""));
+                } else if p.split('/').any(|x| x == "..") {
+                    out.push(invalid_value(
+                        &child(&spath, "path"),
+                        &json!(p),
+                        "must not contain '..'",
+                    ));
+                }
+                if set_at(s, "type").is_some() {
+                    let t = str_at(s, "type");
+                    let supported = [
+                        "",
+                        "BlockDevice",
+                        "CharDevice",
+                        "Directory",
+                        "DirectoryOrCreate",
+                        "File",
+                        "FileOrCreate",
+                        "Socket",
+                    ];
+                    if !supported.contains(&t) {
+                        out.push(not_supported(&child(&spath, "type"), &json!(t), &supported));
+                    }
+                }
+            }
+            "emptyDir" => {
+                if let Some(limit) = set_at(s, "sizeLimit")
+                    && quantity::from_json(limit).is_ok_and(|q| q.is_negative())
+                {
+                    out.push(Cause::forbidden(
+                        child(&spath, "sizeLimit"),
+                        "SizeLimit field must be a valid resource quantity",
+                    ));
+                }
+            }
+            "secret" => {
+                if str_at(s, "secretName").is_empty() {
+                    out.push(Cause::required(child(&spath, "secretName"), ""));
+                }
+                file_mode(s, "defaultMode", &spath, out);
+                key_to_paths(s, &spath, out);
+            }
+            "configMap" => {
+                if str_at(s, "name").is_empty() {
+                    out.push(Cause::required(child(&spath, "name"), ""));
+                }
+                file_mode(s, "defaultMode", &spath, out);
+                key_to_paths(s, &spath, out);
+            }
+            "persistentVolumeClaim" if str_at(s, "claimName").is_empty() => {
+                out.push(Cause::required(child(&spath, "claimName"), ""));
+            }
+            "nfs" => {
+                if str_at(s, "server").is_empty() {
+                    out.push(Cause::required(child(&spath, "server"), ""));
+                }
+                let p = str_at(s, "path");
+                if p.is_empty() {
+                    out.push(Cause::required(child(&spath, "path"), ""));
+                } else if !p.starts_with('/') {
+                    out.push(invalid_value(
+                        &child(&spath, "path"),
+                        &json!(p),
+                        "must be an absolute path",
+                    ));
+                }
+            }
+            "downwardAPI" | "projected" => file_mode(s, "defaultMode", &spath, out),
+            "csi" if str_at(s, "driver").is_empty() => {
+                out.push(Cause::required(child(&spath, "driver"), ""));
+            }
+            "ephemeral" if set_at(s, "volumeClaimTemplate").is_none() => {
+                out.push(Cause::required(child(&spath, "volumeClaimTemplate"), ""));
+            }
+            _ => {}
+        }
+    }
+    if count == 0 {
+        out.push(Cause::required(path, "must specify a volume type"));
+    }
+}
+
+/// A file mode field: 0 to 0777.
+fn file_mode(v: &Value, field: &str, path: &str, out: &mut Vec<Cause>) {
+    if let Some(mode) = int_at(v, field)
+        && !(0..=0o777).contains(&mode)
+    {
+        out.push(invalid_value(&child(path, field), &json!(mode), FILE_MODE));
+    }
+}
+
+/// `validateKeyToPath` for each of a volume source's `items`.
+fn key_to_paths(source: &Value, path: &str, out: &mut Vec<Cause>) {
+    for (i, item) in list_at(source, "items").iter().enumerate() {
+        let ipath = index(&child(path, "items"), i);
+        if str_at(item, "key").is_empty() {
+            out.push(Cause::required(child(&ipath, "key"), ""));
+        }
+        let p = str_at(item, "path");
+        if p.is_empty() {
+            out.push(Cause::required(child(&ipath, "path"), ""));
+        } else {
+            local_descending_path(p, &child(&ipath, "path"), out);
+            if p.starts_with("..") {
+                out.push(invalid_value(
+                    &child(&ipath, "path"),
+                    &json!(p),
+                    "must not start with '..'",
+                ));
+            }
+        }
+        file_mode(item, "mode", &ipath, out);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probes and handlers.
+// ---------------------------------------------------------------------------------------------
+
+/// The handler kinds of a probe, in upstream's order.
+const PROBE_HANDLERS: &[&str] = &["exec", "httpGet", "tcpSocket", "grpc"];
+
+/// The handler kinds of a lifecycle hook, in upstream's order.
+const LIFECYCLE_HANDLERS: &[&str] = &["exec", "httpGet", "tcpSocket", "sleep"];
+
+/// `validateLivenessProbe` / `validateReadinessProbe` / `validateStartupProbe`.
+fn validate_probe(p: &Value, kind: &str, grace: Option<i64>, path: &str, out: &mut Vec<Cause>) {
+    validate_handler(p, PROBE_HANDLERS, grace, path, out);
+    for field in [
+        "initialDelaySeconds",
+        "timeoutSeconds",
+        "periodSeconds",
+        "successThreshold",
+        "failureThreshold",
+    ] {
+        nonnegative(p, field, path, out);
+    }
+    if let Some(tg) = int_at(p, "terminationGracePeriodSeconds")
+        && tg <= 0
+    {
+        out.push(invalid_value(
+            &child(path, "terminationGracePeriodSeconds"),
+            &json!(tg),
+            "must be greater than 0",
+        ));
+    }
+    match kind {
+        "readinessProbe" => {
+            if let Some(tg) = set_at(p, "terminationGracePeriodSeconds") {
+                out.push(invalid_value(
+                    &child(path, "terminationGracePeriodSeconds"),
+                    tg,
+                    "must not be set for readinessProbes",
+                ));
+            }
+        }
+        _ => {
+            let success = int_at(p, "successThreshold").unwrap_or(0);
+            if success != 1 {
+                out.push(invalid_value(
+                    &child(path, "successThreshold"),
+                    &json!(success),
+                    "must be 1",
+                ));
+            }
+        }
+    }
+}
+
+/// `validateHandler`: exactly one handler, each checked.
+fn validate_handler(
+    h: &Value,
+    kinds: &[&str],
+    grace: Option<i64>,
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
+    let mut count = 0;
+    for kind in kinds {
+        let Some(handler) = set_at(h, kind) else {
+            continue;
+        };
+        let hpath = child(path, kind);
+        if count > 0 {
+            out.push(Cause::forbidden(
+                hpath,
+                "may not specify more than 1 handler type",
+            ));
+            continue;
+        }
+        count += 1;
+        match *kind {
+            "exec" if list_at(handler, "command").is_empty() => {
+                out.push(Cause::required(child(&hpath, "command"), ""));
+            }
+            "httpGet" => {
+                if str_at(handler, "path").is_empty() {
+                    out.push(Cause::required(child(&hpath, "path"), ""));
+                }
+                out.extend(port_num_or_name(
+                    handler.get("port").unwrap_or(&Value::Null),
+                    &child(&hpath, "port"),
+                ));
+                let scheme = str_at(handler, "scheme");
+                if !["HTTP", "HTTPS"].contains(&scheme) {
+                    out.push(not_supported(
+                        &child(&hpath, "scheme"),
+                        &json!(scheme),
+                        &["HTTP", "HTTPS"],
+                    ));
+                }
+                for header in list_at(handler, "httpHeaders") {
+                    let name = str_at(header, "name");
+                    if name.is_empty()
+                        || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                    {
+                        out.push(invalid_value(
+                            &child(&hpath, "httpHeaders"),
+                            &json!(name),
+                            "a valid HTTP header must consist of alphanumeric characters or '-' (e.g. 'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')",
+                        ));
+                    }
+                }
+            }
+            "tcpSocket" => out.extend(port_num_or_name(
+                handler.get("port").unwrap_or(&Value::Null),
+                &child(&hpath, "port"),
+            )),
+            "grpc" => out.extend(port_num_or_name(
+                &json!(int_at(handler, "port").unwrap_or(0)),
+                &child(&hpath, "port"),
+            )),
+            "sleep" => {
+                let seconds = int_at(handler, "seconds").unwrap_or(0);
+                if let Some(grace) = grace
+                    && (seconds < 0 || seconds > grace)
+                {
+                    out.push(invalid_value(
+                        &hpath,
+                        &json!(seconds),
+                        &format!(
+                            "must be non-negative and less than terminationGracePeriodSeconds ({grace})"
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    if count == 0 {
+        out.push(Cause::required(path, "must specify a handler type"));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources.
+// ---------------------------------------------------------------------------------------------
+
+/// The resource names upstream calls standard (`IsStandardResourceName`).
+const STANDARD_RESOURCES: [&str; 20] = [
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+    "requests.storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "pods",
+    "services",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "storage",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+/// Whether a resource is a huge page size (`hugepages-2Mi`).
+fn is_huge_pages(name: &str) -> bool {
+    name.starts_with("hugepages-")
+}
+
+/// `IsNativeResource`: unprefixed or in the `kubernetes.io` domain.
+fn is_native(name: &str) -> bool {
+    !name.contains('/') || name.contains("kubernetes.io/")
+}
+
+/// `IsExtendedResourceName`: a qualified name outside the native domain.
+fn is_extended(name: &str) -> bool {
+    !is_native(name)
+        && !name.starts_with("requests.")
+        && validate_label_key(&format!("requests.{name}")).is_empty()
+}
+
+/// `validateResourceName`: a qualified name, standard when unprefixed.
+fn resource_name(name: &str, field: &str) -> Vec<Cause> {
+    let shown = json!(name);
+    let mut out: Vec<Cause> = validate_label_key(name)
+        .iter()
+        .map(|m| invalid_value(field, &shown, m))
+        .collect();
+    if !out.is_empty() {
+        return out;
+    }
+    if !name.contains('/')
+        && !STANDARD_RESOURCES.contains(&name)
+        && !is_huge_pages(name)
+        && !name.starts_with("requests.hugepages-")
+    {
+        out.push(invalid_value(
+            field,
+            &shown,
+            "must be a standard resource type or fully qualified",
+        ));
+    }
+    out
+}
+
+/// `validateContainerResourceName`: cpu, memory, ephemeral-storage, huge pages, or an extended
+/// resource.
+fn container_resource_name(name: &str, field: &str) -> Vec<Cause> {
+    let mut out = resource_name(name, field);
+    if !name.contains('/') {
+        if !["cpu", "memory", "ephemeral-storage"].contains(&name) && !is_huge_pages(name) {
+            out.push(invalid_value(
+                field,
+                &json!(name),
+                "must be a standard resource for containers",
+            ));
+        }
+    } else if !is_native(name) && !is_extended(name) {
+        out.push(invalid_value(
+            field,
+            &json!(name),
+            "doesn't follow extended resource name standard",
+        ));
+    }
+    out
+}
+
+/// `validatePodResourceName`: pod-level resources (and overhead) are cpu, memory and huge
+/// pages.
+fn pod_resource_name(name: &str, field: &str) -> Vec<Cause> {
+    let mut out = resource_name(name, field);
+    if !["cpu", "memory"].contains(&name) && !is_huge_pages(name) {
+        out.push(not_supported(
+            field,
+            &json!(name),
+            &["cpu", "memory", "hugepages-<size>"],
+        ));
+    }
+    out
+}
+
+/// `ValidateResourceQuantityValue`: not negative; whole for extended resources.
+fn resource_quantity(name: &str, value: &Value, field: &str, out: &mut Vec<Cause>) {
+    let Ok(q) = quantity::from_json(value) else {
+        return;
+    };
+    if q.is_negative() {
+        out.push(invalid_value(field, &json!(q.canonical()), NEGATIVE));
+    }
+    if is_extended(name) && !q.is_integer() {
+        out.push(invalid_value(
+            field,
+            &json!(q.canonical()),
+            "must be an integer",
+        ));
+    }
+}
+
+/// `validateResourceRequirements`: names, quantities, requests ≤ limits (equal for resources
+/// that cannot be overcommitted), huge pages only beside cpu or memory.
+fn validate_resource_requirements(
+    resources: &Value,
+    path: &str,
+    name_rule: fn(&str, &str) -> Vec<Cause>,
+    out: &mut Vec<Cause>,
+) {
+    let limits_path = child(path, "limits");
+    let requests_path = child(path, "requests");
+    let limits = resources.get("limits").and_then(Value::as_object);
+    let requests = resources.get("requests").and_then(Value::as_object);
+    let mut compute = false;
+    let mut huge_pages = false;
+    // Upstream walks Go maps (random order); sorted here, as the JSON objects are.
+    for (name, q) in limits.into_iter().flatten() {
+        let field = key(&limits_path, name);
+        out.extend(name_rule(name, &field));
+        resource_quantity(name, q, &field, out);
+        huge_pages |= is_huge_pages(name);
+        compute |= name == "cpu" || name == "memory";
+    }
+    for (name, q) in requests.into_iter().flatten() {
+        let field = key(&requests_path, name);
+        out.extend(name_rule(name, &field));
+        resource_quantity(name, q, &field, out);
+        let overcommit = is_native(name) && !is_huge_pages(name);
+        let request = quantity::from_json(q).ok();
+        match limits.and_then(|l| l.get(name)) {
+            Some(limit) => {
+                let limit = quantity::from_json(limit).ok();
+                if let (Some(request), Some(limit)) = (request, limit) {
+                    let order = request.cmp(&limit);
+                    if order != Ordering::Equal && !overcommit {
+                        out.push(invalid_value(
+                            &requests_path,
+                            &json!(request.canonical()),
+                            &format!("must be equal to {name} limit of {}", limit.canonical()),
+                        ));
+                    } else if order == Ordering::Greater {
+                        out.push(invalid_value(
+                            &requests_path,
+                            &json!(request.canonical()),
+                            &format!(
+                                "must be less than or equal to {name} limit of {}",
+                                limit.canonical()
+                            ),
+                        ));
+                    }
+                }
+            }
+            None if !overcommit => out.push(Cause::required(
+                limits_path.clone(),
+                "Limit must be set for non overcommitable resources",
+            )),
+            None => {}
+        }
+        huge_pages |= is_huge_pages(name);
+        compute |= name == "cpu" || name == "memory";
+    }
+    if huge_pages && !compute {
+        out.push(Cause::forbidden(path, "HugePages require cpu or memory"));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Security contexts, DNS, tolerations.
+// ---------------------------------------------------------------------------------------------
+
+/// `IsValidUserID` / `IsValidGroupID` of an integer field, when set.
+fn id_field(v: &Value, field: &str, path: &str, out: &mut Vec<Cause>) {
+    if let Some(id) = int_at(v, field)
+        && !(0..=i64::from(i32::MAX)).contains(&id)
+    {
+        out.push(invalid_value(
+            &child(path, field),
+            &json!(id),
+            &inclusive_range(0, i64::from(i32::MAX)),
+        ));
+    }
+}
+
+/// `validateSeccompProfileField`.
+fn seccomp_profile(sc: &Value, path: &str, out: &mut Vec<Cause>) {
+    let Some(profile) = set_at(sc, "seccompProfile") else {
+        return;
+    };
+    let ppath = child(path, "seccompProfile");
+    let kind = str_at(profile, "type");
+    let supported = ["Localhost", "RuntimeDefault", "Unconfined"];
+    if kind.is_empty() {
+        out.push(Cause::required(
+            child(&ppath, "type"),
+            "type is required when seccompProfile is set",
+        ));
+    } else if !supported.contains(&kind) {
+        out.push(not_supported(
+            &child(&ppath, "type"),
+            &json!(kind),
+            &supported,
+        ));
+    }
+    let local = set_at(profile, "localhostProfile");
+    if kind == "Localhost" {
+        match local.and_then(Value::as_str) {
+            None => out.push(Cause::required(
+                child(&ppath, "localhostProfile"),
+                "must be set when seccomp type is Localhost",
+            )),
+            Some(p) => local_descending_path(p, &child(&ppath, "localhostProfile"), out),
+        }
+    } else if local.is_some() {
+        out.push(invalid_value(
+            &child(&ppath, "localhostProfile"),
+            profile,
+            "can only be set when seccomp type is Localhost",
+        ));
+    }
+}
+
+/// `ValidateSecurityContext` of a container (ids, privilege escalation, seccomp).
+fn validate_security_context(sc: &Value, path: &str, out: &mut Vec<Cause>) {
+    id_field(sc, "runAsUser", path, out);
+    id_field(sc, "runAsGroup", path, out);
+    if set_at(sc, "procMount").is_some() {
+        let mount = str_at(sc, "procMount");
+        if !["Default", "Unmasked"].contains(&mount) {
+            out.push(not_supported(
+                &child(path, "procMount"),
+                &json!(mount),
+                &["Default", "Unmasked"],
+            ));
+        }
+    }
+    if sc.get("allowPrivilegeEscalation").and_then(Value::as_bool) == Some(false) {
+        if sc.get("privileged").and_then(Value::as_bool) == Some(true) {
+            out.push(invalid_value(
+                path,
+                sc,
+                "cannot set `allowPrivilegeEscalation` to false and `privileged` to true",
+            ));
+        }
+        let adds_sys_admin = sc
+            .get("capabilities")
+            .map(|c| list_at(c, "add"))
+            .unwrap_or(&[])
+            .iter()
+            .any(|c| c.as_str() == Some("CAP_SYS_ADMIN"));
+        if adds_sys_admin {
+            out.push(invalid_value(
+                path,
+                sc,
+                "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN",
+            ));
+        }
+    }
+    seccomp_profile(sc, path, out);
+}
+
+/// `validatePodSpecSecurityContext` essentials: ids, groups, fsGroup policy, sysctls,
+/// seccomp.
+fn validate_pod_security_context(sc: &Value, path: &str, out: &mut Vec<Cause>) {
+    id_field(sc, "fsGroup", path, out);
+    id_field(sc, "runAsUser", path, out);
+    id_field(sc, "runAsGroup", path, out);
+    for (i, g) in list_at(sc, "supplementalGroups").iter().enumerate() {
+        if let Some(g) = g.as_i64()
+            && !(0..=i64::from(i32::MAX)).contains(&g)
+        {
+            out.push(invalid_value(
+                &index(&child(path, "supplementalGroups"), i),
+                &json!(g),
+                &inclusive_range(0, i64::from(i32::MAX)),
+            ));
+        }
+    }
+    if set_at(sc, "fsGroupChangePolicy").is_some() {
+        let policy = str_at(sc, "fsGroupChangePolicy");
+        if !["Always", "OnRootMismatch"].contains(&policy) {
+            out.push(not_supported(
+                &child(path, "fsGroupChangePolicy"),
+                &json!(policy),
+                &["Always", "OnRootMismatch"],
+            ));
+        }
+    }
+    let mut sysctls = BTreeSet::new();
+    for (i, s) in list_at(sc, "sysctls").iter().enumerate() {
+        let name = str_at(s, "name");
+        let field = child(&index(&child(path, "sysctls"), i), "name");
+        if name.is_empty() {
+            out.push(Cause::required(field, ""));
+        } else if !is_sysctl_name(name) {
+            out.push(invalid_value(
+                &field,
+                &json!(name),
+                "must have at most 253 characters and match regex ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$",
+            ));
+        } else if sysctls.contains(name) {
+            out.push(Cause::duplicate(field, &json!(name)));
+        }
+        sysctls.insert(name);
+    }
+    seccomp_profile(sc, path, out);
+}
+
+/// Upstream `IsValidSysctlName`: dot- or slash-separated segments of `[a-z0-9]([-_a-z0-9]*[a-z0-9])?`.
+fn is_sysctl_name(name: &str) -> bool {
+    name.len() <= 253
+        && name.split(['.', '/']).all(|seg| {
+            let b = seg.as_bytes();
+            !b.is_empty()
+                && b.iter().all(|c| {
+                    c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'_'
+                })
+                && b[0].is_ascii_alphanumeric()
+                && b[b.len() - 1].is_ascii_alphanumeric()
+        })
+}
+
+/// `validatePodDNSConfig` essentials: `None` needs nameservers; at most 3 nameservers and 32
+/// search paths; options named.
+fn validate_dns_config(spec: &Value, base: &str, out: &mut Vec<Cause>) {
+    let path = child(base, "dnsConfig");
+    let config = set_at(spec, "dnsConfig");
+    if str_at(spec, "dnsPolicy") == "None" {
+        match config {
+            None => {
+                out.push(Cause::required(
+                    path,
+                    "must provide `dnsConfig` when `dnsPolicy` is None",
+                ));
+                return;
+            }
+            Some(c) if list_at(c, "nameservers").is_empty() => {
+                out.push(Cause::required(
+                    child(&path, "nameservers"),
+                    "must provide at least one DNS nameserver when `dnsPolicy` is None",
+                ));
+                return;
+            }
+            Some(_) => {}
+        }
+    }
+    let Some(config) = config else {
+        return;
+    };
+    let nameservers = list_at(config, "nameservers");
+    if nameservers.len() > 3 {
+        out.push(invalid_value(
+            &child(&path, "nameservers"),
+            &json!(nameservers),
+            "must not have more than 3 nameservers",
+        ));
+    }
+    let searches = list_at(config, "searches");
+    if searches.len() > 32 {
+        out.push(invalid_value(
+            &child(&path, "searches"),
+            &json!(searches),
+            "must not have more than 32 search paths",
+        ));
+    }
+    for (i, option) in list_at(config, "options").iter().enumerate() {
+        if str_at(option, "name").is_empty() {
+            out.push(Cause::required(
+                index(&child(&path, "options"), i),
+                "must not be empty",
+            ));
+        }
+    }
+}
+
+/// Upstream `ValidateTolerations`.
+pub(crate) fn validate_tolerations(tolerations: &[Value], path: &str) -> Vec<Cause> {
+    let mut out = Vec::new();
+    for (i, t) in tolerations.iter().enumerate() {
+        let tpath = index(path, i);
+        let k = str_at(t, "key");
+        if !k.is_empty() {
+            qualified_name(k, &child(&tpath, "key"), &mut out);
+        }
+        let operator = str_at(t, "operator");
+        if k.is_empty() && operator != "Exists" {
+            out.push(invalid_value(
+                &child(&tpath, "operator"),
+                &json!(operator),
+                "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+            ));
+        }
+        let effect = str_at(t, "effect");
+        if set_at(t, "tolerationSeconds").is_some() && effect != "NoExecute" {
+            out.push(invalid_value(
+                &child(&tpath, "effect"),
+                &json!(effect),
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            ));
+        }
+        let value = str_at(t, "value");
+        match operator {
+            "Equal" | "" => {
+                let errs = validate_label_value(value);
+                if !errs.is_empty() {
+                    out.push(invalid_value(
+                        &child(&tpath, "operator"),
+                        &json!(value),
+                        &errs.join(";"),
+                    ));
+                }
+            }
+            "Exists" => {
+                if !value.is_empty() {
+                    out.push(invalid_value(
+                        &child(&tpath, "operator"),
+                        &json!(value),
+                        "value must be empty when `operator` is 'Exists'",
+                    ));
+                }
+            }
+            other => out.push(not_supported(
+                &child(&tpath, "operator"),
+                &json!(other),
+                &["Equal", "Exists"],
+            )),
+        }
+        if !effect.is_empty() && !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect)
+        {
+            out.push(not_supported(
+                &child(&tpath, "effect"),
+                &json!(effect),
+                &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

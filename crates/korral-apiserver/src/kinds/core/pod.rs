@@ -1,16 +1,38 @@
-//! Pods.
+//! Pods: quantities canonicalized on decode, upstream's pod validation on create
+//! (`ValidatePodCreate`) and its update rules (`ValidatePodUpdate`, see [`pod_update`]).
+
+// The update rules live beside this file; declared here so the group module stays as it is.
+#[path = "pod_update.rs"]
+mod pod_update;
 
 use serde_json::Value;
 
+use crate::error::Cause;
 use crate::kinds::strategy::{Context, Strategy};
 use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
-use crate::validation::podspec;
+use crate::validation::podspec::{self, PodSpecOptions};
 use crate::{ApiError, quantity};
 
 /// The strategy of `v1/Pod`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PodStrategy;
+
+/// The spec of a pod (`null` when absent).
+fn spec_of(obj: &Value) -> &Value {
+    obj.get("spec").unwrap_or(&Value::Null)
+}
+
+/// `validatePodMetadataAndSpec` minus the metadata (the pipeline validates it): the spec as
+/// a Pod's.
+fn validate_spec(spec: &Value) -> Vec<Cause> {
+    let opts = PodSpecOptions {
+        resource_is_pod: true,
+    };
+    let mut causes = podspec::validate_pod_spec(spec, "spec", opts);
+    causes.extend(podspec::validate_pod_only(spec, "spec"));
+    causes
+}
 
 impl Strategy for PodStrategy {
     fn prepare_for_create(&self, _info: &ResourceInfo, _obj: &mut Value, _ctx: &Context) {
@@ -35,5 +57,38 @@ impl Strategy for PodStrategy {
 
     fn default(&self, obj: &mut Value) {
         crate::defaults::apply_builtin_defaults("", "Pod", obj);
+    }
+
+    /// `ValidatePodCreate`.
+    fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
+        let spec = spec_of(obj);
+        let mut causes = validate_spec(spec);
+        let ephemeral = spec.get("ephemeralContainers").and_then(Value::as_array);
+        if ephemeral.is_some_and(|e| !e.is_empty()) {
+            causes.push(Cause::forbidden(
+                "spec.ephemeralContainers",
+                "cannot be set on create",
+            ));
+        }
+        let node = spec.get("nodeName").and_then(Value::as_str).unwrap_or("");
+        let gated = spec
+            .get("schedulingGates")
+            .and_then(Value::as_array)
+            .is_some_and(|g| !g.is_empty());
+        if !node.is_empty() && gated {
+            causes.push(Cause::forbidden(
+                "spec.nodeName",
+                "cannot be set until all schedulingGates have been cleared",
+            ));
+        }
+        causes
+    }
+
+    /// `ValidatePodUpdate`.
+    fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
+        let spec = spec_of(obj);
+        let mut causes = validate_spec(spec);
+        causes.extend(pod_update::validate_spec_update(spec, spec_of(old)));
+        causes
     }
 }
