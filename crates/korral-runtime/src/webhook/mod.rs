@@ -12,7 +12,7 @@
 //!   become `details.causes`), served on kubebuilder's paths ([`mutate_path`],
 //!   [`validate_path`]); raw handlers for any kind ([`WebhookServer::raw`]).
 //! - [`conversion`]: hub and spokes, the `/convert` handler.
-//! - `certs`: self-managed certificates: a CA and a serving certificate kept in a Secret,
+//! - [`certs`]: self-managed certificates: a CA and a serving certificate kept in a Secret,
 //!   written to the certificate directory, the `caBundle` injected into the webhook
 //!   configurations and CRDs.
 //!
@@ -56,6 +56,7 @@
 //!
 //! [`Manager`]: crate::manager::Manager
 
+pub mod certs;
 mod certwatcher;
 pub mod conversion;
 mod defaulter;

@@ -488,7 +488,7 @@ impl Dispatch {
         };
         let uid = review.uid.clone();
         let version = review.types.api_version.clone();
-        let handled = AssertUnwindSafe(handler.handle(review))
+        let handled = AssertUnwindSafe(async move { handler.handle(review).await })
             .catch_unwind()
             .await;
         let mut response = match handled {
