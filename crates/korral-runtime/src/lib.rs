@@ -28,6 +28,9 @@
 //!   for controllers that poll something outside the cluster.
 //! - [`manifests`]: manifests from code: CRDs from the derived types, RBAC from what
 //!   controllers watch, own and write, the deploy manifests, and `--print-manifests`.
+//! - [`webhook`]: the webhook server (TLS, certificate reload, readiness, metrics), typed
+//!   defaulting and validating webhooks, raw admission handlers, conversion by hub and spokes,
+//!   and self-managed certificates.
 //!
 //! Operators depend on the `korral` facade crate, which re-exports this one with a prelude.
 //! Not yet: the runtime benchmark against kube-runtime.

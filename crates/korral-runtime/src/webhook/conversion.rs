@@ -11,19 +11,24 @@
 //!
 //! ```
 //! use korral_runtime::webhook::conversion::{ConversionWebhook, Hub, HubAndSpokes};
-//! # use kube::CustomResource;
-//! # use schemars::JsonSchema;
-//! # use serde::{Deserialize, Serialize};
-//! # mod v1 { use super::*;
-//! #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
-//! #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
-//! pub struct WidgetSpec { pub size: i32 }
-//! # }
-//! # mod v2 { use super::*;
-//! #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
-//! #[kube(group = "example.com", version = "v2", kind = "Widget", namespaced)]
-//! pub struct WidgetSpec { pub replicas: i32 }
-//! # }
+//!
+//! mod v1 {
+//!     # use kube::CustomResource;
+//!     # use schemars::JsonSchema;
+//!     # use serde::{Deserialize, Serialize};
+//!     #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+//!     #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+//!     pub struct WidgetSpec { pub size: i32 }
+//! }
+//! mod v2 {
+//!     # use kube::CustomResource;
+//!     # use schemars::JsonSchema;
+//!     # use serde::{Deserialize, Serialize};
+//!     #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+//!     #[kube(group = "example.com", version = "v2", kind = "Widget", namespaced)]
+//!     pub struct WidgetSpec { pub replicas: i32 }
+//! }
+//!
 //! impl Hub for v2::Widget {}
 //! impl From<v1::Widget> for v2::Widget {
 //!     fn from(w: v1::Widget) -> Self {
@@ -35,10 +40,13 @@
 //!         Self { metadata: w.metadata, spec: v1::WidgetSpec { size: w.spec.replicas } }
 //!     }
 //! }
+//!
+//! # fn main() {
 //! let webhook = ConversionWebhook::new()
 //!     .kind(HubAndSpokes::<v2::Widget>::new().spoke::<v1::Widget>())
 //!     .expect("one group and kind");
 //! assert_eq!(webhook.versions("example.com", "Widget"), ["example.com/v1", "example.com/v2"]);
+//! # }
 //! ```
 
 use std::collections::BTreeMap;

@@ -93,7 +93,7 @@ enum Route {
     Conversion(Arc<ConversionWebhook>),
 }
 
-/// The webhook server; see the [module docs](self).
+/// The webhook server; see the [module docs](crate::webhook).
 pub struct WebhookServer {
     host: String,
     port: u16,
