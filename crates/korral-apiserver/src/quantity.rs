@@ -268,6 +268,12 @@ impl Quantity {
             // The slow path reads the number with inf.Dec, which wants a digit.
             return Err(QuantityError::Numeric);
         }
+        if format == Format::BinarySI && sc.num.len() > 19 {
+            // At least 10^19 before the suffix: above 2^63-1, where binary values are capped.
+            let mut q = Self::max_int64();
+            q.negative = !sc.positive;
+            return Ok(q);
+        }
         let mut digits: Vec<u8> = sc
             .num
             .bytes()
@@ -725,6 +731,8 @@ mod tests {
             ("512Ki", "512Ki"),
             ("0.5Mi", "512Ki"),
             ("8Ei", "9223372036854775807"),
+            ("12345678901234567890Ki", "9223372036854775807"),
+            ("-12345678901234567890Ki", "-9223372036854775807"),
             ("18446744073709551616", "18446744073709551616"),
             ("1.2345", "1234500u"),
             (".5", "500m"),

@@ -1855,6 +1855,261 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A valid, defaulted pod spec.
+    fn valid() -> Value {
+        json!({
+            "containers": [{
+                "name": "c", "image": "busybox",
+                "terminationMessagePolicy": "File", "imagePullPolicy": "Always",
+                "ports": [{"containerPort": 80, "protocol": "TCP", "name": "http"}],
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                "readinessProbe": {"httpGet": {"path": "/", "port": "http", "scheme": "HTTP"},
+                    "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+                "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "500m"}}
+            }],
+            "volumes": [{"name": "data", "emptyDir": {}}],
+            "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+            "terminationGracePeriodSeconds": 30,
+            "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
+        })
+    }
+
+    /// The `field: message` of each cause for `spec` validated as a template at `base`.
+    fn causes(spec: &Value, base: &str) -> Vec<String> {
+        validate_pod_spec(spec, base, PodSpecOptions::default())
+            .iter()
+            .map(Cause::summary)
+            .collect()
+    }
+
+    #[test]
+    fn a_valid_spec_has_no_causes() {
+        assert_eq!(causes(&valid(), "spec"), Vec::<String>::new());
+        let opts = PodSpecOptions {
+            resource_is_pod: true,
+        };
+        assert!(validate_pod_spec(&valid(), "spec", opts).is_empty());
+        assert!(validate_pod_only(&valid(), "spec").is_empty());
+    }
+
+    #[test]
+    fn causes_carry_the_base_path_of_a_template() {
+        let mut spec = valid();
+        spec["containers"][0]["image"] = json!("");
+        assert_eq!(
+            causes(&spec, "spec.template.spec"),
+            vec!["spec.template.spec.containers[0].image: Required value"]
+        );
+    }
+
+    /// A change to a valid spec.
+    type Change = fn(&mut Value);
+
+    #[test]
+    fn table_of_refusals() {
+        let cases: Vec<(Change, Vec<&str>)> = vec![
+            (
+                |s| {
+                    s["containers"][0]["resources"] =
+                        json!({"limits": {"memory": "1Gi"}, "requests": {"memory": "2Gi"}})
+                },
+                vec![
+                    "spec.containers[0].resources.requests: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi",
+                ],
+            ),
+            (
+                |s| s["containers"][0]["resources"] = json!({"requests": {"example.com/gpu": "1"}}),
+                vec![
+                    "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources",
+                ],
+            ),
+            (
+                |s| {
+                    s["containers"][0]["resources"] =
+                        json!({"limits": {"example.com/gpu": "1500m"}})
+                },
+                vec![
+                    "spec.containers[0].resources.limits[example.com/gpu]: Invalid value: \"1500m\": must be an integer",
+                ],
+            ),
+            (
+                |s| s["containers"][0]["resources"] = json!({"limits": {"gpu": "1"}}),
+                vec![
+                    "spec.containers[0].resources.limits[gpu]: Invalid value: \"gpu\": must be a standard resource type or fully qualified",
+                    "spec.containers[0].resources.limits[gpu]: Invalid value: \"gpu\": must be a standard resource for containers",
+                ],
+            ),
+            (
+                |s| s["containers"][0]["resources"] = json!({"limits": {"hugepages-2Mi": "2Mi"}}),
+                vec!["spec.containers[0].resources: Forbidden: HugePages require cpu or memory"],
+            ),
+            (
+                |s| s["containers"][0]["ports"][0]["name"] = json!("HTTP"),
+                vec![
+                    "spec.containers[0].ports[0].name: Invalid value: \"HTTP\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+                    "spec.containers[0].ports[0].name: Invalid value: \"HTTP\": must contain at least one letter (a-z)",
+                ],
+            ),
+            (
+                |s| s["containers"][0]["readinessProbe"]["httpGet"]["port"] = json!(0),
+                vec![
+                    "spec.containers[0].readinessProbe.httpGet.port: Invalid value: 0: must be between 1 and 65535, inclusive",
+                ],
+            ),
+            (
+                |s| s["containers"][0]["readinessProbe"]["exec"] = json!({"command": ["true"]}),
+                vec![
+                    "spec.containers[0].readinessProbe.httpGet: Forbidden: may not specify more than 1 handler type",
+                ],
+            ),
+            (
+                |s| s["containers"][0]["readinessProbe"] = json!({"periodSeconds": 1}),
+                vec![
+                    "spec.containers[0].readinessProbe: Required value: must specify a handler type",
+                ],
+            ),
+            (
+                |s| s["volumes"][0] = json!({"name": "data"}),
+                vec![
+                    "spec.volumes[0]: Required value: must specify a volume type",
+                    "spec.containers[0].volumeMounts[0].name: Not found: \"data\"",
+                ],
+            ),
+            (
+                |s| s["volumes"][0] = json!({"name": "data", "secret": {"defaultMode": 1024}}),
+                vec![
+                    "spec.volumes[0].secret.secretName: Required value",
+                    "spec.volumes[0].secret.defaultMode: Invalid value: 1024: must be a number between 0 and 0777 (octal), both inclusive",
+                    "spec.containers[0].volumeMounts[0].name: Not found: \"data\"",
+                ],
+            ),
+            (
+                |s| {
+                    s["volumes"]
+                        .as_array_mut()
+                        .expect("list")
+                        .push(json!({"name": "data", "emptyDir": {}}));
+                },
+                vec!["spec.volumes[1].name: Duplicate value: \"data\""],
+            ),
+            (
+                |s| s["containers"][0]["env"] = json!([{"name": "A", "valueFrom": {}}]),
+                vec![
+                    "spec.containers[0].env[0].valueFrom: Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
+                ],
+            ),
+            (
+                |s| s["containers"][0]["env"] = json!([{"name": "A", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.schedulerName"}}}]),
+                vec![
+                    "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: \"spec.schedulerName\": supported values: \"metadata.name\", \"metadata.namespace\", \"metadata.uid\", \"spec.nodeName\", \"spec.serviceAccountName\", \"status.hostIP\", \"status.hostIPs\", \"status.podIP\", \"status.podIPs\"",
+                ],
+            ),
+            (
+                |s| s["containers"][0]["securityContext"] = json!({"runAsUser": -1}),
+                vec![
+                    "spec.containers[0].securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive",
+                ],
+            ),
+            (
+                |s| s["tolerations"][0] = json!({"operator": "Equal", "value": "v"}),
+                vec![
+                    "spec.tolerations[0].operator: Invalid value: \"Equal\": operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+                ],
+            ),
+            (
+                |s| {
+                    s["tolerations"][0] =
+                        json!({"key": "k", "effect": "NoSchedule", "tolerationSeconds": 1})
+                },
+                vec![
+                    "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
+                ],
+            ),
+            (
+                |s| {
+                    s["initContainers"] = json!([{"name": "i", "image": "x", "terminationMessagePolicy": "File",
+                    "imagePullPolicy": "Always", "livenessProbe": {"exec": {"command": ["true"]}, "successThreshold": 1}}])
+                },
+                vec![
+                    "spec.initContainers[0].livenessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
+                ],
+            ),
+            (
+                |s| s["containers"][0]["restartPolicy"] = json!("Always"),
+                vec![
+                    "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
+                ],
+            ),
+            (
+                |s| {
+                    s["dnsPolicy"] = json!("None");
+                },
+                vec![
+                    "spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None",
+                ],
+            ),
+            (
+                |s| s["serviceAccountName"] = json!("Not_Valid"),
+                vec![
+                    "spec.serviceAccountName: Invalid value: \"Not_Valid\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                ],
+            ),
+        ];
+        for (i, (change, want)) in cases.into_iter().enumerate() {
+            let mut spec = valid();
+            change(&mut spec);
+            assert_eq!(causes(&spec, "spec"), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn host_network_ports_and_host_port_conflicts() {
+        let mut spec = valid();
+        spec["hostNetwork"] = json!(true);
+        // A template may leave hostPort unset; a pod may not.
+        assert!(causes(&spec, "spec").is_empty());
+        let pod = PodSpecOptions {
+            resource_is_pod: true,
+        };
+        let causes_of_pod: Vec<String> = validate_pod_spec(&spec, "spec", pod)
+            .iter()
+            .map(Cause::summary)
+            .collect();
+        assert_eq!(
+            causes_of_pod,
+            vec![
+                "spec.containers[0].ports[0].hostPort: Invalid value: 0: must match `containerPort` when `hostNetwork` is true"
+            ]
+        );
+        let mut spec = valid();
+        spec["containers"][0]["ports"] = json!([
+            {"containerPort": 80, "hostPort": 8080, "protocol": "TCP"},
+            {"containerPort": 81, "hostPort": 8080, "protocol": "TCP"}
+        ]);
+        assert_eq!(
+            causes(&spec, "spec"),
+            vec!["spec.containers[0].ports[1].hostPort: Duplicate value: \"TCP//8080\""]
+        );
+    }
+
+    #[test]
+    fn pod_only_rules() {
+        let mut spec = valid();
+        spec["containers"][0]["image"] = json!(" busybox");
+        spec["volumes"] = json!([{"name": "data", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]);
+        let got: Vec<String> = validate_pod_only(&spec, "spec")
+            .iter()
+            .map(Cause::summary)
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                "spec.volumes[0].projected.sources[0].serviceAccountToken: Forbidden: must not be specified when serviceAccountName is not set",
+                "spec.containers[0].image: Invalid value: \" busybox\": must not have leading or trailing whitespace",
+            ]
+        );
+    }
+
     #[test]
     fn every_quantity_of_a_pod_spec_is_canonicalized() {
         let mut spec = json!({
