@@ -26,6 +26,7 @@ mod reviews;
 mod scheduling;
 mod storage;
 pub(crate) mod strategy;
+mod workload;
 
 use std::sync::Arc;
 

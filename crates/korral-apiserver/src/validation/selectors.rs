@@ -81,7 +81,7 @@ pub(crate) fn is_empty_selector(selector: &Value) -> bool {
 
 /// A controller's `spec.selector` and `spec.template` as upstream's workload validation checks
 /// them: the selector is required, valid and not empty (`empty selector is invalid for <what>`),
-/// and it selects the template's labels.
+/// and it selects the template's labels (a missing selector selects nothing, so it fails both).
 pub(crate) fn validate_controller_selector(
     spec: &Value,
     spec_path: &str,
@@ -89,8 +89,17 @@ pub(crate) fn validate_controller_selector(
     what: &str,
 ) -> Vec<Cause> {
     let selector_path = child(spec_path, "selector");
+    let template = spec.get("template").unwrap_or(&Value::Null);
+    let labels = template.get("metadata").and_then(|m| m.get("labels"));
+    let mismatch = || {
+        invalid_value(
+            &child(template_path, "metadata.labels"),
+            labels.unwrap_or(&Value::Null),
+            "`selector` does not match template `labels`",
+        )
+    };
     let Some(selector) = spec.get("selector").filter(|s| !s.is_null()) else {
-        return vec![Cause::required(selector_path, "")];
+        return vec![Cause::required(selector_path, ""), mismatch()];
     };
     let mut errs = validate_label_selector(selector, &selector_path);
     if is_empty_selector(selector) {
@@ -101,22 +110,14 @@ pub(crate) fn validate_controller_selector(
         ));
         return errs;
     }
-    let Ok(parsed) = from_label_selector_json(selector) else {
-        errs.push(invalid_value(
+    match from_label_selector_json(selector) {
+        Err(_) => errs.push(invalid_value(
             &selector_path,
             selector,
             "invalid label selector",
-        ));
-        return errs;
-    };
-    let template = spec.get("template").unwrap_or(&Value::Null);
-    let labels = template.get("metadata").and_then(|m| m.get("labels"));
-    if !parsed.matches(labels.and_then(Value::as_object)) {
-        errs.push(invalid_value(
-            &child(template_path, "metadata.labels"),
-            labels.unwrap_or(&Value::Null),
-            "`selector` does not match template `labels`",
-        ));
+        )),
+        Ok(parsed) if !parsed.matches(labels.and_then(Value::as_object)) => errs.push(mismatch()),
+        Ok(_) => {}
     }
     errs
 }
@@ -191,7 +192,10 @@ mod tests {
                 "spec.template",
                 "deployment"
             )),
-            ["spec.selector: Required value"]
+            [
+                "spec.selector: Required value",
+                "spec.template.metadata.labels: Invalid value: null: `selector` does not match template `labels`"
+            ]
         );
     }
 }

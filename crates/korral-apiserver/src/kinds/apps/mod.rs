@@ -4,12 +4,14 @@ use k8s_openapi::api::apps::v1 as api;
 
 use serde_json::{Value, json};
 
+mod validation;
+
 use super::KindDef;
 use super::printer::{
     AGE, CONTAINERS, Column, IMAGES, Printer, age, int, or_none, selector_at, template_containers,
 };
-use super::strategy::Defaulted;
 use crate::meta;
+use validation::{Workload, WorkloadStrategy};
 
 /// The kinds of `apps/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
@@ -19,7 +21,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             "v1",
             "deployments",
             "Deployment",
-            Defaulted::new("apps", "Deployment"),
+            WorkloadStrategy(Workload::Deployment),
         )
         .schema::<api::Deployment>()
         .short(&["deploy"])
@@ -33,7 +35,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             "v1",
             "replicasets",
             "ReplicaSet",
-            Defaulted::new("apps", "ReplicaSet"),
+            WorkloadStrategy(Workload::ReplicaSet),
         )
         .schema::<api::ReplicaSet>()
         .short(&["rs"])
@@ -48,7 +50,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             "v1",
             "statefulsets",
             "StatefulSet",
-            Defaulted::new("apps", "StatefulSet"),
+            WorkloadStrategy(Workload::StatefulSet),
         )
         .schema::<api::StatefulSet>()
         .short(&["sts"])
@@ -62,7 +64,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             "v1",
             "daemonsets",
             "DaemonSet",
-            Defaulted::new("apps", "DaemonSet"),
+            WorkloadStrategy(Workload::DaemonSet),
         )
         .schema::<api::DaemonSet>()
         .short(&["ds"])

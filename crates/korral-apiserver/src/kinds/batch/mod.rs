@@ -4,37 +4,34 @@ use k8s_openapi::api::batch::v1 as api;
 
 use serde_json::{Value, json};
 
+mod schedule;
+mod validation;
+
 use super::KindDef;
 use super::printer::{
     AGE, CONTAINERS, Column, IMAGES, Printer, age, containers, human_duration, int, or_none,
     selector_at, since, template_containers, text,
 };
-use super::strategy::Defaulted;
 use crate::meta;
+use validation::{CronJobStrategy, JobStrategy};
 
 /// The kinds of `batch/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
     vec![
-        KindDef::new("batch", "v1", "jobs", "Job", Defaulted::new("batch", "Job"))
+        KindDef::new("batch", "v1", "jobs", "Job", JobStrategy)
             .schema::<api::Job>()
             .in_all()
             .status()
             .generation()
             .fields(&["status.successful"])
             .printer(JOBS),
-        KindDef::new(
-            "batch",
-            "v1",
-            "cronjobs",
-            "CronJob",
-            Defaulted::new("batch", "CronJob"),
-        )
-        .schema::<api::CronJob>()
-        .short(&["cj"])
-        .printer(CRONJOBS)
-        .in_all()
-        .status()
-        .generation(),
+        KindDef::new("batch", "v1", "cronjobs", "CronJob", CronJobStrategy)
+            .schema::<api::CronJob>()
+            .short(&["cj"])
+            .printer(CRONJOBS)
+            .in_all()
+            .status()
+            .generation(),
     ]
 }
 

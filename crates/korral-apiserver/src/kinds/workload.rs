@@ -1,0 +1,156 @@
+//! Rules shared by the controllers of pods (`apps/v1` workloads, Jobs, CronJobs,
+//! ReplicationControllers): numeric fields, int-or-percent values, the pod template, and the
+//! template quantities canonicalized on decode.
+
+use serde_json::Value;
+
+use crate::error::Cause;
+use crate::meta;
+use crate::quantity::QuantityError;
+use crate::validation::names::{child, invalid_value, validate_annotations, validate_labels};
+use crate::validation::podspec;
+
+/// `ValidateNonnegativeField` for the integer at `field` of `obj` (absent is fine).
+pub(crate) fn nonnegative(obj: &Value, field: &str, path: &str) -> Option<Cause> {
+    let value = obj.get(field)?;
+    (value.as_i64()? < 0).then(|| {
+        invalid_value(
+            &child(path, field),
+            value,
+            "must be greater than or equal to 0",
+        )
+    })
+}
+
+/// Every `nonnegative` cause of the given integer fields of `obj`.
+pub(crate) fn nonnegative_fields(obj: &Value, fields: &[&str], path: &str) -> Vec<Cause> {
+    fields
+        .iter()
+        .filter_map(|f| nonnegative(obj, f, path))
+        .collect()
+}
+
+/// Upstream's `ValidatePositiveIntOrPercent` and `IsNotMoreThan100Percent` for an
+/// int-or-string field: a non-negative integer or a `N%` string of at most 100%.
+pub(crate) fn int_or_percent(value: &Value, path: &str) -> Vec<Cause> {
+    match value {
+        Value::String(s) => {
+            let Some(digits) = s
+                .strip_suffix('%')
+                .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                return vec![invalid_value(
+                    path,
+                    value,
+                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                )];
+            };
+            match digits.parse::<u64>() {
+                Ok(p) if p <= 100 => Vec::new(),
+                _ => vec![invalid_value(path, value, "must not be greater than 100%")],
+            }
+        }
+        Value::Number(n) if n.as_i64().is_some_and(|i| i < 0) => vec![invalid_value(
+            path,
+            value,
+            "must be greater than or equal to 0",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// Whether an int-or-percent value is zero (`0` or `0%`).
+pub(crate) fn is_zero(value: Option<&Value>) -> bool {
+    match value {
+        Some(Value::Number(n)) => n.as_i64() == Some(0),
+        Some(Value::String(s)) => {
+            s.strip_suffix('%').and_then(|d| d.parse::<u64>().ok()) == Some(0)
+        }
+        _ => false,
+    }
+}
+
+/// Upstream's `ValidatePodTemplateSpec` for the template at `path`: its labels and annotations.
+pub(crate) fn validate_template(template: &Value, path: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let metadata_path = child(path, "metadata");
+    if let Some(labels) = meta::path(template, "metadata.labels") {
+        errs.extend(validate_labels(labels, &child(&metadata_path, "labels")));
+    }
+    if let Some(annotations) = meta::path(template, "metadata.annotations") {
+        errs.extend(validate_annotations(
+            annotations,
+            &child(&metadata_path, "annotations"),
+        ));
+    }
+    errs
+}
+
+/// The restart policies a controller's template may use, upstream's `NotSupported` otherwise.
+pub(crate) fn restart_policy_in(template: &Value, path: &str, allowed: &[&str]) -> Option<Cause> {
+    let policy = meta::path(template, "spec.restartPolicy")?;
+    if policy.as_str().is_some_and(|p| allowed.contains(&p)) {
+        return None;
+    }
+    let supported: Vec<Value> = allowed.iter().map(|a| Value::from(*a)).collect();
+    Some(Cause::not_supported(
+        child(path, "spec.restartPolicy"),
+        policy,
+        &supported,
+    ))
+}
+
+/// Canonicalizes the quantities of the pod template at `template_path` (dotted) of `obj`.
+pub(crate) fn canonicalize_template(
+    obj: &mut Value,
+    template_path: &str,
+) -> Result<(), QuantityError> {
+    let mut cur = Some(obj);
+    for part in template_path.split('.') {
+        cur = cur.and_then(|v| v.get_mut(part));
+    }
+    match cur.and_then(|t| t.get_mut("spec")) {
+        Some(spec) => podspec::canonicalize_pod_spec(spec),
+        None => Ok(()),
+    }
+}
+
+/// `ValidateImmutableField`: `field is immutable` when `new` differs from `old` at `field`.
+pub(crate) fn immutable(new: &Value, old: &Value, field: &str, path: &str) -> Option<Cause> {
+    let (a, b) = (new.get(field), old.get(field));
+    (a != b).then(|| {
+        invalid_value(
+            &child(path, field),
+            a.unwrap_or(&Value::Null),
+            "field is immutable",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn int_or_percent_values() {
+        assert!(int_or_percent(&json!(3), "p").is_empty());
+        assert!(int_or_percent(&json!("25%"), "p").is_empty());
+        assert_eq!(
+            int_or_percent(&json!("150%"), "p")[0].message,
+            "Invalid value: \"150%\": must not be greater than 100%"
+        );
+        assert_eq!(
+            int_or_percent(&json!(-1), "p")[0].message,
+            "Invalid value: -1: must be greater than or equal to 0"
+        );
+        assert!(
+            int_or_percent(&json!("x"), "p")[0]
+                .message
+                .contains("a valid percent string")
+        );
+        assert!(is_zero(Some(&json!("0%"))) && is_zero(Some(&json!(0))));
+        assert!(!is_zero(Some(&json!("25%"))) && !is_zero(None));
+    }
+}
