@@ -571,3 +571,53 @@ async fn a_rotated_certificate_is_served_to_new_connections() -> Result<()> {
     served.running.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn shutdown_lets_the_request_in_flight_finish() -> Result<()> {
+    let entered = std::sync::Arc::new(tokio::sync::Notify::new());
+    let mut server = WebhookServer::new();
+    let signal = entered.clone();
+    server.raw_async("/slow", move |request: AdmissionRequest<DynamicObject>| {
+        let signal = signal.clone();
+        async move {
+            signal.notify_one();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            AdmissionResponse::from(&request)
+        }
+    })?;
+    let Served {
+        running,
+        registry,
+        connector,
+        cert_dir: _cert_dir,
+    } = serve(server).await?;
+    let addr = running.local_addr();
+    let client = connector.clone();
+    let request = tokio::spawn(async move {
+        post(
+            &client,
+            addr,
+            HOST,
+            "/slow",
+            "application/json",
+            &received_body("received-01-patch-CREATE-ConfigMap.json"),
+        )
+        .await
+    });
+    entered.notified().await;
+    let in_flight = || {
+        registry.total(
+            "controller_runtime_webhook_requests_in_flight",
+            &[("webhook", "/slow")],
+        )
+    };
+    assert_eq!(in_flight(), 1.0);
+    let shutdown = tokio::spawn(running.shutdown());
+    let reply = request.await??;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json()["response"]["allowed"], true);
+    shutdown.await?;
+    assert_eq!(in_flight(), 0.0);
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    Ok(())
+}

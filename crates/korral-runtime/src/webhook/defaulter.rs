@@ -101,3 +101,80 @@ where
         self.respond(request).boxed()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhook::review::decode_request;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    struct SetMode;
+
+    impl Defaulter<ConfigMap> for SetMode {
+        async fn default(
+            &self,
+            _request: &AdmissionRequest<DynamicObject>,
+            cm: &mut ConfigMap,
+        ) -> Result<(), Denial> {
+            cm.data
+                .get_or_insert_with(Default::default)
+                .insert("mode".to_owned(), "standard".to_owned());
+            Ok(())
+        }
+    }
+
+    fn request(operation: &str, object: serde_json::Value) -> AdmissionRequest<DynamicObject> {
+        let body = json!({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1",
+            "request":{"uid":"u","kind":{"group":"","version":"v1","kind":"ConfigMap"},
+            "resource":{"group":"","version":"v1","resource":"configmaps"},
+            "name":"c","namespace":"ns","operation":operation,"userInfo":{},
+            "object":object,"oldObject":null}});
+        decode_request(body.to_string().as_bytes()).expect("decode")
+    }
+
+    #[tokio::test]
+    async fn patches_only_what_the_defaulter_changed() {
+        let handler = DefaultingHandler::<ConfigMap, _>::new(SetMode);
+        let object = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
+            "data":{"a":"b"}});
+        let response = handler.handle(request("CREATE", object)).await;
+        assert!(response.allowed);
+        let patch: serde_json::Value =
+            serde_json::from_slice(response.patch.as_deref().expect("patch")).expect("json");
+        assert_eq!(
+            patch,
+            json!([{"op":"add","path":"/data/mode","value":"standard"}])
+        );
+        // Already defaulted: no patch.
+        let object = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
+            "data":{"mode":"standard"}});
+        assert!(
+            handler
+                .handle(request("UPDATE", object))
+                .await
+                .patch
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn deletes_pass_and_undecodable_objects_get_400() {
+        let handler = DefaultingHandler::<ConfigMap, _>::new(SetMode);
+        let response = handler
+            .handle(request("DELETE", serde_json::Value::Null))
+            .await;
+        assert!(response.allowed && response.patch.is_none());
+        let object = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
+            "data":"not a map"});
+        let response = handler.handle(request("CREATE", object)).await;
+        assert!(!response.allowed);
+        assert_eq!(response.result.code, 400);
+        assert_eq!(response.uid, "u");
+        assert!(
+            response.result.message.starts_with("decoding the object: "),
+            "{}",
+            response.result.message
+        );
+    }
+}

@@ -135,3 +135,79 @@ where
         self.respond(request).boxed()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhook::review::decode_request;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    /// Allows creates with a warning, refuses every update.
+    struct CreateOnly;
+
+    impl Validator<ConfigMap> for CreateOnly {
+        async fn validate_create(
+            &self,
+            _request: &AdmissionRequest<DynamicObject>,
+            _cm: &ConfigMap,
+        ) -> Result<Warnings, Denial> {
+            Ok(vec!["created".to_owned()])
+        }
+
+        async fn validate_update(
+            &self,
+            _request: &AdmissionRequest<DynamicObject>,
+            _old: &ConfigMap,
+            _new: &ConfigMap,
+        ) -> Result<Warnings, Denial> {
+            Err(Denial::new("immutable").with_warnings(["told you".to_owned()]))
+        }
+    }
+
+    fn request(
+        operation: &str,
+        object: serde_json::Value,
+        old: serde_json::Value,
+    ) -> AdmissionRequest<DynamicObject> {
+        let body = json!({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1",
+            "request":{"uid":"u","kind":{"group":"","version":"v1","kind":"ConfigMap"},
+            "resource":{"group":"","version":"v1","resource":"configmaps"},
+            "name":"c","namespace":"ns","operation":operation,"userInfo":{},
+            "object":object,"oldObject":old}});
+        decode_request(body.to_string().as_bytes()).expect("decode")
+    }
+
+    #[tokio::test]
+    async fn each_operation_reaches_its_method() {
+        let handler = ValidatingHandler::<ConfigMap, _>::new(CreateOnly);
+        let cm = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}});
+        let created = handler
+            .handle(request("CREATE", cm.clone(), serde_json::Value::Null))
+            .await;
+        assert!(created.allowed);
+        assert_eq!(created.warnings, Some(vec!["created".to_owned()]));
+        let updated = handler
+            .handle(request("UPDATE", cm.clone(), cm.clone()))
+            .await;
+        assert!(!updated.allowed);
+        assert_eq!(updated.result.message, "immutable");
+        assert_eq!(updated.result.code, 403);
+        assert_eq!(updated.warnings, Some(vec!["told you".to_owned()]));
+        // Delete is allowed by default.
+        let deleted = handler
+            .handle(request("DELETE", serde_json::Value::Null, cm))
+            .await;
+        assert!(deleted.allowed && deleted.warnings.is_none());
+        // An update without its old object is a bad request.
+        let broken = handler
+            .handle(request(
+                "UPDATE",
+                json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}),
+                serde_json::Value::Null,
+            ))
+            .await;
+        assert_eq!(broken.result.code, 400);
+        assert_eq!(broken.result.message, "the request has no oldObject");
+    }
+}
