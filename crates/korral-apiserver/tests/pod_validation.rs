@@ -455,3 +455,62 @@ async fn send_strategic_patch(client: &Client, path: &str, patch: Value) -> (u16
     )
     .await
 }
+
+/// Creates a pod, answering the status and the `Warning` headers.
+async fn create_with_warnings(client: &Client, body: &Value) -> (u16, Vec<String>) {
+    let request = http::Request::builder()
+        .method("POST")
+        .uri(PODS)
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(body).expect("body"))
+        .expect("request");
+    let response = client
+        .send(request.map(kube::client::Body::from))
+        .await
+        .expect("send");
+    let warnings = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    (response.status().as_u16(), warnings)
+}
+
+#[tokio::test]
+async fn valid_pods_that_are_likely_mistakes_get_upstream_warnings() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let (code, warnings) = create_with_warnings(
+        &client,
+        &pod(
+            "web.v1",
+            json!({
+                "nodeSelector": {"beta.kubernetes.io/arch": "amd64"},
+                "containers": [{"name": "c", "image": "busybox",
+                    "resources": {"limits": {"memory": "0.5"}}}]
+            }),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]\"",
+            "299 - \"spec.nodeSelector[beta.kubernetes.io/arch]: deprecated since v1.14; use \\\"kubernetes.io/arch\\\" instead\"",
+            "299 - \"spec.containers[0].resources.limits[memory]: fractional byte value \\\"500m\\\" is invalid, must be an integer\"",
+            "299 - \"spec.containers[0].resources.requests[memory]: fractional byte value \\\"500m\\\" is invalid, must be an integer\"",
+        ]
+    );
+    let (code, warnings) = create_with_warnings(
+        &client,
+        &pod(
+            "plain",
+            json!({"containers": [{"name": "c", "image": "busybox"}]}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert!(warnings.is_empty(), "{warnings:?}");
+}

@@ -2,6 +2,10 @@
 //! in canonical form and upstream's `ValidatePodSpec` essentials, with upstream's messages and
 //! field paths, under any base path (`spec`, `spec.template.spec`).
 
+// Upstream's warnings for a valid pod spec, beside its validation.
+#[path = "podspec_warnings.rs"]
+pub(crate) mod warnings;
+
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -1057,7 +1061,7 @@ fn validate_volume_mounts(
 }
 
 /// The volume sources of upstream's `VolumeSource`, in its validation order.
-const VOLUME_SOURCES: [&str; 28] = [
+const VOLUME_SOURCES: [&str; 29] = [
     "hostPath",
     "emptyDir",
     "gitRepo",
@@ -1081,6 +1085,7 @@ const VOLUME_SOURCES: [&str; 28] = [
     "photonPersistentDisk",
     "portworxVolume",
     "scaleIO",
+    "storageos",
     "configMap",
     "projected",
     "csi",

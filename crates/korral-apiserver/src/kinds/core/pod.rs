@@ -11,6 +11,7 @@ use crate::error::Cause;
 use crate::kinds::strategy::{Context, Strategy};
 use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
+use crate::validation::names;
 use crate::validation::podspec::{self, PodSpecOptions};
 use crate::{ApiError, quantity};
 
@@ -82,6 +83,35 @@ impl Strategy for PodStrategy {
             ));
         }
         causes
+    }
+
+    /// `WarningsOnCreate`: a name that is no DNS label (it becomes the hostname), then
+    /// upstream's pod spec warnings. (Upstream sends none on update.)
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let name = obj
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let msgs = names::dns1123_label(name);
+        if !msgs.is_empty() {
+            warnings.push(format!(
+                "metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [{}]",
+                msgs.join(" ")
+            ));
+        }
+        let meta = obj.get("metadata").unwrap_or(&Value::Null);
+        warnings.extend(podspec::warnings::pod_spec_warnings(
+            None,
+            meta,
+            spec_of(obj),
+        ));
+        warnings
+    }
+
+    fn warnings_on_update(&self, _obj: &Value, _old: &Value) -> Vec<String> {
+        Vec::new()
     }
 
     /// `ValidatePodUpdate`.
