@@ -70,7 +70,8 @@ pub(crate) fn is_zero(value: Option<&Value>) -> bool {
     }
 }
 
-/// Upstream's `ValidatePodTemplateSpec` for the template at `path`: its labels and annotations.
+/// Upstream's `ValidatePodTemplateSpec` for the template at `path`: its labels and annotations,
+/// then its pod spec.
 pub(crate) fn validate_template(template: &Value, path: &str) -> Vec<Cause> {
     let mut errs = Vec::new();
     let metadata_path = child(path, "metadata");
@@ -83,6 +84,12 @@ pub(crate) fn validate_template(template: &Value, path: &str) -> Vec<Cause> {
             &child(&metadata_path, "annotations"),
         ));
     }
+    let spec = template.get("spec").unwrap_or(&Value::Null);
+    errs.extend(podspec::validate_pod_spec(
+        spec,
+        &child(path, "spec"),
+        podspec::PodSpecOptions::default(),
+    ));
     errs
 }
 
@@ -125,6 +132,18 @@ pub(crate) fn immutable(new: &Value, old: &Value, field: &str, path: &str) -> Op
             "field is immutable",
         )
     })
+}
+
+/// `spec` with upstream's defaults filled into its `template` (tests build specs as clients
+/// send them; validation sees them defaulted).
+#[cfg(test)]
+pub(crate) fn with_template_defaults(mut spec: Value) -> Value {
+    if let Some(template) = spec.get_mut("template") {
+        let mut holder = serde_json::json!({"template": template.take()});
+        crate::defaults::apply_builtin_defaults("", "PodTemplate", &mut holder);
+        *template = holder["template"].take();
+    }
+    spec
 }
 
 #[cfg(test)]

@@ -330,7 +330,7 @@ mod tests {
                 s.insert(k.clone(), v.clone());
             }
         }
-        spec
+        crate::kinds::workload::with_template_defaults(spec)
     }
 
     #[test]

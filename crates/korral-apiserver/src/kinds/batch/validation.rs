@@ -353,7 +353,7 @@ mod tests {
                 s.insert(k.clone(), v.clone());
             }
         }
-        spec
+        crate::kinds::workload::with_template_defaults(spec)
     }
 
     #[test]
@@ -403,12 +403,11 @@ mod tests {
     #[test]
     fn cron_job_rules() {
         let spec = |schedule: &str| {
-            json!({
-                "schedule": schedule,
-                "concurrencyPolicy": "Allow",
-                "jobTemplate": {"spec": {"template": {"spec": {
-                    "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "i"}]}}}},
-            })
+            let job = crate::kinds::workload::with_template_defaults(json!({
+                "template": {"spec": {
+                    "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "i"}]}},
+            }));
+            json!({"schedule": schedule, "concurrencyPolicy": "Allow", "jobTemplate": {"spec": job}})
         };
         assert!(cron_job_spec(&spec("*/5 * * * *")).is_empty());
         assert_eq!(

@@ -1,0 +1,203 @@
+//! apps/v1 and batch/v1 validation through the server, against upstream's answers
+//! (`k8s-reference/builtin/invalid-{deployment,job,cronjob}-*.json`): code, reason, message and
+//! causes, and that a refused write changes nothing.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn deployment(name: &str, replicas: i64, selector: &str, label: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": selector}},
+            "template": {
+                "metadata": {"labels": {"app": label}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+            },
+        },
+    })
+}
+
+/// Checks a refusal against upstream's: 422 `Invalid`, the message, one cause per field.
+fn assert_invalid(answer: &(u16, Value), message: &str, causes: &[(&str, &str, &str)]) {
+    let (code, body) = answer;
+    assert_eq!(*code, 422, "{body}");
+    assert_eq!(body["reason"], "Invalid", "{body}");
+    assert_eq!(body["message"], message, "{body}");
+    let got: Vec<(String, String, String)> = body["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (s("reason"), s("message"), s("field"))
+        })
+        .collect();
+    let want: Vec<(String, String, String)> = causes
+        .iter()
+        .map(|(r, m, f)| (r.to_string(), m.to_string(), f.to_string()))
+        .collect();
+    assert_eq!(got, want, "{body}");
+}
+
+const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";
+
+async fn post(env: &TestEnv, path: &str, body: &Value) -> (u16, Value) {
+    raw(
+        &env.client(),
+        "POST",
+        path,
+        Some("application/json"),
+        body.to_string().into_bytes(),
+    )
+    .await
+}
+
+async fn put(env: &TestEnv, path: &str, body: &Value) -> (u16, Value) {
+    raw(
+        &env.client(),
+        "PUT",
+        path,
+        Some("application/json"),
+        body.to_string().into_bytes(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn deployments_are_refused_as_upstream_refuses_them() {
+    let env = TestEnv::start().await.expect("env");
+    let negative = post(&env, DEPLOYMENTS, &deployment("web", -1, "web", "web")).await;
+    assert_invalid(
+        &negative,
+        "Deployment.apps \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+        &[(
+            "FieldValueInvalid",
+            "Invalid value: -1: must be greater than or equal to 0",
+            "spec.replicas",
+        )],
+    );
+    let mismatch = post(&env, DEPLOYMENTS, &deployment("bad", 1, "a", "b")).await;
+    assert_invalid(
+        &mismatch,
+        "Deployment.apps \"bad\" is invalid: spec.template.metadata.labels: Invalid value: {\"app\":\"b\"}: `selector` does not match template `labels`",
+        &[(
+            "FieldValueInvalid",
+            "Invalid value: {\"app\":\"b\"}: `selector` does not match template `labels`",
+            "spec.template.metadata.labels",
+        )],
+    );
+    let (code, _) = raw(
+        &env.client(),
+        "GET",
+        &format!("{DEPLOYMENTS}/bad"),
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 404, "a refused create stores nothing");
+
+    // The selector is immutable: the stored object is kept as it was.
+    let (code, created) = post(&env, DEPLOYMENTS, &deployment("web", 1, "web", "web")).await;
+    assert_eq!(code, 201, "{created}");
+    let mut changed = created.clone();
+    changed["spec"]["selector"] = json!({"matchLabels": {"app": "x"}});
+    changed["spec"]["template"]["metadata"]["labels"] = json!({"app": "x"});
+    let refused = put(&env, &format!("{DEPLOYMENTS}/web"), &changed).await;
+    assert_invalid(
+        &refused,
+        "Deployment.apps \"web\" is invalid: spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"x\"}}: field is immutable",
+        &[(
+            "FieldValueInvalid",
+            "Invalid value: {\"matchLabels\":{\"app\":\"x\"}}: field is immutable",
+            "spec.selector",
+        )],
+    );
+    let (_, stored) = raw(
+        &env.client(),
+        "GET",
+        &format!("{DEPLOYMENTS}/web"),
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        stored["spec"]["selector"],
+        json!({"matchLabels": {"app": "web"}})
+    );
+    assert_eq!(
+        stored["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+
+    // Pod template rules reach workloads: a container without an image.
+    let mut no_image = deployment("noimg", 1, "n", "n");
+    no_image["spec"]["template"]["spec"]["containers"][0]
+        .as_object_mut()
+        .map(|c| c.remove("image"));
+    let (code, body) = post(&env, DEPLOYMENTS, &no_image).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["field"], "spec.template.spec.containers[0].image",
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn job_templates_are_immutable_and_cron_schedules_parsed() {
+    let env = TestEnv::start().await.expect("env");
+    let jobs = "/apis/batch/v1/namespaces/default/jobs";
+    let job = json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "alpine"}]}}},
+    });
+    let (code, created) = post(&env, jobs, &job).await;
+    assert_eq!(code, 201, "{created}");
+    let mut changed = created.clone();
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = json!("busybox");
+    let (code, body) = put(&env, &format!("{jobs}/j"), &changed).await;
+    assert_eq!(code, 422, "{body}");
+    let cause = &body["details"]["causes"][0];
+    assert_eq!(cause["field"], "spec.template", "{body}");
+    assert!(
+        cause["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with(": field is immutable")),
+        "{body}"
+    );
+    // A Job whose template restarts Always is refused.
+    let mut always = job.clone();
+    always["metadata"]["name"] = json!("always");
+    always["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+    let (code, body) = post(&env, jobs, &always).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["message"],
+        "Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""
+    );
+
+    let cron = json!({
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cj2"},
+        "spec": {"schedule": "not a schedule", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}},
+    });
+    let refused = post(&env, "/apis/batch/v1/namespaces/default/cronjobs", &cron).await;
+    assert_invalid(
+        &refused,
+        "CronJob.batch \"cj2\" is invalid: spec.schedule: Invalid value: \"not a schedule\": expected exactly 5 fields, found 3: [not a schedule]",
+        &[(
+            "FieldValueInvalid",
+            "Invalid value: \"not a schedule\": expected exactly 5 fields, found 3: [not a schedule]",
+            "spec.schedule",
+        )],
+    );
+    let mut valid = cron.clone();
+    valid["spec"]["schedule"] = json!("*/5 * * * *");
+    let (code, body) = post(&env, "/apis/batch/v1/namespaces/default/cronjobs", &valid).await;
+    assert_eq!(code, 201, "{body}");
+}
