@@ -441,13 +441,16 @@ async fn bad_requests_panics_and_unknown_paths() -> Result<()> {
 #[tokio::test]
 async fn metrics_count_requests_by_webhook_and_code() -> Result<()> {
     let served = serve(server()).await?;
-    for _ in 0..3 {
-        served
-            .review(
-                "/mutate--v1-configmap",
-                "received-01-patch-CREATE-ConfigMap.json",
-            )
+    // The API server adds `?timeout=10s`; the query is not part of the path.
+    for path in [
+        "/mutate--v1-configmap",
+        "/mutate--v1-configmap?timeout=10s",
+        "/mutate--v1-configmap",
+    ] {
+        let response = served
+            .review(path, "received-01-patch-CREATE-ConfigMap.json")
             .await?;
+        assert_eq!(response["allowed"], true);
     }
     served
         .review(

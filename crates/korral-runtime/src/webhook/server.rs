@@ -286,6 +286,10 @@ impl WebhookServer {
     /// Adds the server to `manager`: its readiness check ([`READY_CHECK`]), its metrics in the
     /// manager's registry (unless another was set) and a runnable that does not need
     /// leadership, serving until the manager stops.
+    ///
+    /// The manager starts runnables once its caches have synced (controller-runtime starts
+    /// webhooks first). If the manager's own caches read a version this server converts, spawn
+    /// [`WebhookServer::start`] yourself before running the manager instead.
     pub fn add_to(mut self, manager: &mut Manager) -> Result<(), WebhookError> {
         manager
             .health()

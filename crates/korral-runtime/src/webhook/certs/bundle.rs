@@ -185,6 +185,14 @@ fn subject_names(cert: &X509Certificate<'_>) -> Vec<String> {
         .collect()
 }
 
+/// The first `-----BEGIN ...-----` to `-----END ...-----` block of a PEM text.
+fn first_pem_block(pem: &str) -> Option<&str> {
+    const END: &str = "-----END CERTIFICATE-----";
+    let start = pem.find("-----BEGIN CERTIFICATE-----")?;
+    let end = pem[start..].find(END)? + start + END.len();
+    Some(&pem[start..end])
+}
+
 /// What a stored bundle needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Renewal {
@@ -277,6 +285,25 @@ impl CertBundle {
             key_pem,
             ..self.clone()
         })
+    }
+
+    /// This (new) bundle also trusting the first CA of `previous` while it is still valid at
+    /// `now` (Unix seconds): `ca.crt` (and so the injected `caBundle`) holds the new CA first,
+    /// then the old one, so replicas still serving a certificate of the old CA are trusted
+    /// until they reload. Signing and expiry checks use the first CA only.
+    #[must_use]
+    pub fn trusting_previous_ca(mut self, previous: &CertBundle, now: i64) -> Self {
+        if ca_usable(&previous.ca_cert_pem, &previous.ca_key_pem, now, 0)
+            && let Some(first) = first_pem_block(&previous.ca_cert_pem)
+            && !self.ca_cert_pem.contains(first)
+        {
+            if !self.ca_cert_pem.ends_with('\n') {
+                self.ca_cert_pem.push('\n');
+            }
+            self.ca_cert_pem.push_str(first);
+            self.ca_cert_pem.push('\n');
+        }
+        self
     }
 
     /// The bundle in Secret `data` (missing keys read as empty, which [`assess`] renews).
@@ -374,5 +401,35 @@ mod tests {
         assert_eq!(assess(&empty, &names(), now, DAY), Renewal::Everything);
         let round = CertBundle::from_data(&one.to_data());
         assert_eq!(round, one);
+    }
+
+    #[test]
+    fn a_new_ca_trusts_the_previous_one_while_it_is_valid() {
+        let now = jiff::Timestamp::now().as_second();
+        let old = CertBundle::generate("ca", &names(), 3650, 365).expect("generate");
+        let new = CertBundle::generate("ca", &names(), 3650, 365)
+            .expect("generate")
+            .trusting_previous_ca(&old, now);
+        assert!(new.ca_cert_pem.matches("BEGIN CERTIFICATE").count() == 2);
+        assert!(new.ca_cert_pem.contains(old.ca_cert_pem.trim()));
+        // Still signs and checks with the new CA (the first).
+        assert_eq!(assess(&new, &names(), now, DAY), Renewal::None);
+        let reissued = new.reissue(&names(), 365).expect("reissue");
+        assert_eq!(assess(&reissued, &names(), now, DAY), Renewal::None);
+        // Rotating again drops the oldest: only the previous first CA is kept.
+        let newer = CertBundle::generate("ca", &names(), 3650, 365)
+            .expect("generate")
+            .trusting_previous_ca(&new, now);
+        assert_eq!(newer.ca_cert_pem.matches("BEGIN CERTIFICATE").count(), 2);
+        assert!(!newer.ca_cert_pem.contains(old.ca_cert_pem.trim()));
+        // An expired (here: broken) previous CA is not kept.
+        let broken = CertBundle {
+            ca_key_pem: String::new(),
+            ..old
+        };
+        let alone = CertBundle::generate("ca", &names(), 3650, 365)
+            .expect("generate")
+            .trusting_previous_ca(&broken, now);
+        assert_eq!(alone.ca_cert_pem.matches("BEGIN CERTIFICATE").count(), 1);
     }
 }

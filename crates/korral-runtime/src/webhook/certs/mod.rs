@@ -1,7 +1,8 @@
 //! Self-managed webhook certificates (no cert-manager needed): a CA and a serving certificate
 //! for the webhook Service (`<svc>.<ns>.svc`, `<svc>.<ns>.svc.cluster.local`) kept in a Secret
 //! (created, or reused while valid, renewed before expiry: the serving certificate from the same
-//! CA, the CA itself when it expires), written to the webhook server's certificate directory
+//! CA, the CA itself when it expires, the `caBundle` then trusting the old CA as well while it
+//! is valid, so replicas not reloaded yet stay trusted), written to the webhook server's certificate directory
 //! (which reloads it), and the CA injected as `caBundle` into the named webhook configurations
 //! and CRD conversion webhooks. Every replica runs it (no leadership needed): they share the
 //! Secret, each writes its own files.
@@ -279,6 +280,7 @@ impl SelfManagedCerts {
                 Renewal::ServingCertificate => stored.reissue(&names, self.cert_days),
                 Renewal::Everything => {
                     CertBundle::generate(&self.ca_name, &names, self.ca_days, self.cert_days)
+                        .map(|fresh| fresh.trusting_previous_ca(&stored, now))
                 }
             }
             .map_err(CertsError::Generate)?;
