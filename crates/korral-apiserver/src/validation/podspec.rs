@@ -18,6 +18,7 @@ use crate::validation::names::{
     validate_label_key, validate_label_value,
 };
 use crate::validation::ports::{inclusive_range, port_name, port_num, port_num_or_name};
+use crate::validation::selectors;
 
 /// The container lists of a pod spec, in upstream's validation order.
 pub(crate) const CONTAINER_LISTS: [&str; 3] =
@@ -298,6 +299,9 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
     if let Some(sc) = set_at(spec, "securityContext") {
         validate_pod_security_context(sc, &child(base, "securityContext"), &mut out);
     }
+    if let Some(affinity) = set_at(spec, "affinity") {
+        validate_affinity(affinity, &child(base, "affinity"), &mut out);
+    }
     validate_dns_config(spec, base, &mut out);
     for (i, gate) in list_at(spec, "readinessGates").iter().enumerate() {
         qualified_name(
@@ -315,6 +319,11 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
             out.push(Cause::duplicate(path, &json!(name)));
         }
     }
+    validate_topology_spread(
+        list_at(spec, "topologySpreadConstraints"),
+        &child(base, "topologySpreadConstraints"),
+        &mut out,
+    );
     subdomain_name(spec, "serviceAccountName", base, &mut out);
     subdomain_name(spec, "nodeName", base, &mut out);
     if let Some(deadline) = int_at(spec, "activeDeadlineSeconds")
@@ -336,6 +345,11 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
         list_at(spec, "tolerations"),
         &child(base, "tolerations"),
     ));
+    validate_host_aliases(
+        list_at(spec, "hostAliases"),
+        &child(base, "hostAliases"),
+        &mut out,
+    );
     subdomain_name(spec, "priorityClassName", base, &mut out);
     if set_at(spec, "runtimeClassName").is_some() {
         let value = str_at(spec, "runtimeClassName");
@@ -1584,6 +1598,266 @@ fn validate_resource_requirements(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Scheduling: affinity, topology spread, host aliases.
+// ---------------------------------------------------------------------------------------------
+
+/// Upstream's `isNotPositiveErrorMsg`.
+const NOT_POSITIVE: &str = "must be greater than zero";
+
+/// `validateAffinity`: node affinity, pod affinity and anti-affinity.
+fn validate_affinity(affinity: &Value, path: &str, out: &mut Vec<Cause>) {
+    const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
+    const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
+    if let Some(node) = set_at(affinity, "nodeAffinity") {
+        let npath = child(path, "nodeAffinity");
+        if let Some(required) = set_at(node, REQUIRED) {
+            let terms_path = child(&child(&npath, REQUIRED), "nodeSelectorTerms");
+            let terms = list_at(required, "nodeSelectorTerms");
+            if terms.is_empty() {
+                out.push(Cause::required(
+                    terms_path,
+                    "must have at least one node selector term",
+                ));
+            } else {
+                for (i, term) in terms.iter().enumerate() {
+                    node_selector_term(term, true, &index(&terms_path, i), out);
+                }
+            }
+        }
+        for (i, term) in list_at(node, PREFERRED).iter().enumerate() {
+            let tpath = index(&child(&npath, PREFERRED), i);
+            weight(term, &tpath, out);
+            let preference = term.get("preference").unwrap_or(&Value::Null);
+            node_selector_term(preference, false, &child(&tpath, "preference"), out);
+        }
+    }
+    for kind in ["podAffinity", "podAntiAffinity"] {
+        let Some(pod) = set_at(affinity, kind) else {
+            continue;
+        };
+        let ppath = child(path, kind);
+        for (i, term) in list_at(pod, REQUIRED).iter().enumerate() {
+            pod_affinity_term(term, &index(&child(&ppath, REQUIRED), i), out);
+        }
+        for (i, term) in list_at(pod, PREFERRED).iter().enumerate() {
+            let tpath = index(&child(&ppath, PREFERRED), i);
+            weight(term, &tpath, out);
+            let inner = term.get("podAffinityTerm").unwrap_or(&Value::Null);
+            pod_affinity_term(inner, &child(&tpath, "podAffinityTerm"), out);
+        }
+    }
+}
+
+/// A scheduling weight: 1 to 100.
+fn weight(term: &Value, path: &str, out: &mut Vec<Cause>) {
+    let w = int_at(term, "weight").unwrap_or(0);
+    if !(1..=100).contains(&w) {
+        out.push(invalid_value(
+            &child(path, "weight"),
+            &json!(w),
+            "must be in the range 1-100",
+        ));
+    }
+}
+
+/// `ValidateNodeSelectorTerm`: label expressions (values checked in required terms only, as
+/// upstream allows any value in preferred ones) and field expressions on `metadata.name`.
+fn node_selector_term(term: &Value, check_values: bool, path: &str, out: &mut Vec<Cause>) {
+    for (i, expression) in list_at(term, "matchExpressions").iter().enumerate() {
+        let epath = index(&child(path, "matchExpressions"), i);
+        let operator = str_at(expression, "operator");
+        let values = list_at(expression, "values");
+        match operator {
+            "In" | "NotIn" if values.is_empty() => out.push(Cause::required(
+                child(&epath, "values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            "Exists" | "DoesNotExist" if !values.is_empty() => out.push(Cause::forbidden(
+                child(&epath, "values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            "Gt" | "Lt" if values.len() != 1 => out.push(Cause::required(
+                child(&epath, "values"),
+                "must be specified single value when `operator` is 'Lt' or 'Gt'",
+            )),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
+            other => out.push(invalid_value(
+                &child(&epath, "operator"),
+                &json!(other),
+                "not a valid selector operator",
+            )),
+        }
+        qualified_name(str_at(expression, "key"), &child(&epath, "key"), out);
+        if check_values {
+            for (j, value) in values.iter().enumerate() {
+                let value = value.as_str().unwrap_or("");
+                for msg in validate_label_value(value) {
+                    out.push(invalid_value(
+                        &index(&child(&epath, "values"), j),
+                        &json!(value),
+                        &msg,
+                    ));
+                }
+            }
+        }
+    }
+    for (i, expression) in list_at(term, "matchFields").iter().enumerate() {
+        let epath = index(&child(path, "matchFields"), i);
+        let operator = str_at(expression, "operator");
+        let values = list_at(expression, "values");
+        match operator {
+            "In" | "NotIn" if values.len() != 1 => out.push(Cause::required(
+                child(&epath, "values"),
+                "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+            )),
+            "In" | "NotIn" => {}
+            other => out.push(invalid_value(
+                &child(&epath, "operator"),
+                &json!(other),
+                "not a valid selector operator",
+            )),
+        }
+        let field_key = str_at(expression, "key");
+        if field_key != "metadata.name" {
+            out.push(invalid_value(
+                &child(&epath, "key"),
+                &json!(field_key),
+                "not a valid field selector key",
+            ));
+        } else {
+            for (j, value) in values.iter().enumerate() {
+                let value = value.as_str().unwrap_or("");
+                for msg in dns1123_subdomain(value) {
+                    out.push(invalid_value(
+                        &index(&child(&epath, "values"), j),
+                        &json!(value),
+                        &msg,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// `validatePodAffinityTerm`: selectors, namespaces, a topology key.
+fn pod_affinity_term(term: &Value, path: &str, out: &mut Vec<Cause>) {
+    for field in ["labelSelector", "namespaceSelector"] {
+        if let Some(selector) = set_at(term, field) {
+            out.extend(selectors::validate_label_selector(
+                selector,
+                &child(path, field),
+            ));
+        }
+    }
+    for namespace in list_at(term, "namespaces") {
+        let namespace = namespace.as_str().unwrap_or("");
+        for msg in dns1123_label(namespace) {
+            out.push(invalid_value(
+                &child(path, "namespace"),
+                &json!(namespace),
+                &msg,
+            ));
+        }
+    }
+    let topology_key = str_at(term, "topologyKey");
+    if topology_key.is_empty() {
+        out.push(Cause::required(
+            child(path, "topologyKey"),
+            "can not be empty",
+        ));
+    }
+    qualified_name(topology_key, &child(path, "topologyKey"), out);
+}
+
+/// `validateTopologySpreadConstraints` essentials: a positive skew, a topology key, a known
+/// action, no repeated `{topologyKey, whenUnsatisfiable}`, minDomains only with DoNotSchedule.
+fn validate_topology_spread(constraints: &[Value], path: &str, out: &mut Vec<Cause>) {
+    for (i, c) in constraints.iter().enumerate() {
+        let cpath = index(path, i);
+        let skew = int_at(c, "maxSkew").unwrap_or(0);
+        if skew <= 0 {
+            out.push(invalid_value(
+                &child(&cpath, "maxSkew"),
+                &json!(skew),
+                NOT_POSITIVE,
+            ));
+        }
+        let topology_key = str_at(c, "topologyKey");
+        if topology_key.is_empty() {
+            out.push(Cause::required(
+                child(&cpath, "topologyKey"),
+                "can not be empty",
+            ));
+        }
+        let action = str_at(c, "whenUnsatisfiable");
+        let actions = ["DoNotSchedule", "ScheduleAnyway"];
+        if !actions.contains(&action) {
+            out.push(not_supported(
+                &child(&cpath, "whenUnsatisfiable"),
+                &json!(action),
+                &actions,
+            ));
+        }
+        let repeated = constraints[i + 1..].iter().any(|other| {
+            str_at(other, "topologyKey") == topology_key
+                && str_at(other, "whenUnsatisfiable") == action
+        });
+        if repeated {
+            out.push(Cause::duplicate(
+                child(&cpath, "{topologyKey, whenUnsatisfiable}"),
+                &json!(format!("{{{topology_key}, {action}}}")),
+            ));
+        }
+        if let Some(min) = int_at(c, "minDomains") {
+            let mpath = child(&cpath, "minDomains");
+            if action != "DoNotSchedule" {
+                out.push(invalid_value(
+                    &mpath,
+                    &json!(min),
+                    &format!(
+                        "can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {action}"
+                    ),
+                ));
+            }
+            if min <= 0 {
+                out.push(invalid_value(&mpath, &json!(min), NOT_POSITIVE));
+            }
+        }
+        if let Some(selector) = set_at(c, "labelSelector") {
+            out.extend(selectors::validate_label_selector(
+                selector,
+                &child(&cpath, "labelSelector"),
+            ));
+        }
+    }
+}
+
+/// `ValidateHostAliases`: IP addresses and host names.
+fn validate_host_aliases(aliases: &[Value], path: &str, out: &mut Vec<Cause>) {
+    for (i, alias) in aliases.iter().enumerate() {
+        let apath = index(path, i);
+        let ip = str_at(alias, "ip");
+        if ip.parse::<std::net::IpAddr>().is_err() {
+            out.push(invalid_value(
+                &child(&apath, "ip"),
+                &json!(ip),
+                "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            ));
+        }
+        for (j, host) in list_at(alias, "hostnames").iter().enumerate() {
+            let host = host.as_str().unwrap_or("");
+            for msg in dns1123_subdomain(host) {
+                out.push(invalid_value(
+                    &index(&child(&apath, "hostnames"), j),
+                    &json!(host),
+                    &msg,
+                ));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Security contexts, DNS, tolerations.
 // ---------------------------------------------------------------------------------------------
 
@@ -2057,6 +2331,63 @@ mod tests {
                 |s| s["serviceAccountName"] = json!("Not_Valid"),
                 vec![
                     "spec.serviceAccountName: Invalid value: \"Not_Valid\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                ],
+            ),
+        ];
+        for (i, (change, want)) in cases.into_iter().enumerate() {
+            let mut spec = valid();
+            change(&mut spec);
+            assert_eq!(causes(&spec, "spec"), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn scheduling_rules() {
+        let cases: Vec<(Change, Vec<&str>)> = vec![
+            (
+                |s| {
+                    s["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In"}]}]}}})
+                },
+                vec![
+                    "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                ],
+            ),
+            (
+                |s| {
+                    s["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": []}}})
+                },
+                vec![
+                    "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Required value: must have at least one node selector term",
+                ],
+            ),
+            (
+                |s| {
+                    s["affinity"] = json!({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 0, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"app": "web"}}}}]}})
+                },
+                vec![
+                    "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0: must be in the range 1-100",
+                ],
+            ),
+            (
+                |s| {
+                    s["topologySpreadConstraints"] = json!([
+                        {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+                        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+                    ])
+                },
+                vec![
+                    "spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+                    "spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}: Duplicate value: \"{zone, DoNotSchedule}\"",
+                ],
+            ),
+            (
+                |s| s["hostAliases"] = json!([{"ip": "10.0.0.300", "hostnames": ["ok.example"]}]),
+                vec![
+                    "spec.hostAliases[0].ip: Invalid value: \"10.0.0.300\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
                 ],
             ),
         ];
