@@ -34,8 +34,11 @@ pub const WATCH_P99_TARGET_MS: f64 = 10.0;
 /// Size of the `payload` value of each ConfigMap in the memory measurement.
 pub const MEMORY_PAYLOAD_BYTES: usize = 1024;
 
+/// Size of the `payload` value of each ConfigMap in the list-memory measurement.
+pub const LIST_MEMORY_PAYLOAD_BYTES: usize = 16 * 1024;
+
 /// The rows `run_apiserver` produces, by id.
-pub const ROW_IDS: [&str; 12] = [
+pub const ROW_IDS: [&str; 13] = [
     "startup",
     "create_memory_1",
     "create_memory_n",
@@ -48,6 +51,7 @@ pub const ROW_IDS: [&str; 12] = [
     "rss_per_10k",
     "rss_per_watch",
     "rss_per_connection",
+    "list_peak_rss",
 ];
 
 /// What `run_apiserver` measures and how much.
@@ -72,6 +76,8 @@ pub struct ApiserverOptions {
     /// Watches (and, separately, idle client connections) held open for the per-watch and
     /// per-connection memory rows.
     pub watches: usize,
+    /// ConfigMaps (each with a 16 KiB value) whose full list's peak memory is measured.
+    pub list_memory_objects: usize,
     /// Upper bound on each create-throughput measurement: creates stop being issued after it
     /// and the rate is computed over those done.
     pub phase_limit: Duration,
@@ -98,6 +104,7 @@ impl ApiserverOptions {
                 watch_events: 30,
                 memory_objects: 2_000,
                 watches: 200,
+                list_memory_objects: 300,
                 phase_limit: Duration::from_secs(10),
                 korral: None,
                 build_korral: true,
@@ -114,6 +121,7 @@ impl ApiserverOptions {
                 watch_events: 1_000,
                 memory_objects: 10_000,
                 watches: 500,
+                list_memory_objects: 3_000,
                 phase_limit: Duration::from_secs(30),
                 korral: None,
                 build_korral: true,
@@ -151,6 +159,10 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
         "--memory-objects must be at least 1"
     );
     ensure!(opts.watches > 0, "--watches must be at least 1");
+    ensure!(
+        opts.list_memory_objects > 0,
+        "--list-memory-objects must be at least 1"
+    );
     let bin = locate_korral(opts.korral.as_deref(), opts.build_korral)?;
     let run_started = Instant::now();
     let load_at_start = load_average();
@@ -220,6 +232,17 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
             .context("measuring memory per watch and per connection")?,
     );
 
+    progress(format!(
+        "memory: peak RSS of a fresh in-memory server while listing {} ConfigMaps of {} KiB",
+        opts.list_memory_objects,
+        LIST_MEMORY_PAYLOAD_BYTES / 1024
+    ));
+    rows.push(
+        list_memory(&bin, opts)
+            .await
+            .context("measuring peak memory while listing")?,
+    );
+
     let mut header = vec![
         (
             "date".to_string(),
@@ -245,7 +268,7 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
         (
             "mode".to_string(),
             format!(
-                "{} (startups {}, creates {}, clients {}, list objects {}, lists {}, watch events {}, memory objects {}, watches {})",
+                "{} (startups {}, creates {}, clients {}, list objects {}, lists {}, watch events {}, memory objects {}, watches {}, list memory objects {})",
                 if opts.quick { "quick" } else { "full" },
                 opts.startups,
                 opts.creates,
@@ -255,6 +278,7 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
                 opts.watch_events,
                 opts.memory_objects,
                 opts.watches,
+                opts.list_memory_objects,
             ),
         ),
     ];
@@ -781,6 +805,68 @@ async fn watch_and_connection_memory(
             ),
         },
     ])
+}
+
+/// Peak resident memory growth of the server while it sends one full list of large objects,
+/// against the size of the list's body: a server that builds the whole body before sending it
+/// grows by at least the body (about 1×); one that streams it grows by its chunk buffers.
+async fn list_memory(bin: &Path, opts: &ApiserverOptions) -> anyhow::Result<Row> {
+    let mut server = ServerProcess::spawn(bin, &Storage::InMemory, false).await?;
+    let result = async {
+        let clients = server.clients(opts.clients).await?;
+        let ns = "bench-list-memory";
+        let payload: String = (0..LIST_MEMORY_PAYLOAD_BYTES)
+            .map(|i| char::from(b'a' + (i * 11 % 26) as u8))
+            .collect();
+        create_namespace(&clients[0], ns).await?;
+        warm_up(&clients, ns).await?;
+        create_many(
+            &clients,
+            ns,
+            "big",
+            opts.list_memory_objects,
+            &payload,
+            None,
+        )
+        .await?;
+        // A small list first, so first-use allocations of the list path are in the baseline.
+        let path = format!("/api/v1/namespaces/{ns}/configmaps");
+        clients[0]
+            .request_text(http::Request::get(format!("{path}?limit=1")).body(Vec::new())?)
+            .await
+            .with_context(|| format!("GET {path}?limit=1"))?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let before = server.rss_kib()?;
+        server.reset_peak_rss()?;
+        let body = clients[0]
+            .request_text(http::Request::get(&path).body(Vec::new())?)
+            .await
+            .with_context(|| format!("GET {path}"))?;
+        let peak = server.peak_rss_kib()?;
+        Ok::<_, anyhow::Error>((before, peak, body.len()))
+    }
+    .await;
+    let result = result.map_err(|e| server.annotate(e));
+    server.stop().await;
+    let (before, peak, body_bytes) = result?;
+    let growth = peak.saturating_sub(before) as f64 * 1024.0;
+    Ok(Row {
+        id: "list_peak_rss",
+        name: "peak memory growth while sending a full list, per byte of list body".to_string(),
+        value: growth / body_bytes.max(1) as f64,
+        unit: "x body",
+        goal: None,
+        note: format!(
+            "VmHWM (reset just before the list) {:.1} MiB above the VmRSS of {:.1} MiB while one \
+             client read a {:.1} MiB list of {} ConfigMaps ({} KiB value each); \
+             a body built whole before sending would add about 1x",
+            growth / 1024.0 / 1024.0,
+            before as f64 / 1024.0,
+            body_bytes as f64 / 1024.0 / 1024.0,
+            format_number(opts.list_memory_objects as f64, 0),
+            LIST_MEMORY_PAYLOAD_BYTES / 1024,
+        ),
+    })
 }
 
 /// Result of a batch of creates.

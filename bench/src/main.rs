@@ -83,6 +83,9 @@ struct ApiserverArgs {
     /// Watches (and idle connections) held open for the per-watch memory rows.
     #[arg(long)]
     watches: Option<usize>,
+    /// ConfigMaps (16 KiB each) whose full list's peak memory is measured.
+    #[arg(long)]
+    list_memory_objects: Option<usize>,
     /// Upper bound in seconds on each create-throughput measurement.
     #[arg(long)]
     phase_limit_secs: Option<u64>,
@@ -117,6 +120,7 @@ impl ApiserverArgs {
         set(&mut o.watch_events, self.watch_events);
         set(&mut o.memory_objects, self.memory_objects);
         set(&mut o.watches, self.watches);
+        set(&mut o.list_memory_objects, self.list_memory_objects);
         if let Some(s) = self.phase_limit_secs {
             o.phase_limit = Duration::from_secs(s);
         }

@@ -219,13 +219,20 @@ impl ServerProcess {
 
     /// The resident set size (`VmRSS`) in KiB.
     pub fn rss_kib(&self) -> anyhow::Result<u64> {
-        let path = format!("/proc/{}/status", self.pid);
-        let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .ok_or_else(|| anyhow!("no VmRSS line in {path}"))
+        status_kib(self.pid, "VmRSS:")
+    }
+
+    /// The peak resident set size (`VmHWM`) in KiB: the largest `VmRSS` since the start or the
+    /// last [`Self::reset_peak_rss`].
+    pub fn peak_rss_kib(&self) -> anyhow::Result<u64> {
+        status_kib(self.pid, "VmHWM:")
+    }
+
+    /// Resets the peak resident set size to the current one (writes `5` to
+    /// `/proc/<pid>/clear_refs`, Linux 4.0 and later).
+    pub fn reset_peak_rss(&self) -> anyhow::Result<()> {
+        let path = format!("/proc/{}/clear_refs", self.pid);
+        std::fs::write(&path, "5").with_context(|| format!("writing {path}"))
     }
 
     /// CPU time (user + system, all threads) the server has used so far.
@@ -314,4 +321,15 @@ fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// A `kB` line of `/proc/<pid>/status` (`VmRSS:`, `VmHWM:`), in KiB.
+fn status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow!("no {field} line in {path}"))
 }

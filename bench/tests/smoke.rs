@@ -25,8 +25,15 @@ async fn quick_apiserver_run_reports_every_row() -> anyhow::Result<()> {
         let row = report
             .row(id)
             .unwrap_or_else(|| panic!("row {id} is missing:\n{table}"));
+        // A streamed list's peak growth may be nil: its chunks can fit in memory the
+        // allocator kept from the creates before it.
+        let positive = if id == "list_peak_rss" {
+            row.value >= 0.0
+        } else {
+            row.value > 0.0
+        };
         assert!(
-            row.value.is_finite() && row.value > 0.0,
+            row.value.is_finite() && positive,
             "row {id} ({}) has no positive figure: {}\n{table}",
             row.name,
             row.value
