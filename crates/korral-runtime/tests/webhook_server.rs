@@ -624,3 +624,60 @@ async fn shutdown_lets_the_request_in_flight_finish() -> Result<()> {
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
     Ok(())
 }
+
+mod widget {
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// Widget v2 as a Rust type would often be written: `Option`s serialized as `null`.
+    #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+    #[kube(group = "ref.example.com", version = "v2", kind = "Widget", namespaced)]
+    pub struct WidgetSpec {
+        /// How many.
+        pub replicas: Option<i64>,
+        /// Whether paused.
+        pub paused: Option<bool>,
+    }
+}
+
+/// Defaults `spec.paused` to false.
+struct Unpaused;
+
+impl Defaulter<widget::Widget> for Unpaused {
+    async fn default(
+        &self,
+        _request: &AdmissionRequest<DynamicObject>,
+        w: &mut widget::Widget,
+    ) -> Result<(), Denial> {
+        w.spec.paused.get_or_insert(false);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn defaulter_patch_applies_to_the_object_the_api_server_holds() -> Result<()> {
+    let mut server = WebhookServer::new();
+    server.defaulter::<widget::Widget, _>(Unpaused)?;
+    let served = serve(server).await?;
+    let response = served
+        .review(
+            "/mutate-ref-example-com-v2-widget",
+            "received-11-allow-CREATE-Widget.json",
+        )
+        .await?;
+    // The typed object had `paused: null` where the API server's object has nothing: the
+    // patch adds it rather than replacing a value that is not there.
+    let patch = decoded_patch(&response);
+    assert_eq!(
+        patch,
+        json!([{"op": "add", "path": "/spec/paused", "value": false}])
+    );
+    let mut object =
+        fixture("received-11-allow-CREATE-Widget.json")["body"]["request"]["object"].clone();
+    let patch: json_patch::Patch = serde_json::from_value(patch)?;
+    json_patch::patch(&mut object, &patch)?;
+    assert_eq!(object["spec"], json!({"replicas": 3, "paused": false}));
+    served.running.shutdown().await;
+    Ok(())
+}

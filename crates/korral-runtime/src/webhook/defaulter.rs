@@ -13,6 +13,7 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 use super::denial::Denial;
 use super::handler::{AdmissionHandler, deny, patch_response, typed_object};
@@ -85,10 +86,127 @@ where
         if let Err(denial) = self.defaulter.default(&request, &mut object).await {
             return deny(&request, denial);
         }
-        match serde_json::to_value(&object) {
-            Ok(after) => patch_response(&request, &before, &after),
-            Err(e) => super::review::errored(&request.uid, 500, e.to_string()),
+        let (after, raw) = match (
+            serde_json::to_value(&object),
+            serde_json::to_value(&request.object),
+        ) {
+            (Ok(after), Ok(raw)) => (after, raw),
+            (Err(e), _) | (_, Err(e)) => {
+                return super::review::errored(&request.uid, 500, e.to_string());
+            }
+        };
+        // The patch must apply to the object the API server holds, which may lack fields the
+        // typed object serializes (a `null` of an `Option`, an empty struct).
+        let target = rebase(&raw, &before, &after);
+        patch_response(&request, &raw, &target)
+    }
+}
+
+/// `raw` with the changes from `before` to `after` made to it: parents missing from `raw` are
+/// created, so a change of a field the typed object serialized but `raw` lacked still lands.
+fn rebase(raw: &Value, before: &Value, after: &Value) -> Value {
+    let mut target = raw.clone();
+    let changes = serde_json::to_value(json_patch::diff(before, after)).unwrap_or(Value::Null);
+    for change in changes.as_array().into_iter().flatten() {
+        let tokens: Vec<String> = change["path"]
+            .as_str()
+            .unwrap_or_default()
+            .split('/')
+            .skip(1)
+            .map(|t| t.replace("~1", "/").replace("~0", "~"))
+            .collect();
+        match change["op"].as_str() {
+            Some("add") => set(&mut target, &tokens, change["value"].clone(), true),
+            Some("replace") => set(&mut target, &tokens, change["value"].clone(), false),
+            Some("remove") => remove(&mut target, &tokens),
+            _ => {}
         }
+    }
+    target
+}
+
+/// Sets `value` at `tokens` (inserting into an array when `insert`), creating parents.
+fn set(doc: &mut Value, tokens: &[String], value: Value, insert: bool) {
+    let Some((last, parents)) = tokens.split_last() else {
+        *doc = value;
+        return;
+    };
+    let mut node = doc;
+    for token in parents {
+        if !(node.is_object() || node.is_array()) {
+            *node = Value::Object(Map::new());
+        }
+        node = match node {
+            Value::Array(items) => {
+                let index = token.parse::<usize>().unwrap_or(items.len());
+                if index >= items.len() {
+                    items.push(Value::Object(Map::new()));
+                    let end = items.len() - 1;
+                    &mut items[end]
+                } else {
+                    &mut items[index]
+                }
+            }
+            other => {
+                if !other.is_object() {
+                    *other = Value::Object(Map::new());
+                }
+                match other {
+                    Value::Object(map) => map.entry(token.clone()).or_insert(Value::Null),
+                    _ => return,
+                }
+            }
+        };
+    }
+    match node {
+        Value::Object(map) => {
+            map.insert(last.clone(), value);
+        }
+        Value::Array(items) => {
+            let index = last.parse::<usize>().unwrap_or(items.len());
+            if index < items.len() && !insert {
+                items[index] = value;
+            } else if index <= items.len() {
+                items.insert(index, value);
+            } else {
+                items.push(value);
+            }
+        }
+        other => {
+            let mut map = Map::new();
+            map.insert(last.clone(), value);
+            *other = Value::Object(map);
+        }
+    }
+}
+
+/// Removes what is at `tokens`, if anything.
+fn remove(doc: &mut Value, tokens: &[String]) {
+    let Some((last, parents)) = tokens.split_last() else {
+        return;
+    };
+    let mut node = doc;
+    for token in parents {
+        let next = match node {
+            Value::Object(map) => map.get_mut(token),
+            Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+            _ => None,
+        };
+        let Some(next) = next else {
+            return;
+        };
+        node = next;
+    }
+    match node {
+        Value::Object(map) => {
+            map.remove(last);
+        }
+        Value::Array(items) => {
+            if let Some(index) = last.parse::<usize>().ok().filter(|i| *i < items.len()) {
+                items.remove(index);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -156,6 +274,27 @@ mod tests {
                 .patch
                 .is_none()
         );
+    }
+
+    #[test]
+    fn rebase_lands_changes_on_fields_the_raw_object_lacks() {
+        // The typed object serialized `spec.size: null` and `status: {}`; the raw one had neither.
+        let raw = json!({"metadata": {"name": "m"}, "items": [1, 2]});
+        let before = json!({"metadata": {"name": "m"}, "spec": {"size": null}, "status": {},
+            "items": [1, 2]});
+        let after = json!({"metadata": {"name": "m", "labels": {"a/b": "c"}},
+            "spec": {"size": 1}, "status": {}, "items": [1, 3]});
+        let target = rebase(&raw, &before, &after);
+        assert_eq!(
+            target,
+            json!({"metadata": {"name": "m", "labels": {"a/b": "c"}}, "spec": {"size": 1},
+                "items": [1, 3]})
+        );
+        // Removals of what the raw object does not have are no-ops.
+        let gone = rebase(&raw, &json!({"x": {"y": 1}}), &json!({}));
+        assert_eq!(gone, raw);
+        let removed = rebase(&raw, &json!({"items": [1, 2]}), &json!({"items": [1]}));
+        assert_eq!(removed["items"], json!([1]));
     }
 
     #[tokio::test]
