@@ -63,6 +63,43 @@ mod v2 {
     }
 }
 
+mod v3 {
+    use super::*;
+
+    /// Widget v3: a byte-sized count, so converting a large v1 size fails.
+    #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[kube(group = "ref.example.com", version = "v3", kind = "Widget", namespaced)]
+    pub struct WidgetSpec {
+        /// How many, at most 255.
+        pub count: u8,
+    }
+}
+
+impl TryFrom<v1::Widget> for v3::Widget {
+    type Error = String;
+
+    fn try_from(w: v1::Widget) -> Result<Self, String> {
+        let size = w.spec.size.unwrap_or_default();
+        let count = u8::try_from(size).map_err(|_| format!("size {size} does not fit v3"))?;
+        Ok(Self {
+            metadata: w.metadata,
+            spec: v3::WidgetSpec { count },
+        })
+    }
+}
+
+impl From<v3::Widget> for v1::Widget {
+    fn from(w: v3::Widget) -> Self {
+        Self {
+            metadata: w.metadata,
+            spec: v1::WidgetSpec {
+                size: Some(i64::from(w.spec.count)),
+            },
+            status: None,
+        }
+    }
+}
+
 mod other {
     use super::*;
 
@@ -133,7 +170,11 @@ impl From<v1::Widget> for other::Gadget {
 
 fn webhook() -> ConversionWebhook {
     ConversionWebhook::new()
-        .kind(HubAndSpokes::<v1::Widget>::new().spoke::<v2::Widget>())
+        .kind(
+            HubAndSpokes::<v1::Widget>::new()
+                .spoke::<v2::Widget>()
+                .spoke::<v3::Widget>(),
+        )
         .expect("widget conversions")
 }
 
@@ -253,6 +294,37 @@ fn failures_answer_failed_with_a_message() {
         webhook
             .review(br#"{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1"}"#)
             .is_err()
+    );
+}
+
+#[test]
+fn fallible_conversions_fail_with_their_message() {
+    let webhook = webhook();
+    assert_eq!(
+        webhook.versions("ref.example.com", "Widget"),
+        [
+            "ref.example.com/v1",
+            "ref.example.com/v2",
+            "ref.example.com/v3"
+        ]
+    );
+    let mut widget =
+        fixture("received-17-convert-convert-.json")["body"]["request"]["objects"][0].clone();
+    let fits = convert(&webhook, vec![widget.clone()], "ref.example.com/v3");
+    assert_eq!(fits["convertedObjects"][0]["spec"], json!({"count": 3}));
+    // v3 → v2 goes through the hub.
+    let v3 = fits["convertedObjects"][0].clone();
+    let v2 = convert(&webhook, vec![v3], "ref.example.com/v2");
+    assert_eq!(v2["convertedObjects"][0]["spec"], json!({"replicas": 3}));
+    widget["spec"]["size"] = json!(1000);
+    let refused = convert(&webhook, vec![widget], "ref.example.com/v3");
+    assert_eq!(
+        refused["result"],
+        json!({
+            "metadata": {},
+            "status": "Failure",
+            "message": "converting Widget \"w1\" to ref.example.com/v3: size 1000 does not fit v3"
+        })
     );
 }
 

@@ -63,10 +63,17 @@ use serde_json::Value;
 /// The version of a kind every other version converts through (a marker).
 pub trait Hub: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + 'static {}
 
-/// A spoke of the hub `H`: converts to it and back with `From` impls (implemented for every
-/// such type).
+/// A spoke of the hub `H`: converts to it and back with `From` impls, or `TryFrom` impls
+/// when a conversion can fail (their error becomes the `Failed` message). Implemented for every
+/// such type.
 pub trait Convertible<H: Hub>:
-    Resource<DynamicType = ()> + Serialize + DeserializeOwned + From<H> + Into<H> + Send + 'static
+    Resource<DynamicType = ()>
+    + Serialize
+    + DeserializeOwned
+    + TryFrom<H, Error: fmt::Display>
+    + TryInto<H, Error: fmt::Display>
+    + Send
+    + 'static
 {
 }
 
@@ -76,8 +83,8 @@ where
     S: Resource<DynamicType = ()>
         + Serialize
         + DeserializeOwned
-        + From<H>
-        + Into<H>
+        + TryFrom<H, Error: fmt::Display>
+        + TryInto<H, Error: fmt::Display>
         + Send
         + 'static,
 {
@@ -106,15 +113,27 @@ pub enum ConversionError {
     },
 }
 
-type ToHub<H> = fn(Value) -> Result<H, serde_json::Error>;
-type FromHub<H> = fn(H) -> Result<Value, serde_json::Error>;
+type ToHub<H> = fn(Value) -> Result<H, String>;
+type FromHub<H> = fn(H) -> Result<Value, String>;
 
-fn spoke_to_hub<H: Hub, S: Convertible<H>>(object: Value) -> Result<H, serde_json::Error> {
-    serde_json::from_value::<S>(object).map(Into::into)
+/// Decodes an object of `K`.
+fn decode<K: Resource<DynamicType = ()> + DeserializeOwned>(object: Value) -> Result<K, String> {
+    serde_json::from_value::<K>(object)
+        .map_err(|e| format!("decoding the {} object: {e}", K::api_version(&())))
 }
 
-fn hub_to_spoke<H: Hub, S: Convertible<H>>(hub: H) -> Result<Value, serde_json::Error> {
-    serde_json::to_value(S::from(hub))
+/// Encodes an object of `K`.
+fn encode<K: Resource<DynamicType = ()> + Serialize>(object: K) -> Result<Value, String> {
+    serde_json::to_value(object)
+        .map_err(|e| format!("encoding the {} object: {e}", K::api_version(&())))
+}
+
+fn spoke_to_hub<H: Hub, S: Convertible<H>>(object: Value) -> Result<H, String> {
+    decode::<S>(object)?.try_into().map_err(|e| e.to_string())
+}
+
+fn hub_to_spoke<H: Hub, S: Convertible<H>>(hub: H) -> Result<Value, String> {
+    encode(S::try_from(hub).map_err(|e| e.to_string())?)
 }
 
 /// A kind's hub `H` and its spokes, keyed by `apiVersion`.
@@ -141,10 +160,7 @@ impl<H: Hub> HubAndSpokes<H> {
     /// The hub alone.
     pub fn new() -> Self {
         let mut versions: BTreeMap<String, (ToHub<H>, FromHub<H>)> = BTreeMap::new();
-        versions.insert(
-            H::api_version(&()).into_owned(),
-            (serde_json::from_value::<H>, serde_json::to_value::<H>),
-        );
+        versions.insert(H::api_version(&()).into_owned(), (decode::<H>, encode::<H>));
         Self {
             versions,
             errors: Vec::new(),
@@ -195,8 +211,7 @@ impl<H: Hub> ConvertKind for HubAndSpokes<H> {
             .versions
             .get(desired)
             .ok_or_else(|| format!("unsupported desired apiVersion {desired:?}"))?;
-        let hub = to_hub(object).map_err(|e| format!("decoding the {from} object: {e}"))?;
-        from_hub(hub).map_err(|e| format!("encoding the {desired} object: {e}"))
+        from_hub(to_hub(object)?)
     }
 }
 
