@@ -681,3 +681,59 @@ async fn defaulter_patch_applies_to_the_object_the_api_server_holds() -> Result<
     served.running.shutdown().await;
     Ok(())
 }
+
+#[tokio::test(start_paused = true)]
+async fn start_fails_on_a_certificate_that_never_loads() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (cert, _) = self_signed(&[HOST]);
+    let (_, other_key) = self_signed(&[HOST]);
+    write_cert(dir.path(), &cert, &other_key);
+    let server = WebhookServer::new()
+        .host("127.0.0.1")
+        .port(0)
+        .cert_dir(dir.path())
+        .metrics_registry(Registry::new());
+    let err = server
+        .start(std::future::pending())
+        .await
+        .expect_err("a key of another certificate");
+    assert!(
+        matches!(
+            err,
+            korral_runtime::webhook::WebhookError::Certificate(
+                korral_runtime::webhook::CertError::Load(_)
+            )
+        ),
+        "{err:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn start_rereads_a_half_written_pair() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (cert, key) = self_signed(&[HOST]);
+    let (_, other_key) = self_signed(&[HOST]);
+    write_cert(dir.path(), &cert, &other_key);
+    let server = WebhookServer::new()
+        .host("127.0.0.1")
+        .port(0)
+        .cert_dir(dir.path())
+        .metrics_registry(Registry::new());
+    let ready = server.ready_check();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.start(async move {
+        let _ = stop_rx.await;
+    }));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(ready().is_err());
+    std::fs::write(dir.path().join("tls.key"), &key)?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while ready().is_err() {
+        assert!(tokio::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = stop_tx.send(());
+    task.await??;
+    Ok(())
+}

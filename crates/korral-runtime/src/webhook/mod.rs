@@ -76,8 +76,8 @@ pub use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionRe
 pub use path::{CONVERT_PATH, mutate_path, validate_path};
 pub use review::{ADMISSION_V1, ADMISSION_V1BETA1, decode_request, encode_response, errored};
 pub use server::{
-    DEFAULT_CERT_NAME, DEFAULT_CERT_POLL_INTERVAL, DEFAULT_KEY_NAME, DEFAULT_PORT,
-    MAX_REQUEST_BYTES, READY_CHECK, RunningWebhookServer, WebhookError, WebhookServer,
-    default_cert_dir,
+    BAD_CERT_RETRIES, DEFAULT_CERT_NAME, DEFAULT_CERT_POLL_INTERVAL, DEFAULT_KEY_NAME,
+    DEFAULT_PORT, MAX_REQUEST_BYTES, READY_CHECK, RunningWebhookServer, WebhookError,
+    WebhookServer, default_cert_dir,
 };
 pub use validator::{ValidatingHandler, Validator};

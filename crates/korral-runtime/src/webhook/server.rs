@@ -48,6 +48,9 @@ pub const DEFAULT_KEY_NAME: &str = "tls.key";
 pub const DEFAULT_CERT_POLL_INTERVAL: Duration = Duration::from_secs(10);
 /// The largest request body read, as controller-runtime's (7 MiB).
 pub const MAX_REQUEST_BYTES: usize = 7 * 1024 * 1024;
+/// How many times [`WebhookServer::start`] rereads a certificate pair that does not load
+/// (one second apart) before failing.
+pub const BAD_CERT_RETRIES: u32 = 5;
 /// The name of the readiness check added to a manager.
 pub const READY_CHECK: &str = "webhook";
 
@@ -305,10 +308,12 @@ impl WebhookServer {
     }
 
     /// Waits for the certificate files (they may be written by a certificate runnable started
-    /// at the same time), serves until `stop` completes, then shuts down gracefully.
+    /// at the same time; a pair caught half-written is read again, up to
+    /// [`BAD_CERT_RETRIES`] times), serves until `stop` completes, then shuts down gracefully.
     pub async fn start(self, stop: impl Future<Output = ()> + Send) -> Result<(), WebhookError> {
         let mut stop = std::pin::pin!(stop);
         let mut waited = 0u32;
+        let mut bad = 0u32;
         let watcher = loop {
             match CertWatcher::new(&self.cert_dir, &self.cert_name, &self.key_name) {
                 Ok(watcher) => break watcher,
@@ -319,12 +324,16 @@ impl WebhookServer {
                         warn!(path = %path.display(), "webhook server: waiting for the certificate");
                     }
                     waited = waited.wrapping_add(1);
-                    tokio::select! {
-                        () = &mut stop => return Ok(()),
-                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    }
+                }
+                Err(err) if bad < BAD_CERT_RETRIES => {
+                    warn!(error = %err, "webhook server: certificate not usable yet");
+                    bad += 1;
                 }
                 Err(err) => return Err(WebhookError::Certificate(err)),
+            }
+            tokio::select! {
+                () = &mut stop => return Ok(()),
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
         };
         let running = self.serve_with(watcher).await?;
