@@ -821,7 +821,7 @@ impl Objects {
                 admission.check(&obj)?;
             }
             return Ok(Written {
-                object: Arc::new(obj),
+                object: Arc::new(info.strategy.convert_for_storage(obj)),
                 warnings,
                 created: true,
             });
@@ -842,7 +842,7 @@ impl Objects {
                     if let Some(admission) = &admission {
                         admission.check(&obj)?;
                     }
-                    Ok(Write::Put(obj))
+                    Ok(Write::Put(strategy.convert_for_storage(obj)))
                 }),
             )
             .await?;
@@ -1124,7 +1124,7 @@ impl Objects {
         name: &str,
     ) -> Result<Value, ApiError> {
         let paths = info.scale.as_ref().ok_or_else(ApiError::unknown_resource)?;
-        let obj = self.get(info, namespace, name)?;
+        let obj = served(info, &self.get(info, namespace, name)?);
         Ok(crate::scale::to_scale(info, paths, &obj))
     }
 
@@ -1196,9 +1196,12 @@ impl Objects {
         let ctx = self.context();
         let admission = opts.admission.clone();
         let decide = move |cur: Option<&Object>| -> Result<Write, ApiError> {
-            let Some(cur) = cur else {
+            let Some(stored) = cur else {
                 return Err(ApiError::not_found(&info2.group, &info2.resource, &name2));
             };
+            // The update happens in the served version's shape; what is stored is converted back.
+            let view = info2.strategy.convert_stored(&info2, stored);
+            let cur: &Value = view.as_ref().unwrap_or(stored);
             let (requested, rv) = build(cur)?;
             if !rv.is_empty() && rv != meta::resource_version(cur) {
                 return Err(ApiError::conflict(&info2.group, &info2.resource, &name2));
@@ -1243,7 +1246,8 @@ impl Objects {
             if let Some(admission) = &admission {
                 admission.check(&next)?;
             }
-            if next == **cur {
+            let next = info2.strategy.convert_for_storage(next);
+            if next == **stored {
                 return Ok(Write::Unchanged);
             }
             if meta::is_deleting(&next)
@@ -1437,6 +1441,27 @@ impl Objects {
         }
         Ok(deleted)
     }
+}
+
+/// The object as clients of `info`'s version see it: converted by the kind's strategy when
+/// stored in another version's shape, else the stored object with `info`'s `apiVersion`
+/// (custom resources may be stored in another version of the same group).
+pub fn served(info: &ResourceInfo, obj: &Object) -> Object {
+    if let Some(mut converted) = info.strategy.convert_stored(info, obj) {
+        if let Some(map) = converted.as_object_mut() {
+            map.insert("apiVersion".into(), json!(info.api_version()));
+        }
+        return Arc::new(converted);
+    }
+    let expected = info.api_version();
+    if obj.get("apiVersion").and_then(Value::as_str) == Some(expected.as_str()) {
+        return obj.clone();
+    }
+    let mut copy = (**obj).clone();
+    if let Some(map) = copy.as_object_mut() {
+        map.insert("apiVersion".into(), json!(expected));
+    }
+    Arc::new(copy)
 }
 
 /// Sets the deletion timestamp of an object whose deletion starts (kept when already set).

@@ -495,6 +495,11 @@ pub fn record_update(
     let cmp = walk::compare(&old, &new, sem);
     let mut gained = cmp.modified.union(&cmp.added);
     managed::strip(&mut gained);
+    if info.status_subresource && actor.subresource.is_none() {
+        // Upstream's reset fields: the main resource of a kind with a status subresource
+        // never owns status (defaults the server writes there belong to no manager).
+        gained.remove_prefixed(&[PathElement::Field("status".to_string())]);
+    }
     let is_me = |e: &Entry| {
         e.same_manager(
             actor.manager,

@@ -41,18 +41,9 @@ fn flag(query: &Query, name: &str) -> bool {
     )
 }
 
-/// The object as clients of `info`'s version see it (custom resources may be stored in
-/// another version of the same group).
+/// The object as clients of `info`'s version see it (see [`objects::served`]).
 pub fn present(info: &ResourceInfo, obj: &Object) -> Object {
-    let expected = info.api_version();
-    if obj.get("apiVersion").and_then(Value::as_str) == Some(expected.as_str()) {
-        return obj.clone();
-    }
-    let mut copy = (**obj).clone();
-    if let Some(map) = copy.as_object_mut() {
-        map.insert("apiVersion".into(), json!(expected));
-    }
-    Arc::new(copy)
+    objects::served(info, obj)
 }
 
 /// The write options of a request, with upstream's checks of `fieldManager` (at most 128

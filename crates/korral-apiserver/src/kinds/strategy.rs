@@ -129,6 +129,19 @@ pub(crate) trait Strategy: Debug + Send + Sync {
         false
     }
 
+    /// The object as this served version shows it, given the stored one, for a kind stored in
+    /// another version's shape (`autoscaling/v1` HPAs are stored as `autoscaling/v2`). `None`
+    /// when the stored shape is this version's (only `apiVersion` differs).
+    fn convert_stored(&self, _info: &ResourceInfo, _stored: &Value) -> Option<Value> {
+        None
+    }
+
+    /// The object to store, given one in this served version's shape (the inverse of
+    /// [`Strategy::convert_stored`]).
+    fn convert_for_storage(&self, obj: Value) -> Value {
+        obj
+    }
+
     /// Keeps derived server state in step with a committed object (CRD → served kinds).
     fn after_write(&self, _registry: &Registry, _obj: &Value) {}
 

@@ -198,10 +198,19 @@ impl Registry {
                     info.version.clone(),
                     info.resource.clone(),
                 );
-                if !tables.builtin_groups.iter().any(|(g, _)| g == &info.group) {
-                    tables
+                // Versions in the order the kinds declare them: the preferred one first.
+                match tables
+                    .builtin_groups
+                    .iter_mut()
+                    .find(|(g, _)| g == &info.group)
+                {
+                    Some((_, versions)) if !versions.contains(&info.version) => {
+                        versions.push(info.version.clone());
+                    }
+                    Some(_) => {}
+                    None => tables
                         .builtin_groups
-                        .push((info.group.clone(), vec![info.version.clone()]));
+                        .push((info.group.clone(), vec![info.version.clone()])),
                 }
                 tables.resources.insert(key, Arc::new(info));
             }
