@@ -197,6 +197,59 @@ async fn leader_runnables_start_once_leading_and_others_at_once() -> Result<()> 
 }
 
 #[tokio::test]
+async fn servers_start_before_the_caches_sync() -> Result<()> {
+    // A user who may list nothing: the manager's cache never syncs.
+    let env = TestEnv::builder()
+        .authorization(korral_testenv::AuthorizationMode::Rbac)
+        .start()
+        .await?;
+    let client = env.client_as_user("nobody", &[]).await?;
+    let manager_client = client.clone();
+    let mut manager = Manager::builder(manager_client)
+        .metrics_registry(Registry::new())
+        .build()?;
+    manager.cache_type::<ConfigMap>(Scope::All)?;
+    let server = Arc::new(AtomicBool::new(false));
+    let server_stopped = Arc::new(AtomicBool::new(false));
+    let plain = Arc::new(AtomicBool::new(false));
+    {
+        let (server, server_stopped) = (Arc::clone(&server), Arc::clone(&server_stopped));
+        manager.add_server("webhooks", move |stop| async move {
+            server.store(true, Ordering::SeqCst);
+            stop.await;
+            server_stopped.store(true, Ordering::SeqCst);
+            Ok(())
+        });
+    }
+    {
+        let plain = Arc::clone(&plain);
+        manager.add_runnable("after-caches", false, move |_stop| async move {
+            plain.store(true, Ordering::SeqCst);
+            Ok(())
+        });
+    }
+    let (stop, shutdown) = stopper();
+    let run = tokio::spawn(manager.run(shutdown));
+    wait_until(WAIT, "the server started", || async {
+        server.load(Ordering::SeqCst)
+    })
+    .await?;
+    ensure!(
+        !plain.load(Ordering::SeqCst),
+        "a runnable started before the caches synced"
+    );
+    stop.send_replace(true);
+    tokio::time::timeout(WAIT, run)
+        .await?
+        .map_err(|e| anyhow!("join: {e}"))??;
+    ensure!(
+        server_stopped.load(Ordering::SeqCst),
+        "the server was stopped with the manager"
+    );
+    Ok(())
+}
+
+#[tokio::test]
 async fn failing_runnable_stops_the_manager_with_its_error() -> Result<()> {
     let env = TestEnv::start().await?;
     let mut manager = Manager::builder(env.client())

@@ -3,10 +3,12 @@
 //!
 //! [`Manager::run`] starts, in this order: the metrics server (`/metrics`, plain HTTP, or HTTPS
 //! behind TokenReview/SubjectAccessReview with [`ManagerBuilder::secure_metrics`]) and the probe
-//! server (`/healthz`, `/readyz`; `/readyz` fails until the caches have synced), the caches (and
-//! waits for them to sync), the runnables that do not need leadership, then leader election (if
-//! configured) and, once leading, the runnables that need it (controllers do). Without leader
-//! election every runnable starts at once after the caches.
+//! server (`/healthz`, `/readyz`; `/readyz` fails until the caches have synced), the servers
+//! added with [`Manager::add_server`] (webhook servers: the API server may call them while the
+//! caches list, as controller-runtime starts its webhooks first), the caches (and waits for them
+//! to sync), the runnables that do not need leadership, then leader election (if configured)
+//! and, once leading, the runnables that need it (controllers do). Without leader election every
+//! runnable starts at once after the caches.
 //!
 //! When the shutdown future completes, it stops everything in reverse: runnables are told to
 //! stop and given the graceful timeout (default 30 s) to finish what is in flight (a controller
@@ -147,9 +149,20 @@ pub type StopSignal = BoxFuture<'static, ()>;
 
 type StartFn = Box<dyn FnOnce(StopSignal) -> BoxFuture<'static, Result<(), BoxError>> + Send>;
 
+/// When a runnable starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Before the caches sync (servers).
+    BeforeCaches,
+    /// Once the caches synced.
+    AfterCaches,
+    /// Once the caches synced and this manager leads.
+    Leading,
+}
+
 struct Runnable {
     name: String,
-    needs_leader: bool,
+    stage: Stage,
     start: StartFn,
 }
 
@@ -388,9 +401,33 @@ impl Manager {
         F: FnOnce(StopSignal) -> Fut + Send + 'static,
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
+        let stage = if needs_leader {
+            Stage::Leading
+        } else {
+            Stage::AfterCaches
+        };
+        self.push_runnable(name.into(), stage, start);
+    }
+
+    /// Adds a server (a webhook server): it starts before the caches sync and needs no
+    /// leadership, so the API server can call it while the operator's caches list objects
+    /// (which may need its conversion webhook). It runs until `stop` completes.
+    pub fn add_server<F, Fut>(&mut self, name: impl Into<String>, start: F)
+    where
+        F: FnOnce(StopSignal) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        self.push_runnable(name.into(), Stage::BeforeCaches, start);
+    }
+
+    fn push_runnable<F, Fut>(&mut self, name: String, stage: Stage, start: F)
+    where
+        F: FnOnce(StopSignal) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
         self.runnables.push(Runnable {
-            name: name.into(),
-            needs_leader,
+            name,
+            stage,
             start: Box::new(move |stop| start(stop).boxed()),
         });
     }
@@ -506,14 +543,6 @@ async fn run_started(
     runnables: Vec<Runnable>,
     mut shutdown: std::pin::Pin<&mut (impl Future<Output = ()> + Send)>,
 ) -> Result<(), ManagerError> {
-    info!("waiting for the caches to sync");
-    tokio::select! {
-        () = &mut shutdown => return Ok(()),
-        synced = cache.wait_for_sync() => synced.map_err(ManagerError::WaitForCacheSync)?,
-    }
-    caches_synced.store(true, Ordering::SeqCst);
-    info!("caches synced");
-
     let (stop, stop_rx) = watch::channel(false);
     let stop_signal = move || -> StopSignal {
         let mut rx = stop_rx.clone();
@@ -523,8 +552,43 @@ async fn run_started(
         .boxed()
     };
     let mut tasks: JoinSet<(String, Result<(), BoxError>)> = JoinSet::new();
-    let (leader_runnables, others): (Vec<Runnable>, Vec<Runnable>) =
-        runnables.into_iter().partition(|r| r.needs_leader);
+    let (servers, runnables): (Vec<Runnable>, Vec<Runnable>) = runnables
+        .into_iter()
+        .partition(|r| r.stage == Stage::BeforeCaches);
+    for runnable in servers {
+        spawn_runnable(&mut tasks, runnable, stop_signal());
+    }
+
+    info!("waiting for the caches to sync");
+    let synced: Result<bool, ManagerError> = loop {
+        tokio::select! {
+            () = &mut shutdown => break Ok(false),
+            synced = cache.wait_for_sync() => {
+                break synced.map(|()| true).map_err(ManagerError::WaitForCacheSync);
+            }
+            Some(joined) = tasks.join_next(), if !tasks.is_empty() => match joined {
+                Ok((name, Ok(()))) => info!(runnable = %name, "runnable finished"),
+                Ok((name, Err(source))) => break Err(ManagerError::Runnable { name, source }),
+                Err(_) => break Err(ManagerError::RunnablePanicked),
+            },
+        }
+    };
+    if !matches!(synced, Ok(true)) {
+        // Stopped (or failed) before the caches synced: the servers stop too.
+        stop.send_replace(true);
+        let _ = tokio::time::timeout(graceful_timeout, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        tasks.abort_all();
+        return synced.map(|_| ());
+    }
+    caches_synced.store(true, Ordering::SeqCst);
+    info!("caches synced");
+
+    let (leader_runnables, others): (Vec<Runnable>, Vec<Runnable>) = runnables
+        .into_iter()
+        .partition(|r| r.stage == Stage::Leading);
     for runnable in others {
         spawn_runnable(&mut tasks, runnable, stop_signal());
     }

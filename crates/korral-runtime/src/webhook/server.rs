@@ -287,12 +287,10 @@ impl WebhookServer {
     }
 
     /// Adds the server to `manager`: its readiness check ([`READY_CHECK`]), its metrics in the
-    /// manager's registry (unless another was set) and a runnable that does not need
-    /// leadership, serving until the manager stops.
-    ///
-    /// The manager starts runnables once its caches have synced (controller-runtime starts
-    /// webhooks first). If the manager's own caches read a version this server converts, spawn
-    /// [`WebhookServer::start`] yourself before running the manager instead.
+    /// manager's registry (unless another was set) and a server runnable
+    /// ([`Manager::add_server`]): it starts before the manager's caches sync, as
+    /// controller-runtime starts its webhooks first (the caches may read a version this server
+    /// converts), and serves until the manager stops.
     pub fn add_to(mut self, manager: &mut Manager) -> Result<(), WebhookError> {
         manager
             .health()
@@ -301,7 +299,7 @@ impl WebhookServer {
         if self.registry.is_none() {
             self.registry = Some(manager.registry().clone());
         }
-        manager.add_runnable("webhook server", false, move |stop| async move {
+        manager.add_server("webhook server", move |stop| async move {
             self.start(stop).await.map_err(BoxError::from)
         });
         Ok(())
