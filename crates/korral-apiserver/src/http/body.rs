@@ -1,6 +1,7 @@
 //! Request bodies and responses: size limits, JSON/YAML decoding, `Status` answers.
 
 use std::convert::Infallible;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
@@ -21,13 +22,38 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
 }
 
-/// Reads a request body, answering 413 past [`MAX_BODY`].
+/// How long a client may take to send a request body once its headers are in (upstream's
+/// default `--request-timeout`): a body trickled or stalled longer is answered 408 and its
+/// request's in-flight slot freed, so slow uploads cannot hold the server's write budget.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Reads a request body, answering 413 past [`MAX_BODY`] and 408 past [`BODY_READ_TIMEOUT`].
 pub async fn read_body<B>(body: B) -> Result<Bytes, ApiError>
 where
     B: http_body::Body<Data = Bytes> + Send,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
-    match Limited::new(body, MAX_BODY).collect().await {
+    read_body_within(body, BODY_READ_TIMEOUT).await
+}
+
+/// [`read_body`] with the time the whole body may take.
+async fn read_body_within<B>(body: B, timeout: Duration) -> Result<Bytes, ApiError>
+where
+    B: http_body::Body<Data = Bytes> + Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let Ok(read) = tokio::time::timeout(timeout, Limited::new(body, MAX_BODY).collect()).await
+    else {
+        return Err(ApiError::new(
+            408,
+            "Timeout",
+            format!(
+                "the request body was not received within {}s",
+                timeout.as_secs_f64()
+            ),
+        ));
+    };
+    match read {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(err) => {
             if err
@@ -126,5 +152,49 @@ pub fn add_warnings(response: &mut Response<Body>, warnings: &[String]) {
         if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
             response.headers_mut().append(header::WARNING, v);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use http_body::Frame;
+    use http_body_util::StreamBody;
+
+    #[tokio::test]
+    async fn a_stalled_body_is_answered_408_and_a_complete_one_is_read() {
+        // Headers in, one piece of the body, then nothing.
+        let stalled = StreamBody::new(
+            futures::stream::iter([Ok::<_, Infallible>(Frame::data(Bytes::from_static(
+                b"{\"kind\":",
+            )))])
+            .chain(futures::stream::pending()),
+        );
+        let started = std::time::Instant::now();
+        let err = read_body_within(stalled, Duration::from_millis(50))
+            .await
+            .expect_err("stalled");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(err.code, 408);
+        let status = err.to_status();
+        assert_eq!(status["reason"], "Timeout");
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(
+            status["message"],
+            "the request body was not received within 0.05s"
+        );
+
+        let whole = full(Bytes::from_static(b"{}"));
+        let bytes = read_body_within(whole, Duration::from_millis(50))
+            .await
+            .expect("read");
+        assert_eq!(bytes.as_ref(), b"{}");
+
+        let too_large = full(vec![b' '; MAX_BODY + 1]);
+        let err = read_body_within(too_large, Duration::from_secs(5))
+            .await
+            .expect_err("too large");
+        assert_eq!(err.code, 413);
     }
 }
