@@ -2130,7 +2130,7 @@ pub(crate) fn validate_tolerations(tolerations: &[Value], path: &str) -> Vec<Cau
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -2444,6 +2444,75 @@ mod tests {
                 "spec.containers[0].image: Invalid value: \" busybox\": must not have leading or trailing whitespace",
             ]
         );
+    }
+
+    /// Any JSON value, a few levels deep (also used by the pod update rules' tests).
+    pub(crate) fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(Value::from),
+            "[a-zA-Z0-9./:=_ -]{0,12}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-zA-Z]{1,8}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Field names of a pod spec and its containers, where random values are put.
+    const FIELDS: [&str; 24] = [
+        "containers",
+        "initContainers",
+        "ephemeralContainers",
+        "volumes",
+        "tolerations",
+        "affinity",
+        "topologySpreadConstraints",
+        "hostAliases",
+        "securityContext",
+        "dnsConfig",
+        "overhead",
+        "resources",
+        "nodeSelector",
+        "schedulingGates",
+        "readinessGates",
+        "activeDeadlineSeconds",
+        "terminationGracePeriodSeconds",
+        "os",
+        "ports",
+        "env",
+        "envFrom",
+        "volumeMounts",
+        "livenessProbe",
+        "lifecycle",
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_specs_never_panic(
+            field in proptest::sample::select(FIELDS.to_vec()),
+            in_container in proptest::bool::ANY,
+            value in any_json(),
+        ) {
+            let mut spec = valid();
+            if in_container {
+                spec["containers"][0][field] = value;
+            } else {
+                spec[field] = value;
+            }
+            let _ = canonicalize_pod_spec(&mut spec.clone());
+            let opts = PodSpecOptions { resource_is_pod: true };
+            let _ = validate_pod_spec(&spec, "spec", opts);
+            let _ = validate_pod_only(&spec, "spec");
+            let _ = warnings::pod_spec_warnings(None, &json!({}), &spec);
+            let _ = validate_tolerations(list_at(&spec, "tolerations"), "spec.tolerations");
+        }
     }
 
     #[test]

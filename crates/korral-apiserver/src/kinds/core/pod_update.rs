@@ -323,6 +323,23 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_updates_never_panic(
+            field in proptest::sample::select(vec![
+                "containers", "initContainers", "tolerations", "schedulingGates",
+                "activeDeadlineSeconds", "terminationGracePeriodSeconds", "volumes",
+            ]),
+            value in crate::validation::podspec::tests::any_json(),
+            old_side in proptest::bool::ANY,
+        ) {
+            let mut changed = spec();
+            changed[field] = value;
+            let (new, old) = if old_side { (spec(), changed) } else { (changed, spec()) };
+            let _ = validate_spec_update(&new, &old);
+        }
+    }
+
     #[test]
     fn a_negative_grace_period_may_become_one() {
         let mut old = spec();
