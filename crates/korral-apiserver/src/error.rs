@@ -288,6 +288,20 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// 403 `Forbidden` for one object, as admission plugins refuse it:
+    /// `pods "x" is forbidden: <why>`, with the object in the details.
+    pub fn forbidden_object(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} {name:?} is forbidden: {why}",
+                qualified_resource(group, resource)
+            ),
+        )
+        .with_details(Self::resource_details(group, resource, name))
+    }
+
     /// 405 `MethodNotAllowed`.
     pub fn method_not_allowed() -> Self {
         Self::new(

@@ -19,6 +19,7 @@
 
 pub mod apply;
 pub mod auth;
+mod builtin_admission;
 pub mod controllers;
 pub mod crd;
 pub mod defaults;

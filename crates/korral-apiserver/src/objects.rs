@@ -694,6 +694,8 @@ impl Objects {
             None => strategy.warnings_on_create(obj),
             Some(old) => strategy.warnings_on_update(obj, old),
         });
+        // The built-in validating admission plugins (PodSecurity, ...).
+        warnings.extend(crate::builtin_admission::validate(info, obj, old, ctx)?);
         Ok(warnings)
     }
 
