@@ -95,7 +95,8 @@ fn workspace() -> PathBuf {
 }
 
 /// The release `korral` binary: `KORRAL_FLOOD_SERVER`, or built now with
-/// `cargo build --release -p korral-cli --bin korral` into `target/flood`.
+/// `cargo build --release -p korral-cli --bin korral --no-default-features` into
+/// `target/flood`.
 async fn release_server() -> anyhow::Result<PathBuf> {
     if let Some(path) = std::env::var_os("KORRAL_FLOOD_SERVER") {
         return Ok(PathBuf::from(path));
@@ -105,7 +106,10 @@ async fn release_server() -> anyhow::Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let started = Instant::now();
     let output = Command::new(cargo)
+        // Without the default `sample-memcached` feature: the sample operator is not needed to
+        // serve, and not building it saves part of the one-time cost.
         .args(["build", "--release", "-p", "korral-cli", "--bin", "korral"])
+        .arg("--no-default-features")
         .current_dir(&root)
         .env("CARGO_TARGET_DIR", &target)
         .kill_on_drop(true)
