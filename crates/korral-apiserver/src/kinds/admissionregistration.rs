@@ -1,8 +1,1106 @@
-//! `admissionregistration.k8s.io`: not served yet.
+//! `admissionregistration.k8s.io/v1`: webhook configurations and ValidatingAdmissionPolicies,
+//! with upstream's defaults (`pkg/apis/admissionregistration/v1/defaults.go`) and validation
+//! (`pkg/apis/admissionregistration/validation`).
+
+use k8s_openapi::api::admissionregistration::v1 as api;
+use serde_json::{Map, Value, json};
 
 use super::KindDef;
+use super::printer::{AGE, Column, Printer, age, text};
+use super::strategy::{Context, Strategy, strip_status};
+use crate::error::Cause;
+use crate::registry::ResourceInfo;
+use crate::validation::names::{
+    child, dns1035_label, dns1123_subdomain, go_quote, index, invalid_rendered,
+    validate_qualified_name,
+};
+use crate::validation::selectors::validate_label_selector;
 
-/// The kinds of `admissionregistration.k8s.io`.
+/// The group these kinds are served in.
+const GROUP: &str = "admissionregistration.k8s.io";
+
+/// The kinds of `admissionregistration.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
-    Vec::new()
+    vec![
+        KindDef::new(
+            GROUP,
+            "v1",
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            Webhooks { mutating: false },
+        )
+        .cluster_scoped()
+        .generation()
+        .schema::<api::ValidatingWebhookConfiguration>()
+        .printer(WEBHOOKS),
+        KindDef::new(
+            GROUP,
+            "v1",
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+            Webhooks { mutating: true },
+        )
+        .cluster_scoped()
+        .generation()
+        .schema::<api::MutatingWebhookConfiguration>()
+        .printer(WEBHOOKS),
+        KindDef::new(
+            GROUP,
+            "v1",
+            "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicy",
+            Policy,
+        )
+        .cluster_scoped()
+        .generation()
+        .status()
+        .schema::<api::ValidatingAdmissionPolicy>()
+        .printer(POLICIES),
+        KindDef::new(
+            GROUP,
+            "v1",
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+            Binding,
+        )
+        .cluster_scoped()
+        .generation()
+        .schema::<api::ValidatingAdmissionPolicyBinding>()
+        .printer(BINDINGS),
+    ]
+}
+
+const WEBHOOKS: Printer = Printer {
+    columns: &[
+        Column::new(
+            "Webhooks",
+            "Webhooks indicates the number of webhooks in this configuration.",
+        )
+        .typed("integer"),
+        AGE,
+    ],
+    cells: |obj| {
+        let n = obj
+            .get("webhooks")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        vec![json!(n), age(obj)]
+    },
+};
+
+const POLICIES: Printer = Printer {
+    columns: &[
+        Column::new(
+            "Validations",
+            "Validations indicates the number of validation rules defined in this configuration",
+        )
+        .typed("integer"),
+        Column::new(
+            "ParamKind",
+            "ParamKind specifies the kind of resources used to parameterize this policy",
+        ),
+        AGE,
+    ],
+    cells: |obj| {
+        let n = crate::meta::path(obj, "spec.validations")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        let param_kind = match crate::meta::path(obj, "spec.paramKind") {
+            Some(pk) if pk.is_object() => {
+                format!("{}/{}", text(pk, "apiVersion"), text(pk, "kind"))
+            }
+            _ => "<unset>".to_string(),
+        };
+        vec![json!(n), json!(param_kind), age(obj)]
+    },
+};
+
+const BINDINGS: Printer = Printer {
+    columns: &[
+        Column::new(
+            "PolicyName",
+            "PolicyName indicates the policy definition which the policy binding binded to",
+        ),
+        Column::new(
+            "ParamRef",
+            "ParamRef indicates the param resource which sets the configration param",
+        ),
+        AGE,
+    ],
+    cells: |obj| {
+        let param_ref = match crate::meta::path(obj, "spec.paramRef") {
+            Some(pr) if pr.is_object() => {
+                let name = text(pr, "name");
+                let ns = text(pr, "namespace");
+                let name = if name.is_empty() { "*" } else { name };
+                if ns.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{ns}/{name}")
+                }
+            }
+            _ => "<unset>".to_string(),
+        };
+        vec![
+            json!(text(obj, "spec.policyName")),
+            json!(param_ref),
+            age(obj),
+        ]
+    },
+};
+
+/// The strategy of Validating- and MutatingWebhookConfigurations.
+#[derive(Debug, Clone, Copy)]
+struct Webhooks {
+    /// Whether the configuration is a MutatingWebhookConfiguration (`reinvocationPolicy`).
+    mutating: bool,
+}
+
+impl Strategy for Webhooks {
+    fn default(&self, obj: &mut Value) {
+        let Some(hooks) = obj.get_mut("webhooks").and_then(Value::as_array_mut) else {
+            return;
+        };
+        for hook in hooks.iter_mut().filter_map(Value::as_object_mut) {
+            default_webhook(hook, self.mutating);
+        }
+    }
+
+    fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_webhooks(obj, self.mutating)
+    }
+}
+
+/// Sets `key` to `value` when it is absent or null.
+fn or_insert(map: &mut Map<String, Value>, key: &str, value: Value) {
+    if map.get(key).is_none_or(Value::is_null) {
+        map.insert(key.to_string(), value);
+    }
+}
+
+/// Upstream's `SetDefaults_ValidatingWebhook` / `SetDefaults_MutatingWebhook`, with the rules'
+/// scope and the service port.
+fn default_webhook(hook: &mut Map<String, Value>, mutating: bool) {
+    or_insert(hook, "failurePolicy", json!("Fail"));
+    or_insert(hook, "matchPolicy", json!("Equivalent"));
+    or_insert(hook, "namespaceSelector", json!({}));
+    or_insert(hook, "objectSelector", json!({}));
+    or_insert(hook, "timeoutSeconds", json!(10));
+    if mutating {
+        or_insert(hook, "reinvocationPolicy", json!("Never"));
+    }
+    if let Some(rules) = hook.get_mut("rules").and_then(Value::as_array_mut) {
+        for rule in rules.iter_mut().filter_map(Value::as_object_mut) {
+            or_insert(rule, "scope", json!("*"));
+        }
+    }
+    if let Some(service) = hook
+        .get_mut("clientConfig")
+        .and_then(|c| c.get_mut("service"))
+        .and_then(Value::as_object_mut)
+    {
+        or_insert(service, "port", json!(443));
+    }
+}
+
+/// A list of strings at `key` (non-strings skipped; absent is empty).
+fn strings<'a>(obj: &'a Value, key: &str) -> Vec<&'a str> {
+    obj.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Renders a string list as Go's `%#v` of a `[]string` prints it in field errors.
+fn go_string_list(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
+    format!("[]string{{{}}}", quoted.join(", "))
+}
+
+/// Whether `items` holds `*` among other entries.
+fn wildcard_with_others(items: &[&str]) -> bool {
+    items.len() > 1 && items.contains(&"*")
+}
+
+/// The supported values of an enum field, as a cause's list.
+fn values(list: &[&str]) -> Vec<Value> {
+    list.iter().map(|s| json!(s)).collect()
+}
+
+/// Checks `obj[key]`, when set, is one of `supported`.
+fn check_enum(errs: &mut Vec<Cause>, obj: &Value, key: &str, path: &str, supported: &[&str]) {
+    if let Some(v) = obj.get(key).and_then(Value::as_str)
+        && !supported.contains(&v)
+    {
+        errs.push(Cause::not_supported(
+            child(path, key),
+            &json!(v),
+            &values(supported),
+        ));
+    }
+}
+
+/// Every cause of an invalid Validating- or MutatingWebhookConfiguration.
+fn validate_webhooks(obj: &Value, mutating: bool) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let hooks = obj
+        .get("webhooks")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let mut seen = std::collections::HashSet::new();
+    for (i, hook) in hooks.iter().enumerate() {
+        let path = index("webhooks", i);
+        let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
+        if !seen.insert(name) {
+            errs.push(Cause::duplicate(child(&path, "name"), &json!(name)));
+        }
+        validate_webhook(&mut errs, hook, &path, mutating);
+    }
+    errs
+}
+
+/// One webhook of a configuration at `path`.
+fn validate_webhook(errs: &mut Vec<Cause>, hook: &Value, path: &str, mutating: bool) {
+    let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
+    errs.extend(fully_qualified_name(name, &child(path, "name")));
+    let rules = hook
+        .get("rules")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    for (j, rule) in rules.iter().enumerate() {
+        validate_rule_with_operations(errs, rule, &index(&child(path, "rules"), j));
+    }
+    check_enum(errs, hook, "failurePolicy", path, &["Fail", "Ignore"]);
+    check_enum(errs, hook, "matchPolicy", path, &["Equivalent", "Exact"]);
+    match hook.get("sideEffects").and_then(Value::as_str) {
+        None => errs.push(Cause::required(
+            child(path, "sideEffects"),
+            "must specify one of None, NoneOnDryRun",
+        )),
+        Some(_) => check_enum(errs, hook, "sideEffects", path, &["None", "NoneOnDryRun"]),
+    }
+    if let Some(t) = hook.get("timeoutSeconds").and_then(Value::as_i64)
+        && !(1..=30).contains(&t)
+    {
+        errs.push(Cause::invalid(
+            child(path, "timeoutSeconds"),
+            &json!(t),
+            "the timeout value must be between 1 and 30 seconds",
+        ));
+    }
+    for key in ["namespaceSelector", "objectSelector"] {
+        if let Some(sel) = hook.get(key) {
+            errs.extend(validate_label_selector(sel, &child(path, key)));
+        }
+    }
+    validate_review_versions(
+        errs,
+        &strings(hook, "admissionReviewVersions"),
+        &child(path, "admissionReviewVersions"),
+    );
+    validate_client_config(errs, hook.get("clientConfig"), &child(path, "clientConfig"));
+    validate_match_conditions(errs, hook, &child(path, "matchConditions"));
+    if mutating {
+        check_enum(
+            errs,
+            hook,
+            "reinvocationPolicy",
+            path,
+            &["IfNeeded", "Never"],
+        );
+    }
+}
+
+/// Upstream's `IsFullyQualifiedName`: a DNS subdomain of at least three segments.
+fn fully_qualified_name(name: &str, path: &str) -> Vec<Cause> {
+    if name.is_empty() {
+        return vec![Cause::required(path, "")];
+    }
+    if name.split('.').count() < 3 {
+        return vec![Cause::invalid(
+            path,
+            &json!(name),
+            "should be a domain with at least three segments separated by dots",
+        )];
+    }
+    dns1123_subdomain(name)
+        .into_iter()
+        .map(|e| Cause::invalid(path, &json!(name), &e))
+        .collect()
+}
+
+/// A rule with operations (webhook rules, policy resource rules).
+fn validate_rule_with_operations(errs: &mut Vec<Cause>, rule: &Value, path: &str) {
+    let ops = strings(rule, "operations");
+    let ops_path = child(path, "operations");
+    if ops.is_empty() {
+        errs.push(Cause::required(&ops_path, ""));
+    }
+    if wildcard_with_others(&ops) {
+        errs.push(invalid_rendered(
+            &ops_path,
+            &go_string_list(&ops),
+            "if '*' is present, must not specify other operations",
+        ));
+    }
+    const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
+    for (i, op) in ops.iter().enumerate() {
+        if !OPERATIONS.contains(op) {
+            errs.push(Cause::not_supported(
+                index(&ops_path, i),
+                &json!(op),
+                &values(OPERATIONS),
+            ));
+        }
+    }
+    validate_rule(errs, rule, path);
+}
+
+/// A rule's groups, versions, resources and scope.
+fn validate_rule(errs: &mut Vec<Cause>, rule: &Value, path: &str) {
+    let groups = strings(rule, "apiGroups");
+    let groups_path = child(path, "apiGroups");
+    if groups.is_empty() {
+        errs.push(Cause::required(&groups_path, ""));
+    }
+    if wildcard_with_others(&groups) {
+        errs.push(invalid_rendered(
+            &groups_path,
+            &go_string_list(&groups),
+            "if '*' is present, must not specify other API groups",
+        ));
+    }
+    let versions = strings(rule, "apiVersions");
+    let versions_path = child(path, "apiVersions");
+    if versions.is_empty() {
+        errs.push(Cause::required(&versions_path, ""));
+    }
+    if wildcard_with_others(&versions) {
+        errs.push(invalid_rendered(
+            &versions_path,
+            &go_string_list(&versions),
+            "if '*' is present, must not specify other API versions",
+        ));
+    }
+    for (i, v) in versions.iter().enumerate() {
+        if v.is_empty() {
+            errs.push(Cause::required(index(&versions_path, i), ""));
+        }
+    }
+    validate_resources(errs, &strings(rule, "resources"), &child(path, "resources"));
+    if let Some(scope) = rule.get("scope").and_then(Value::as_str) {
+        const SCOPES: &[&str] = &["*", "Cluster", "Namespaced"];
+        if !SCOPES.contains(&scope) {
+            errs.push(Cause::not_supported(
+                child(path, "scope"),
+                &json!(scope),
+                &values(SCOPES),
+            ));
+        }
+    }
+}
+
+/// Upstream's `validateResources`: `resource[/subresource]` with its wildcard rules.
+fn validate_resources(errs: &mut Vec<Cause>, resources: &[&str], path: &str) {
+    if resources.is_empty() {
+        errs.push(Cause::required(path, ""));
+    }
+    let mut wildcard_sub = std::collections::HashSet::new();
+    let mut wildcard_res = std::collections::HashSet::new();
+    let mut double = false;
+    let mut single = false;
+    let mut plain = false;
+    for (i, entry) in resources.iter().enumerate() {
+        if entry.is_empty() {
+            errs.push(Cause::required(index(path, i), ""));
+            continue;
+        }
+        double |= *entry == "*/*";
+        single |= *entry == "*";
+        let Some((res, sub)) = entry.split_once('/') else {
+            plain = *entry != "*";
+            continue;
+        };
+        if wildcard_sub.contains(res) {
+            errs.push(Cause::invalid(
+                index(path, i),
+                &json!(entry),
+                &format!("if '{res}/*' is present, must not specify {entry}"),
+            ));
+        }
+        if wildcard_res.contains(sub) {
+            errs.push(Cause::invalid(
+                index(path, i),
+                &json!(entry),
+                &format!("if '*/{sub}' is present, must not specify {entry}"),
+            ));
+        }
+        if sub == "*" {
+            wildcard_sub.insert(res);
+        }
+        if res == "*" {
+            wildcard_res.insert(sub);
+        }
+    }
+    if resources.len() > 1 && double {
+        errs.push(invalid_rendered(
+            path,
+            &go_string_list(resources),
+            "if '*/*' is present, must not specify other resources",
+        ));
+    }
+    if single && plain {
+        errs.push(invalid_rendered(
+            path,
+            &go_string_list(resources),
+            "if '*' is present, must not specify other resources without subresources",
+        ));
+    }
+}
+
+/// Upstream's `validateAdmissionReviewVersions` (a recognized version required).
+fn validate_review_versions(errs: &mut Vec<Cause>, versions: &[&str], path: &str) {
+    const ACCEPTED: &[&str] = &["v1", "v1beta1"];
+    if versions.is_empty() {
+        errs.push(Cause::required(path, "must specify one of v1, v1beta1"));
+        return;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, v) in versions.iter().enumerate() {
+        if !seen.insert(*v) {
+            errs.push(Cause::invalid(
+                index(path, i),
+                &json!(v),
+                "duplicate version",
+            ));
+            continue;
+        }
+        for e in dns1035_label(v) {
+            errs.push(Cause::invalid(index(path, i), &json!(v), &e));
+        }
+    }
+    if !versions.iter().any(|v| ACCEPTED.contains(v)) {
+        errs.push(invalid_rendered(
+            path,
+            &go_string_list(versions),
+            "must include at least one of v1, v1beta1",
+        ));
+    }
+}
+
+/// Exactly one of `url` (https, no user info, fragment or query) and `service`.
+fn validate_client_config(errs: &mut Vec<Cause>, config: Option<&Value>, path: &str) {
+    let config = config.unwrap_or(&Value::Null);
+    let url = config.get("url").and_then(Value::as_str);
+    let service = config.get("service").filter(|s| s.is_object());
+    match (url, service) {
+        (Some(url), None) => validate_url(errs, url, &child(path, "url")),
+        (None, Some(service)) => validate_service(errs, service, &child(path, "service")),
+        _ => errs.push(Cause::required(
+            path,
+            "exactly one of url or service is required",
+        )),
+    }
+}
+
+/// Upstream's `ValidateWebhookURL` with https forced.
+fn validate_url(errs: &mut Vec<Cause>, url: &str, path: &str) {
+    const FORM: &str = "; desired format: https://host[/path]";
+    let parsed = crate::admission::url::WebhookUrl::parse(url);
+    let parsed = match parsed {
+        Ok(p) => p,
+        Err(e) => {
+            errs.push(Cause::required(
+                path,
+                &format!("url must be a valid URL: {e}{FORM}"),
+            ));
+            return;
+        }
+    };
+    if parsed.scheme != "https" {
+        errs.push(Cause::invalid(
+            path,
+            &json!(parsed.scheme),
+            &format!("'https' is the only allowed URL scheme{FORM}"),
+        ));
+    }
+    if parsed.host.is_empty() {
+        errs.push(Cause::invalid(
+            path,
+            &json!(""),
+            &format!("host must be specified{FORM}"),
+        ));
+    }
+    if let Some(user) = &parsed.user {
+        errs.push(Cause::invalid(
+            path,
+            &json!(user),
+            "user information is not permitted in the URL",
+        ));
+    }
+    if let Some(fragment) = parsed.fragment.as_deref().filter(|f| !f.is_empty()) {
+        errs.push(Cause::invalid(
+            path,
+            &json!(fragment),
+            "fragments are not permitted in the URL",
+        ));
+    }
+    if let Some(query) = parsed.query.as_deref().filter(|q| !q.is_empty()) {
+        errs.push(Cause::invalid(
+            path,
+            &json!(query),
+            "query parameters are not permitted in the URL",
+        ));
+    }
+}
+
+/// Upstream's `ValidateWebhookService`.
+fn validate_service(errs: &mut Vec<Cause>, service: &Value, path: &str) {
+    if text(service, "name").is_empty() {
+        errs.push(Cause::required(
+            child(path, "name"),
+            "service name is required",
+        ));
+    }
+    if text(service, "namespace").is_empty() {
+        errs.push(Cause::required(
+            child(path, "namespace"),
+            "service namespace is required",
+        ));
+    }
+    let port = service.get("port").and_then(Value::as_i64).unwrap_or(443);
+    if !(1..=65535).contains(&port) {
+        errs.push(Cause::invalid(
+            child(path, "port"),
+            &json!(port),
+            "port is not valid: must be between 1 and 65535, inclusive",
+        ));
+    }
+    let Some(url_path) = service.get("path").and_then(Value::as_str) else {
+        return;
+    };
+    let at = child(path, "path");
+    if url_path.is_empty() || url_path == "/" {
+        return;
+    }
+    if url_path == "//" {
+        errs.push(Cause::invalid(
+            &at,
+            &json!(url_path),
+            "segment[0] may not be empty",
+        ));
+        return;
+    }
+    if !url_path.starts_with('/') {
+        errs.push(Cause::invalid(
+            &at,
+            &json!(url_path),
+            "must start with a '/'",
+        ));
+    }
+    let rest = url_path.get(1..).unwrap_or("");
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    for (i, step) in rest.split('/').enumerate() {
+        if step.is_empty() {
+            errs.push(Cause::invalid(
+                &at,
+                &json!(url_path),
+                &format!("segment[{i}] may not be empty"),
+            ));
+            continue;
+        }
+        for e in dns1123_subdomain(step) {
+            errs.push(Cause::invalid(
+                &at,
+                &json!(url_path),
+                &format!("segment[{i}]: {e}"),
+            ));
+        }
+    }
+}
+
+/// `matchConditions`: at most 64, unique qualified names, expressions that compile to a bool.
+fn validate_match_conditions(errs: &mut Vec<Cause>, hook: &Value, path: &str) {
+    let conditions = hook
+        .get("matchConditions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if conditions.len() > 64 {
+        errs.push(Cause::new(
+            "FieldValueTooMany",
+            path,
+            format!("Too many: {}: must have at most 64 items", conditions.len()),
+        ));
+        return;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, cond) in conditions.iter().enumerate() {
+        let at = index(path, i);
+        let name = text(cond, "name");
+        let name_path = child(&at, "name");
+        if name.is_empty() {
+            errs.push(Cause::required(&name_path, ""));
+        } else {
+            for e in validate_qualified_name(name) {
+                errs.push(Cause::invalid(&name_path, &json!(name), &e));
+            }
+            if !seen.insert(name) {
+                errs.push(Cause::duplicate(&name_path, &json!(name)));
+            }
+        }
+        let expression = text(cond, "expression");
+        let expr_path = child(&at, "expression");
+        if expression.trim().is_empty() {
+            errs.push(Cause::required(&expr_path, ""));
+        } else if let Err(e) = crate::admission::cel::compile(expression, false) {
+            errs.push(Cause::invalid(
+                &expr_path,
+                &json!(expression),
+                &format!("compilation failed: {e}"),
+            ));
+        }
+    }
+}
+
+/// The strategy of ValidatingAdmissionPolicies.
+#[derive(Debug, Clone, Copy)]
+struct Policy;
+
+impl Strategy for Policy {
+    fn prepare_for_create(&self, _info: &ResourceInfo, obj: &mut Value, _ctx: &Context) {
+        strip_status(obj);
+    }
+
+    fn prepare_for_update(&self, obj: &mut Value, old: &Value) {
+        if let Some(map) = obj.as_object_mut() {
+            map.insert(
+                "status".into(),
+                old.get("status").cloned().unwrap_or_else(|| json!({})),
+            );
+        }
+    }
+
+    fn default(&self, obj: &mut Value) {
+        if let Some(map) = obj.as_object_mut() {
+            or_insert(map, "status", json!({}));
+        }
+        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+            return;
+        };
+        or_insert(spec, "failurePolicy", json!("Fail"));
+        if let Some(m) = spec
+            .get_mut("matchConstraints")
+            .and_then(Value::as_object_mut)
+        {
+            default_match_resources(m);
+        }
+    }
+
+    fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_policy(obj)
+    }
+}
+
+/// Upstream's `SetDefaults_MatchResources` and the rules' scope.
+fn default_match_resources(m: &mut Map<String, Value>) {
+    or_insert(m, "matchPolicy", json!("Equivalent"));
+    or_insert(m, "namespaceSelector", json!({}));
+    or_insert(m, "objectSelector", json!({}));
+    for key in ["resourceRules", "excludeResourceRules"] {
+        if let Some(rules) = m.get_mut(key).and_then(Value::as_array_mut) {
+            for rule in rules.iter_mut().filter_map(Value::as_object_mut) {
+                or_insert(rule, "scope", json!("*"));
+            }
+        }
+    }
+}
+
+/// A policy's match resources at `path` (`require_rules` for a policy's constraints).
+fn validate_match_resources(errs: &mut Vec<Cause>, m: &Value, path: &str, require_rules: bool) {
+    check_enum(errs, m, "matchPolicy", path, &["Equivalent", "Exact"]);
+    for key in ["namespaceSelector", "objectSelector"] {
+        if let Some(sel) = m.get(key) {
+            errs.extend(validate_label_selector(sel, &child(path, key)));
+        }
+    }
+    let rules = m
+        .get("resourceRules")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if require_rules && rules.is_empty() {
+        errs.push(Cause::required(child(path, "resourceRules"), ""));
+    }
+    for key in ["resourceRules", "excludeResourceRules"] {
+        let list = m
+            .get(key)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for (i, rule) in list.iter().enumerate() {
+            validate_rule_with_operations(errs, rule, &index(&child(path, key), i));
+        }
+    }
+}
+
+/// Every cause of an invalid ValidatingAdmissionPolicy.
+fn validate_policy(obj: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    match spec.get("matchConstraints").filter(|m| m.is_object()) {
+        None => errs.push(Cause::required("spec.matchConstraints", "")),
+        Some(m) => validate_match_resources(&mut errs, m, "spec.matchConstraints", true),
+    }
+    check_enum(
+        &mut errs,
+        spec,
+        "failurePolicy",
+        "spec",
+        &["Fail", "Ignore"],
+    );
+    if let Some(pk) = spec.get("paramKind").filter(|p| p.is_object()) {
+        if text(pk, "kind").is_empty() {
+            errs.push(Cause::required("spec.paramKind.kind", ""));
+        }
+        let api_version = text(pk, "apiVersion");
+        if api_version.is_empty() {
+            errs.push(Cause::required("spec.paramKind.apiVersion", ""));
+        } else if let Err(e) = crate::validation::names::parse_group_version(api_version) {
+            errs.push(Cause::invalid(
+                "spec.paramKind.apiVersion",
+                &json!(api_version),
+                &e,
+            ));
+        }
+    }
+    let validations = spec
+        .get("validations")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let audits = spec
+        .get("auditAnnotations")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if validations.is_empty() && audits == 0 {
+        errs.push(Cause::required(
+            "spec.validations",
+            "validations or auditAnnotations must contain at least one item",
+        ));
+    }
+    let has_params = spec.get("paramKind").is_some_and(Value::is_object);
+    for (i, v) in validations.iter().enumerate() {
+        let at = index("spec.validations", i);
+        let expression = text(v, "expression");
+        if expression.trim().is_empty() {
+            errs.push(Cause::required(child(&at, "expression"), ""));
+        } else if let Err(e) = crate::admission::cel::compile(expression, has_params) {
+            errs.push(Cause::invalid(
+                child(&at, "expression"),
+                &json!(expression),
+                &format!("compilation failed: {e}"),
+            ));
+        }
+        let message = text(v, "message");
+        if message.contains('\n') {
+            errs.push(Cause::invalid(
+                child(&at, "message"),
+                &json!(message),
+                "message must not contain line breaks",
+            ));
+        }
+        let message_expression = text(v, "messageExpression");
+        if !message_expression.trim().is_empty()
+            && let Err(e) = crate::admission::cel::compile(message_expression, has_params)
+        {
+            errs.push(Cause::invalid(
+                child(&at, "messageExpression"),
+                &json!(message_expression),
+                &format!("compilation failed: {e}"),
+            ));
+        }
+        const REASONS: &[&str] = &[
+            "Unauthorized",
+            "Forbidden",
+            "Invalid",
+            "RequestEntityTooLarge",
+        ];
+        check_enum(&mut errs, v, "reason", &at, REASONS);
+    }
+    let variables = spec
+        .get("variables")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    for (i, var) in variables.iter().enumerate() {
+        let at = index("spec.variables", i);
+        let name = text(var, "name");
+        if name.is_empty() {
+            errs.push(Cause::required(child(&at, "name"), ""));
+        }
+        let expression = text(var, "expression");
+        if expression.trim().is_empty() {
+            errs.push(Cause::required(child(&at, "expression"), ""));
+        } else if let Err(e) = crate::admission::cel::compile(expression, has_params) {
+            errs.push(Cause::invalid(
+                child(&at, "expression"),
+                &json!(expression),
+                &format!("compilation failed: {e}"),
+            ));
+        }
+    }
+    let conds =
+        json!({"matchConditions": spec.get("matchConditions").cloned().unwrap_or(json!([]))});
+    validate_match_conditions(&mut errs, &conds, "spec.matchConditions");
+    errs
+}
+
+/// The strategy of ValidatingAdmissionPolicyBindings.
+#[derive(Debug, Clone, Copy)]
+struct Binding;
+
+impl Strategy for Binding {
+    fn default(&self, obj: &mut Value) {
+        if let Some(m) = obj
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("matchResources"))
+            .and_then(Value::as_object_mut)
+        {
+            default_match_resources(m);
+        }
+    }
+
+    fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_binding(obj)
+    }
+}
+
+/// Every cause of an invalid ValidatingAdmissionPolicyBinding.
+fn validate_binding(obj: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let policy = text(spec, "policyName");
+    if policy.is_empty() {
+        errs.push(Cause::required("spec.policyName", ""));
+    } else {
+        for e in dns1123_subdomain(policy) {
+            errs.push(Cause::invalid("spec.policyName", &json!(policy), &e));
+        }
+    }
+    if let Some(m) = spec.get("matchResources").filter(|m| m.is_object()) {
+        validate_match_resources(&mut errs, m, "spec.matchResources", false);
+    }
+    let actions = strings(spec, "validationActions");
+    if actions.is_empty() {
+        errs.push(Cause::required("spec.validationActions", ""));
+    }
+    let mut seen = std::collections::HashSet::new();
+    const ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
+    for (i, action) in actions.iter().enumerate() {
+        let at = index("spec.validationActions", i);
+        if !seen.insert(*action) {
+            errs.push(Cause::duplicate(&at, &json!(action)));
+        }
+        if !ACTIONS.contains(action) {
+            errs.push(Cause::not_supported(&at, &json!(action), &values(ACTIONS)));
+        }
+    }
+    if actions.contains(&"Deny") && actions.contains(&"Warn") {
+        errs.push(invalid_rendered(
+            "spec.validationActions",
+            &go_string_list(&actions),
+            "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+        ));
+    }
+    if let Some(pr) = spec.get("paramRef").filter(|p| p.is_object()) {
+        let name = text(pr, "name");
+        let has_selector = pr.get("selector").is_some_and(Value::is_object);
+        if !name.is_empty() && has_selector {
+            errs.push(Cause::forbidden(
+                "spec.paramRef.name",
+                "name and selector are mutually exclusive",
+            ));
+        }
+        if name.is_empty() && !has_selector {
+            errs.push(Cause::required(
+                "spec.paramRef",
+                "one of name or selector must be specified",
+            ));
+        }
+        match pr.get("parameterNotFoundAction").and_then(Value::as_str) {
+            None => errs.push(Cause::required("spec.paramRef.parameterNotFoundAction", "")),
+            Some(_) => check_enum(
+                &mut errs,
+                pr,
+                "parameterNotFoundAction",
+                "spec.paramRef",
+                &["Allow", "Deny"],
+            ),
+        }
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hook(extra: Value) -> Value {
+        let mut h = json!({
+            "name": "a.b.example.com",
+            "clientConfig": {"url": "https://127.0.0.1:9443/x"},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        });
+        if let (Some(h), Some(e)) = (h.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                h.insert(k.clone(), v.clone());
+            }
+        }
+        h
+    }
+
+    fn messages(obj: Value, mutating: bool) -> Vec<String> {
+        let mut obj = obj;
+        Webhooks { mutating }.default(&mut obj);
+        validate_webhooks(&obj, mutating)
+            .iter()
+            .map(Cause::summary)
+            .collect()
+    }
+
+    #[test]
+    fn defaults_as_captured() {
+        let mut obj = json!({"webhooks": [hook(json!({}))]});
+        Webhooks { mutating: true }.default(&mut obj);
+        let h = &obj["webhooks"][0];
+        assert_eq!(h["failurePolicy"], "Fail");
+        assert_eq!(h["matchPolicy"], "Equivalent");
+        assert_eq!(h["namespaceSelector"], json!({}));
+        assert_eq!(h["objectSelector"], json!({}));
+        assert_eq!(h["timeoutSeconds"], 10);
+        assert_eq!(h["reinvocationPolicy"], "Never");
+        assert_eq!(h["rules"][0]["scope"], "*");
+        assert!(validate_webhooks(&obj, true).is_empty());
+    }
+
+    #[test]
+    fn refusals_with_upstream_messages() {
+        let cases = [
+            (
+                hook(json!({"name": "short.name"})),
+                "webhooks[0].name: Invalid value: \"short.name\": should be a domain with at least three segments separated by dots",
+            ),
+            (
+                hook(json!({"sideEffects": null})),
+                "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
+            ),
+            (
+                hook(json!({"sideEffects": "Some"})),
+                "webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\"",
+            ),
+            (
+                hook(json!({"timeoutSeconds": 31})),
+                "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
+            ),
+            (
+                hook(json!({"clientConfig": {"url": "http://x.example.com/a"}})),
+                "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
+            ),
+            (
+                hook(json!({"clientConfig": {"url": "https://x.example.com/a?b=c"}})),
+                "webhooks[0].clientConfig.url: Invalid value: \"b=c\": query parameters are not permitted in the URL",
+            ),
+            (
+                hook(json!({"clientConfig": {}})),
+                "webhooks[0].clientConfig: Required value: exactly one of url or service is required",
+            ),
+            (
+                hook(json!({"admissionReviewVersions": ["v2"]})),
+                "webhooks[0].admissionReviewVersions: Invalid value: []string{\"v2\"}: must include at least one of v1, v1beta1",
+            ),
+            (
+                hook(
+                    json!({"rules": [{"operations": ["*", "CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*", "pods"]}]}),
+                ),
+                "webhooks[0].rules[0].operations: Invalid value: []string{\"*\", \"CREATE\"}: if '*' is present, must not specify other operations",
+            ),
+            (
+                hook(
+                    json!({"rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*", "pods"]}]}),
+                ),
+                "webhooks[0].rules[0].resources: Invalid value: []string{\"*\", \"pods\"}: if '*' is present, must not specify other resources without subresources",
+            ),
+            (
+                hook(
+                    json!({"rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "scope": "Global"}]}),
+                ),
+                "webhooks[0].rules[0].scope: Unsupported value: \"Global\": supported values: \"*\", \"Cluster\", \"Namespaced\"",
+            ),
+            (
+                hook(
+                    json!({"clientConfig": {"service": {"namespace": "ns", "name": "svc", "path": "foo"}}}),
+                ),
+                "webhooks[0].clientConfig.service.path: Invalid value: \"foo\": must start with a '/'",
+            ),
+            (
+                hook(json!({"matchConditions": [{"name": "a", "expression": "object.("}]})),
+                "webhooks[0].matchConditions[0].expression: Invalid value: \"object.(\": compilation failed: ",
+            ),
+        ];
+        for (h, want) in cases {
+            let got = messages(json!({"webhooks": [h]}), false);
+            assert!(
+                got.iter().any(|m| m.starts_with(want)),
+                "want {want}\n got {got:?}"
+            );
+        }
+        let dup = messages(
+            json!({"webhooks": [hook(json!({})), hook(json!({}))]}),
+            false,
+        );
+        assert_eq!(
+            dup,
+            vec!["webhooks[1].name: Duplicate value: \"a.b.example.com\"".to_string()]
+        );
+        let m = messages(
+            json!({"webhooks": [hook(json!({"reinvocationPolicy": "Always"}))]}),
+            true,
+        );
+        assert_eq!(
+            m,
+            vec!["webhooks[0].reinvocationPolicy: Unsupported value: \"Always\": supported values: \"IfNeeded\", \"Never\"".to_string()]
+        );
+    }
+
+    #[test]
+    fn policy_and_binding() {
+        let mut policy = json!({"spec": {
+            "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": "object.metadata.name != 'x'"}],
+        }});
+        Policy.default(&mut policy);
+        assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+        assert_eq!(policy["status"], json!({}));
+        assert_eq!(
+            policy["spec"]["matchConstraints"]["resourceRules"][0]["scope"],
+            "*"
+        );
+        assert!(
+            validate_policy(&policy).is_empty(),
+            "{:?}",
+            validate_policy(&policy)
+        );
+        let binding = json!({"spec": {"policyName": "p", "validationActions": ["Deny", "Warn"]}});
+        let got: Vec<String> = validate_binding(&binding)
+            .iter()
+            .map(Cause::summary)
+            .collect();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].starts_with("spec.validationActions: Invalid value: []string{\"Deny\", \"Warn\"}: must not contain both Deny and Warn"));
+    }
 }

@@ -1,0 +1,4 @@
+//! Admission beyond the built-in plugins: webhook URLs and CEL for admission expressions.
+
+pub(crate) mod cel;
+pub(crate) mod url;
