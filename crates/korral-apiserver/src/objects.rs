@@ -674,6 +674,8 @@ impl Objects {
         let strategy = &info.strategy;
         let mut warnings = strategy.decode(info, obj, validation, ctx)?;
         strategy.default(obj);
+        // The built-in mutating admission plugins (Priority, LimitRanger, ...).
+        crate::builtin_admission::mutate(info, obj, old, ctx)?;
         strategy.canonicalize(obj);
         if let Some(old) = old {
             strategy.prepare_for_update(obj, old);

@@ -329,6 +329,34 @@ impl Quantity {
         }
     }
 
+    /// The value as a float (for ratios, as upstream divides `MilliValue`s).
+    pub(crate) fn canonical_f64(&self) -> f64 {
+        let mut v = 0f64;
+        for d in &self.digits {
+            v = v * 10.0 + f64::from(*d);
+        }
+        let v = v * 10f64.powi(i32::try_from(self.exponent).unwrap_or(i32::MAX));
+        if self.negative { -v } else { v }
+    }
+
+    /// Zero (`0`).
+    pub(crate) fn zero_value() -> Self {
+        Self::zero(None)
+    }
+
+    /// A whole number (counts: `pods=3`).
+    pub(crate) fn from_count(n: u64) -> Self {
+        let mut q = Self {
+            negative: false,
+            digits: n.to_string().bytes().map(|c| c - b'0').collect(),
+            exponent: 0,
+            format: Format::DecimalSI,
+            written: None,
+        };
+        q.normalize();
+        q
+    }
+
     fn max_int64() -> Self {
         let mut q = Self {
             negative: false,

@@ -3,7 +3,9 @@
 //!
 //! Plugins speak about kinds (as upstream's do); the generic store only calls [`validate`].
 
+mod limit_ranger;
 mod pod_security;
+pub(crate) mod quota;
 
 use serde_json::Value;
 
@@ -11,7 +13,7 @@ use crate::ApiError;
 use crate::kinds::Context;
 use crate::meta;
 use crate::registry::ResourceInfo;
-use crate::storage::object_key;
+use crate::storage::{Object, collection_prefix, object_key};
 
 /// Where the pod spec of a kind's objects is: the kinds PodSecurity evaluates.
 const POD_SPECS: [(&str, &str, &str); 9] = [
@@ -26,6 +28,149 @@ const POD_SPECS: [(&str, &str, &str); 9] = [
     ("batch", "CronJob", "spec.jobTemplate.spec.template.spec"),
 ];
 
+/// Runs the mutating plugins on an object about to be created, after the kind's defaults:
+/// Priority (a Pod's priority from its PriorityClass, or the global default class),
+/// DefaultStorageClass (a claim without a class gets the default one) and LimitRanger (missing
+/// container resources from the namespace's LimitRanges).
+pub(crate) fn mutate(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    old: Option<&Value>,
+    ctx: &Context,
+) -> Result<(), ApiError> {
+    if old.is_some() || info.is_custom() || !info.group.is_empty() {
+        return Ok(());
+    }
+    match info.kind.as_str() {
+        "Pod" => {
+            priority(info, obj, ctx)?;
+            if let Some(namespace) = meta::namespace(obj).map(str::to_string) {
+                let ranges = limit_ranger::limit_ranges(&ctx.storage.snapshot(), &namespace);
+                limit_ranger::default_pod(&ranges, obj);
+            }
+        }
+        "PersistentVolumeClaim" => default_storage_class(obj, ctx),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The value and preemption policy of the built-in PriorityClasses, when not stored.
+const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
+    ("system-cluster-critical", 2_000_000_000),
+    ("system-node-critical", 2_000_001_000),
+];
+
+/// The Priority plugin: `spec.priority` (and `preemptionPolicy`) from the named PriorityClass,
+/// or from the global default class for a Pod naming none.
+fn priority(info: &ResourceInfo, pod: &mut Value, ctx: &Context) -> Result<(), ApiError> {
+    let snapshot = ctx.storage.snapshot();
+    let prefix = collection_prefix("scheduling.k8s.io", "priorityclasses", None);
+    let classes: Vec<Object> = snapshot
+        .range(&prefix, None)
+        .map(|(_, o)| o.clone())
+        .collect();
+    let name = meta::path(pod, "spec.priorityClassName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let pod_name = meta::name(pod).to_string();
+    let refuse =
+        |why: String| ApiError::forbidden_object(&info.group, &info.resource, &pod_name, &why);
+    let (class_name, value, policy) = if name.is_empty() {
+        // The global default with the lowest value, if any.
+        let default = classes
+            .iter()
+            .filter(|c| c.get("globalDefault") == Some(&Value::Bool(true)))
+            .min_by_key(|c| c.get("value").and_then(Value::as_i64).unwrap_or(0));
+        match default {
+            None => return Ok(()),
+            Some(c) => (
+                Some(meta::name(c).to_string()),
+                c.get("value").and_then(Value::as_i64).unwrap_or(0),
+                c.get("preemptionPolicy").cloned(),
+            ),
+        }
+    } else {
+        match classes.iter().find(|c| meta::name(c) == name) {
+            Some(c) => (
+                None,
+                c.get("value").and_then(Value::as_i64).unwrap_or(0),
+                c.get("preemptionPolicy").cloned(),
+            ),
+            None => match SYSTEM_PRIORITY_CLASSES.iter().find(|(n, _)| *n == name) {
+                Some((_, v)) => (None, *v, None),
+                None => {
+                    return Err(refuse(format!(
+                        "no PriorityClass with name {name} was found"
+                    )));
+                }
+            },
+        }
+    };
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return Ok(());
+    };
+    if !name.is_empty()
+        && let Some(given) = spec.get("priority").and_then(Value::as_i64)
+        && given != value
+    {
+        return Err(refuse(format!(
+            "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {value} from the given PriorityClass name"
+        )));
+    }
+    if let Some(class_name) = class_name {
+        spec.insert("priorityClassName".into(), Value::from(class_name));
+    }
+    spec.insert("priority".into(), Value::from(value));
+    if let Some(policy) = policy.filter(|p| !p.is_null()) {
+        spec.insert("preemptionPolicy".into(), policy);
+    }
+    Ok(())
+}
+
+/// The DefaultStorageClass plugin: a claim that names no class gets the default StorageClass
+/// (annotated `storageclass.kubernetes.io/is-default-class: "true"`; the newest if several).
+fn default_storage_class(claim: &mut Value, ctx: &Context) {
+    if meta::path(claim, "spec.storageClassName").is_some_and(|v| !v.is_null()) {
+        return;
+    }
+    let snapshot = ctx.storage.snapshot();
+    let prefix = collection_prefix("storage.k8s.io", "storageclasses", None);
+    let is_default = |c: &Value| {
+        [
+            "storageclass.kubernetes.io/is-default-class",
+            "storageclass.beta.kubernetes.io/is-default-class",
+        ]
+        .iter()
+        .any(|a| {
+            meta::path(c, "metadata.annotations")
+                .and_then(|m| m.get(*a))
+                .and_then(Value::as_str)
+                == Some("true")
+        })
+    };
+    let newest = snapshot
+        .range(&prefix, None)
+        .map(|(_, c)| c)
+        .filter(|c| is_default(c))
+        .max_by(|a, b| {
+            let created = |c: &Value| {
+                meta::meta_str(c, "creationTimestamp")
+                    .unwrap_or("")
+                    .to_string()
+            };
+            created(a)
+                .cmp(&created(b))
+                .then_with(|| meta::name(b).cmp(meta::name(a)))
+        });
+    if let (Some(class), Some(spec)) =
+        (newest, claim.get_mut("spec").and_then(Value::as_object_mut))
+    {
+        spec.insert("storageClassName".into(), Value::from(meta::name(class)));
+    }
+}
+
 /// Runs the validating plugins on an object about to be created (`old` is `None`) or updated;
 /// answers their warnings, or the refusal of the first plugin that refuses.
 pub(crate) fn validate(
@@ -34,10 +179,39 @@ pub(crate) fn validate(
     old: Option<&Value>,
     ctx: &Context,
 ) -> Result<Vec<String>, ApiError> {
-    if info.is_custom() {
-        return Ok(Vec::new());
+    let warnings = if info.is_custom() {
+        Vec::new()
+    } else {
+        pod_security_admission(info, obj, old, ctx)?
+    };
+    // LimitRanger's bounds, on creates.
+    if old.is_none() && info.group.is_empty() && !info.is_custom() {
+        let namespace = meta::namespace(obj).unwrap_or("");
+        let errors = match info.kind.as_str() {
+            "Pod" => limit_ranger::check_pod(
+                &limit_ranger::limit_ranges(&ctx.storage.snapshot(), namespace),
+                obj,
+            ),
+            "PersistentVolumeClaim" => limit_ranger::check_claim(
+                &limit_ranger::limit_ranges(&ctx.storage.snapshot(), namespace),
+                obj,
+            ),
+            _ => Vec::new(),
+        };
+        if !errors.is_empty() {
+            return Err(ApiError::forbidden_object(
+                &info.group,
+                &info.resource,
+                meta::name(obj),
+                &limit_ranger::aggregate(&errors),
+            ));
+        }
     }
-    pod_security_admission(info, obj, old, ctx)
+    // ResourceQuota runs last, on creates in a namespace.
+    if old.is_none() && info.namespaced {
+        quota::admit(&ctx.storage.snapshot(), &info.group, &info.resource, obj)?;
+    }
+    Ok(warnings)
 }
 
 /// PodSecurity: the namespace's `enforce` level refuses Pods; its `warn` level, and the

@@ -30,6 +30,9 @@ pub(super) enum Work {
     Crd(String),
     /// The CRD at this key was deleted from storage: stop serving its kinds if it is still gone.
     CrdGone(String),
+    /// Something changed in the namespace with this name, which has ResourceQuotas: recount
+    /// their `status.used`.
+    Quota(String),
 }
 
 /// The parts of a storage key (`/<group or core>/<resource>/[<namespace>/]<name>`).

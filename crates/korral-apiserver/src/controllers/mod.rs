@@ -40,6 +40,7 @@ use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::builtin_admission::quota;
 use crate::crd;
 use crate::error::ApiError;
 use crate::meta;
@@ -232,6 +233,12 @@ impl Controller {
         }
         self.seen = event.revision;
         self.index.apply(event, &mut self.queue);
+        if let Some(namespace) = KeyParts::parse(&event.key).and_then(|p| p.namespace) {
+            let snapshot = self.objects.storage().snapshot();
+            if !quota::quotas_in(&snapshot, namespace).is_empty() {
+                self.queue.insert(Work::Quota(namespace.to_string()));
+            }
+        }
         if event.kind == EventType::Deleted
             && KeyParts::parse(&event.key).is_some_and(|p| p.is_crd())
         {
@@ -315,6 +322,7 @@ async fn execute(objects: &Objects, index: &Index, work: &Work) -> Outcome {
         Work::Owner(key) => finish_owner(objects, index, key).await,
         Work::Namespace(name) => clean_namespace(objects, index, name).await,
         Work::Crd(key) => clean_crd(objects, key).await,
+        Work::Quota(namespace) => update_quotas(objects, namespace).await,
         Work::CrdGone(key) => {
             if objects.storage().get(key).is_none()
                 && let Some(parts) = KeyParts::parse(key)
@@ -702,6 +710,40 @@ async fn remove_owner_refs(
 
 /// Removes one finalizer from the object at `key` (if it is still the object with `uid`);
 /// an object being deleted whose last finalizer goes is removed from storage.
+/// Writes the current `status` (hard and used) of every ResourceQuota in a namespace whose
+/// status is out of date.
+async fn update_quotas(objects: &Objects, namespace: &str) -> Result<Vec<Work>, ApiError> {
+    let snapshot = objects.storage().snapshot();
+    for current in quota::quotas_in(&snapshot, namespace) {
+        let status = quota::status(&snapshot, &current);
+        if current.get("status") == Some(&status) {
+            continue;
+        }
+        let key = object_key("", "resourcequotas", Some(namespace), meta::name(&current));
+        let uid = meta::uid(&current).to_string();
+        objects
+            .storage()
+            .update(
+                key,
+                Box::new(move |cur| {
+                    let Some(cur) = cur.filter(|c| meta::uid(c) == uid) else {
+                        return Ok(Write::Unchanged);
+                    };
+                    if cur.get("status") == Some(&status) {
+                        return Ok(Write::Unchanged);
+                    }
+                    let mut next = (**cur).clone();
+                    if let Some(map) = next.as_object_mut() {
+                        map.insert("status".into(), status);
+                    }
+                    Ok(Write::Put(next))
+                }),
+            )
+            .await?;
+    }
+    Ok(Vec::new())
+}
+
 async fn remove_finalizer(
     objects: &Objects,
     key: &str,

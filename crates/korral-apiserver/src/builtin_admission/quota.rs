@@ -1,0 +1,468 @@
+//! ResourceQuota: what objects consume (upstream's quota evaluators), the usage of a namespace,
+//! the admission check of a new object (`exceeded quota: ...`), and the status the quota
+//! controller writes (`status.hard`, `status.used`).
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::ApiError;
+use crate::meta;
+use crate::quantity::Quantity;
+use crate::storage::{Object, Snapshot, collection_prefix};
+
+/// Resource names counted as objects of a core collection (upstream's legacy names).
+const LEGACY_COUNTS: [(&str, &str); 6] = [
+    ("pods", "pods"),
+    ("services", "services"),
+    ("configmaps", "configmaps"),
+    ("secrets", "secrets"),
+    ("persistentvolumeclaims", "persistentvolumeclaims"),
+    ("replicationcontrollers", "replicationcontrollers"),
+];
+
+/// The ResourceQuotas of a namespace, by name.
+pub(crate) fn quotas_in(snapshot: &Snapshot, namespace: &str) -> Vec<Object> {
+    let prefix = collection_prefix("", "resourcequotas", Some(namespace));
+    snapshot
+        .range(&prefix, None)
+        .map(|(_, o)| o.clone())
+        .collect()
+}
+
+/// The quantities a quota limits (`spec.hard`).
+fn hard(quota: &Value) -> BTreeMap<String, Quantity> {
+    quantities(meta::path(quota, "spec.hard"))
+}
+
+fn quantities(list: Option<&Value>) -> BTreeMap<String, Quantity> {
+    list.and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => return None,
+            };
+            Quantity::parse(&text).ok().map(|q| (k.clone(), q))
+        })
+        .collect()
+}
+
+fn one() -> Quantity {
+    Quantity::from_count(1)
+}
+
+fn zero() -> Quantity {
+    Quantity::zero_value()
+}
+
+fn add(into: &mut BTreeMap<String, Quantity>, name: &str, q: &Quantity) {
+    let sum = match into.get(name) {
+        Some(cur) => cur.checked_add(q).unwrap_or_else(|| cur.clone()),
+        None => q.clone(),
+    };
+    into.insert(name.to_string(), sum);
+}
+
+/// Whether a pod no longer consumes quota (terminal phase).
+fn pod_is_terminal(pod: &Value) -> bool {
+    matches!(
+        meta::path(pod, "status.phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// A pod's effective request or limit of `resource` (`requests`/`limits`): the larger of the
+/// containers' sum and the largest init container, plus the pod overhead.
+fn pod_resource(pod: &Value, kind: &str, resource: &str) -> Option<Quantity> {
+    let amount = |c: &Value| {
+        meta::path(c, &format!("resources.{kind}"))
+            .and_then(|l| l.get(resource))
+            .and_then(|v| quantities(Some(&json!({ "q": v }))).remove("q"))
+    };
+    let list = |field: &str| {
+        meta::path(pod, &format!("spec.{field}"))
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    };
+    let mut any = false;
+    let mut sum = zero();
+    for c in list("containers") {
+        if let Some(q) = amount(c) {
+            any = true;
+            sum = sum.checked_add(&q).unwrap_or(sum);
+        }
+    }
+    for c in list("initContainers") {
+        if let Some(q) = amount(c) {
+            any = true;
+            if q.cmp(&sum) == Ordering::Greater {
+                sum = q;
+            }
+        }
+    }
+    if let Some(q) = meta::path(pod, "spec.overhead")
+        .and_then(|o| o.get(resource))
+        .and_then(|v| quantities(Some(&json!({ "q": v }))).remove("q"))
+    {
+        any = true;
+        sum = sum.checked_add(&q).unwrap_or(sum);
+    }
+    any.then_some(sum)
+}
+
+/// What one object of `group`/`resource` consumes, by quota resource name.
+pub(crate) fn consumption(group: &str, resource: &str, obj: &Value) -> BTreeMap<String, Quantity> {
+    let mut out = BTreeMap::new();
+    let counted = if group.is_empty() {
+        format!("count/{resource}")
+    } else {
+        format!("count/{resource}.{group}")
+    };
+    if group.is_empty() && resource == "pods" && pod_is_terminal(obj) {
+        return out;
+    }
+    out.insert(counted, one());
+    if group.is_empty()
+        && let Some((name, _)) = LEGACY_COUNTS.iter().find(|(_, r)| *r == resource)
+    {
+        out.insert((*name).to_string(), one());
+    }
+    match (group, resource) {
+        ("", "pods") => {
+            for (kind, prefix) in [("requests", "requests."), ("limits", "limits.")] {
+                let names: Vec<String> = ["containers", "initContainers"]
+                    .iter()
+                    .filter_map(|f| meta::path(obj, &format!("spec.{f}")))
+                    .filter_map(Value::as_array)
+                    .flatten()
+                    .filter_map(|c| meta::path(c, &format!("resources.{kind}")))
+                    .filter_map(Value::as_object)
+                    .flat_map(|m| m.keys().cloned())
+                    .collect();
+                for name in names {
+                    if let Some(q) = pod_resource(obj, kind, &name) {
+                        out.insert(format!("{prefix}{name}"), q.clone());
+                        if kind == "requests" && (name == "cpu" || name == "memory") {
+                            out.insert(name.clone(), q);
+                        }
+                    }
+                }
+            }
+        }
+        ("", "services") => {
+            let kind = meta::path(obj, "spec.type").and_then(Value::as_str);
+            if matches!(kind, Some("NodePort" | "LoadBalancer")) {
+                let ports = meta::path(obj, "spec.ports")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len);
+                out.insert(
+                    "services.nodeports".into(),
+                    Quantity::from_count(ports as u64),
+                );
+            }
+            if kind == Some("LoadBalancer") {
+                out.insert("services.loadbalancers".into(), one());
+            }
+        }
+        ("", "persistentvolumeclaims") => {
+            if let Some(q) = meta::path(obj, "spec.resources.requests.storage")
+                .and_then(|v| quantities(Some(&json!({ "q": v }))).remove("q"))
+            {
+                out.insert("requests.storage".into(), q.clone());
+                if let Some(class) =
+                    meta::path(obj, "spec.storageClassName").and_then(Value::as_str)
+                {
+                    out.insert(
+                        format!("{class}.storageclass.storage.k8s.io/requests.storage"),
+                        q,
+                    );
+                    out.insert(
+                        format!("{class}.storageclass.storage.k8s.io/persistentvolumeclaims"),
+                        one(),
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The collection a quota resource name is consumed by: `(group, resource)`.
+fn collection_of(name: &str) -> Option<(String, String)> {
+    if let Some(counted) = name.strip_prefix("count/") {
+        return Some(match counted.split_once('.') {
+            Some((resource, group)) => (group.to_string(), resource.to_string()),
+            None => (String::new(), counted.to_string()),
+        });
+    }
+    if let Some((_, resource)) = LEGACY_COUNTS.iter().find(|(n, _)| *n == name) {
+        return Some((String::new(), (*resource).to_string()));
+    }
+    let core = |r: &str| Some((String::new(), r.to_string()));
+    if name == "cpu"
+        || name == "memory"
+        || name.starts_with("requests.") && name != "requests.storage"
+        || name.starts_with("limits.")
+    {
+        return core("pods");
+    }
+    if name.starts_with("services.") {
+        return core("services");
+    }
+    if name == "requests.storage" || name.contains(".storageclass.storage.k8s.io/") {
+        return core("persistentvolumeclaims");
+    }
+    None
+}
+
+/// The usage of `names` in a namespace: every object of their collections, summed.
+pub(crate) fn usage(
+    snapshot: &Snapshot,
+    namespace: &str,
+    names: &[&String],
+) -> BTreeMap<String, Quantity> {
+    let mut collections: Vec<(String, String)> =
+        names.iter().filter_map(|n| collection_of(n)).collect();
+    collections.sort();
+    collections.dedup();
+    let mut used: BTreeMap<String, Quantity> =
+        names.iter().map(|n| ((*n).clone(), zero())).collect();
+    for (group, resource) in collections {
+        let prefix = collection_prefix(&group, &resource, Some(namespace));
+        for (_, obj) in snapshot.range(&prefix, None) {
+            for (name, q) in consumption(&group, &resource, obj) {
+                if used.contains_key(&name) {
+                    add(&mut used, &name, &q);
+                }
+            }
+        }
+    }
+    used
+}
+
+/// `a=1,b=2` as upstream prints resource lists in quota messages.
+fn pretty(list: &BTreeMap<String, Quantity>) -> String {
+    list.iter()
+        .map(|(k, v)| format!("{k}={}", v.canonical()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Checks a new object of `group`/`resource` against the quotas of its namespace; the refusal
+/// is upstream's 403 (`exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1`).
+pub(crate) fn admit(
+    snapshot: &Snapshot,
+    group: &str,
+    resource: &str,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    let Some(namespace) = meta::namespace(obj).filter(|n| !n.is_empty()) else {
+        return Ok(());
+    };
+    let quotas = quotas_in(snapshot, namespace);
+    if quotas.is_empty() {
+        return Ok(());
+    }
+    let consumed = consumption(group, resource, obj);
+    let refuse = |why: String| ApiError::forbidden_object(group, resource, meta::name(obj), &why);
+    for quota in &quotas {
+        let limits = hard(quota);
+        if group.is_empty() && resource == "pods" {
+            let missing: Vec<&str> = limits
+                .keys()
+                .filter(|k| {
+                    matches!(
+                        k.as_str(),
+                        "requests.cpu"
+                            | "requests.memory"
+                            | "limits.cpu"
+                            | "limits.memory"
+                            | "cpu"
+                            | "memory"
+                    )
+                })
+                .filter(|k| !consumed.contains_key(*k) && !pod_is_terminal(obj))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                return Err(refuse(format!(
+                    "failed quota: {}: must specify {}",
+                    meta::name(quota),
+                    missing.join(",")
+                )));
+            }
+        }
+        let requested: BTreeMap<String, Quantity> = consumed
+            .iter()
+            .filter(|(k, _)| limits.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if requested.is_empty() {
+            continue;
+        }
+        let names: Vec<&String> = requested.keys().collect();
+        let used = usage(snapshot, namespace, &names);
+        let mut over_requested = BTreeMap::new();
+        let mut over_used = BTreeMap::new();
+        let mut over_limited = BTreeMap::new();
+        for (name, want) in &requested {
+            let have = used.get(name).cloned().unwrap_or_else(zero);
+            let total = have.checked_add(want).unwrap_or_else(|| have.clone());
+            if let Some(limit) = limits.get(name)
+                && total.cmp(limit) == Ordering::Greater
+            {
+                over_requested.insert(name.clone(), want.clone());
+                over_used.insert(name.clone(), have);
+                over_limited.insert(name.clone(), limit.clone());
+            }
+        }
+        if !over_requested.is_empty() {
+            return Err(refuse(format!(
+                "exceeded quota: {}, requested: {}, used: {}, limited: {}",
+                meta::name(quota),
+                pretty(&over_requested),
+                pretty(&over_used),
+                pretty(&over_limited)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The status a quota should have now: `hard` as its spec says, `used` as counted.
+pub(crate) fn status(snapshot: &Snapshot, quota: &Value) -> Value {
+    let limits = meta::path(quota, "spec.hard")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let namespace = meta::namespace(quota).unwrap_or("");
+    let names: Vec<String> = limits
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let refs: Vec<&String> = names.iter().collect();
+    let used: Map<String, Value> = usage(snapshot, namespace, &refs)
+        .into_iter()
+        .map(|(k, v)| (k, json!(v.canonical())))
+        .collect();
+    json!({"hard": limits, "used": used})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).expect("quantity")
+    }
+
+    #[test]
+    fn pods_consume_counts_and_effective_requests() {
+        let pod = json!({"spec": {
+            "containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "250m"}, "limits": {"cpu": "1"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}},
+            ],
+            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}],
+        }});
+        let used = consumption("", "pods", &pod);
+        assert_eq!(used["pods"].canonical(), "1");
+        assert_eq!(used["count/pods"].canonical(), "1");
+        assert_eq!(used["requests.cpu"].canonical(), "2");
+        assert_eq!(used["cpu"].canonical(), "2");
+        assert_eq!(used["requests.memory"].canonical(), "64Mi");
+        assert_eq!(used["limits.cpu"].canonical(), "1");
+        let done = json!({"status": {"phase": "Succeeded"}});
+        assert!(consumption("", "pods", &done).is_empty());
+    }
+
+    fn snapshot(objects: &[(&str, Value)]) -> Snapshot {
+        Snapshot {
+            revision: 1,
+            objects: objects
+                .iter()
+                .map(|(k, v)| (k.to_string(), std::sync::Arc::new(v.clone())))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn exceeding_a_quota_is_refused_as_upstream() {
+        // k8s-reference/builtin/invalid-quota-exceeded.json
+        let quota = json!({"metadata": {"name": "q", "namespace": "ns"},
+            "spec": {"hard": {"count/configmaps": "50", "pods": "1"}}});
+        let p1 = json!({"metadata": {"name": "p1", "namespace": "ns"},
+            "spec": {"containers": [{"name": "c"}]}});
+        let state = snapshot(&[
+            ("/core/resourcequotas/ns/q", quota.clone()),
+            ("/core/pods/ns/p1", p1),
+        ]);
+        let p2 = json!({"metadata": {"name": "p2", "namespace": "ns"},
+            "spec": {"containers": [{"name": "c"}]}});
+        let refused = admit(&state, "", "pods", &p2).expect_err("over quota");
+        assert_eq!(refused.code, 403);
+        assert_eq!(
+            refused.message,
+            "pods \"p2\" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1"
+        );
+        // Another namespace, or a kind the quota does not limit, passes.
+        let elsewhere = json!({"metadata": {"name": "p2", "namespace": "other"}});
+        assert!(admit(&state, "", "pods", &elsewhere).is_ok());
+        let cm = json!({"metadata": {"name": "cm", "namespace": "ns"}});
+        assert!(admit(&state, "", "configmaps", &cm).is_ok());
+        assert_eq!(
+            status(&state, &quota),
+            json!({"hard": {"count/configmaps": "50", "pods": "1"},
+                "used": {"count/configmaps": "0", "pods": "1"}})
+        );
+    }
+
+    #[test]
+    fn compute_quotas_need_requests() {
+        let quota = json!({"metadata": {"name": "compute", "namespace": "ns"},
+            "spec": {"hard": {"requests.cpu": "1", "limits.memory": "1Gi"}}});
+        let state = snapshot(&[("/core/resourcequotas/ns/compute", quota)]);
+        let bare = json!({"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [{"name": "c"}]}});
+        assert_eq!(
+            admit(&state, "", "pods", &bare)
+                .expect_err("missing")
+                .message,
+            "pods \"p\" is forbidden: failed quota: compute: must specify limits.memory,requests.cpu"
+        );
+        let big = json!({"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [{"name": "c", "resources": {
+                "requests": {"cpu": "1500m"}, "limits": {"memory": "512Mi"}}}]}});
+        assert_eq!(
+            admit(&state, "", "pods", &big).expect_err("over").message,
+            "pods \"p\" is forbidden: exceeded quota: compute, requested: requests.cpu=1500m, used: requests.cpu=0, limited: requests.cpu=1"
+        );
+    }
+
+    #[test]
+    fn names_map_to_collections() {
+        assert_eq!(
+            collection_of("count/deployments.apps"),
+            Some(("apps".into(), "deployments".into()))
+        );
+        assert_eq!(collection_of("pods"), Some((String::new(), "pods".into())));
+        assert_eq!(
+            collection_of("limits.memory"),
+            Some((String::new(), "pods".into()))
+        );
+        assert_eq!(
+            collection_of("requests.storage"),
+            Some((String::new(), "persistentvolumeclaims".into()))
+        );
+        assert_eq!(collection_of("bogus"), None);
+        let mut list = BTreeMap::new();
+        list.insert("pods".to_string(), q("1"));
+        list.insert("requests.cpu".to_string(), q("0.5"));
+        assert_eq!(pretty(&list), "pods=1,requests.cpu=500m");
+    }
+}
