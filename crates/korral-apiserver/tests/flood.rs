@@ -7,13 +7,13 @@
 //! answering: the admin (`system:masters`, exempt from the limits) during the flood and an
 //! ordinary user after it, in under a second (a liveness bound, not a benchmark; see [`STARVED`]).
 //!
-//! The release binary is built once by the test into `target/flood`: its own target directory,
-//! because the outer `cargo test` holds the lock of the workspace's `target/<profile>` while
-//! tests run (a `cargo test --release` would deadlock on `target/release`). On a 2-core machine
-//! that build takes about 5 minutes the first time (the release build of korral-cli and its
-//! dependencies) and a second when nothing changed; after a change to the server's sources it
-//! rebuilds the changed crates (2–3 minutes). `KORRAL_FLOOD_SERVER=<path>` uses a `korral`
-//! binary built elsewhere instead.
+//! The release binary is built once by the test into `target/flood`, a target directory of its
+//! own: the outer `cargo test` may hold the lock of the workspace's target directory while tests
+//! run, and under `cargo test --release` a nested build into `target/release` would wait on it
+//! forever. That build is the test's one-time cost: from scratch it took 600 CPU-seconds (user +
+//! system) on a 2-core machine, so 5–6 minutes on a dedicated 2-core CI runner; after a change
+//! to the server's sources about 3 minutes; a second when nothing changed. The flood itself
+//! takes about ten seconds. `KORRAL_FLOOD_SERVER=<path>` uses a `korral` binary built elsewhere.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
