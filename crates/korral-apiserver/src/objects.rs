@@ -1347,6 +1347,7 @@ impl Objects {
                     ),
                 ));
             }
+            info2.strategy.validate_delete(cur)?;
             let mut finalizers = meta::finalizers(cur);
             let policy = opts2.propagation.unwrap_or(Propagation::Background);
             let gc_finalizer = match policy {

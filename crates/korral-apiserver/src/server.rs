@@ -443,6 +443,22 @@ async fn bootstrap(objects: &Objects) -> Result<(), crate::error::ApiError> {
             Err(e) => return Err(e),
         }
     }
+    // The system PriorityClasses (upstream's scheduling bootstrap hook).
+    if let Some(info) = objects.registry().get("scheduling.k8s.io", "v1", "priorityclasses") {
+        for class in crate::kinds::system_priority_classes() {
+            if objects.get(&info, None, crate::meta::name(&class)).is_ok() {
+                continue;
+            }
+            match objects
+                .create(&info, None, class, &WriteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.code == 409 => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
     Ok(())
 }
 

@@ -1,8 +1,330 @@
-//! `discovery.k8s.io`: not served yet.
+//! `discovery.k8s.io/v1`: EndpointSlices, with upstream's `pkg/apis/discovery/validation`
+//! rules.
+
+use k8s_openapi::api::discovery::v1 as api;
+
+use serde_json::{Value, json};
 
 use super::KindDef;
+use super::printer::{AGE, Column, Printer, age, text};
+use super::strategy::{Context, Strategy};
+use crate::error::Cause;
+use crate::kinds::workload::immutable;
+use crate::validation::names::{
+    child, dns1123_label, dns1123_subdomain, go_quote, index, invalid_rendered,
+    validate_qualified_name,
+};
+use crate::validation::network;
 
-/// The kinds of `discovery.k8s.io`.
+/// The most endpoints a slice holds.
+const MAX_ENDPOINTS: usize = 1000;
+/// The most addresses an endpoint holds.
+const MAX_ADDRESSES: usize = 100;
+/// The most ports a slice holds.
+const MAX_PORTS: usize = 20000;
+
+/// The kinds of `discovery.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
-    Vec::new()
+    vec![
+        KindDef::new(
+            "discovery.k8s.io",
+            "v1",
+            "endpointslices",
+            "EndpointSlice",
+            EndpointSliceStrategy,
+        )
+        .schema::<api::EndpointSlice>()
+        .generation()
+        .printer(ENDPOINT_SLICES),
+    ]
+}
+
+/// EndpointSlices: ports default to TCP with an empty name, endpoints to empty conditions;
+/// `addressType` never changes.
+#[derive(Debug, Clone, Copy)]
+struct EndpointSliceStrategy;
+
+impl Strategy for EndpointSliceStrategy {
+    fn default(&self, obj: &mut Value) {
+        let Some(root) = obj.as_object_mut() else {
+            return;
+        };
+        if let Some(ports) = root.get_mut("ports").and_then(Value::as_array_mut) {
+            for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+                if port.get("name").is_none_or(Value::is_null) {
+                    port.insert("name".into(), json!(""));
+                }
+                if port.get("protocol").is_none_or(Value::is_null) {
+                    port.insert("protocol".into(), json!("TCP"));
+                }
+            }
+        }
+        if let Some(endpoints) = root.get_mut("endpoints").and_then(Value::as_array_mut) {
+            for endpoint in endpoints.iter_mut().filter_map(Value::as_object_mut) {
+                if endpoint.get("conditions").is_none_or(Value::is_null) {
+                    endpoint.insert("conditions".into(), json!({}));
+                }
+            }
+        }
+    }
+
+    fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_endpoint_slice(obj)
+    }
+
+    fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
+        let mut errs = validate_endpoint_slice(obj);
+        errs.extend(immutable(obj, old, "addressType", ""));
+        errs
+    }
+}
+
+/// The array at `field`, empty when absent.
+fn list<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
+    obj.get(field)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// Upstream's `field.TooMany`.
+fn too_many(path: &str, actual: usize, max: usize) -> Cause {
+    Cause::new(
+        "FieldValueTooMany",
+        path,
+        format!("Too many: {actual}: must have at most {max} items"),
+    )
+}
+
+/// Upstream's `ValidateEndpointSlice` (besides object metadata).
+fn validate_endpoint_slice(obj: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let address_type = obj.get("addressType").and_then(Value::as_str).unwrap_or("");
+    match address_type {
+        "" => errs.push(Cause::required("addressType", "")),
+        "IPv4" | "IPv6" | "FQDN" => {}
+        other => errs.push(Cause::not_supported(
+            "addressType",
+            &json!(other),
+            &[json!("FQDN"), json!("IPv4"), json!("IPv6")],
+        )),
+    }
+    errs.extend(endpoints(list(obj, "endpoints"), address_type));
+    errs.extend(ports(list(obj, "ports")));
+    errs
+}
+
+/// Every message about one address of the given type.
+fn address(value: &str, address_type: &str) -> Vec<String> {
+    match address_type {
+        "IPv4" => network::ipv4(value),
+        "IPv6" => network::ipv6(value),
+        "FQDN" => fqdn(value),
+        _ => Vec::new(),
+    }
+}
+
+/// `IsFullyQualifiedDomainName`'s messages: at least two DNS labels.
+fn fqdn(value: &str) -> Vec<String> {
+    let name = value.strip_suffix('.').unwrap_or(value);
+    if name.is_empty() {
+        return vec!["must not be empty".to_string()];
+    }
+    let mut msgs = dns1123_subdomain(name);
+    if name.split('.').count() < 2 {
+        msgs.push("should be a domain with at least two segments separated by dots".to_string());
+    }
+    msgs
+}
+
+/// `validateEndpoints`: at most 1000, each with 1 to 100 addresses of the slice's type, a valid
+/// node name and host name.
+fn endpoints(items: &[Value], address_type: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    if items.len() > MAX_ENDPOINTS {
+        errs.push(too_many("endpoints", items.len(), MAX_ENDPOINTS));
+    }
+    for (i, endpoint) in items.iter().enumerate() {
+        let at = index("endpoints", i);
+        let addresses_path = child(&at, "addresses");
+        let addresses = list(endpoint, "addresses");
+        if addresses.is_empty() {
+            errs.push(Cause::required(
+                &addresses_path,
+                "must contain at least 1 address",
+            ));
+        } else if addresses.len() > MAX_ADDRESSES {
+            errs.push(too_many(&addresses_path, addresses.len(), MAX_ADDRESSES));
+        }
+        for (j, a) in addresses.iter().enumerate() {
+            let a = a.as_str().unwrap_or("");
+            for msg in address(a, address_type) {
+                errs.push(invalid_rendered(
+                    &index(&addresses_path, j),
+                    &go_quote(a),
+                    &msg,
+                ));
+            }
+        }
+        if let Some(node) = endpoint.get("nodeName").and_then(Value::as_str) {
+            for msg in dns1123_subdomain(node) {
+                errs.push(invalid_rendered(
+                    &child(&at, "nodeName"),
+                    &go_quote(node),
+                    &msg,
+                ));
+            }
+        }
+        if let Some(host) = endpoint.get("hostname").and_then(Value::as_str) {
+            for msg in dns1123_label(host) {
+                errs.push(invalid_rendered(
+                    &child(&at, "hostname"),
+                    &go_quote(host),
+                    &msg,
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// `validatePorts`: at most 20000, unique DNS-label names, a known protocol, a qualified
+/// `appProtocol`.
+fn ports(items: &[Value]) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    if items.len() > MAX_PORTS {
+        errs.push(too_many("ports", items.len(), MAX_PORTS));
+    }
+    let mut names = std::collections::HashSet::new();
+    for (i, port) in items.iter().enumerate() {
+        let at = index("ports", i);
+        let name = port.get("name").and_then(Value::as_str).unwrap_or("");
+        if !name.is_empty() {
+            for msg in dns1123_label(name) {
+                errs.push(invalid_rendered(&child(&at, "name"), &go_quote(name), &msg));
+            }
+        }
+        if !names.insert(name) {
+            errs.push(Cause::duplicate(child(&at, "name"), &json!(name)));
+        }
+        match port.get("protocol").filter(|v| !v.is_null()) {
+            None => errs.push(Cause::required(child(&at, "protocol"), "")),
+            Some(p) if matches!(p.as_str(), Some("TCP" | "UDP" | "SCTP")) => {}
+            Some(p) => errs.push(Cause::not_supported(
+                child(&at, "protocol"),
+                p,
+                &[json!("SCTP"), json!("TCP"), json!("UDP")],
+            )),
+        }
+        if let Some(app) = port.get("appProtocol").and_then(Value::as_str) {
+            for msg in validate_qualified_name(app) {
+                errs.push(invalid_rendered(
+                    &child(&at, "appProtocol"),
+                    &go_quote(app),
+                    &msg,
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// Up to three items joined with `,` and ` + N more...`, `<unset>` when none (upstream's
+/// `listWithMoreString`).
+fn list_with_more(items: Vec<String>) -> String {
+    let count = items.len();
+    let shown = items.into_iter().take(3).collect::<Vec<_>>().join(",");
+    if count > 3 {
+        format!("{shown} + {} more...", count - 3)
+    } else if shown.is_empty() {
+        "<unset>".to_string()
+    } else {
+        shown
+    }
+}
+
+const ENDPOINT_SLICES: Printer = Printer {
+    columns: &[
+        Column::new(
+            "AddressType",
+            "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name. (Deprecated) The EndpointSlice controller only generates, and kube-proxy only processes, slices of addressType \"IPv4\" and \"IPv6\". No semantics are defined for the \"FQDN\" type.",
+        ),
+        Column::new(
+            "Ports",
+            "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. Each slice may include a maximum of 100 ports. Services always have at least 1 port, so EndpointSlices generated by the EndpointSlice controller will likewise always have at least 1 port. EndpointSlices used for other purposes may have an empty ports list.",
+        ),
+        Column::new(
+            "Endpoints",
+            "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.",
+        ),
+        AGE,
+    ],
+    cells: |obj| {
+        let ports: Vec<String> = list(obj, "ports")
+            .iter()
+            .map(|p| match p.get("port").and_then(Value::as_i64) {
+                Some(n) => n.to_string(),
+                None => match p.get("name").and_then(Value::as_str) {
+                    Some(name) => name.to_string(),
+                    None => "*".to_string(),
+                },
+            })
+            .collect();
+        let addresses: Vec<String> = list(obj, "endpoints")
+            .iter()
+            .flat_map(|e| list(e, "addresses"))
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+        vec![
+            json!(text(obj, "addressType")),
+            json!(list_with_more(ports)),
+            json!(list_with_more(addresses)),
+            age(obj),
+        ]
+    },
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_follow_the_slice_type() {
+        let slice = json!({"addressType": "IPv4", "endpoints": [
+            {"addresses": ["10.1.0.5", "2001:db8::1"]},
+            {"addresses": []},
+        ], "ports": [{"name": "", "protocol": "TCP"}, {"name": "", "protocol": "ICMP"}]});
+        let got: Vec<String> = validate_endpoint_slice(&slice)
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                "endpoints[0].addresses[1]: Invalid value: \"2001:db8::1\": must be a valid IPv4 address",
+                "endpoints[1].addresses: Required value: must contain at least 1 address",
+                "ports[1].name: Duplicate value: \"\"",
+                "ports[1].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
+            ]
+        );
+        assert_eq!(
+            validate_endpoint_slice(
+                &json!({"addressType": "FQDN", "endpoints": [{"addresses": ["web"]}]})
+            )
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn rows_as_upstream() {
+        let obj = json!({"addressType": "IPv4", "ports": [{"port": 80}], "endpoints": [
+            {"addresses": ["10.0.0.1", "10.0.0.2"]}, {"addresses": ["10.0.0.3", "10.0.0.4"]}]});
+        let cells = (ENDPOINT_SLICES.cells)(&obj);
+        assert_eq!(cells[1], "80");
+        assert_eq!(cells[2], "10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...");
+        let cells = (ENDPOINT_SLICES.cells)(&json!({"addressType": "IPv4"}));
+        assert_eq!(cells[1..3], [json!("<unset>"), json!("<unset>")]);
+    }
 }

@@ -35,6 +35,7 @@ use schemars::SchemaGenerator;
 
 use crate::registry::{NameRule, ResourceInfo, ScalePaths, standard_verbs};
 pub(crate) use printer::Printer;
+pub(crate) use scheduling::system_priority_classes;
 pub(crate) use strategy::{Context, DeletePlan, Strategy};
 
 /// One built-in kind in one group version, as a real kube-apiserver registers it.

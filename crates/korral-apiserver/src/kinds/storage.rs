@@ -1,8 +1,697 @@
-//! `storage.k8s.io`: not served yet.
+//! `storage.k8s.io/v1`: StorageClasses, CSIDrivers, CSINodes, VolumeAttachments,
+//! CSIStorageCapacities and VolumeAttributesClasses, with upstream's
+//! `pkg/apis/storage/validation` rules and `storage/v1` defaults.
+
+use k8s_openapi::api::storage::v1 as api;
+
+use serde_json::{Map, Value, json};
 
 use super::KindDef;
+use super::printer::{AGE, Column, Printer, age, text};
+use super::strategy::{Context, Strategy};
+use crate::error::{ApiError, Cause};
+use crate::objects::FieldValidation;
+use crate::quantity;
+use crate::registry::ResourceInfo;
+use crate::validation::names::{
+    child, dns1123_subdomain, go_quote, index, invalid_rendered, invalid_value,
+    validate_qualified_name,
+};
+use crate::validation::selectors::validate_label_selector;
 
-/// The kinds of `storage.k8s.io`.
+const GROUP: &str = "storage.k8s.io";
+
+/// The longest CSI driver name.
+const CSI_DRIVER_NAME_MAX_LENGTH: usize = 63;
+/// The most provisioner parameters.
+const MAX_PARAMETERS: usize = 512;
+/// The largest total size of provisioner parameters.
+const MAX_PARAMETERS_SIZE: usize = 256 * 1024;
+
+/// Which storage kind a [`StorageStrategy`] serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    StorageClass,
+    CsiDriver,
+    CsiNode,
+    VolumeAttachment,
+    CsiStorageCapacity,
+    VolumeAttributesClass,
+}
+
+/// The kinds of `storage.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
-    Vec::new()
+    vec![
+        KindDef::new(
+            GROUP,
+            "v1",
+            "csidrivers",
+            "CSIDriver",
+            StorageStrategy(Kind::CsiDriver),
+        )
+        .schema::<api::CSIDriver>()
+        .cluster_scoped()
+        .printer(CSI_DRIVERS),
+        KindDef::new(
+            GROUP,
+            "v1",
+            "csinodes",
+            "CSINode",
+            StorageStrategy(Kind::CsiNode),
+        )
+        .schema::<api::CSINode>()
+        .cluster_scoped()
+        .printer(CSI_NODES),
+        KindDef::new(
+            GROUP,
+            "v1",
+            "csistoragecapacities",
+            "CSIStorageCapacity",
+            StorageStrategy(Kind::CsiStorageCapacity),
+        )
+        .schema::<api::CSIStorageCapacity>()
+        .printer(CSI_STORAGE_CAPACITIES),
+        KindDef::new(
+            GROUP,
+            "v1",
+            "storageclasses",
+            "StorageClass",
+            StorageStrategy(Kind::StorageClass),
+        )
+        .schema::<api::StorageClass>()
+        .cluster_scoped()
+        .short(&["sc"])
+        .printer(STORAGE_CLASSES),
+        KindDef::new(
+            GROUP,
+            "v1",
+            "volumeattachments",
+            "VolumeAttachment",
+            StorageStrategy(Kind::VolumeAttachment),
+        )
+        .schema::<api::VolumeAttachment>()
+        .cluster_scoped()
+        .status()
+        .printer(VOLUME_ATTACHMENTS),
+        KindDef::new(
+            GROUP,
+            "v1",
+            "volumeattributesclasses",
+            "VolumeAttributesClass",
+            StorageStrategy(Kind::VolumeAttributesClass),
+        )
+        .schema::<api::VolumeAttributesClass>()
+        .cluster_scoped()
+        .short(&["vac"])
+        .printer(VOLUME_ATTRIBUTES_CLASSES),
+    ]
+}
+
+/// The strategy of one storage kind.
+#[derive(Debug, Clone, Copy)]
+struct StorageStrategy(Kind);
+
+/// Sets `field` of `map` to `value` unless it holds a non-null value.
+fn default_field(map: &mut Map<String, Value>, field: &str, value: Value) {
+    if map.get(field).is_none_or(Value::is_null) {
+        map.insert(field.into(), value);
+    }
+}
+
+impl Strategy for StorageStrategy {
+    /// CSIStorageCapacity quantities are read and written back in canonical form.
+    fn decode(
+        &self,
+        info: &ResourceInfo,
+        obj: &mut Value,
+        validation: FieldValidation,
+        _ctx: &Context,
+    ) -> Result<Vec<String>, ApiError> {
+        if self.0 == Kind::CsiStorageCapacity
+            && let Some(root) = obj.as_object_mut()
+        {
+            for field in ["capacity", "maximumVolumeSize"] {
+                if let Some(value) = root.get_mut(field).filter(|v| !v.is_null()) {
+                    quantity::canonicalize_value(value)
+                        .map_err(|e| quantity::undecodable(info, e))?;
+                }
+            }
+        }
+        crate::openapi_builtin::decode_builtin(info, obj, validation)
+    }
+
+    fn default(&self, obj: &mut Value) {
+        let Some(root) = obj.as_object_mut() else {
+            return;
+        };
+        match self.0 {
+            Kind::StorageClass => {
+                default_field(root, "reclaimPolicy", json!("Delete"));
+                default_field(root, "volumeBindingMode", json!("Immediate"));
+            }
+            Kind::CsiDriver => {
+                let Some(spec) = root
+                    .entry("spec")
+                    .or_insert_with(|| json!({}))
+                    .as_object_mut()
+                else {
+                    return;
+                };
+                default_field(spec, "attachRequired", json!(true));
+                default_field(spec, "podInfoOnMount", json!(false));
+                default_field(spec, "storageCapacity", json!(false));
+                default_field(spec, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+                default_field(spec, "requiresRepublish", json!(false));
+                default_field(spec, "seLinuxMount", json!(false));
+                let modes_unset = spec
+                    .get("volumeLifecycleModes")
+                    .and_then(Value::as_array)
+                    .is_none_or(Vec::is_empty);
+                if modes_unset {
+                    spec.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
+        match self.0 {
+            Kind::StorageClass => storage_class(obj),
+            Kind::CsiDriver => csi_driver(obj),
+            Kind::CsiNode => csi_node(obj),
+            Kind::VolumeAttachment => volume_attachment(obj),
+            Kind::CsiStorageCapacity => csi_storage_capacity(obj),
+            Kind::VolumeAttributesClass => volume_attributes_class(obj),
+        }
+    }
+
+    fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        let mut errs = self.validate(obj, ctx);
+        errs.extend(match self.0 {
+            Kind::StorageClass => storage_class_update(obj, old),
+            Kind::VolumeAttachment if obj.get("spec") != old.get("spec") => {
+                vec![invalid_rendered("spec", "\"object\"", "field is immutable")]
+            }
+            Kind::VolumeAttributesClass => {
+                let mut errs = Vec::new();
+                if obj.get("parameters") != old.get("parameters") {
+                    errs.push(Cause::forbidden(
+                        "parameters",
+                        "updates to parameters are forbidden.",
+                    ));
+                }
+                errs.extend(crate::kinds::workload::immutable(
+                    obj,
+                    old,
+                    "driverName",
+                    "",
+                ));
+                errs
+            }
+            _ => Vec::new(),
+        });
+        errs
+    }
+}
+
+/// The string at `field`, empty when absent.
+fn string<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `ValidateCSIDriverName`: required, at most 63 characters, alphanumerics with `-` and `.`
+/// inside.
+fn csi_driver_name(name: &str, path: &str) -> Vec<Cause> {
+    if name.is_empty() {
+        return vec![Cause::required(path, name)];
+    }
+    let mut errs = Vec::new();
+    if name.len() > CSI_DRIVER_NAME_MAX_LENGTH {
+        errs.push(Cause::too_long(
+            path,
+            &json!(name),
+            CSI_DRIVER_NAME_MAX_LENGTH,
+        ));
+    }
+    let b = name.as_bytes();
+    let edges = b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric);
+    if !edges
+        || !b
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'.')
+    {
+        errs.push(invalid_value(
+            path,
+            &json!(name),
+            "a CSI driver name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        ));
+    }
+    errs
+}
+
+/// `validateParameters`: at most 512 non-empty keys of at most 256 KiB in all.
+fn parameters(obj: &Value, path: &str) -> Vec<Cause> {
+    let Some(params) = obj.get(path).and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut errs = Vec::new();
+    if params.len() > MAX_PARAMETERS {
+        errs.push(Cause::new(
+            "FieldValueTooLong",
+            path,
+            format!("Too long: may not be more than {MAX_PARAMETERS} bytes"),
+        ));
+        return errs;
+    }
+    let mut total = 0;
+    for (k, v) in params {
+        if k.is_empty() {
+            errs.push(invalid_rendered(
+                path,
+                "\"object\"",
+                "field can not be empty.",
+            ));
+        }
+        total += k.len() + v.as_str().map_or(0, str::len);
+    }
+    if total > MAX_PARAMETERS_SIZE {
+        errs.push(crate::validation::names::too_long(
+            path,
+            MAX_PARAMETERS_SIZE as i64,
+        ));
+    }
+    errs
+}
+
+/// Upstream's `ValidateStorageClass` (besides object metadata and allowed topologies).
+fn storage_class(obj: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let provisioner = string(obj, "provisioner");
+    if provisioner.is_empty() {
+        errs.push(Cause::required("provisioner", ""));
+    } else {
+        let lower = provisioner.to_lowercase();
+        for msg in validate_qualified_name(&lower) {
+            errs.push(invalid_rendered("provisioner", &go_quote(&lower), &msg));
+        }
+    }
+    errs.extend(parameters(obj, "parameters"));
+    if let Some(policy) = obj.get("reclaimPolicy").and_then(Value::as_str)
+        && !policy.is_empty()
+        && !matches!(policy, "Delete" | "Retain")
+    {
+        errs.push(Cause::not_supported(
+            "reclaimPolicy",
+            &json!(policy),
+            &[json!("Delete"), json!("Retain")],
+        ));
+    }
+    match obj.get("volumeBindingMode").filter(|v| !v.is_null()) {
+        None => errs.push(Cause::required("volumeBindingMode", "")),
+        Some(mode) if matches!(mode.as_str(), Some("Immediate" | "WaitForFirstConsumer")) => {}
+        Some(mode) => errs.push(Cause::not_supported(
+            "volumeBindingMode",
+            mode,
+            &[json!("Immediate"), json!("WaitForFirstConsumer")],
+        )),
+    }
+    errs
+}
+
+/// Upstream's `ValidateStorageClassUpdate`: parameters, provisioner and reclaim policy are
+/// forbidden to change; the binding mode is immutable.
+fn storage_class_update(obj: &Value, old: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    for (field, message) in [
+        ("parameters", "updates to parameters are forbidden."),
+        ("provisioner", "updates to provisioner are forbidden."),
+        ("reclaimPolicy", "updates to reclaimPolicy are forbidden."),
+    ] {
+        if obj.get(field) != old.get(field) {
+            errs.push(Cause::forbidden(field, message));
+        }
+    }
+    errs.extend(crate::kinds::workload::immutable(
+        obj,
+        old,
+        "volumeBindingMode",
+        "",
+    ));
+    errs
+}
+
+/// Upstream's `ValidateCSIDriver` (besides object metadata): the name is a CSI driver name; the
+/// FS group policy and lifecycle modes are known values.
+fn csi_driver(obj: &Value) -> Vec<Cause> {
+    let mut errs = csi_driver_name(crate::meta::name(obj), "metadata.name");
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    if let Some(policy) = spec.get("fsGroupPolicy").filter(|v| !v.is_null())
+        && !matches!(
+            policy.as_str(),
+            Some("File" | "None" | "ReadWriteOnceWithFSType")
+        )
+    {
+        errs.push(Cause::not_supported(
+            "spec.fsGroupPolicy",
+            policy,
+            &[
+                json!("File"),
+                json!("None"),
+                json!("ReadWriteOnceWithFSType"),
+            ],
+        ));
+    }
+    let modes = spec
+        .get("volumeLifecycleModes")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    for (i, mode) in modes.iter().enumerate() {
+        if !matches!(mode.as_str(), Some("Ephemeral" | "Persistent")) {
+            errs.push(Cause::not_supported(
+                index("spec.volumeLifecycleModes", i),
+                mode,
+                &[json!("Ephemeral"), json!("Persistent")],
+            ));
+        }
+    }
+    errs
+}
+
+/// Upstream's `ValidateCSINode` (besides object metadata): every driver has a valid, unique
+/// name, a node ID, and a non-negative allocatable count.
+fn csi_node(obj: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let drivers = crate::meta::path(obj, "spec.drivers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let mut names = std::collections::HashSet::new();
+    for (i, driver) in drivers.iter().enumerate() {
+        let at = index("spec.drivers", i);
+        let name = string(driver, "name");
+        errs.extend(csi_driver_name(name, &child(&at, "name")));
+        if !names.insert(name) {
+            errs.push(Cause::duplicate(child(&at, "name"), &json!(name)));
+        }
+        if string(driver, "nodeID").is_empty() {
+            errs.push(Cause::required(
+                child(&at, "nodeID"),
+                "nodeID of the driver",
+            ));
+        }
+        if let Some(count) = crate::meta::path(driver, "allocatable.count").and_then(Value::as_i64)
+            && count < 0
+        {
+            errs.push(invalid_value(
+                &child(&at, "allocatable.count"),
+                &json!(count),
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+    errs
+}
+
+/// Upstream's `ValidateVolumeAttachment`: attacher, node name, and exactly one source.
+fn volume_attachment(obj: &Value) -> Vec<Cause> {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let mut errs = csi_driver_name(string(spec, "attacher"), "spec.attacher");
+    let node = string(spec, "nodeName");
+    if node.is_empty() {
+        errs.push(Cause::required("spec.nodeName", "node name is required"));
+    } else {
+        for msg in dns1123_subdomain(node) {
+            errs.push(invalid_rendered("spec.nodeName", &go_quote(node), &msg));
+        }
+    }
+    let source = spec.get("source").unwrap_or(&Value::Null);
+    let pv = source.get("persistentVolumeName").and_then(Value::as_str);
+    let inline = source.get("inlineVolumeSpec").filter(|v| !v.is_null());
+    match (pv, inline) {
+        (Some(_), Some(_)) | (None, None) => errs.push(Cause::required(
+            "spec.source",
+            "must specify exactly one of inlineVolumeSpec and persistentVolumeName",
+        )),
+        (Some(""), None) => errs.push(Cause::required(
+            "spec.source.persistentVolumeName",
+            "must specify non empty persistentVolumeName",
+        )),
+        _ => {}
+    }
+    errs
+}
+
+/// Upstream's `ValidateCSIStorageCapacity`: a storage class name, a valid node topology
+/// selector, non-negative quantities.
+fn csi_storage_capacity(obj: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let class = string(obj, "storageClassName");
+    if class.is_empty() {
+        errs.push(Cause::required("storageClassName", ""));
+    } else {
+        for msg in dns1123_subdomain(class) {
+            errs.push(invalid_rendered("storageClassName", &go_quote(class), &msg));
+        }
+    }
+    if let Some(selector) = obj.get("nodeTopology").filter(|v| !v.is_null()) {
+        errs.extend(validate_label_selector(selector, "nodeTopology"));
+    }
+    for field in ["capacity", "maximumVolumeSize"] {
+        if let Some(value) = obj.get(field).filter(|v| !v.is_null())
+            && quantity::from_json(value).is_ok_and(|q| q.is_negative())
+        {
+            errs.push(invalid_value(
+                field,
+                value,
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+    errs
+}
+
+/// Upstream's `ValidateVolumeAttributesClass`: a CSI driver name and non-empty parameter keys.
+fn volume_attributes_class(obj: &Value) -> Vec<Cause> {
+    let mut errs = csi_driver_name(string(obj, "driverName"), "driverName");
+    errs.extend(parameters(obj, "parameters"));
+    errs
+}
+
+/// A boolean cell, `false` when absent.
+fn flag(obj: &Value, path: &str) -> Value {
+    json!(
+        crate::meta::path(obj, path)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    )
+}
+
+const STORAGE_CLASSES: Printer = Printer {
+    columns: &[
+        Column::new(
+            "Provisioner",
+            "provisioner indicates the type of the provisioner.",
+        ),
+        Column::new(
+            "ReclaimPolicy",
+            "reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class. Defaults to Delete.",
+        ),
+        Column::new(
+            "VolumeBindingMode",
+            "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.  When unset, VolumeBindingImmediate is used. This field is only honored by servers that enable the VolumeScheduling feature.",
+        ),
+        Column::new(
+            "AllowVolumeExpansion",
+            "allowVolumeExpansion shows whether the storage class allow volume expand.",
+        ),
+        AGE,
+    ],
+    cells: |obj| {
+        let or = |field: &str, fallback: &str| match string(obj, field) {
+            "" => fallback.to_string(),
+            v => v.to_string(),
+        };
+        vec![
+            json!(string(obj, "provisioner")),
+            json!(or("reclaimPolicy", "Delete")),
+            json!(or("volumeBindingMode", "Immediate")),
+            flag(obj, "allowVolumeExpansion"),
+            age(obj),
+        ]
+    },
+};
+
+const CSI_DRIVERS: Printer = Printer {
+    columns: &[
+        Column::new("AttachRequired", "Indicates this CSI volume driver requires an attach operation, and that Kubernetes should call attach and wait for any attach operation to complete before proceeding to mount.").typed("boolean"),
+        Column::new("PodInfoOnMount", "Indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations.").typed("boolean"),
+        Column::new("StorageCapacity", "Indicates this CSI volume driver supports storage capacity tracking.").typed("boolean"),
+        Column::new("TokenRequests", "Indicates the CSI volume driver requests service account tokens from kubelet."),
+        Column::new("RequiresRepublish", "Indicates the CSI volume driver requires NodePublishVolume being periodically called.").typed("boolean"),
+        Column::new("Modes", "Defines the supported volume lifecycle modes for this CSI driver."),
+        AGE,
+    ],
+    cells: |obj| {
+        let tokens: Vec<&str> = crate::meta::path(obj, "spec.tokenRequests")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(|t| string(t, "audience")).collect())
+            .unwrap_or_default();
+        let tokens = if tokens.is_empty() {
+            "<unset>".to_string()
+        } else {
+            tokens.join(",")
+        };
+        let modes = crate::kinds::printer::joined(obj, "spec.volumeLifecycleModes");
+        vec![
+            flag(obj, "spec.attachRequired"),
+            flag(obj, "spec.podInfoOnMount"),
+            flag(obj, "spec.storageCapacity"),
+            json!(tokens),
+            flag(obj, "spec.requiresRepublish"),
+            json!(crate::kinds::printer::or_none(&modes)),
+            age(obj),
+        ]
+    },
+};
+
+const CSI_NODES: Printer = Printer {
+    columns: &[
+        Column::new(
+            "Drivers",
+            "Drivers indicates the number of CSI drivers registered on the node",
+        )
+        .typed("integer"),
+        AGE,
+    ],
+    cells: |obj| {
+        let drivers = crate::meta::path(obj, "spec.drivers")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        vec![json!(drivers), age(obj)]
+    },
+};
+
+const VOLUME_ATTACHMENTS: Printer = Printer {
+    columns: &[
+        Column::new("Attacher", "Attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName()."),
+        Column::new("PV", "Name of the persistent volume to attach."),
+        Column::new("Node", "The node that the volume should be attached to."),
+        Column::new("Attached", "Indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.").typed("boolean"),
+        AGE,
+    ],
+    cells: |obj| {
+        vec![
+            json!(text(obj, "spec.attacher")),
+            json!(text(obj, "spec.source.persistentVolumeName")),
+            json!(text(obj, "spec.nodeName")),
+            flag(obj, "status.attached"),
+            age(obj),
+        ]
+    },
+};
+
+const CSI_STORAGE_CAPACITIES: Printer = Printer {
+    columns: &[
+        Column::new(
+            "StorageClassName",
+            "The name of the StorageClass that the reported capacity applies to.",
+        ),
+        Column::new(
+            "Capacity",
+            "Capacity is the value reported by the CSI driver in its GetCapacityResponse.",
+        ),
+        AGE,
+    ],
+    cells: |obj| {
+        let capacity = match string(obj, "capacity") {
+            "" => "<unset>",
+            c => c,
+        };
+        vec![
+            json!(string(obj, "storageClassName")),
+            json!(capacity),
+            age(obj),
+        ]
+    },
+};
+
+const VOLUME_ATTRIBUTES_CLASSES: Printer = Printer {
+    columns: &[Column::new("DriverName", "Name of the CSI driver"), AGE],
+    cells: |obj| vec![json!(string(obj, "driverName")), age(obj)],
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(causes: Vec<Cause>) -> Vec<String> {
+        causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
+    }
+
+    #[test]
+    fn storage_classes_validate_and_freeze() {
+        let mut sc = json!({"metadata": {"name": "fast"}, "provisioner": "example.com/disk"});
+        StorageStrategy(Kind::StorageClass).default(&mut sc);
+        assert_eq!(sc["reclaimPolicy"], "Delete");
+        assert_eq!(sc["volumeBindingMode"], "Immediate");
+        assert!(storage_class(&sc).is_empty());
+        assert_eq!(
+            messages(storage_class(
+                &json!({"reclaimPolicy": "Recycle", "volumeBindingMode": "Later"})
+            )),
+            vec![
+                "provisioner: Required value",
+                "reclaimPolicy: Unsupported value: \"Recycle\": supported values: \"Delete\", \"Retain\"",
+                "volumeBindingMode: Unsupported value: \"Later\": supported values: \"Immediate\", \"WaitForFirstConsumer\"",
+            ]
+        );
+        let mut changed = sc.clone();
+        changed["provisioner"] = json!("example.com/other");
+        changed["parameters"] = json!({"type": "ssd"});
+        changed["volumeBindingMode"] = json!("WaitForFirstConsumer");
+        assert_eq!(
+            messages(storage_class_update(&changed, &sc)),
+            vec![
+                "parameters: Forbidden: updates to parameters are forbidden.",
+                "provisioner: Forbidden: updates to provisioner are forbidden.",
+                "volumeBindingMode: Invalid value: \"WaitForFirstConsumer\": field is immutable",
+            ]
+        );
+    }
+
+    #[test]
+    fn csi_drivers_default_as_upstream() {
+        let mut driver = json!({"metadata": {"name": "ref3.csi.example.com"}});
+        StorageStrategy(Kind::CsiDriver).default(&mut driver);
+        assert_eq!(
+            driver["spec"],
+            json!({"attachRequired": true, "podInfoOnMount": false, "volumeLifecycleModes": ["Persistent"], "storageCapacity": false, "fsGroupPolicy": "ReadWriteOnceWithFSType", "requiresRepublish": false, "seLinuxMount": false})
+        );
+        assert!(csi_driver(&driver).is_empty());
+        assert_eq!(csi_driver(&json!({"metadata": {"name": "-bad"}})).len(), 1);
+    }
+
+    #[test]
+    fn attachments_and_capacities() {
+        assert_eq!(
+            messages(volume_attachment(
+                &json!({"spec": {"attacher": "csi.example.com", "nodeName": "n1", "source": {}}})
+            )),
+            vec![
+                "spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName"
+            ]
+        );
+        assert_eq!(
+            messages(csi_storage_capacity(
+                &json!({"storageClassName": "fast", "capacity": "-1Gi"})
+            )),
+            vec!["capacity: Invalid value: \"-1Gi\": must be greater than or equal to 0"]
+        );
+    }
 }

@@ -115,6 +115,11 @@ pub(crate) trait Strategy: Debug + Send + Sync {
         Ok(())
     }
 
+    /// Refuses deleting `cur` (a system PriorityClass), before anything changes.
+    fn validate_delete(&self, _cur: &Value) -> Result<(), ApiError> {
+        Ok(())
+    }
+
     /// How deleting `cur` proceeds; may add server finalizers to `finalizers`.
     fn prepare_for_delete(&self, _cur: &Value, _finalizers: &mut Vec<String>) -> DeletePlan {
         DeletePlan::Finalizers

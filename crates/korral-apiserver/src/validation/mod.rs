@@ -3,6 +3,7 @@
 pub mod cel;
 pub mod duplicates;
 pub mod names;
+pub(crate) mod network;
 pub mod podspec;
 pub mod ports;
 pub mod schema;
