@@ -91,7 +91,9 @@ pub fn to_yaml(file: &ManifestFile) -> anyhow::Result<String> {
 /// file of `set`) and `config/prometheus/kustomization.yaml`, and adds
 /// `metrics_service.yaml` to `config/default/kustomization.yaml` (as kubebuilder v4 lists it
 /// there; `../prometheus` stays out of it, since the ServiceMonitor needs the
-/// prometheus-operator CRDs). Returns the written paths.
+/// prometheus-operator CRDs); when the operator serves webhooks, writes
+/// `config/webhook/kustomization.yaml` and adds `../webhook` there too. Returns the written
+/// paths.
 pub fn write(root: &Path, set: &ManifestSet) -> anyhow::Result<Vec<String>> {
     let mut written = Vec::new();
     let mut crd_files = Vec::new();
@@ -195,7 +197,22 @@ fn write_kustomizations(root: &Path, set: &ManifestSet) -> anyhow::Result<Vec<St
         )?;
         written.push("config/prometheus/kustomization.yaml".to_owned());
     }
-    for resource in files_under(set, "config/default/") {
+    let webhook = files_under(set, "config/webhook/");
+    if !webhook.is_empty() {
+        scaffold::write_file(
+            &root.join("config/webhook/kustomization.yaml"),
+            &kustomization(
+                "The webhook configurations and the webhook Service; `korral generate` keeps this list up to date.",
+                &webhook,
+            ),
+        )?;
+        written.push("config/webhook/kustomization.yaml".to_owned());
+    }
+    let mut default_resources = files_under(set, "config/default/");
+    if !webhook.is_empty() {
+        default_resources.push("../webhook");
+    }
+    for resource in default_resources {
         let path = root.join("config/default/kustomization.yaml");
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
@@ -291,6 +308,59 @@ mod tests {
         );
         let again = std::fs::read_to_string(root.join("config/default/kustomization.yaml"))?;
         assert_eq!(again, default);
+        Ok(())
+    }
+
+    #[test]
+    fn webhook_files_get_a_kustomization_listed_in_config_default() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("config/default"))?;
+        std::fs::write(
+            root.join("config/default/kustomization.yaml"),
+            "namespace: demo-system\nresources:\n- ../crd\n",
+        )?;
+        let set = set(&[
+            "config/webhook/manifests.yaml",
+            "config/webhook/service.yaml",
+        ]);
+        let written = write(root, &set)?;
+        assert!(
+            written
+                .iter()
+                .any(|w| w == "config/webhook/kustomization.yaml")
+        );
+        let webhook = std::fs::read_to_string(root.join("config/webhook/kustomization.yaml"))?;
+        assert!(
+            webhook.ends_with("resources:\n- manifests.yaml\n- service.yaml\n"),
+            "{webhook}"
+        );
+        let default = std::fs::read_to_string(root.join("config/default/kustomization.yaml"))?;
+        assert_eq!(
+            default,
+            "namespace: demo-system\nresources:\n- ../crd\n- ../webhook\n"
+        );
+        let objects = crate::kustomize::read_kustomization(&root.join("config/default"))?;
+        assert_eq!(objects.len(), 2, "{objects:?}");
+
+        // Without webhooks nothing is added.
+        let other = tempfile::tempdir()?;
+        std::fs::create_dir_all(other.path().join("config/default"))?;
+        std::fs::write(
+            other.path().join("config/default/kustomization.yaml"),
+            "resources:\n- ../crd\n",
+        )?;
+        write(other.path(), &super::tests::set(&["config/rbac/role.yaml"]))?;
+        assert!(
+            !other
+                .path()
+                .join("config/webhook/kustomization.yaml")
+                .exists()
+        );
+        assert_eq!(
+            std::fs::read_to_string(other.path().join("config/default/kustomization.yaml"))?,
+            "resources:\n- ../crd\n"
+        );
         Ok(())
     }
 

@@ -394,6 +394,11 @@ impl Manager {
         &self.manifests
     }
 
+    /// The declared manifests, to add to (the webhook server records its webhooks here).
+    pub fn manifests_mut(&mut self) -> &mut Manifests {
+        &mut self.manifests
+    }
+
     /// Adds a runnable: `start(stop)` runs until `stop` completes (it should then return
     /// soon). With `needs_leader`, it only starts once this manager leads.
     pub fn add_runnable<F, Fut>(&mut self, name: impl Into<String>, needs_leader: bool, start: F)

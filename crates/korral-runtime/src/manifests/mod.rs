@@ -55,6 +55,7 @@
 
 mod rbac;
 mod render;
+mod webhooks;
 
 use std::io::Write;
 
@@ -64,7 +65,13 @@ use kube::client::Body;
 use kube::{Client, CustomResourceExt};
 
 pub use rbac::{OWN_VERBS, Permissions, READ_VERBS, Rule};
-pub use render::{ManifestFile, ManifestSet, OperatorInfo, leader_election_permissions};
+pub use render::{
+    ManifestFile, ManifestSet, OperatorInfo, WEBHOOK_CERT_MOUNT, leader_election_permissions,
+};
+pub use webhooks::{
+    AdmissionType, AdmissionWebhook, ConvertedKind, WEBHOOK_SERVICE_PORT, WEBHOOK_TARGET_PORT,
+    conversion_stanza,
+};
 
 use crate::manager::{Manager, ManagerError};
 
@@ -97,11 +104,13 @@ pub enum ManifestsError {
     Setup(#[source] crate::reconcile::BoxError),
 }
 
-/// An operator's CRDs and permissions.
+/// An operator's CRDs, permissions and webhooks.
 #[derive(Clone, Debug, Default)]
 pub struct Manifests {
     crds: Vec<CustomResourceDefinition>,
     permissions: Permissions,
+    webhooks: Vec<AdmissionWebhook>,
+    conversions: Vec<ConvertedKind>,
 }
 
 impl Manifests {
@@ -110,18 +119,102 @@ impl Manifests {
         Self::default()
     }
 
-    /// Adds the CRD of `K` (once: a second call for the same CRD name replaces the first).
+    /// Adds the CRD of `K`; a CRD of the same name (another version of the kind) is merged
+    /// with it (see [`Self::add_crd`]).
     pub fn crd<K: CustomResourceExt>(&mut self) {
         self.add_crd(K::crd());
     }
 
-    /// Adds a CRD (replacing one of the same name).
-    pub fn add_crd(&mut self, crd: CustomResourceDefinition) {
-        self.crds
-            .retain(|existing| existing.metadata.name != crd.metadata.name);
+    /// Adds a CRD. When one of the same name is declared already, the two merge into one CRD
+    /// with the versions of both (a version declared again replaces the earlier one), sorted
+    /// by name as controller-gen writes them; the storage version stays the first declared
+    /// one, unless a conversion hub is registered for the kind (see [`Self::add_conversion`]):
+    /// the hub is then the storage version.
+    pub fn add_crd(&mut self, mut crd: CustomResourceDefinition) {
+        if let Some(existing) = self
+            .crds
+            .iter_mut()
+            .find(|existing| existing.metadata.name == crd.metadata.name)
+        {
+            let storage = existing
+                .spec
+                .versions
+                .iter()
+                .find(|v| v.storage)
+                .map(|v| v.name.clone());
+            for version in crd.spec.versions.drain(..) {
+                existing.spec.versions.retain(|v| v.name != version.name);
+                existing.spec.versions.push(version);
+            }
+            existing.spec.versions.sort_by(|a, b| a.name.cmp(&b.name));
+            let storage =
+                storage.or_else(|| existing.spec.versions.first().map(|v| v.name.clone()));
+            for version in &mut existing.spec.versions {
+                version.storage = Some(&version.name) == storage.as_ref();
+            }
+            return;
+        }
         self.crds.push(crd);
         self.crds
             .sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    }
+
+    /// Adds an admission webhook (one of the same path and type replaces it).
+    pub fn add_webhook(&mut self, webhook: AdmissionWebhook) {
+        self.webhooks
+            .retain(|w| !(w.path == webhook.path && w.admission == webhook.admission));
+        self.webhooks.push(webhook);
+    }
+
+    /// The admission webhooks, in the order added.
+    pub fn webhooks(&self) -> &[AdmissionWebhook] {
+        &self.webhooks
+    }
+
+    /// Records that the operator's `/convert` webhook converts `kind`: its CRD gets the
+    /// conversion stanza and the hub version is its storage version.
+    pub fn add_conversion(&mut self, kind: ConvertedKind) {
+        self.conversions
+            .retain(|c| !(c.group == kind.group && c.kind == kind.kind));
+        self.conversions.push(kind);
+    }
+
+    /// The converted kinds.
+    pub fn conversions(&self) -> &[ConvertedKind] {
+        &self.conversions
+    }
+
+    /// Whether the operator serves any webhook (admission or conversion).
+    pub fn serves_webhooks(&self) -> bool {
+        !self.webhooks.is_empty() || !self.conversions.is_empty()
+    }
+
+    /// `crd` as rendered: for a converted kind, the hub is the only storage version and
+    /// `spec.conversion` points at the operator's `/convert` webhook.
+    fn crd_with_conversion(
+        &self,
+        crd: &CustomResourceDefinition,
+        info: &OperatorInfo,
+    ) -> CustomResourceDefinition {
+        let mut crd = crd.clone();
+        let converted = self
+            .conversions
+            .iter()
+            .find(|c| c.group == crd.spec.group && c.kind == crd.spec.names.kind);
+        if let Some(converted) = converted {
+            if crd
+                .spec
+                .versions
+                .iter()
+                .any(|v| v.name == converted.hub_version)
+            {
+                for version in &mut crd.spec.versions {
+                    version.storage = version.name == converted.hub_version;
+                }
+            }
+            crd.spec.conversion = Some(conversion_stanza(info, crate::webhook::CONVERT_PATH));
+        }
+        crd
     }
 
     /// The CRDs, sorted by name.
@@ -204,4 +297,263 @@ pub fn print(
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{json}").map_err(ManifestsError::Write)?;
     stdout.flush().map_err(ManifestsError::Write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use serde_json::{Value, json};
+
+    mod v1 {
+        use super::*;
+        /// Version 1.
+        #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+        #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+        pub struct WidgetSpec {
+            /// The size.
+            pub size: i32,
+        }
+    }
+
+    mod v2 {
+        use super::*;
+        /// Version 2.
+        #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+        #[kube(group = "example.com", version = "v2", kind = "Widget", namespaced)]
+        pub struct WidgetSpec {
+            /// The replicas.
+            pub replicas: i32,
+        }
+    }
+
+    fn info() -> OperatorInfo {
+        OperatorInfo::new("widget-operator", "example.com")
+    }
+
+    fn versions(crd: &CustomResourceDefinition) -> Vec<(String, bool, bool)> {
+        crd.spec
+            .versions
+            .iter()
+            .map(|v| (v.name.clone(), v.served, v.storage))
+            .collect()
+    }
+
+    fn rendered_crd(manifests: &Manifests) -> Value {
+        let set = manifests.render(&info()).expect("render");
+        let file = set
+            .files
+            .iter()
+            .find(|f| f.path == "config/crd/bases/example.com_widgets.yaml")
+            .expect("the CRD file");
+        assert_eq!(file.objects.len(), 1);
+        file.objects[0].clone()
+    }
+
+    #[test]
+    fn versions_of_a_kind_merge_into_one_crd_with_one_storage_version() {
+        let mut manifests = Manifests::new();
+        manifests.crd::<v2::Widget>();
+        manifests.crd::<v1::Widget>();
+        manifests.crd::<v1::Widget>();
+        assert_eq!(manifests.crds().len(), 1);
+        assert_eq!(
+            versions(&manifests.crds()[0]),
+            [
+                ("v1".to_owned(), true, false),
+                ("v2".to_owned(), true, true)
+            ],
+            "the first declared version stays the storage version"
+        );
+        let crd = rendered_crd(&manifests);
+        assert_eq!(crd["spec"]["conversion"], Value::Null);
+        assert!(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"].is_object());
+        assert!(crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"].is_object());
+    }
+
+    #[test]
+    fn a_converted_kind_stores_its_hub_and_converts_through_the_webhook() {
+        let mut manifests = Manifests::new();
+        manifests.crd::<v1::Widget>();
+        manifests.crd::<v2::Widget>();
+        manifests.add_conversion(ConvertedKind {
+            group: "example.com".to_owned(),
+            kind: "Widget".to_owned(),
+            hub_version: "v2".to_owned(),
+        });
+        let crd = rendered_crd(&manifests);
+        let storage: Vec<(&str, bool)> = crd["spec"]["versions"]
+            .as_array()
+            .expect("versions")
+            .iter()
+            .map(|v| (v["name"].as_str().unwrap_or_default(), v["storage"] == true))
+            .collect();
+        assert_eq!(storage, [("v1", false), ("v2", true)]);
+        assert_eq!(
+            crd["spec"]["conversion"],
+            json!({
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": {"service": {
+                        "name": "widget-operator-webhook-service",
+                        "namespace": "widget-operator-system",
+                        "path": "/convert",
+                        "port": 443,
+                    }},
+                    "conversionReviewVersions": ["v1"],
+                },
+            })
+        );
+        let set = manifests.render(&info()).expect("render");
+        assert!(
+            set.files
+                .iter()
+                .any(|f| f.path == "config/webhook/service.yaml"),
+            "the conversion webhook needs the Service"
+        );
+        assert!(
+            !set.files
+                .iter()
+                .any(|f| f.path == "config/webhook/manifests.yaml"),
+            "no admission webhook"
+        );
+    }
+
+    #[test]
+    fn webhooks_add_the_server_port_and_a_certificate_volume_to_the_manager() {
+        let deployment = |manifests: &Manifests| {
+            let set = manifests.render(&info()).expect("render");
+            let file = set
+                .files
+                .iter()
+                .find(|f| f.path == "config/manager/manager.yaml")
+                .expect("manager.yaml");
+            file.objects[1]["spec"]["template"]["spec"].clone()
+        };
+        let plain = deployment(&Manifests::new());
+        assert_eq!(plain["volumes"], Value::Null);
+        assert_eq!(
+            plain["containers"][0]["ports"].as_array().map(Vec::len),
+            Some(2)
+        );
+
+        let mut manifests = Manifests::new();
+        manifests.add_webhook(AdmissionWebhook::of::<v1::Widget>(
+            AdmissionType::Validating,
+            "/validate-example-com-v1-widget",
+        ));
+        let pod = deployment(&manifests);
+        assert_eq!(
+            pod["containers"][0]["ports"][2],
+            json!({"name": "webhook-server", "containerPort": 9443, "protocol": "TCP"})
+        );
+        assert_eq!(
+            pod["containers"][0]["volumeMounts"],
+            json!([{"name": "webhook-certs", "mountPath": "/tmp/k8s-webhook-server/serving-certs"}])
+        );
+        assert_eq!(
+            pod["volumes"],
+            json!([{"name": "webhook-certs", "emptyDir": {}}])
+        );
+    }
+
+    #[test]
+    fn a_webhook_registered_twice_is_listed_once() {
+        let mut manifests = Manifests::new();
+        let webhook = AdmissionWebhook::of::<v1::Widget>(AdmissionType::Mutating, "/m");
+        manifests.add_webhook(webhook.clone());
+        manifests.add_webhook(webhook.clone().operations(["CREATE"]));
+        assert_eq!(manifests.webhooks().len(), 1);
+        assert_eq!(manifests.webhooks()[0].operations, ["CREATE"]);
+    }
+
+    /// Sets nothing (the registration is what is under test).
+    struct NoDefaults;
+
+    impl crate::webhook::Defaulter<v1::Widget> for NoDefaults {
+        async fn default(
+            &self,
+            _request: &kube::core::admission::AdmissionRequest<kube::core::DynamicObject>,
+            _object: &mut v1::Widget,
+        ) -> Result<(), crate::webhook::Denial> {
+            Ok(())
+        }
+    }
+
+    impl crate::webhook::conversion::Hub for v2::Widget {}
+    impl From<v1::Widget> for v2::Widget {
+        fn from(w: v1::Widget) -> Self {
+            Self {
+                metadata: w.metadata,
+                spec: v2::WidgetSpec {
+                    replicas: w.spec.size,
+                },
+            }
+        }
+    }
+    impl From<v2::Widget> for v1::Widget {
+        fn from(w: v2::Widget) -> Self {
+            Self {
+                metadata: w.metadata,
+                spec: v1::WidgetSpec {
+                    size: w.spec.replicas,
+                },
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_webhook_server_declares_what_it_serves_to_the_manager() {
+        use crate::webhook::WebhookServer;
+        use crate::webhook::conversion::{ConversionWebhook, HubAndSpokes};
+        let manifests = collect(|manager| {
+            manager.declare_crd::<v1::Widget>();
+            manager.declare_crd::<v2::Widget>();
+            let mut server = WebhookServer::new();
+            server.defaulter::<v1::Widget, _>(NoDefaults)?;
+            server.conversion(
+                ConversionWebhook::new()
+                    .kind(HubAndSpokes::<v2::Widget>::new().spoke::<v1::Widget>())?,
+            )?;
+            server.add_to(manager)?;
+            Ok(())
+        })
+        .expect("collect");
+        assert_eq!(
+            manifests.webhooks(),
+            [AdmissionWebhook {
+                admission: AdmissionType::Mutating,
+                group: "example.com".to_owned(),
+                version: "v1".to_owned(),
+                kind: "Widget".to_owned(),
+                resource: "widgets".to_owned(),
+                path: "/mutate-example-com-v1-widget".to_owned(),
+                operations: vec!["CREATE".to_owned(), "UPDATE".to_owned()],
+            }]
+        );
+        assert_eq!(
+            manifests.conversions(),
+            [ConvertedKind {
+                group: "example.com".to_owned(),
+                kind: "Widget".to_owned(),
+                hub_version: "v2".to_owned(),
+            }]
+        );
+        let set = manifests.render(&info()).expect("render");
+        let webhooks = set
+            .files
+            .iter()
+            .find(|f| f.path == "config/webhook/manifests.yaml")
+            .expect("config/webhook/manifests.yaml");
+        assert_eq!(
+            webhooks.objects[0]["webhooks"][0]["clientConfig"]["service"]["path"],
+            "/mutate-example-com-v1-widget"
+        );
+        assert_eq!(
+            rendered_crd(&manifests)["spec"]["conversion"]["strategy"],
+            "Webhook"
+        );
+    }
 }

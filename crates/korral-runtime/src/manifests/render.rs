@@ -67,6 +67,24 @@ impl OperatorInfo {
     pub fn metrics_reader_role_name(&self) -> String {
         format!("{}-metrics-reader", self.name)
     }
+
+    /// The Service in front of the webhook server (kubebuilder's `webhook-service`, with the
+    /// project prefix its kustomization adds).
+    pub fn webhook_service_name(&self) -> String {
+        format!("{}-webhook-service", self.name)
+    }
+
+    /// The MutatingWebhookConfiguration (kubebuilder's `mutating-webhook-configuration`,
+    /// prefixed).
+    pub fn mutating_webhook_configuration_name(&self) -> String {
+        format!("{}-mutating-webhook-configuration", self.name)
+    }
+
+    /// The ValidatingWebhookConfiguration (kubebuilder's `validating-webhook-configuration`,
+    /// prefixed).
+    pub fn validating_webhook_configuration_name(&self) -> String {
+        format!("{}-validating-webhook-configuration", self.name)
+    }
 }
 
 /// The port of the secure metrics endpoint (kubebuilder v4's `--metrics-bind-address=:8443`).
@@ -138,6 +156,7 @@ pub(super) fn render(
     for crd in &manifests.crds {
         let group = &crd.spec.group;
         let plural = &crd.spec.names.plural;
+        let crd = &manifests.crd_with_conversion(crd, info);
         let object = serde_json::to_value(crd).map_err(|source| ManifestsError::SerializeCrd {
             name: crd.metadata.name.clone().unwrap_or_default(),
             source,
@@ -221,11 +240,16 @@ pub(super) fn render(
                     },
                 },
             }),
-            deployment(info),
+            deployment(info, manifests.serves_webhooks()),
         ],
     });
     files.push(metrics_service(info));
     files.push(service_monitor(info));
+    files.extend(super::webhooks::files(
+        &manifests.webhooks,
+        !manifests.conversions.is_empty(),
+        info,
+    ));
     Ok(ManifestSet {
         api_version: ManifestSet::API_VERSION.to_owned(),
         kind: "ManifestSet".to_owned(),
@@ -234,12 +258,14 @@ pub(super) fn render(
     })
 }
 
-fn deployment(info: &OperatorInfo) -> Value {
+/// The manager's Deployment; `webhooks` adds the webhook server's container port
+/// (`webhook-server`, 9443) as kubebuilder's `manager_webhook_patch.yaml` does.
+fn deployment(info: &OperatorInfo, webhooks: bool) -> Value {
     let selector = json!({
         "control-plane": "controller-manager",
         "app.kubernetes.io/name": info.name,
     });
-    json!({
+    let mut deployment = json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {
@@ -307,8 +333,31 @@ fn deployment(info: &OperatorInfo) -> Value {
                 },
             },
         },
-    })
+    });
+    if webhooks {
+        let pod = &mut deployment["spec"]["template"]["spec"];
+        pod["volumes"] = json!([{"name": "webhook-certs", "emptyDir": {}}]);
+        let container = &mut pod["containers"][0];
+        if let Some(ports) = container["ports"].as_array_mut() {
+            ports.push(json!({
+                "name": "webhook-server",
+                "containerPort": super::webhooks::WEBHOOK_TARGET_PORT,
+                "protocol": "TCP",
+            }));
+        }
+        // The root filesystem is read-only: the certificate directory is a volume (the
+        // self-managed certificates are written there; cert-manager's Secret may replace it).
+        container["volumeMounts"] = json!([{
+            "name": "webhook-certs",
+            "mountPath": WEBHOOK_CERT_MOUNT,
+        }]);
+    }
+    deployment
 }
+
+/// Where the manager's webhook certificate directory is mounted (controller-runtime's default
+/// `$TMPDIR/k8s-webhook-server/serving-certs` in a container).
+pub const WEBHOOK_CERT_MOUNT: &str = "/tmp/k8s-webhook-server/serving-certs";
 
 /// The `metrics-auth` ClusterRole (create TokenReviews and SubjectAccessReviews, what the
 /// secure metrics filter does) bound to the manager's ServiceAccount, and the `metrics-reader`

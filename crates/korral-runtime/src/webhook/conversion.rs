@@ -189,12 +189,18 @@ impl<H: Hub> HubAndSpokes<H> {
 /// A kind's conversions with the type erased.
 trait ConvertKind: Send + Sync {
     fn versions(&self) -> Vec<String>;
+    /// The hub's version (`v2`).
+    fn hub_version(&self) -> String;
     fn convert(&self, object: Value, desired: &str) -> Result<Value, String>;
 }
 
 impl<H: Hub> ConvertKind for HubAndSpokes<H> {
     fn versions(&self) -> Vec<String> {
         self.versions.keys().cloned().collect()
+    }
+
+    fn hub_version(&self) -> String {
+        H::version(&()).into_owned()
     }
 
     fn convert(&self, object: Value, desired: &str) -> Result<Value, String> {
@@ -262,6 +268,21 @@ impl ConversionWebhook {
             .get(&(group.to_owned(), kind.to_owned()))
             .map(|k| k.versions())
             .unwrap_or_default()
+    }
+
+    /// The registered kinds with their hubs, for the operator's manifests (each CRD's
+    /// conversion stanza and storage version).
+    pub fn converted_kinds(&self) -> Vec<crate::manifests::ConvertedKind> {
+        self.kinds
+            .iter()
+            .map(
+                |((group, kind), converter)| crate::manifests::ConvertedKind {
+                    group: group.clone(),
+                    kind: kind.clone(),
+                    hub_version: converter.hub_version(),
+                },
+            )
+            .collect()
     }
 
     /// Converts one object to `desired`, keeping its metadata but labels and annotations.

@@ -33,6 +33,7 @@ use super::path::{CONVERT_PATH, mutate_path, validate_path};
 use super::review::{ADMISSION_V1, decode_request, encode_response, errored};
 use super::validator::{ValidatingHandler, Validator};
 use crate::manager::Manager;
+use crate::manifests::{AdmissionType, AdmissionWebhook, Manifests};
 use crate::metrics::{
     AddCheckError, Body, Handler, Registry, ServerHandle, start_server, text_response,
 };
@@ -107,6 +108,8 @@ pub struct WebhookServer {
     registry: Option<Registry>,
     routes: BTreeMap<String, Route>,
     ready: Arc<AtomicBool>,
+    /// What the typed registrations serve, for the operator's manifests.
+    declared: Manifests,
 }
 
 impl std::fmt::Debug for WebhookServer {
@@ -139,6 +142,7 @@ impl WebhookServer {
             registry: None,
             routes: BTreeMap::new(),
             ready: Arc::new(AtomicBool::new(false)),
+            declared: Manifests::new(),
         }
     }
 
@@ -247,10 +251,11 @@ impl WebhookServer {
         K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + Sync + 'static,
         D: Defaulter<K>,
     {
-        self.register(
-            &mutate_path::<K>(),
-            DefaultingHandler::<K, D>::new(defaulter),
-        )
+        let path = mutate_path::<K>();
+        self.register(&path, DefaultingHandler::<K, D>::new(defaulter))?;
+        self.declared
+            .add_webhook(AdmissionWebhook::of::<K>(AdmissionType::Mutating, &path));
+        Ok(self)
     }
 
     /// Serves the validator of `K` on kubebuilder's path (`/validate-<group>-<version>-<kind>`).
@@ -259,15 +264,34 @@ impl WebhookServer {
         K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
         V: Validator<K>,
     {
-        self.register(
-            &validate_path::<K>(),
-            ValidatingHandler::<K, V>::new(validator),
-        )
+        let path = validate_path::<K>();
+        self.register(&path, ValidatingHandler::<K, V>::new(validator))?;
+        self.declared
+            .add_webhook(AdmissionWebhook::of::<K>(AdmissionType::Validating, &path));
+        Ok(self)
+    }
+
+    /// Declares, for the operator's manifests, the admission webhook a raw handler serves
+    /// (typed registrations declare theirs).
+    pub fn declare(&mut self, webhook: AdmissionWebhook) -> &mut Self {
+        self.declared.add_webhook(webhook);
+        self
+    }
+
+    /// The webhooks declared for the operator's manifests (typed registrations, conversions
+    /// and [`Self::declare`]).
+    pub fn declared(&self) -> &Manifests {
+        &self.declared
     }
 
     /// Serves conversions on `/convert`.
     pub fn conversion(&mut self, webhook: ConversionWebhook) -> Result<&mut Self, WebhookError> {
-        self.add_route(CONVERT_PATH, Route::Conversion(Arc::new(webhook)))
+        let kinds = webhook.converted_kinds();
+        self.add_route(CONVERT_PATH, Route::Conversion(Arc::new(webhook)))?;
+        for kind in kinds {
+            self.declared.add_conversion(kind);
+        }
+        Ok(self)
     }
 
     /// A readiness check passing while the server serves.
@@ -286,7 +310,8 @@ impl WebhookServer {
         }
     }
 
-    /// Adds the server to `manager`: its readiness check ([`READY_CHECK`]), its metrics in the
+    /// Adds the server to `manager`: the webhooks it declares to the manager's
+    /// [manifests](crate::manifests), its readiness check ([`READY_CHECK`]), its metrics in the
     /// manager's registry (unless another was set) and a server runnable
     /// ([`Manager::add_server`]): it starts before the manager's caches sync, as
     /// controller-runtime starts its webhooks first (the caches may read a version this server
@@ -298,6 +323,12 @@ impl WebhookServer {
             .map_err(WebhookError::ReadyCheck)?;
         if self.registry.is_none() {
             self.registry = Some(manager.registry().clone());
+        }
+        for webhook in self.declared.webhooks() {
+            manager.manifests_mut().add_webhook(webhook.clone());
+        }
+        for kind in self.declared.conversions() {
+            manager.manifests_mut().add_conversion(kind.clone());
         }
         manager.add_server("webhook server", move |stop| async move {
             self.start(stop).await.map_err(BoxError::from)
