@@ -160,10 +160,15 @@ struct WatchTask {
     columns_sent: bool,
 }
 
-/// The frames to send first and the feed to follow.
+/// What to send first and the feed to follow.
 enum Begin {
     Ready {
-        frames: Vec<Bytes>,
+        /// Objects of the initial state, sent as `ADDED` events. They are the stored values
+        /// (shared), each encoded only when its turn to be sent comes, so a watch starting with
+        /// a large collection holds no second copy of it.
+        initial: Vec<Object>,
+        /// Whether the initial state ends with the `k8s.io/initial-events-end` bookmark.
+        initial_end: bool,
         revision: u64,
         feed: crate::storage::WatchFeed,
     },
@@ -205,19 +210,15 @@ impl WatchTask {
         match start {
             Start::InitialState { bookmark_end } => {
                 let snapshot = storage.snapshot();
-                let mut frames = Vec::new();
-                let prefix = self.prefix.clone();
-                for (_, obj) in snapshot.range(&prefix, None) {
-                    if self.matches(obj) {
-                        frames.push(self.event("ADDED", obj));
-                    }
-                }
-                if bookmark_end {
-                    frames.push(bookmark(&self.info, snapshot.revision, true));
-                }
+                let initial: Vec<Object> = snapshot
+                    .range(&self.prefix, None)
+                    .filter(|(_, obj)| self.matches(obj))
+                    .map(|(_, obj)| obj.clone())
+                    .collect();
                 match storage.watch(snapshot.revision) {
                     Ok(feed) => Begin::Ready {
-                        frames,
+                        initial,
+                        initial_end: bookmark_end,
                         revision: snapshot.revision,
                         feed,
                     },
@@ -226,7 +227,8 @@ impl WatchTask {
             }
             Start::After(revision) => match storage.watch(revision) {
                 Ok(feed) => Begin::Ready {
-                    frames: Vec::new(),
+                    initial: Vec::new(),
+                    initial_end: false,
                     revision,
                     feed,
                 },
@@ -259,12 +261,13 @@ impl WatchTask {
 
     async fn run(mut self, begin: Begin, mut tx: mpsc::Sender<Result<Frame<Bytes>, Infallible>>) {
         let slow = self.state.watch_send_timeout;
-        let (frames, mut revision, mut feed) = match begin {
+        let (initial, initial_end, mut revision, mut feed) = match begin {
             Begin::Ready {
-                frames,
+                initial,
+                initial_end,
                 revision,
                 feed,
-            } => (frames, revision, feed),
+            } => (initial, initial_end, revision, feed),
             Begin::Expired(err) => {
                 let _ = tx
                     .send(Ok(Frame::data(encode("ERROR", &err.to_status()))))
@@ -272,10 +275,14 @@ impl WatchTask {
                 return;
             }
         };
-        for frame in frames {
+        for obj in initial {
+            let frame = self.event("ADDED", &obj);
             if !send(&mut tx, frame, slow).await {
                 return;
             }
+        }
+        if initial_end && !send(&mut tx, bookmark(&self.info, revision, true), slow).await {
+            return;
         }
         for event in std::mem::take(&mut feed.backlog) {
             revision = event.revision;
