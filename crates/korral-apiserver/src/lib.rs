@@ -17,7 +17,7 @@
 //! # }
 //! ```
 
-mod admission;
+pub mod admission;
 pub mod apply;
 pub mod auth;
 mod builtin_admission;

@@ -85,6 +85,16 @@ impl std::fmt::Debug for AdmissionCheck {
     }
 }
 
+/// An update that admission webhooks look at (see `Objects::admit_update`).
+struct AdmittedUpdate<'a> {
+    info: &'a Arc<ResourceInfo>,
+    namespace: Option<&'a str>,
+    name: &'a str,
+    opts: &'a WriteOptions,
+    part: Part,
+    user: &'a crate::auth::UserInfo,
+}
+
 /// Options of a create, update or patch.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
@@ -101,6 +111,9 @@ pub struct WriteOptions {
     pub user_agent: Option<String>,
     /// A check of the object to store, run inside the guarded update (see [`AdmissionCheck`]).
     pub admission: Option<AdmissionCheck>,
+    /// The client making the request: admission webhooks run for it (`None` for the server's
+    /// own writes).
+    pub requester: Option<crate::auth::UserInfo>,
 }
 
 impl WriteOptions {
@@ -177,6 +190,9 @@ pub struct DeleteOptions {
     pub dry_run: bool,
     /// `gracePeriodSeconds`.
     pub grace_period_seconds: Option<i64>,
+    /// The client making the request: admission webhooks run for it (`None` for the server's
+    /// own deletes).
+    pub requester: Option<crate::auth::UserInfo>,
 }
 
 /// Refuses a `DeleteOptions` body whose known fields have the wrong JSON type (a `preconditions`
@@ -378,6 +394,7 @@ pub struct Objects {
     storage: Arc<dyn Storage>,
     registry: Arc<Registry>,
     pages: Mutex<PageSnapshots>,
+    webhook_services: crate::admission::ServiceMap,
 }
 
 fn generate_suffix() -> String {
@@ -467,7 +484,13 @@ impl Objects {
             storage,
             registry,
             pages: Mutex::new(PageSnapshots::default()),
+            webhook_services: Default::default(),
         }
+    }
+
+    /// Where admission webhook services are reached (`namespace/name:port` → local address).
+    pub fn webhook_services(&self) -> &crate::admission::ServiceMap {
+        &self.webhook_services
     }
 
     /// The storage underneath.
@@ -813,6 +836,33 @@ impl Objects {
                 }
                 Some(_) => {}
             }
+        }
+        let mut warnings = warnings;
+        if let Some(user) = &opts.requester {
+            let req = crate::admission::Request {
+                objects: self,
+                info,
+                operation: crate::admission::Operation::Create,
+                subresource: None,
+                namespace: meta::namespace(&obj),
+                name: &name,
+                old: None,
+                user,
+                dry_run: opts.dry_run,
+                options: crate::admission::write_options(opts),
+            };
+            let mut candidate = Some(obj.clone());
+            let admitted = crate::admission::admit(&req, &mut candidate, |mut next| {
+                crate::admission::keep_system_metadata(&mut next, &obj);
+                let w = Self::decode_and_validate(info, &mut next, None, opts.field_validation, &ctx)?;
+                warnings = w;
+                Ok(next)
+            })
+            .await?;
+            if let Some(next) = candidate {
+                obj = next;
+            }
+            warnings.extend(admitted.warnings);
         }
         let key = Self::key(info, namespace, &name);
         let admission = opts.admission.clone();
@@ -1262,6 +1312,27 @@ impl Objects {
             }
             Ok(Write::Put(next))
         };
+        // Admission webhooks see the current object and the update; the write then happens
+        // only if the object did not change meanwhile.
+        let decide: crate::storage::UpdateFn = match &opts.requester {
+            None => Box::new(decide),
+            Some(user) => {
+                let cur = self.storage.get(&key);
+                let write = decide(cur.as_ref())?;
+                let update = AdmittedUpdate {
+                    info,
+                    namespace,
+                    name,
+                    opts,
+                    part,
+                    user,
+                };
+                match self.admit_update(update, cur, write, &warnings).await? {
+                    Ok(written) => return Ok(written),
+                    Err(recheck) => recheck,
+                }
+            }
+        };
         if dry_run {
             let cur = self.storage.get(&key);
             let object = match decide(cur.as_ref())? {
@@ -1303,6 +1374,119 @@ impl Objects {
             }
             Err(err) => Err(err),
         }
+    }
+
+    /// Runs admission webhooks on an update computed from the current object (`write`, from
+    /// `cur`): the object is validated again when a webhook changed it. A dry run answers the
+    /// result (`Ok`); otherwise the write to commit is answered (`Err`), refused with a conflict
+    /// if the object changed since `cur` was read.
+    async fn admit_update(
+        &self,
+        update: AdmittedUpdate<'_>,
+        cur: Option<Object>,
+        write: Write,
+        warnings: &Arc<Mutex<Vec<String>>>,
+    ) -> Result<Result<Written, crate::storage::UpdateFn>, ApiError> {
+        let AdmittedUpdate {
+            info,
+            namespace,
+            name,
+            opts,
+            part,
+            user,
+        } = update;
+        let not_found = || ApiError::not_found(&info.group, &info.resource, name);
+        let stored = cur.ok_or_else(not_found)?;
+        let old = served(info, &stored);
+        let next = match &write {
+            Write::Put(next) => served(info, &Arc::new(next.clone())),
+            Write::Unchanged => old.clone(),
+            Write::Delete => {
+                // The last finalizer went: nothing is left to admit.
+                let expected = meta::resource_version(&stored).to_string();
+                let (group, resource, name) =
+                    (info.group.clone(), info.resource.clone(), name.to_string());
+                return Ok(Err(Box::new(move |now: Option<&Object>| match now {
+                    Some(now) if meta::resource_version(now) == expected => Ok(Write::Delete),
+                    Some(_) => Err(ApiError::conflict(&group, &resource, &name)),
+                    None => Err(ApiError::not_found(&group, &resource, &name)),
+                })));
+            }
+        };
+        let req = crate::admission::Request {
+            objects: self,
+            info,
+            operation: crate::admission::Operation::Update,
+            subresource: (part == Part::Status).then_some("status"),
+            namespace,
+            name,
+            old: Some(old.as_ref()),
+            user,
+            dry_run: opts.dry_run,
+            options: crate::admission::write_options(opts),
+        };
+        let managed = meta::metadata(&next)
+            .and_then(|m| m.get("managedFields"))
+            .cloned();
+        let ctx = self.context();
+        let mut revalidated = None;
+        let mut candidate = Some((*next).clone());
+        let admitted = crate::admission::admit(&req, &mut candidate, |patched| {
+            let (mut next, w) =
+                prepare_update(info, &old, patched, part, opts.field_validation, &ctx)?;
+            if let Some(md) = meta::metadata_mut(&mut next) {
+                match &managed {
+                    Some(m) => md.insert("managedFields".into(), m.clone()),
+                    None => md.remove("managedFields"),
+                };
+            }
+            revalidated = Some(w);
+            Ok(next)
+        })
+        .await?;
+        let warnings = {
+            let mut w = warnings.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(r) = revalidated {
+                *w = r;
+            }
+            w.extend(admitted.warnings);
+            w.clone()
+        };
+        let result = candidate.unwrap_or_else(|| (*next).clone());
+        if admitted.mutated
+            && let Some(check) = &opts.admission
+        {
+            check.check(&result)?;
+        }
+        let to_store = info.strategy.convert_for_storage(result);
+        if opts.dry_run {
+            return Ok(Ok(Written {
+                object: Arc::new(to_store),
+                warnings,
+                created: false,
+            }));
+        }
+        let expected = meta::resource_version(&stored).to_string();
+        let (group, resource, name) = (info.group.clone(), info.resource.clone(), name.to_string());
+        let strategy = info.strategy.clone();
+        Ok(Err(Box::new(move |now: Option<&Object>| {
+            let Some(now) = now else {
+                return Err(ApiError::not_found(&group, &resource, &name));
+            };
+            if meta::resource_version(now) != expected {
+                return Err(ApiError::conflict(&group, &resource, &name));
+            }
+            if to_store == **now {
+                return Ok(Write::Unchanged);
+            }
+            if meta::is_deleting(&to_store)
+                && meta::finalizers(&to_store).is_empty()
+                && !strategy.blocks_removal(&to_store)
+            {
+                return Ok(Write::Delete);
+            }
+            Ok(Write::Put(to_store))
+        })))
     }
 
     /// Deletes an object, honouring finalizers, preconditions and propagation.
@@ -1392,6 +1576,24 @@ impl Objects {
             info2.strategy.mark_deleting(&mut next);
             Ok(Write::Put(next))
         };
+        if let Some(user) = &opts.requester
+            && let Some(stored) = self.storage.get(&key)
+        {
+            let old = served(info, &stored);
+            let req = crate::admission::Request {
+                objects: self,
+                info,
+                operation: crate::admission::Operation::Delete,
+                subresource: None,
+                namespace,
+                name,
+                old: Some(old.as_ref()),
+                user,
+                dry_run: opts.dry_run,
+                options: crate::admission::delete_options(opts),
+            };
+            crate::admission::admit(&req, &mut None, Ok).await?;
+        }
         if opts.dry_run {
             let cur = self.storage.get(&key);
             return match decide(cur.as_ref())? {

@@ -73,6 +73,10 @@ pub struct ServerConfig {
     /// Faults to inject on purpose (none by default); changeable at run time through
     /// [`ApiServer::faults`].
     pub faults: crate::faults::FaultConfig,
+    /// Admission webhook services reached at a local address rather than through their
+    /// Endpoints: `namespace/name:port` → address (a test environment's webhook server). More
+    /// can be added at run time through `ApiServer::objects().webhook_services()`.
+    pub webhook_services: std::collections::BTreeMap<String, std::net::SocketAddr>,
 }
 
 /// How the server authorizes authenticated requests.
@@ -104,6 +108,7 @@ impl Default for ServerConfig {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             watch_send_timeout: Duration::from_secs(10),
             faults: crate::faults::FaultConfig::default(),
+            webhook_services: Default::default(),
         }
     }
 }
@@ -247,6 +252,9 @@ impl ApiServer {
             crd::register(&registry, obj);
         }
         let objects = Arc::new(Objects::new(storage.clone(), registry.clone()));
+        for (service, address) in &config.webhook_services {
+            objects.webhook_services().insert_key(service, *address);
+        }
         bootstrap(&objects).await.map_err(StartError::Bootstrap)?;
         if config.authorization == AuthorizationMode::Rbac {
             crate::auth::bootstrap::ensure(&objects)

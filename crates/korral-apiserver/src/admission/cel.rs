@@ -2,10 +2,13 @@
 //! validation engine's environment and cost model with admission's variables (`object`,
 //! `oldObject`, `request`, `params`, `namespaceObject`, `variables`).
 
-use cel::Program;
+use cel::{Context, Program};
+use serde_json::Value;
 
+use crate::validation::cel::PER_CALL_LIMIT;
 use crate::validation::cel::compile::{MAX_EXPRESSION_BYTES, env};
 use crate::validation::cel::cost::{self, Shape};
+use crate::validation::cel::value::to_cel;
 
 /// Stack for the parser thread (the generated parser recurses once per nesting level).
 const PARSER_STACK: usize = 64 * 1024 * 1024;
@@ -44,6 +47,20 @@ pub(crate) fn compile(source: &str, params: bool) -> Result<Program, String> {
     Ok(program)
 }
 
+/// Evaluates a compiled expression with the given variables (`null` for absent ones).
+pub(crate) fn evaluate(program: &Program, vars: &[(&str, &Value)]) -> Result<cel::Value, String> {
+    let shapes: Vec<(&str, Shape)> = vars.iter().map(|(n, v)| (*n, Shape::of_json(v))).collect();
+    let cost = cost::estimate(program.expression(), &shapes).map_err(|e| e.to_string())?;
+    if cost > PER_CALL_LIMIT {
+        return Err("operation cancelled: actual cost limit exceeded".into());
+    }
+    let mut ctx = Context::with_env(env().clone());
+    for (name, value) in vars {
+        ctx.add_variable_from_value(*name, to_cel(value));
+    }
+    program.execute(&ctx).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,7 +72,10 @@ mod tests {
             false,
         )
         .expect("test value");
-        let _ = p;
+        let obj = serde_json::json!({"metadata": {"name": "a"}});
+        let req = serde_json::json!({"operation": "CREATE"});
+        let got = evaluate(&p, &[("object", &obj), ("request", &req)]).expect("evaluates");
+        assert_eq!(got, cel::Value::Bool(true));
         assert!(compile("params.x", false).is_err());
         assert!(compile("params.x", true).is_ok());
         assert!(compile("object.(", false).is_err());

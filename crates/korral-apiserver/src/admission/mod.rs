@@ -1,4 +1,211 @@
-//! Admission beyond the built-in plugins: webhook URLs and CEL for admission expressions.
+//! Admission webhooks, called as kube-apiserver calls them: the Mutating- and
+//! ValidatingWebhookConfigurations that match a write (rules, scope, selectors, match
+//! conditions, match policy) receive an `AdmissionReview` v1 over https; mutating webhooks run
+//! first (their JSONPatches applied and the object validated again, `IfNeeded` webhooks invoked
+//! again after later changes), then validating ones. Denials, failures and warnings are answered
+//! with upstream's messages.
 
 pub(crate) mod cel;
+mod client;
+mod matching;
+mod review;
 pub(crate) mod url;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use crate::auth::UserInfo;
+use crate::error::ApiError;
+use crate::objects::Objects;
+use crate::registry::ResourceInfo;
+
+/// The operation of an admission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// `CREATE`.
+    Create,
+    /// `UPDATE` (updates, patches, status writes).
+    Update,
+    /// `DELETE`.
+    Delete,
+}
+
+impl Operation {
+    /// The name in rules and reviews.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+
+    /// The kind of the request's `options`.
+    fn options_kind(self) -> &'static str {
+        match self {
+            Operation::Create => "CreateOptions",
+            Operation::Update => "UpdateOptions",
+            Operation::Delete => "DeleteOptions",
+        }
+    }
+}
+
+/// Where webhook services are reached: `namespace/name:port` mapped to a local address (a test
+/// environment's webhook server); other services resolve through their Endpoints.
+#[derive(Debug, Clone, Default)]
+pub struct ServiceMap(Arc<RwLock<HashMap<String, SocketAddr>>>);
+
+impl ServiceMap {
+    /// Maps the service `namespace/name` on `port` to `address`.
+    pub fn insert(&self, namespace: &str, name: &str, port: u16, address: SocketAddr) {
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(format!("{namespace}/{name}:{port}"), address);
+    }
+
+    /// Maps `namespace/name:port` to `address`.
+    pub fn insert_key(&self, service: &str, address: SocketAddr) {
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(service.to_string(), address);
+    }
+
+    /// The address mapped for a service port, if any.
+    fn get(&self, namespace: &str, name: &str, port: u16) -> Option<SocketAddr> {
+        self.0
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&format!("{namespace}/{name}:{port}"))
+            .copied()
+    }
+}
+
+/// One write as admission sees it.
+pub(crate) struct Request<'a> {
+    /// The object layer (webhook configurations, namespaces, services are read from it).
+    pub objects: &'a Objects,
+    /// The resource written, in the version of the request.
+    pub info: &'a Arc<ResourceInfo>,
+    /// What is done.
+    pub operation: Operation,
+    /// `status` for a status write.
+    pub subresource: Option<&'static str>,
+    /// The namespace (namespaced kinds).
+    pub namespace: Option<&'a str>,
+    /// The object's name.
+    pub name: &'a str,
+    /// The stored object (update, delete).
+    pub old: Option<&'a Value>,
+    /// Who asks.
+    pub user: &'a UserInfo,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// The request's options beyond `kind`/`apiVersion`/`dryRun` (fieldManager, propagation).
+    pub options: serde_json::Map<String, Value>,
+}
+
+/// What admission did to a write.
+#[derive(Debug, Default)]
+pub(crate) struct Admitted {
+    /// The webhooks' warnings, in order.
+    pub warnings: Vec<String>,
+    /// Whether a mutating webhook changed the object.
+    pub mutated: bool,
+}
+
+/// Runs the mutating webhooks, then `revalidate` on a changed object, then the validating
+/// webhooks. `object` is the new object (`None` for a delete). An error refuses the write.
+pub(crate) async fn admit(
+    req: &Request<'_>,
+    object: &mut Option<Value>,
+    mut revalidate: impl FnMut(Value) -> Result<Value, ApiError>,
+) -> Result<Admitted, ApiError> {
+    let mut admitted = Admitted::default();
+    if matching::exempt(req.info) {
+        return Ok(admitted);
+    }
+    let mutating = matching::candidates(req, true, object.as_ref());
+    if !mutating.is_empty() {
+        let before = object.clone();
+        review::run_mutating(req, &mutating, object, &mut admitted.warnings).await?;
+        if *object != before
+            && let Some(obj) = object.take()
+        {
+            admitted.mutated = true;
+            *object = Some(revalidate(obj)?);
+        }
+    }
+    let validating = matching::candidates(req, false, object.as_ref());
+    if !validating.is_empty() {
+        review::run_validating(req, &validating, object.as_ref(), &mut admitted.warnings).await?;
+    }
+    Ok(admitted)
+}
+
+/// The `CreateOptions`/`UpdateOptions` fields a review carries beyond `dryRun`.
+pub(crate) fn write_options(opts: &crate::objects::WriteOptions) -> serde_json::Map<String, Value> {
+    let mut options = serde_json::Map::new();
+    if let Some(manager) = opts.field_manager.as_deref().filter(|m| !m.is_empty()) {
+        options.insert("fieldManager".into(), Value::from(manager));
+    }
+    options
+}
+
+/// The `DeleteOptions` fields a review carries beyond `dryRun`.
+pub(crate) fn delete_options(
+    opts: &crate::objects::DeleteOptions,
+) -> serde_json::Map<String, Value> {
+    let mut options = serde_json::Map::new();
+    if let Some(grace) = opts.grace_period_seconds {
+        options.insert("gracePeriodSeconds".into(), Value::from(grace));
+    }
+    let mut preconditions = serde_json::Map::new();
+    if let Some(uid) = &opts.precondition_uid {
+        preconditions.insert("uid".into(), Value::from(uid.as_str()));
+    }
+    if let Some(rv) = &opts.precondition_resource_version {
+        preconditions.insert("resourceVersion".into(), Value::from(rv.as_str()));
+    }
+    if !preconditions.is_empty() {
+        options.insert("preconditions".into(), Value::Object(preconditions));
+    }
+    if let Some(p) = opts.propagation {
+        let policy = match p {
+            crate::objects::Propagation::Foreground => "Foreground",
+            crate::objects::Propagation::Background => "Background",
+            crate::objects::Propagation::Orphan => "Orphan",
+        };
+        options.insert("propagationPolicy".into(), Value::from(policy));
+    }
+    options
+}
+
+/// Restores on a mutated object what the server owns (uid, timestamps, generation, resource
+/// version, name and namespace), as upstream assigns them after mutating admission.
+pub(crate) fn keep_system_metadata(next: &mut Value, original: &Value) {
+    let original = crate::meta::metadata(original).cloned().unwrap_or_default();
+    if let Some(md) = crate::meta::metadata_mut(next) {
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "resourceVersion",
+            "name",
+            "namespace",
+        ] {
+            match original.get(field) {
+                Some(v) => {
+                    md.insert(field.into(), v.clone());
+                }
+                None => {
+                    md.remove(field);
+                }
+            }
+        }
+    }
+}

@@ -193,7 +193,8 @@ fn content_type(headers: &HeaderMap) -> String {
 }
 
 /// Serves a request on a resource path. `admission` runs inside the guarded update of a
-/// create, update or patch of the main resource.
+/// create, update or patch of the main resource; admission webhooks run for `requester`.
+#[allow(clippy::too_many_arguments)]
 pub async fn serve(
     state: &Arc<State>,
     rp: ResourcePath,
@@ -202,6 +203,7 @@ pub async fn serve(
     headers: &HeaderMap,
     body_bytes: bytes::Bytes,
     admission: Option<objects::AdmissionCheck>,
+    requester: &crate::auth::UserInfo,
 ) -> Result<Response<Body>, ApiError> {
     let registry = state.objects.registry();
     let info = registry
@@ -262,7 +264,9 @@ pub async fn serve(
             Ok(list_view_response(info, page, view))
         }
         (&Method::POST, None) if part == Part::Main => {
-            let opts = write_options(query, headers, "CreateOptions", None, admission.as_ref())?;
+            let mut opts =
+                write_options(query, headers, "CreateOptions", None, admission.as_ref())?;
+            opts.requester = Some(requester.clone());
             let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects.create(&info, namespace, obj, &opts).await?;
@@ -273,7 +277,9 @@ pub async fn serve(
             Ok(response)
         }
         (&Method::PUT, Some(name)) => {
-            let opts = write_options(query, headers, "UpdateOptions", None, admission.as_ref())?;
+            let mut opts =
+                write_options(query, headers, "UpdateOptions", None, admission.as_ref())?;
+            opts.requester = Some(requester.clone());
             let obj = body::decode_object(&body_bytes, &content_type(headers), &info.kind)?;
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects
@@ -291,13 +297,14 @@ pub async fn serve(
             } else {
                 PatchType::from_content_type(&content_type(headers))?
             };
-            let opts = write_options(
+            let mut opts = write_options(
                 query,
                 headers,
                 "PatchOptions",
                 Some(patch_type),
                 admission.as_ref(),
             )?;
+            opts.requester = Some(requester.clone());
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects
                 .patch(
@@ -324,7 +331,8 @@ pub async fn serve(
         }
         (&Method::DELETE, Some(name)) if part == Part::Main => {
             let options = delete_body(&body_bytes)?;
-            let opts = DeleteOptions::from_request(options.as_ref(), query)?;
+            let mut opts = DeleteOptions::from_request(options.as_ref(), query)?;
+            opts.requester = Some(requester.clone());
             match objects.delete(&info, namespace, name, &opts).await? {
                 Deleted::Pending(obj) => {
                     Ok(body::json_response(StatusCode::OK, &*present(&info, &obj)))

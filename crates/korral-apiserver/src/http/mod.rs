@@ -254,6 +254,7 @@ where
                 &parts.headers,
                 bytes,
                 admission,
+                &attrs.user,
             )
             .await
         }

@@ -1,0 +1,689 @@
+//! Admission webhooks end to end: webhook configurations (defaults, refusals) and the server
+//! calling small https webhooks run by the test (mutation, denial, failures, timeouts, warnings,
+//! dry run, selectors, delete), compared with the reference captures of kube-apiserver v1.36.
+
+mod common;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+
+use common::TestEnv;
+
+/// What the test webhook received: the path and the review.
+type Received = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// A running https webhook server.
+struct Hook {
+    address: SocketAddr,
+    ca_bundle: String,
+    received: Received,
+}
+
+impl Hook {
+    fn url(&self, path: &str) -> String {
+        format!("https://{}{path}", self.address)
+    }
+
+    fn reviews(&self, path: &str) -> Vec<Value> {
+        self.received
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    fn clear(&self) {
+        self.received.lock().expect("lock").clear();
+    }
+}
+
+/// The answer of the test webhook for a path.
+async fn answer(path: &str, review: &Value) -> Value {
+    let uid = review["request"]["uid"].clone();
+    let mut response = json!({"uid": uid, "allowed": true});
+    match path {
+        "/patch" => {
+            let has_annotations = review["request"]["object"]["metadata"]
+                .get("annotations")
+                .is_some();
+            let op = if has_annotations {
+                json!([{"op": "add", "path": "/metadata/annotations/patched", "value": "yes"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/annotations", "value": {"patched": "yes"}}])
+            };
+            let b64 = base64::engine::general_purpose::STANDARD.encode(op.to_string());
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] = json!(b64);
+        }
+        "/badpatch" => {
+            let op = json!([{"op": "add", "path": "/data", "value": 5}]);
+            let b64 = base64::engine::general_purpose::STANDARD.encode(op.to_string());
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] = json!(b64);
+        }
+        "/deny" => {
+            response["allowed"] = json!(false);
+            response["status"] = json!({"message": "denied by test hook", "code": 403});
+        }
+        "/warn" => {
+            response["warnings"] = json!(["test hook warning one", "test hook warning two"]);
+        }
+        "/slow" => tokio::time::sleep(Duration::from_secs(3)).await,
+        _ => {}
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+}
+
+/// Starts the https webhook server on a free port, with a certificate for 127.0.0.1.
+async fn start_hook() -> Hook {
+    let material = korral_apiserver::tls::generate(&[
+        "127.0.0.1".to_string(),
+        "webhook-service.hooks.svc".to_string(),
+    ])
+    .expect("tls");
+    let config = korral_apiserver::tls::server_config(&material).expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let received: Received = Arc::default();
+    let sink = received.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+                    let sink = sink.clone();
+                    async move {
+                        let path = req.uri().path().to_string();
+                        let query = req.uri().query().unwrap_or("").to_string();
+                        let bytes = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|c| c.to_bytes())
+                            .unwrap_or_default();
+                        let review: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                        let mut recorded = review.clone();
+                        recorded["query"] = json!(query);
+                        sink.lock().expect("lock").push((path.clone(), recorded));
+                        let body = answer(&path, &review).await.to_string();
+                        Ok::<_, Infallible>(
+                            http::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(bytes::Bytes::from(body)))
+                                .expect("response"),
+                        )
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&material.ca_cert_pem);
+    Hook {
+        address,
+        ca_bundle,
+        received,
+    }
+}
+
+/// A request through the kube client answering status, headers and JSON body.
+async fn request(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Vec<String>, Value) {
+    let mut builder = http::Request::builder().method(method).uri(path);
+    if body.is_some() {
+        builder = builder.header("content-type", "application/json");
+    }
+    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    let response = client
+        .send(
+            builder
+                .body(bytes)
+                .expect("request")
+                .map(kube::client::Body::from),
+        )
+        .await
+        .expect("send");
+    let status = response.status().as_u16();
+    let warnings = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, warnings, value)
+}
+
+/// A webhook on ConfigMaps in namespaces labelled `hooks: on`.
+fn webhook(name: &str, url: String, ca: &str, extra: Value) -> Value {
+    let mut hook = json!({
+        "name": name,
+        "clientConfig": {"url": url, "caBundle": ca},
+        "rules": [{"operations": ["CREATE", "UPDATE", "DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+        "namespaceSelector": {"matchLabels": {"hooks": "on"}},
+        "sideEffects": "None",
+        "timeoutSeconds": 5,
+        "admissionReviewVersions": ["v1"],
+    });
+    if let (Some(h), Some(e)) = (hook.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            h.insert(k.clone(), v.clone());
+        }
+    }
+    hook
+}
+
+const VWC: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+const MWC: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+
+async fn configure(client: &kube::Client, collection: &str, name: &str, hooks: Vec<Value>) {
+    let kind = if collection == VWC {
+        "ValidatingWebhookConfiguration"
+    } else {
+        "MutatingWebhookConfiguration"
+    };
+    let body = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name}, "webhooks": hooks});
+    let (code, _, created) = request(client, "POST", collection, Some(body)).await;
+    assert_eq!(code, 201, "{created}");
+}
+
+async fn unconfigure(client: &kube::Client, collection: &str, name: &str) {
+    let (code, _, body) = request(client, "DELETE", &format!("{collection}/{name}"), None).await;
+    assert_eq!(code, 200, "{body}");
+}
+
+async fn namespace(client: &kube::Client, name: &str, hooks: bool) {
+    let labels = if hooks {
+        json!({"hooks": "on"})
+    } else {
+        json!({})
+    };
+    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}});
+    let (code, _, b) = request(client, "POST", "/api/v1/namespaces", Some(body)).await;
+    assert_eq!(code, 201, "{b}");
+}
+
+fn configmap(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+}
+
+/// The keys of a JSON object, sorted.
+fn keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = v
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    k.sort();
+    k
+}
+
+#[tokio::test]
+async fn configurations_are_defaulted_and_refused_as_upstream() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let hook = webhook(
+        "allow.ref.example.com",
+        "https://127.0.0.1:30170/allow".into(),
+        "Zm9v",
+        json!({"timeoutSeconds": null, "namespaceSelector": null}),
+    );
+    let body = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration", "metadata": {"name": "patch.ref.example.com"}, "webhooks": [hook]});
+    let (code, _, created) = request(&client, "POST", MWC, Some(body)).await;
+    assert_eq!(code, 201, "{created}");
+    let got = &created["webhooks"][0];
+    assert_eq!(created["metadata"]["generation"], 1);
+    assert_eq!(got["failurePolicy"], "Fail");
+    assert_eq!(got["matchPolicy"], "Equivalent");
+    assert_eq!(got["namespaceSelector"], json!({}));
+    assert_eq!(got["objectSelector"], json!({}));
+    assert_eq!(got["timeoutSeconds"], 10);
+    assert_eq!(got["reinvocationPolicy"], "Never");
+    assert_eq!(got["rules"][0]["scope"], "*");
+
+    let bad = webhook(
+        "two.segments",
+        "http://127.0.0.1/x".into(),
+        "Zm9v",
+        json!({"timeoutSeconds": 31, "sideEffects": "Unknown"}),
+    );
+    let body = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "bad"}, "webhooks": [bad]});
+    let (code, _, status) = request(&client, "POST", VWC, Some(body)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["reason"], "Invalid");
+    let causes: Vec<String> = status["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["field"].as_str().unwrap_or(""),
+                c["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    for want in [
+        "webhooks[0].name: Invalid value: \"two.segments\": should be a domain with at least three segments separated by dots",
+        "webhooks[0].sideEffects: Unsupported value: \"Unknown\": supported values: \"None\", \"NoneOnDryRun\"",
+        "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
+        "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
+    ] {
+        assert!(
+            causes.iter().any(|c| c == want),
+            "missing {want}: {causes:?}"
+        );
+    }
+    let (code, _, table) = {
+        let req = http::Request::builder()
+            .uri(MWC)
+            .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+            .body(Vec::new())
+            .expect("request");
+        let resp = client
+            .send(req.map(kube::client::Body::from))
+            .await
+            .expect("send");
+        let code = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        (
+            code,
+            (),
+            serde_json::from_slice::<Value>(&bytes).expect("json"),
+        )
+    };
+    assert_eq!(code, 200);
+    let _ = table;
+    assert_eq!(table["columnDefinitions"][1]["name"], "Webhooks");
+    assert_eq!(table["rows"][0]["cells"][1], 1);
+}
+
+#[tokio::test]
+async fn mutating_then_validating_webhooks_see_reviews_as_upstream() {
+    let hook = start_hook().await;
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    namespace(&client, "ref-adm", true).await;
+    namespace(&client, "quiet", false).await;
+    configure(
+        &client,
+        MWC,
+        "patch.test.example.com",
+        vec![webhook(
+            "patch.test.example.com",
+            hook.url("/patch"),
+            &hook.ca_bundle,
+            json!({}),
+        )],
+    )
+    .await;
+    configure(
+        &client,
+        VWC,
+        "allow.test.example.com",
+        vec![webhook(
+            "allow.test.example.com",
+            hook.url("/allow"),
+            &hook.ca_bundle,
+            json!({}),
+        )],
+    )
+    .await;
+
+    // Create: mutated (annotation), validated with the mutated object.
+    let cms = "/api/v1/namespaces/ref-adm/configmaps";
+    let (code, _, created) = request(
+        &client,
+        "POST",
+        cms,
+        Some(configmap("a", json!({"k": "v"}))),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        created["metadata"]["annotations"],
+        json!({"patched": "yes"})
+    );
+    let (_, _, stored) = request(&client, "GET", &format!("{cms}/a"), None).await;
+    assert_eq!(stored["metadata"]["annotations"], json!({"patched": "yes"}));
+    // managedFields, as upstream: the mutation is not attributed to the client.
+    assert_eq!(
+        stored["metadata"]["managedFields"][0]["fieldsV1"],
+        json!({"f:data": {".": {}, "f:k": {}}})
+    );
+
+    let expected: Value = serde_json::from_str(include_str!(
+        "fixtures/admission/received-01-patch-CREATE-ConfigMap.json"
+    ))
+    .expect("fixture");
+    let want = &expected["body"]["request"];
+    let patch = hook.reviews("/patch");
+    assert_eq!(patch.len(), 1);
+    let review = &patch[0];
+    assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(review["kind"], "AdmissionReview");
+    assert_eq!(review["query"], "timeout=5s");
+    let got = &review["request"];
+    assert_eq!(keys(got), keys(want));
+    for field in [
+        "kind",
+        "resource",
+        "requestKind",
+        "requestResource",
+        "name",
+        "namespace",
+        "operation",
+        "oldObject",
+        "dryRun",
+        "options",
+    ] {
+        assert_eq!(got[field], want[field], "{field}");
+    }
+    // Our administrator has no uid (the captured one came from a token file that gave one).
+    let mut user_keys = keys(&want["userInfo"]);
+    user_keys.retain(|k| k != "uid");
+    assert_eq!(keys(&got["userInfo"]), user_keys);
+    assert!(
+        got["userInfo"]["groups"]
+            .as_array()
+            .expect("groups")
+            .contains(&json!("system:masters"))
+    );
+    // The mutating webhook sees the object before the server assigns uid and timestamp.
+    assert_eq!(
+        keys(&got["object"]["metadata"]),
+        keys(&want["object"]["metadata"])
+    );
+    assert_eq!(got["object"]["data"], want["object"]["data"]);
+    let allow = hook.reviews("/allow");
+    assert_eq!(allow.len(), 1);
+    let vmeta = &allow[0]["request"]["object"]["metadata"];
+    assert_eq!(vmeta["annotations"], json!({"patched": "yes"}));
+    assert!(vmeta["uid"].is_string() && vmeta["creationTimestamp"].is_string());
+
+    // Update: the old object travels along.
+    hook.clear();
+    let mut next = stored.clone();
+    next["data"] = json!({"k": "w"});
+    let (code, _, updated) = request(&client, "PUT", &format!("{cms}/a"), Some(next)).await;
+    assert_eq!(code, 200, "{updated}");
+    let upd = hook.reviews("/allow");
+    assert_eq!(upd.len(), 1);
+    let r = &upd[0]["request"];
+    assert_eq!(r["operation"], "UPDATE");
+    assert_eq!(
+        r["options"],
+        json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"})
+    );
+    assert_eq!(r["oldObject"]["data"], json!({"k": "v"}));
+    assert_eq!(r["object"]["data"], json!({"k": "w"}));
+    assert_eq!(
+        r["object"]["metadata"]["resourceVersion"],
+        stored["metadata"]["resourceVersion"]
+    );
+
+    // Delete: object null, oldObject the stored one, DeleteOptions.
+    hook.clear();
+    let (code, _, _) = request(&client, "DELETE", &format!("{cms}/a"), None).await;
+    assert_eq!(code, 200);
+    let expected: Value = serde_json::from_str(include_str!(
+        "fixtures/admission/received-07-patch-DELETE-ConfigMap.json"
+    ))
+    .expect("fixture");
+    let want = &expected["body"]["request"];
+    let del = hook.reviews("/patch");
+    assert_eq!(del.len(), 1);
+    let got = &del[0]["request"];
+    assert_eq!(keys(got), keys(want));
+    assert_eq!(got["object"], Value::Null);
+    assert_eq!(got["options"], want["options"]);
+    assert_eq!(got["oldObject"]["data"], json!({"k": "w"}));
+
+    // Dry run: the webhooks declare no side effects, so they are called with dryRun.
+    hook.clear();
+    let (code, _, dry) = request(
+        &client,
+        "POST",
+        &format!("{cms}?dryRun=All"),
+        Some(configmap("dry", json!({}))),
+    )
+    .await;
+    assert_eq!(code, 201, "{dry}");
+    assert_eq!(dry["metadata"]["annotations"], json!({"patched": "yes"}));
+    let (code, _, _) = request(&client, "GET", &format!("{cms}/dry"), None).await;
+    assert_eq!(code, 404);
+    let r = &hook.reviews("/patch")[0]["request"];
+    assert_eq!(r["dryRun"], true);
+    assert_eq!(
+        r["options"],
+        json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]})
+    );
+
+    // Namespace selector: nothing called in a namespace without the label.
+    hook.clear();
+    let (code, _, quiet) = request(
+        &client,
+        "POST",
+        "/api/v1/namespaces/quiet/configmaps",
+        Some(configmap("q", json!({}))),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert!(quiet["metadata"].get("annotations").is_none());
+    assert!(hook.received.lock().expect("lock").is_empty());
+}
+
+#[tokio::test]
+async fn denials_failures_timeouts_and_warnings() {
+    let hook = start_hook().await;
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    namespace(&client, "adm", true).await;
+    let cms = "/api/v1/namespaces/adm/configmaps";
+
+    // Denial.
+    configure(
+        &client,
+        VWC,
+        "deny.test.example.com",
+        vec![webhook(
+            "deny.test.example.com",
+            hook.url("/deny"),
+            &hook.ca_bundle,
+            json!({}),
+        )],
+    )
+    .await;
+    let (code, _, status) = request(&client, "POST", cms, Some(configmap("d", json!({})))).await;
+    let expected: Value =
+        serde_json::from_str(include_str!("fixtures/admission/denied-by-webhook.json"))
+            .expect("fixture");
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        "admission webhook \"deny.test.example.com\" denied the request: denied by test hook"
+    );
+    assert_eq!(status["code"], expected["body"]["code"]);
+    assert_eq!(status["status"], "Failure");
+    let (code, _, _) = request(&client, "GET", &format!("{cms}/d"), None).await;
+    assert_eq!(code, 404, "a denied create stores nothing");
+    unconfigure(&client, VWC, "deny.test.example.com").await;
+
+    // Unreachable, failurePolicy Fail then Ignore.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let down = format!("https://127.0.0.1:{port}/allow");
+    configure(
+        &client,
+        VWC,
+        "down.test.example.com",
+        vec![webhook(
+            "down.test.example.com",
+            down.clone(),
+            &hook.ca_bundle,
+            json!({"timeoutSeconds": 2}),
+        )],
+    )
+    .await;
+    let (code, _, status) = request(&client, "POST", cms, Some(configmap("u", json!({})))).await;
+    assert_eq!(code, 500, "{status}");
+    let message = format!(
+        "failed calling webhook \"down.test.example.com\": failed to call webhook: Post \"https://127.0.0.1:{port}/allow?timeout=2s\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+    );
+    assert_eq!(status["reason"], "InternalError");
+    assert_eq!(
+        status["message"],
+        format!("Internal error occurred: {message}")
+    );
+    assert_eq!(status["details"]["causes"][0]["message"], message);
+    unconfigure(&client, VWC, "down.test.example.com").await;
+    configure(
+        &client,
+        VWC,
+        "down.test.example.com",
+        vec![webhook(
+            "down.test.example.com",
+            down,
+            &hook.ca_bundle,
+            json!({"failurePolicy": "Ignore"}),
+        )],
+    )
+    .await;
+    let (code, _, _) = request(&client, "POST", cms, Some(configmap("u", json!({})))).await;
+    assert_eq!(code, 201, "failurePolicy Ignore lets the write through");
+    unconfigure(&client, VWC, "down.test.example.com").await;
+
+    // Timeout (1 s against a webhook answering after 3 s).
+    configure(
+        &client,
+        VWC,
+        "slow.test.example.com",
+        vec![webhook(
+            "slow.test.example.com",
+            hook.url("/slow"),
+            &hook.ca_bundle,
+            json!({"timeoutSeconds": 1}),
+        )],
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let (code, _, status) = request(&client, "POST", cms, Some(configmap("s", json!({})))).await;
+    assert_eq!(code, 500);
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "timeout enforced"
+    );
+    assert_eq!(
+        status["message"],
+        format!(
+            "Internal error occurred: failed calling webhook \"slow.test.example.com\": failed to call webhook: Post \"{}?timeout=1s\": context deadline exceeded",
+            hook.url("/slow")
+        )
+    );
+    unconfigure(&client, VWC, "slow.test.example.com").await;
+
+    // Warnings become Warning headers.
+    configure(
+        &client,
+        VWC,
+        "warn.test.example.com",
+        vec![webhook(
+            "warn.test.example.com",
+            hook.url("/warn"),
+            &hook.ca_bundle,
+            json!({}),
+        )],
+    )
+    .await;
+    let (code, warnings, _) = request(&client, "POST", cms, Some(configmap("w", json!({})))).await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        warnings,
+        vec![
+            "299 - \"test hook warning one\"".to_string(),
+            "299 - \"test hook warning two\"".to_string()
+        ]
+    );
+    unconfigure(&client, VWC, "warn.test.example.com").await;
+
+    // A patch that breaks validation: refused, nothing stored.
+    configure(
+        &client,
+        MWC,
+        "bad.test.example.com",
+        vec![webhook(
+            "bad.test.example.com",
+            hook.url("/badpatch"),
+            &hook.ca_bundle,
+            json!({}),
+        )],
+    )
+    .await;
+    let (code, _, status) = request(&client, "POST", cms, Some(configmap("b", json!({})))).await;
+    assert!(code == 400 || code == 422, "{code} {status}");
+    let (code, _, _) = request(&client, "GET", &format!("{cms}/b"), None).await;
+    assert_eq!(code, 404);
+}
+
+#[tokio::test]
+async fn object_selectors_and_service_references() {
+    let hook = start_hook().await;
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    namespace(&client, "adm", true).await;
+    let cms = "/api/v1/namespaces/adm/configmaps";
+    env.server()
+        .objects()
+        .webhook_services()
+        .insert("hooks", "webhook-service", 443, hook.address);
+    let mut by_service = webhook(
+        "svc.test.example.com",
+        String::new(),
+        &hook.ca_bundle,
+        json!({"objectSelector": {"matchLabels": {"check": "yes"}}}),
+    );
+    by_service["clientConfig"] = json!({"service": {"namespace": "hooks", "name": "webhook-service", "path": "/deny"}, "caBundle": hook.ca_bundle});
+    configure(&client, VWC, "svc.test.example.com", vec![by_service]).await;
+    let (code, _, _) = request(&client, "POST", cms, Some(configmap("plain", json!({})))).await;
+    assert_eq!(code, 201, "not selected by the object selector");
+    let mut labelled = configmap("labelled", json!({}));
+    labelled["metadata"]["labels"] = json!({"check": "yes"});
+    let (code, _, status) = request(&client, "POST", cms, Some(labelled)).await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(
+        status["message"],
+        "admission webhook \"svc.test.example.com\" denied the request: denied by test hook"
+    );
+}
