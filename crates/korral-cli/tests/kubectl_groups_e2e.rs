@@ -1,0 +1,241 @@
+//! End-to-end with the real `kubectl` (the default one and the old 1.27 one) on the built-in
+//! groups networking.k8s.io, policy, scheduling.k8s.io and storage.k8s.io: the imperative
+//! `create ingress|pdb|priorityclass`, `get ing,pdb,pc,sc` through short names, the columns
+//! upstream prints, and refusals as upstream words them.
+//!
+//! Every step runs for each kubectl found; all failing steps are collected and reported
+//! together.
+
+mod support;
+
+use std::path::Path;
+
+use support::{CmdOutput, Failures, Options, Server, Storage, kubectl_binaries};
+
+const STORAGE_CLASS: &str = r#"apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: e2e-sc}
+provisioner: example.com/disk
+"#;
+
+struct Run<'a> {
+    kubectl: &'a Path,
+    server: &'a Server,
+    tag: String,
+    failures: &'a mut Failures,
+}
+
+impl Run<'_> {
+    fn k(&mut self, args: &[&str]) -> CmdOutput {
+        match self.server.kubectl(self.kubectl, args) {
+            Ok(out) => out,
+            Err(e) => {
+                self.failures
+                    .add(format!("[{}] running kubectl {args:?}: {e:#}", self.tag));
+                CmdOutput {
+                    command: format!("kubectl {}", args.join(" ")),
+                    status: None,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                }
+            }
+        }
+    }
+
+    fn expect(&mut self, ok: bool, expected: &str, out: &CmdOutput) {
+        let tag = &self.tag;
+        self.failures.check(ok, || {
+            format!("[{tag}] expected: {expected}\nactual: {}", out.describe())
+        });
+    }
+
+    /// Exit 0 and every needle in stdout.
+    fn ok_contains(&mut self, args: &[&str], needles: &[&str]) -> CmdOutput {
+        let out = self.k(args);
+        let ok = out.success() && needles.iter().all(|n| out.stdout.contains(n));
+        self.expect(
+            ok,
+            &format!(
+                "`kubectl {}`: exit 0, stdout with {needles:?}",
+                args.join(" ")
+            ),
+            &out,
+        );
+        out
+    }
+
+    /// A non-zero exit with every needle in stderr.
+    fn fails_with(&mut self, args: &[&str], needles: &[&str]) {
+        let out = self.k(args);
+        let ok = !out.success()
+            && out.status.is_some()
+            && needles.iter().all(|n| out.stderr.contains(n));
+        self.expect(
+            ok,
+            &format!(
+                "`kubectl {}`: failure with {needles:?} on stderr",
+                args.join(" ")
+            ),
+            &out,
+        );
+    }
+
+    /// `kubectl get ... -o jsonpath=...` equals `want`.
+    fn jsonpath(&mut self, args: &[&str], path: &str, want: &str) {
+        let jp = format!("jsonpath={path}");
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["-o", jp.as_str()]);
+        let out = self.k(&all);
+        self.expect(
+            out.success() && out.stdout.trim() == want,
+            &format!("`kubectl {}` prints {want:?}", all.join(" ")),
+            &out,
+        );
+    }
+}
+
+/// The header rows' column names (every table of a multi-kind `get`).
+fn headers(out: &CmdOutput) -> Vec<Vec<String>> {
+    out.stdout
+        .lines()
+        .filter(|l| l.starts_with("NAME"))
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+fn scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let server = Server::start(Options {
+        storage: Storage::InMemory,
+        port: 0,
+        kubeconfig: dir.path().join("kubeconfig"),
+    })?;
+    let sc = dir.path().join("sc.yaml");
+    std::fs::write(&sc, STORAGE_CLASS)?;
+    let sc = sc.display().to_string();
+    let mut run = Run {
+        kubectl,
+        server: &server,
+        tag: kubectl.display().to_string(),
+        failures,
+    };
+
+    run.ok_contains(
+        &[
+            "create",
+            "ingress",
+            "web",
+            "--rule=foo.example.com/bar*=web:80",
+            "--class=nginx",
+        ],
+        &["ingress.networking.k8s.io/web created"],
+    );
+    run.jsonpath(
+        &["get", "ing", "web"],
+        "{.spec.rules[0].http.paths[0].pathType}",
+        "Prefix",
+    );
+    run.ok_contains(
+        &[
+            "create",
+            "pdb",
+            "web",
+            "--selector=app=web",
+            "--min-available=1",
+        ],
+        &["poddisruptionbudget.policy/web created"],
+    );
+    run.fails_with(
+        &[
+            "create",
+            "pdb",
+            "both",
+            "--selector=app=web",
+            "--min-available=50%",
+            "--max-unavailable=1",
+        ],
+        &["min-available and max-unavailable cannot be both specified"],
+    );
+    run.ok_contains(
+        &["create", "priorityclass", "high", "--value=1000"],
+        &["priorityclass.scheduling.k8s.io/high created"],
+    );
+    run.jsonpath(
+        &["get", "pc", "high"],
+        "{.preemptionPolicy}",
+        "PreemptLowerPriority",
+    );
+    run.fails_with(
+        &["create", "priorityclass", "huge", "--value=2000000000"],
+        &["maximum allowed value of a user defined priority is 1000000000"],
+    );
+    run.fails_with(
+        &["delete", "pc", "system-node-critical"],
+        &["this is a system priority class and cannot be deleted"],
+    );
+    run.ok_contains(
+        &["apply", "-f", &sc],
+        &["storageclass.storage.k8s.io/e2e-sc"],
+    );
+
+    let out = run.ok_contains(
+        &["get", "ing,pdb,pc,sc"],
+        &[
+            "ingress.networking.k8s.io/web",
+            "foo.example.com",
+            "poddisruptionbudget.policy/web",
+            "priorityclass.scheduling.k8s.io/system-cluster-critical",
+            "2000001000",
+            "storageclass.storage.k8s.io/e2e-sc",
+            "example.com/disk",
+        ],
+    );
+    let want: Vec<Vec<String>> = [
+        &["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"][..],
+        &[
+            "NAME",
+            "MIN",
+            "AVAILABLE",
+            "MAX",
+            "UNAVAILABLE",
+            "ALLOWED",
+            "DISRUPTIONS",
+            "AGE",
+        ],
+        &["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"],
+        &[
+            "NAME",
+            "PROVISIONER",
+            "RECLAIMPOLICY",
+            "VOLUMEBINDINGMODE",
+            "ALLOWVOLUMEEXPANSION",
+            "AGE",
+        ],
+    ]
+    .iter()
+    .map(|h| h.iter().map(|s| s.to_string()).collect())
+    .collect();
+    let got = headers(&out);
+    run.expect(
+        got == want,
+        &format!("`kubectl get ing,pdb,pc,sc` headers {want:?}"),
+        &out,
+    );
+    Ok(())
+}
+
+#[test]
+fn kubectl_creates_and_lists_builtin_groups() {
+    let kubectls = kubectl_binaries();
+    if kubectls.is_empty() {
+        eprintln!("skipped: kubectl not found");
+        return;
+    }
+    let mut failures = Failures::default();
+    for kubectl in &kubectls {
+        if let Err(e) = scenario(kubectl, &mut failures) {
+            failures.add(format!("[{}] scenario aborted: {e:#}", kubectl.display()));
+        }
+    }
+    failures.finish("kubectl_creates_and_lists_builtin_groups");
+}
