@@ -1315,8 +1315,7 @@ impl Objects {
         // Admission webhooks see the current object and the update; the write then happens
         // only if the object did not change meanwhile.
         let decide: crate::storage::UpdateFn = match &opts.requester {
-            None => Box::new(decide),
-            Some(user) => {
+            Some(user) if crate::admission::configured(self, info) => {
                 let cur = self.storage.get(&key);
                 let write = decide(cur.as_ref())?;
                 let update = AdmittedUpdate {
@@ -1332,6 +1331,7 @@ impl Objects {
                     Err(recheck) => recheck,
                 }
             }
+            _ => Box::new(decide),
         };
         if dry_run {
             let cur = self.storage.get(&key);

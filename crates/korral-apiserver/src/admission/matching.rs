@@ -46,6 +46,20 @@ pub(crate) fn exempt(info: &ResourceInfo) -> bool {
     info.group == GROUP
 }
 
+/// Whether any Mutating- or ValidatingWebhookConfiguration exists.
+pub(crate) fn any_configuration(objects: &crate::objects::Objects) -> bool {
+    let snapshot = objects.storage().snapshot();
+    [
+        "mutatingwebhookconfigurations",
+        "validatingwebhookconfigurations",
+    ]
+    .iter()
+    .any(|resource| {
+        let prefix = crate::storage::collection_prefix(GROUP, resource, None);
+        snapshot.range(&prefix, None).next().is_some()
+    })
+}
+
 /// The webhooks of every Mutating- (`mutating`) or ValidatingWebhookConfiguration that match the
 /// request, configurations sorted by name.
 pub(crate) fn candidates(

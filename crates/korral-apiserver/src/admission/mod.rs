@@ -109,6 +109,12 @@ pub(crate) struct Request<'a> {
     pub options: serde_json::Map<String, Value>,
 }
 
+/// Whether any webhook configuration could apply to writes of `info` (writes skip the
+/// webhook path, and keep their single guarded update, when none exists).
+pub(crate) fn configured(objects: &Objects, info: &ResourceInfo) -> bool {
+    !matching::exempt(info) && matching::any_configuration(objects)
+}
+
 /// What admission did to a write.
 #[derive(Debug, Default)]
 pub(crate) struct Admitted {
