@@ -24,6 +24,8 @@
 
 #![warn(missing_docs)]
 
+pub mod webhooks;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -70,9 +72,16 @@ pub const CR_LABEL: &str = "memcached_cr";
     )
 )]
 pub struct MemcachedSpec {
-    /// The number of memcached pods (the Deployment's replicas).
-    #[schemars(range(min = 0))]
+    /// The number of memcached pods (the Deployment's replicas); unset, the defaulting webhook
+    /// makes it 1 (see [`webhooks`]).
+    #[serde(default)]
+    #[schemars(range(min = 0), transform = without_default)]
     pub size: i32,
+}
+
+/// Leaves the schema default out: the defaulting webhook, not the API server, defaults the size.
+fn without_default(schema: &mut schemars::Schema) {
+    schema.remove("default");
 }
 
 /// The observed state of a memcached cluster.
@@ -125,6 +134,17 @@ pub fn add_to_manager(manager: &mut Manager, scope: Scope) {
         client: manager.cached_client().clone(),
     };
     manager.add_controller(controller, reconcile, Arc::new(ctx));
+}
+
+/// Registers the Memcached webhooks (defaulting and validating, see [`webhooks`]) on `server`
+/// and adds it to `manager`: it serves them, and the operator's manifests get their webhook
+/// configurations and Service.
+pub fn add_webhooks(
+    manager: &mut Manager,
+    mut server: korral::webhook::WebhookServer,
+) -> Result<(), korral::webhook::WebhookError> {
+    webhooks::register(&mut server)?;
+    server.add_to(manager)
 }
 
 /// The `Memcached` a pod belongs to, from its `memcached_cr` label.
@@ -267,6 +287,15 @@ mod tests {
         assert_eq!(size["type"], "integer");
         assert_eq!(size["format"], "int32");
         assert_eq!(size["minimum"].as_f64(), Some(0.0));
+        // Optional, without a schema default: the defaulting webhook sets it.
+        assert_eq!(size["default"], serde_json::Value::Null);
+        let required = &version["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"];
+        assert!(
+            !required
+                .as_array()
+                .is_some_and(|r| r.contains(&json!("size"))),
+            "{required}"
+        );
         assert_eq!(
             version["additionalPrinterColumns"][0]["jsonPath"],
             ".spec.size"

@@ -31,6 +31,7 @@ async fn the_binary_runs_against_a_cluster_from_kubeconfig_and_stops_on_sigterm(
     let mut child = Command::new(BIN)
         .env("KUBECONFIG", env.kubeconfig_path())
         .env("RUST_LOG", "info")
+        .env("ENABLE_WEBHOOKS", "false")
         .args([
             "--namespace",
             "default",
