@@ -895,7 +895,7 @@ fn validate_env(vars: &[Value], path: &str, out: &mut Vec<Cause>) {
 }
 
 /// Upstream `IsConfigMapKey`: at most 253 characters of `[-._a-zA-Z0-9]`, not `.`/`..`.
-fn config_map_key(k: &str) -> Vec<String> {
+pub(crate) fn config_map_key(k: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if k.len() > 253 {
         errs.push("must be no more than 253 characters".to_string());
@@ -1456,7 +1456,7 @@ fn is_extended(name: &str) -> bool {
 }
 
 /// `validateResourceName`: a qualified name, standard when unprefixed.
-fn resource_name(name: &str, field: &str) -> Vec<Cause> {
+pub(crate) fn resource_name(name: &str, field: &str) -> Vec<Cause> {
     let shown = json!(name);
     let mut out: Vec<Cause> = validate_label_key(name)
         .iter()
@@ -1516,7 +1516,7 @@ fn pod_resource_name(name: &str, field: &str) -> Vec<Cause> {
 }
 
 /// `ValidateResourceQuantityValue`: not negative; whole for extended resources.
-fn resource_quantity(name: &str, value: &Value, field: &str, out: &mut Vec<Cause>) {
+pub(crate) fn resource_quantity(name: &str, value: &Value, field: &str, out: &mut Vec<Cause>) {
     let Ok(q) = quantity::from_json(value) else {
         return;
     };

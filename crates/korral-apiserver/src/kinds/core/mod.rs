@@ -1,9 +1,19 @@
 //! The core group (`v1`).
 
+mod config_data;
+mod configmap;
+mod go_diff;
+mod go_json;
 mod namespace;
 mod pod;
 mod print;
+mod quota;
+mod replication;
+mod secret;
 mod service;
+mod service_nodeports;
+mod service_validation;
+mod volumes;
 
 use k8s_openapi::api::core::v1 as api;
 
@@ -11,45 +21,19 @@ use super::KindDef;
 use super::strategy::{Defaulted, Plain};
 use crate::registry::NameRule;
 
-/// The core kinds, in upstream's discovery order of registration.
+/// The core kinds, in upstream's discovery order (by resource name).
 pub(super) fn kinds() -> Vec<KindDef> {
     vec![
         KindDef::new(
             "",
             "v1",
-            "namespaces",
-            "Namespace",
-            namespace::NamespaceStrategy,
+            "configmaps",
+            "ConfigMap",
+            configmap::ConfigMapStrategy,
         )
-        .schema::<api::Namespace>()
-        .cluster_scoped()
-        .short(&["ns"])
-        .status()
-        .names(NameRule::Label)
-        .fields(&["status.phase"])
-        .printer(print::NAMESPACES)
-        .without_delete_collection(),
-        KindDef::new("", "v1", "configmaps", "ConfigMap", Plain)
-            .schema::<api::ConfigMap>()
-            .short(&["cm"])
-            .printer(print::CONFIGMAPS),
-        KindDef::new("", "v1", "secrets", "Secret", Defaulted::new("", "Secret"))
-            .schema::<api::Secret>()
-            .fields(&["type"])
-            .printer(print::SECRETS),
-        KindDef::new(
-            "",
-            "v1",
-            "services",
-            "Service",
-            service::ServiceStrategy::new(),
-        )
-        .schema::<api::Service>()
-        .short(&["svc"])
-        .printer(print::SERVICES)
-        .in_all()
-        .status()
-        .names(NameRule::Label),
+        .schema::<api::ConfigMap>()
+        .short(&["cm"])
+        .printer(print::CONFIGMAPS),
         KindDef::new(
             "",
             "v1",
@@ -60,33 +44,6 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .schema::<api::Endpoints>()
         .short(&["ep"])
         .printer(print::ENDPOINTS),
-        KindDef::new("", "v1", "nodes", "Node", Plain)
-            .schema::<api::Node>()
-            .cluster_scoped()
-            .short(&["no"])
-            .printer(print::NODES)
-            .status()
-            .fields(&["spec.unschedulable"]),
-        KindDef::new("", "v1", "serviceaccounts", "ServiceAccount", Plain)
-            .schema::<api::ServiceAccount>()
-            .short(&["sa"])
-            .printer(print::AGE_ONLY),
-        KindDef::new("", "v1", "pods", "Pod", pod::PodStrategy)
-            .schema::<api::Pod>()
-            .short(&["po"])
-            .printer(print::PODS)
-            .in_all()
-            .status()
-            .fields(&[
-                "spec.nodeName",
-                "spec.restartPolicy",
-                "spec.schedulerName",
-                "spec.serviceAccountName",
-                "spec.hostNetwork",
-                "status.phase",
-                "status.podIP",
-                "status.nominatedNodeName",
-            ]),
         KindDef::new("", "v1", "events", "Event", Plain)
             .schema::<api::Event>()
             .short(&["ev"])
@@ -104,5 +61,133 @@ pub(super) fn kinds() -> Vec<KindDef> {
                 "source",
                 "type",
             ]),
+        KindDef::new(
+            "",
+            "v1",
+            "limitranges",
+            "LimitRange",
+            quota::LimitRangeStrategy,
+        )
+        .schema::<api::LimitRange>()
+        .short(&["limits"]),
+        KindDef::new(
+            "",
+            "v1",
+            "namespaces",
+            "Namespace",
+            namespace::NamespaceStrategy,
+        )
+        .schema::<api::Namespace>()
+        .cluster_scoped()
+        .short(&["ns"])
+        .status()
+        .names(NameRule::Label)
+        .fields(&["status.phase"])
+        .printer(print::NAMESPACES)
+        .without_delete_collection(),
+        KindDef::new("", "v1", "nodes", "Node", Plain)
+            .schema::<api::Node>()
+            .cluster_scoped()
+            .short(&["no"])
+            .printer(print::NODES)
+            .status()
+            .fields(&["spec.unschedulable"]),
+        KindDef::new(
+            "",
+            "v1",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            volumes::PersistentVolumeClaimStrategy,
+        )
+        .schema::<api::PersistentVolumeClaim>()
+        .short(&["pvc"])
+        .status()
+        .printer(print::PERSISTENT_VOLUME_CLAIMS),
+        KindDef::new(
+            "",
+            "v1",
+            "persistentvolumes",
+            "PersistentVolume",
+            volumes::PersistentVolumeStrategy,
+        )
+        .schema::<api::PersistentVolume>()
+        .cluster_scoped()
+        .short(&["pv"])
+        .status()
+        .printer(print::PERSISTENT_VOLUMES),
+        KindDef::new("", "v1", "pods", "Pod", pod::PodStrategy)
+            .schema::<api::Pod>()
+            .action("binding", "", "v1", "Binding")
+            .action("eviction", "policy", "v1", "Eviction")
+            .short(&["po"])
+            .printer(print::PODS)
+            .in_all()
+            .status()
+            .fields(&[
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ]),
+        KindDef::new(
+            "",
+            "v1",
+            "podtemplates",
+            "PodTemplate",
+            replication::PodTemplateStrategy,
+        )
+        .schema::<api::PodTemplate>()
+        .printer(print::POD_TEMPLATES),
+        KindDef::new(
+            "",
+            "v1",
+            "replicationcontrollers",
+            "ReplicationController",
+            replication::ReplicationControllerStrategy,
+        )
+        .schema::<api::ReplicationController>()
+        .short(&["rc"])
+        .in_all()
+        .status()
+        .scale()
+        .generation()
+        .printer(print::REPLICATION_CONTROLLERS),
+        KindDef::new(
+            "",
+            "v1",
+            "resourcequotas",
+            "ResourceQuota",
+            quota::ResourceQuotaStrategy,
+        )
+        .schema::<api::ResourceQuota>()
+        .short(&["quota"])
+        .status()
+        .printer(print::RESOURCE_QUOTAS),
+        KindDef::new("", "v1", "secrets", "Secret", secret::SecretStrategy)
+            .schema::<api::Secret>()
+            .fields(&["type"])
+            .printer(print::SECRETS),
+        KindDef::new("", "v1", "serviceaccounts", "ServiceAccount", Plain)
+            .action("token", "authentication.k8s.io", "v1", "TokenRequest")
+            .schema::<api::ServiceAccount>()
+            .short(&["sa"])
+            .printer(print::AGE_ONLY),
+        KindDef::new(
+            "",
+            "v1",
+            "services",
+            "Service",
+            service::ServiceStrategy::new(),
+        )
+        .schema::<api::Service>()
+        .short(&["svc"])
+        .printer(print::SERVICES)
+        .in_all()
+        .status()
+        .names(NameRule::Label),
     ]
 }

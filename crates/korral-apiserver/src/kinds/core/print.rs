@@ -452,6 +452,260 @@ fn event_cells(obj: &Value) -> Vec<Value> {
     ]
 }
 
+/// A map of labels (`k=v,k2=v2`, sorted) at `path`, `<none>` when empty or absent.
+fn label_map(obj: &Value, path: &str) -> String {
+    let pairs: Vec<String> = meta::path(obj, path)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    or_none(&pairs.join(","))
+}
+
+/// Upstream's `GetAccessModesAsString`: the short forms of the modes at `path`, in a fixed
+/// order.
+fn access_modes(obj: &Value, path: &str) -> String {
+    let modes = joined(obj, path);
+    let modes: Vec<&str> = modes.split(',').collect();
+    [
+        ("ReadWriteOnce", "RWO"),
+        ("ReadOnlyMany", "ROX"),
+        ("ReadWriteMany", "RWX"),
+        ("ReadWriteOncePod", "RWOP"),
+    ]
+    .iter()
+    .filter(|(long, _)| modes.contains(long))
+    .map(|(_, short)| *short)
+    .collect::<Vec<_>>()
+    .join(",")
+}
+
+/// The phase at `path`, or `Terminating` for an object being deleted.
+fn phase_or_terminating(obj: &Value, path: &str) -> Value {
+    if meta::path(obj, "metadata.deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        json!("Terminating")
+    } else {
+        json!(text(obj, path))
+    }
+}
+
+/// A string at `path`, `<unset>` when absent.
+fn or_unset(obj: &Value, path: &str) -> Value {
+    match meta::path(obj, path).and_then(Value::as_str) {
+        Some(s) => json!(s),
+        None => json!("<unset>"),
+    }
+}
+
+const VOLUME_ACCESS_MODES: &str = "accessModes contains all ways the volume can be mounted. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes";
+const VOLUME_MODE: &str = "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state. Value of Filesystem is implied when not included in spec.";
+
+/// PersistentVolumes: `Capacity`, `Access Modes`, `Reclaim Policy`, `Status`, `Claim`,
+/// `StorageClass`, `VolumeAttributesClass`, `Reason`, `Age`, wide `VolumeMode`.
+pub(super) const PERSISTENT_VOLUMES: Printer = Printer {
+    columns: &[
+        Column::new(
+            "Capacity",
+            "capacity is the description of the persistent volume's resources and capacity. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity",
+        ),
+        Column::new("Access Modes", VOLUME_ACCESS_MODES),
+        Column::new(
+            "Reclaim Policy",
+            "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim. Valid options are Retain (default for manually created PersistentVolumes), Delete (default for dynamically provisioned PersistentVolumes), and Recycle (deprecated). Recycle must be supported by the volume plugin underlying this PersistentVolume. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming",
+        ),
+        Column::new(
+            "Status",
+            "phase indicates if a volume is available, bound to a claim, or released by a claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#phase",
+        ),
+        Column::new(
+            "Claim",
+            "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding",
+        ),
+        Column::new("StorageClass", "StorageClass of the pv"),
+        Column::new("VolumeAttributesClass", "VolumeAttributesClass of the pv"),
+        Column::new(
+            "Reason",
+            "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.",
+        ),
+        AGE,
+        Column::wide("VolumeMode", VOLUME_MODE),
+    ],
+    cells: |obj| {
+        let claim = match (
+            text(obj, "spec.claimRef.namespace"),
+            text(obj, "spec.claimRef.name"),
+        ) {
+            (_, "") => String::new(),
+            (ns, name) => format!("{ns}/{name}"),
+        };
+        vec![
+            json!(text(obj, "spec.capacity.storage")),
+            json!(access_modes(obj, "spec.accessModes")),
+            json!(text(obj, "spec.persistentVolumeReclaimPolicy")),
+            phase_or_terminating(obj, "status.phase"),
+            json!(claim),
+            json!(text(obj, "spec.storageClassName")),
+            or_unset(obj, "spec.volumeAttributesClassName"),
+            json!(text(obj, "status.reason")),
+            age(obj),
+            or_unset(obj, "spec.volumeMode"),
+        ]
+    },
+};
+
+/// PersistentVolumeClaims: `Status`, `Volume`, `Capacity`, `Access Modes`, `StorageClass`,
+/// `VolumeAttributesClass`, `Age`, wide `VolumeMode` (capacity and modes once bound).
+pub(super) const PERSISTENT_VOLUME_CLAIMS: Printer = Printer {
+    columns: &[
+        Column::new(
+            "Status",
+            "phase represents the current phase of PersistentVolumeClaim.",
+        ),
+        Column::new(
+            "Volume",
+            "volumeName is the binding reference to the PersistentVolume backing this claim.",
+        ),
+        Column::new(
+            "Capacity",
+            "capacity represents the actual resources of the underlying volume.",
+        ),
+        Column::new(
+            "Access Modes",
+            "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1",
+        ),
+        Column::new("StorageClass", "StorageClass of the pvc"),
+        Column::new("VolumeAttributesClass", "VolumeAttributesClass of the pvc"),
+        AGE,
+        Column::wide(
+            "VolumeMode",
+            "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec.",
+        ),
+    ],
+    cells: |obj| {
+        let bound = !text(obj, "spec.volumeName").is_empty();
+        let (capacity, modes) = if bound {
+            (
+                text(obj, "status.capacity.storage").to_string(),
+                access_modes(obj, "status.accessModes"),
+            )
+        } else {
+            (String::new(), String::new())
+        };
+        vec![
+            phase_or_terminating(obj, "status.phase"),
+            json!(text(obj, "spec.volumeName")),
+            json!(capacity),
+            json!(modes),
+            json!(text(obj, "spec.storageClassName")),
+            or_unset(obj, "spec.volumeAttributesClassName"),
+            age(obj),
+            or_unset(obj, "spec.volumeMode"),
+        ]
+    },
+};
+
+/// ResourceQuotas: `Request` and `Limit` (`used/hard` per resource of `status.hard`, sorted;
+/// `limits.*` under Limit), `Age`.
+pub(super) const RESOURCE_QUOTAS: Printer = Printer {
+    columns: &[
+        Column::new(
+            "Request",
+            "Request represents a minimum amount of cpu/memory that a container may consume.",
+        ),
+        Column::new(
+            "Limit",
+            "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
+        ),
+        AGE,
+    ],
+    cells: |obj| {
+        let mut requests = Vec::new();
+        let mut limits = Vec::new();
+        for (name, hard) in meta::path(obj, "status.hard")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let used = meta::path(obj, "status.used")
+                .and_then(|u| u.get(name))
+                .and_then(Value::as_str)
+                .unwrap_or("0");
+            let entry = format!("{name}: {used}/{}", hard.as_str().unwrap_or("0"));
+            if name.split('.').next() == Some("limits") && name.contains('.') {
+                limits.push(entry);
+            } else {
+                requests.push(entry);
+            }
+        }
+        vec![
+            json!(requests.join(", ")),
+            json!(limits.join(", ")),
+            age(obj),
+        ]
+    },
+};
+
+/// PodTemplates: `Containers`, `Images`, `Pod Labels`.
+pub(super) const POD_TEMPLATES: Printer = Printer {
+    columns: &[
+        Column::new("Containers", "Names of each container in the template."),
+        Column::new(
+            "Images",
+            "Images referenced by each container in the template.",
+        ),
+        Column::new("Pod Labels", "The labels for the pod template."),
+    ],
+    cells: |obj| {
+        let (names, images) = crate::kinds::printer::containers(obj, "template.spec.containers");
+        vec![
+            json!(names),
+            json!(images),
+            json!(label_map(obj, "template.metadata.labels")),
+        ]
+    },
+};
+
+/// ReplicationControllers: `Desired`, `Current`, `Ready`, `Age`, wide `Containers`, `Images`,
+/// `Selector`.
+pub(super) const REPLICATION_CONTROLLERS: Printer = Printer {
+    columns: &[
+        Column::new(
+            "Desired",
+            "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
+        ),
+        Column::new(
+            "Current",
+            "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
+        ),
+        Column::new(
+            "Ready",
+            "The number of ready replicas for this replication controller.",
+        ),
+        AGE,
+        crate::kinds::printer::CONTAINERS,
+        crate::kinds::printer::IMAGES,
+        Column::wide(
+            "Selector",
+            "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+        ),
+    ],
+    cells: |obj| {
+        let [containers, images] = crate::kinds::printer::template_containers(obj);
+        vec![
+            json!(int(obj, "spec.replicas")),
+            json!(int(obj, "status.replicas")),
+            json!(int(obj, "status.readyReplicas")),
+            age(obj),
+            containers,
+            images,
+            json!(label_map(obj, "spec.selector")),
+        ]
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

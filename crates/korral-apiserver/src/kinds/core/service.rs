@@ -1,11 +1,14 @@
-//! Services: defaults and cluster IP allocation.
+//! Services: defaults, upstream's validation ([`super::service_validation`]), and cluster IP
+//! and node port allocation ([`super::service_nodeports`]).
 
 use std::sync::Mutex;
 
 use serde_json::Value;
 
+use super::service_nodeports::{NodePortError, assign_node_ports, node_ports_in_use};
+use super::service_validation::{normalize_cluster_ips, validate_service, validate_service_update};
 use crate::defaults::{ServiceIpAllocator, assign_cluster_ip, cluster_ips_in_use};
-use crate::error::ApiError;
+use crate::error::{ApiError, Cause};
 use crate::kinds::strategy::{Context, Strategy};
 use crate::meta;
 use crate::storage::collection_prefix;
@@ -26,8 +29,20 @@ impl ServiceStrategy {
 }
 
 impl Strategy for ServiceStrategy {
+    fn prepare_for_update(&self, obj: &mut Value, old: &Value) {
+        normalize_cluster_ips(obj, old);
+    }
+
     fn default(&self, obj: &mut Value) {
         crate::defaults::apply_builtin_defaults("", "Service", obj);
+    }
+
+    fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_service(obj)
+    }
+
+    fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_service_update(obj, old)
     }
 
     fn complete(
@@ -39,21 +54,30 @@ impl Strategy for ServiceStrategy {
         let snapshot = ctx.storage.snapshot();
         let prefix = collection_prefix("", "services", None);
         let uid = meta::uid(obj).to_string();
-        let in_use = cluster_ips_in_use(
+        let others = || {
             snapshot
                 .range(&prefix, None)
                 .filter(|(_, s)| meta::uid(s) != uid)
-                .map(|(_, s)| s.as_ref()),
-        );
+        };
+        let in_use = cluster_ips_in_use(others().map(|(_, s)| s.as_ref()));
+        let node_ports = node_ports_in_use(others().map(|(_, s)| s.as_ref()));
         let requested: Vec<String> = meta::path(obj, "spec.clusterIP")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .map(|s| vec![s.to_string()])
             .unwrap_or_default();
         let mut allocator = self.cluster_ips.lock().unwrap_or_else(|e| e.into_inner());
-        match assign_cluster_ip(obj, old, &mut allocator, &in_use) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(e.to_api_error(meta::name(obj), &requested)),
+        if let Err(e) = assign_cluster_ip(obj, old, &mut allocator, &in_use) {
+            return Err(e.to_api_error(meta::name(obj), &requested));
+        }
+        match assign_node_ports(obj, old, &node_ports) {
+            Ok(()) => Ok(()),
+            Err(NodePortError::Invalid(causes)) => {
+                Err(ApiError::invalid("", "Service", meta::name(obj), causes))
+            }
+            Err(NodePortError::RangeFull) => Err(ApiError::internal(
+                "failed to allocate a nodePort: range is full",
+            )),
         }
     }
 }

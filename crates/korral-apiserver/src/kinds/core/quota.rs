@@ -1,0 +1,486 @@
+//! ResourceQuotas and LimitRanges: quantities canonicalized on decode, upstream's
+//! `ValidateResourceQuota` (resource names for quota, non-negative whole counts) and
+//! `ValidateLimitRange` (types, forbidden Pod defaults, `min ≤ defaultRequest ≤ default ≤ max`,
+//! ratios).
+
+use serde_json::{Map, Value, json};
+
+use crate::error::Cause;
+use crate::kinds::strategy::{Context, Strategy};
+use crate::objects::FieldValidation;
+use crate::quantity::{self, Quantity};
+use crate::registry::ResourceInfo;
+use crate::validation::names::{invalid_value, validate_label_key};
+use crate::validation::podspec::{resource_name, resource_quantity};
+use crate::{ApiError, meta};
+
+/// The unprefixed resource names a quota may limit (`IsStandardQuotaResourceName`).
+const QUOTA_RESOURCES: [&str; 19] = [
+    "pods",
+    "services",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "services.nodeports",
+    "services.loadbalancers",
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.storage",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+];
+/// The quota resources counted in whole objects (`IsIntegerResourceName`).
+const INTEGER_RESOURCES: [&str; 9] = [
+    "pods",
+    "services",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+/// The quota scopes, sorted.
+const SCOPES: [&str; 7] = [
+    "BestEffort",
+    "CrossNamespacePodAffinity",
+    "NotBestEffort",
+    "NotTerminating",
+    "PriorityClass",
+    "Terminating",
+    "VolumeAttributesClass",
+];
+/// The standard LimitRange types.
+const LIMIT_TYPES: [&str; 3] = ["Pod", "Container", "PersistentVolumeClaim"];
+
+/// Canonicalizes every resource list at `paths` (dotted) of `obj`; `[*]` steps into each item
+/// of an array.
+fn canonicalize_lists(obj: &mut Value, paths: &[&str]) -> Result<(), quantity::QuantityError> {
+    fn walk(v: &mut Value, parts: &[&str]) -> Result<(), quantity::QuantityError> {
+        let Some((first, rest)) = parts.split_first() else {
+            return quantity::canonicalize_resource_list(v);
+        };
+        if let Some(name) = first.strip_suffix("[*]") {
+            for item in v
+                .get_mut(name)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                walk(item, rest)?;
+            }
+            return Ok(());
+        }
+        match v.get_mut(*first) {
+            Some(next) => walk(next, rest),
+            None => Ok(()),
+        }
+    }
+    for path in paths {
+        let parts: Vec<&str> = path.split('.').collect();
+        walk(obj, &parts)?;
+    }
+    Ok(())
+}
+
+/// Upstream's `validateResourceQuotaResourceName` and `ValidateResourceQuantityValue` for each
+/// entry of the resource list at `path`.
+fn quota_list(list: Option<&Value>, path: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    for (key, value) in list.and_then(Value::as_object).into_iter().flatten() {
+        let field = format!("{path}[{key}]");
+        let shown = json!(key);
+        let name_errs: Vec<Cause> = validate_label_key(key)
+            .iter()
+            .map(|m| invalid_value(&field, &shown, m))
+            .collect();
+        let name_ok = name_errs.is_empty();
+        errs.extend(name_errs);
+        if name_ok
+            && !key.contains('/')
+            && !QUOTA_RESOURCES.contains(&key.as_str())
+            && !key.starts_with("hugepages-")
+            && !key.starts_with("requests.hugepages-")
+        {
+            errs.push(invalid_value(
+                &field,
+                &shown,
+                "must be a standard resource for quota",
+            ));
+        }
+        if let Ok(q) = quantity::from_json(value) {
+            if q.is_negative() {
+                errs.push(invalid_value(
+                    &field,
+                    &json!(q.canonical()),
+                    "must be greater than or equal to 0",
+                ));
+            }
+            let integer = INTEGER_RESOURCES.contains(&key.as_str()) || key.starts_with("count/");
+            if integer && !q.is_integer() {
+                errs.push(invalid_value(
+                    &field,
+                    &json!(q.canonical()),
+                    "must be an integer",
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// The strategy of `v1/ResourceQuota`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ResourceQuotaStrategy;
+
+/// Upstream's `ValidateResourceQuota`.
+fn validate_quota(obj: &Value) -> Vec<Cause> {
+    let mut errs = quota_list(meta::path(obj, "spec.hard"), "spec.hard");
+    errs.extend(quota_list(meta::path(obj, "status.hard"), "status.hard"));
+    errs.extend(quota_list(meta::path(obj, "status.used"), "status.used"));
+    for (i, scope) in meta::path(obj, "spec.scopes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if !SCOPES.contains(&scope.as_str().unwrap_or("")) {
+            let supported: Vec<Value> = SCOPES.iter().map(|s| json!(s)).collect();
+            errs.push(Cause::not_supported(
+                format!("spec.scopes[{i}]"),
+                scope,
+                &supported,
+            ));
+        }
+    }
+    errs
+}
+
+impl Strategy for ResourceQuotaStrategy {
+    fn decode(
+        &self,
+        info: &ResourceInfo,
+        obj: &mut Value,
+        validation: FieldValidation,
+        _ctx: &Context,
+    ) -> Result<Vec<String>, ApiError> {
+        canonicalize_lists(obj, &["spec.hard", "status.hard", "status.used"])
+            .map_err(|e| quantity::undecodable(info, e))?;
+        crate::openapi_builtin::decode_builtin(info, obj, validation)
+    }
+
+    /// The status starts empty (the quota controller fills it).
+    fn default(&self, obj: &mut Value) {
+        if let Some(root) = obj.as_object_mut() {
+            root.entry("status").or_insert_with(|| json!({}));
+        }
+    }
+
+    fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_quota(obj)
+    }
+}
+
+/// The strategy of `v1/LimitRange`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LimitRangeStrategy;
+
+/// The parsed quantities of the resource list `name` of a limit item.
+fn quantities(item: &Value, name: &str) -> Map<String, Value> {
+    item.get(name)
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Upstream's `ValidateLimitRange` for one `spec.limits` item.
+fn limit_item(item: &Value, path: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
+    let type_path = format!("{path}.type");
+    let type_errs: Vec<Cause> = validate_label_key(ty)
+        .iter()
+        .map(|m| invalid_value(&type_path, &json!(ty), m))
+        .collect();
+    if !type_errs.is_empty() {
+        errs.extend(type_errs);
+    } else if !ty.contains('/') && !LIMIT_TYPES.contains(&ty) {
+        errs.push(invalid_value(
+            &type_path,
+            &json!(ty),
+            "must be a standard limit type or fully qualified",
+        ));
+    }
+    let lists = [
+        "max",
+        "min",
+        "default",
+        "defaultRequest",
+        "maxLimitRequestRatio",
+    ];
+    for list in lists {
+        for (key, value) in quantities(item, list) {
+            let field = format!("{path}.{list}[{key}]");
+            errs.extend(resource_name(&key, &field));
+            resource_quantity(&key, &value, &field, &mut errs);
+        }
+    }
+    if ty == "Pod" {
+        for list in ["default", "defaultRequest"] {
+            if !quantities(item, list).is_empty() {
+                errs.push(Cause::forbidden(
+                    format!("{path}.{list}"),
+                    "may not be specified when `type` is 'Pod'",
+                ));
+            }
+        }
+    }
+    if ty == "PersistentVolumeClaim" {
+        let has_storage = |l: &str| quantities(item, l).contains_key("storage");
+        if !has_storage("min") && !has_storage("max") {
+            errs.push(Cause::required(
+                format!("{path}.limits"),
+                "either minimum or maximum storage value is required, but neither was provided",
+            ));
+        }
+    }
+    let q = |list: &str, key: &str| -> Option<Quantity> {
+        item.get(list)
+            .and_then(|l| l.get(key))
+            .and_then(|v| quantity::from_json(v).ok())
+    };
+    let mut keys: Vec<String> = lists
+        .iter()
+        .flat_map(|l| quantities(item, l).keys().cloned().collect::<Vec<_>>())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    for key in keys {
+        let (min, max) = (q("min", &key), q("max", &key));
+        let (default, request) = (q("default", &key), q("defaultRequest", &key));
+        let ratio = q("maxLimitRequestRatio", &key);
+        let shown = |x: &Quantity| json!(x.canonical());
+        let field = |list: &str| format!("{path}.{list}[{key}]");
+        if let (Some(min), Some(max)) = (&min, &max)
+            && min.cmp(max).is_gt()
+        {
+            errs.push(invalid_value(
+                &field("min"),
+                &shown(min),
+                &format!(
+                    "min value {} is greater than max value {}",
+                    min.canonical(),
+                    max.canonical()
+                ),
+            ));
+        }
+        if let Some(request) = &request {
+            if let Some(min) = &min
+                && min.cmp(request).is_gt()
+            {
+                errs.push(invalid_value(
+                    &field("defaultRequest"),
+                    &shown(request),
+                    &format!(
+                        "min value {} is greater than default request value {}",
+                        min.canonical(),
+                        request.canonical()
+                    ),
+                ));
+            }
+            if let Some(max) = &max
+                && request.cmp(max).is_gt()
+            {
+                errs.push(invalid_value(
+                    &field("defaultRequest"),
+                    &shown(request),
+                    &format!(
+                        "default request value {} is greater than max value {}",
+                        request.canonical(),
+                        max.canonical()
+                    ),
+                ));
+            }
+            if let Some(default) = &default
+                && request.cmp(default).is_gt()
+            {
+                errs.push(invalid_value(
+                    &field("defaultRequest"),
+                    &shown(request),
+                    &format!(
+                        "default request value {} is greater than default limit value {}",
+                        request.canonical(),
+                        default.canonical()
+                    ),
+                ));
+            }
+        }
+        if let Some(default) = &default {
+            if let Some(min) = &min
+                && min.cmp(default).is_gt()
+            {
+                errs.push(invalid_value(
+                    &field("default"),
+                    &shown(default),
+                    &format!(
+                        "min value {} is greater than default value {}",
+                        min.canonical(),
+                        default.canonical()
+                    ),
+                ));
+            }
+            if let Some(max) = &max
+                && default.cmp(max).is_gt()
+            {
+                errs.push(invalid_value(
+                    &field("default"),
+                    &shown(default),
+                    &format!(
+                        "default value {} is greater than max value {}",
+                        default.canonical(),
+                        max.canonical()
+                    ),
+                ));
+            }
+        }
+        if let Some(ratio) = &ratio
+            && ratio.canonical_f64() < 1.0
+        {
+            errs.push(invalid_value(
+                &field("maxLimitRequestRatio"),
+                &shown(ratio),
+                &format!("ratio {} is less than 1", ratio.canonical()),
+            ));
+        }
+        if let (Some(ratio), Some(min), Some(max)) = (&ratio, &min, &max)
+            && !min.is_zero()
+        {
+            let bound = max.canonical_f64() / min.canonical_f64();
+            if ratio.canonical_f64() > bound {
+                errs.push(invalid_value(
+                    &field("maxLimitRequestRatio"),
+                    &shown(ratio),
+                    &format!(
+                        "ratio {} is greater than max/min = {bound:.6}",
+                        ratio.canonical()
+                    ),
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// Upstream's `ValidateLimitRange`: each item, each type at most once.
+fn validate_limit_range(obj: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let mut seen = Vec::new();
+    for (i, item) in meta::path(obj, "spec.limits")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let path = format!("spec.limits[{i}]");
+        let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
+        if seen.contains(&ty) {
+            errs.push(Cause::duplicate(format!("{path}.type"), &json!(ty)));
+        }
+        seen.push(ty);
+        errs.extend(limit_item(item, &path));
+    }
+    errs
+}
+
+impl Strategy for LimitRangeStrategy {
+    fn decode(
+        &self,
+        info: &ResourceInfo,
+        obj: &mut Value,
+        validation: FieldValidation,
+        _ctx: &Context,
+    ) -> Result<Vec<String>, ApiError> {
+        let lists: Vec<String> = [
+            "max",
+            "min",
+            "default",
+            "defaultRequest",
+            "maxLimitRequestRatio",
+        ]
+        .iter()
+        .map(|l| format!("spec.limits[*].{l}"))
+        .collect();
+        let paths: Vec<&str> = lists.iter().map(String::as_str).collect();
+        canonicalize_lists(obj, &paths).map_err(|e| quantity::undecodable(info, e))?;
+        crate::openapi_builtin::decode_builtin(info, obj, validation)
+    }
+
+    fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_limit_range(obj)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summaries(causes: &[Cause]) -> Vec<String> {
+        causes.iter().map(Cause::summary).collect()
+    }
+
+    #[test]
+    fn quota_names_and_values() {
+        let ok = json!({"spec": {"hard": {"count/configmaps": "50", "pods": "10", "requests.cpu": "2"}}});
+        assert!(validate_quota(&ok).is_empty());
+        assert_eq!(
+            summaries(&validate_quota(
+                &json!({"spec": {"hard": {"gpus": "1", "pods": "1500m", "cpu": "-1"}}})
+            )),
+            [
+                "spec.hard[cpu]: Invalid value: \"-1\": must be greater than or equal to 0",
+                "spec.hard[gpus]: Invalid value: \"gpus\": must be a standard resource for quota",
+                "spec.hard[pods]: Invalid value: \"1500m\": must be an integer",
+            ]
+        );
+    }
+
+    #[test]
+    fn quota_quantities_are_canonical() {
+        let mut obj =
+            json!({"spec": {"hard": {"requests.cpu": "0.5", "requests.memory": "1024Mi"}}});
+        canonicalize_lists(&mut obj, &["spec.hard"]).expect("ok");
+        assert_eq!(
+            obj["spec"]["hard"],
+            json!({"requests.cpu": "500m", "requests.memory": "1Gi"})
+        );
+    }
+
+    #[test]
+    fn limit_ranges_order_their_bounds() {
+        let ok = json!({"spec": {"limits": [{"type": "Container",
+            "default": {"cpu": "500m", "memory": "256Mi"}, "defaultRequest": {"cpu": "100m", "memory": "256Mi"}}]}});
+        assert!(validate_limit_range(&ok).is_empty());
+        let bad = json!({"spec": {"limits": [
+            {"type": "Container", "min": {"cpu": "1"}, "max": {"cpu": "500m"}, "default": {"cpu": "2"}},
+            {"type": "Pod", "default": {"cpu": "1"}},
+            {"type": "Widget"},
+        ]}});
+        assert_eq!(
+            summaries(&validate_limit_range(&bad)),
+            [
+                "spec.limits[0].min[cpu]: Invalid value: \"1\": min value 1 is greater than max value 500m",
+                "spec.limits[0].default[cpu]: Invalid value: \"2\": default value 2 is greater than max value 500m",
+                "spec.limits[1].default: Forbidden: may not be specified when `type` is 'Pod'",
+                "spec.limits[2].type: Invalid value: \"Widget\": must be a standard limit type or fully qualified",
+            ]
+        );
+    }
+}

@@ -1,0 +1,435 @@
+//! Upstream's Service validation (`ValidateService`, `ValidateServiceUpdate` in
+//! `pkg/apis/core/validation`): types, ports, ExternalName, session affinity, traffic policies,
+//! selector labels, and the cluster IP that may not change once set.
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+
+use crate::error::Cause;
+use crate::validation::names::{dns1123_label, dns1123_subdomain, invalid_value, validate_labels};
+use crate::validation::ports::{port_num, port_num_or_name};
+
+/// The Service types upstream supports, sorted as its `NotSupported` message lists them.
+const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
+/// The protocols of a service port, sorted.
+const PROTOCOLS: [&str; 3] = ["SCTP", "TCP", "UDP"];
+/// The session affinities, sorted.
+const AFFINITIES: [&str; 2] = ["ClientIP", "None"];
+/// The traffic policies (external and internal), sorted.
+const TRAFFIC_POLICIES: [&str; 2] = ["Cluster", "Local"];
+/// The longest ClientIP session affinity timeout (one day).
+const MAX_CLIENT_IP_TIMEOUT: i64 = 86400;
+
+/// A string field of `v` (empty when absent).
+fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A `NotSupported` cause listing `supported`.
+fn not_supported(field: &str, value: &Value, supported: &[&str]) -> Cause {
+    let supported: Vec<Value> = supported.iter().map(|s| json!(s)).collect();
+    Cause::not_supported(field, value, &supported)
+}
+
+/// The Service's type as defaulted (`ClusterIP` when absent).
+pub(super) fn service_type(spec: &Value) -> &str {
+    match str_at(spec, "type") {
+        "" => "ClusterIP",
+        t => t,
+    }
+}
+
+/// Whether the Service is headless (`clusterIP: None`).
+fn is_headless(spec: &Value) -> bool {
+    str_at(spec, "clusterIP") == "None"
+}
+
+/// Upstream's `ValidateService` for the spec of a (defaulted) Service.
+pub(super) fn validate_service(obj: &Value) -> Vec<Cause> {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let mut errs = Vec::new();
+    let ty = service_type(spec);
+    let ports: &[Value] = spec
+        .get("ports")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let headless = is_headless(spec);
+
+    if ty == "ExternalName" {
+        let has_ips = spec
+            .get("clusterIPs")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+            || !str_at(spec, "clusterIP").is_empty();
+        if has_ips {
+            errs.push(Cause::forbidden(
+                "spec.clusterIPs",
+                "may not be set for ExternalName services",
+            ));
+        }
+        let cname = str_at(spec, "externalName");
+        let cname = cname.strip_suffix('.').unwrap_or(cname);
+        if cname.is_empty() {
+            errs.push(Cause::required("spec.externalName", ""));
+        } else {
+            errs.extend(
+                dns1123_subdomain(cname)
+                    .iter()
+                    .map(|m| invalid_value("spec.externalName", &json!(cname), m)),
+            );
+        }
+    }
+
+    if ports.is_empty() && !headless && ty != "ExternalName" {
+        errs.push(Cause::required("spec.ports", ""));
+    }
+    if matches!(ty, "NodePort" | "LoadBalancer") && headless {
+        errs.push(invalid_value(
+            "spec.clusterIPs[0]",
+            &json!("None"),
+            &format!("may not be set to 'None' for {ty} services"),
+        ));
+    }
+
+    let require_name = ports.len() > 1;
+    let mut names = HashSet::new();
+    for (i, port) in ports.iter().enumerate() {
+        errs.extend(validate_port(
+            port,
+            require_name,
+            &mut names,
+            &format!("spec.ports[{i}]"),
+        ));
+    }
+
+    if let Some(selector) = spec.get("selector").filter(|s| !s.is_null()) {
+        errs.extend(validate_labels(selector, "spec.selector"));
+    }
+
+    if let Some(affinity) = spec.get("sessionAffinity") {
+        let a = affinity.as_str().unwrap_or("");
+        if a.is_empty() {
+            errs.push(Cause::required("spec.sessionAffinity", ""));
+        } else if !AFFINITIES.contains(&a) {
+            errs.push(not_supported("spec.sessionAffinity", affinity, &AFFINITIES));
+        } else if a == "ClientIP" {
+            let timeout = spec
+                .get("sessionAffinityConfig")
+                .and_then(|c| c.get("clientIP"))
+                .and_then(|c| c.get("timeoutSeconds"));
+            if let Some(t) = timeout
+                && !t
+                    .as_i64()
+                    .is_some_and(|t| t > 0 && t <= MAX_CLIENT_IP_TIMEOUT)
+            {
+                errs.push(invalid_value(
+                    "spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+                    t,
+                    &format!("must be greater than 0 and less than {MAX_CLIENT_IP_TIMEOUT}"),
+                ));
+            }
+        } else if spec
+            .get("sessionAffinityConfig")
+            .is_some_and(|c| !c.is_null())
+        {
+            errs.push(Cause::forbidden(
+                "spec.sessionAffinityConfig",
+                "must not be set when session affinity is None",
+            ));
+        }
+    }
+
+    match spec.get("type") {
+        Some(t) if !TYPES.contains(&t.as_str().unwrap_or("")) => {
+            if t.as_str().is_some_and(str::is_empty) {
+                errs.push(Cause::required("spec.type", ""));
+            } else {
+                errs.push(not_supported("spec.type", t, &TYPES));
+            }
+        }
+        _ => {}
+    }
+
+    if matches!(ty, "ClusterIP" | "ExternalName") {
+        for (i, port) in ports.iter().enumerate() {
+            if port.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
+                errs.push(Cause::forbidden(
+                    format!("spec.ports[{i}].nodePort"),
+                    &format!("may not be used when `type` is '{ty}'"),
+                ));
+            }
+        }
+    }
+
+    // A node port may serve one protocol once.
+    let mut node_ports = HashSet::new();
+    for (i, port) in ports.iter().enumerate() {
+        let np = port.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
+        if np == 0 {
+            continue;
+        }
+        let protocol = str_at(port, "protocol");
+        if !node_ports.insert((np, protocol.to_string())) {
+            errs.push(Cause::duplicate(
+                format!("spec.ports[{i}].nodePort"),
+                &json!(np),
+            ));
+        }
+    }
+
+    errs.extend(traffic_policies(spec, ty));
+    errs
+}
+
+/// Upstream's `validateServicePort`.
+fn validate_port(
+    port: &Value,
+    require_name: bool,
+    names: &mut HashSet<String>,
+    path: &str,
+) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let name = str_at(port, "name");
+    let name_path = format!("{path}.name");
+    if require_name && name.is_empty() {
+        errs.push(Cause::required(name_path, ""));
+    } else if !name.is_empty() {
+        errs.extend(
+            dns1123_label(name)
+                .iter()
+                .map(|m| invalid_value(&name_path, &json!(name), m)),
+        );
+        if !names.insert(name.to_string()) {
+            errs.push(Cause::duplicate(name_path, &json!(name)));
+        }
+    }
+    let number = port.get("port").cloned().unwrap_or(json!(0));
+    errs.extend(
+        port_num(number.as_i64().unwrap_or(0))
+            .iter()
+            .map(|m| invalid_value(&format!("{path}.port"), &number, m)),
+    );
+    match port.get("protocol") {
+        None => errs.push(Cause::required(format!("{path}.protocol"), "")),
+        Some(p) if p.as_str().is_some_and(str::is_empty) => {
+            errs.push(Cause::required(format!("{path}.protocol"), ""));
+        }
+        Some(p) if !PROTOCOLS.contains(&p.as_str().unwrap_or("")) => {
+            errs.push(not_supported(&format!("{path}.protocol"), p, &PROTOCOLS));
+        }
+        Some(_) => {}
+    }
+    if let Some(target) = port.get("targetPort").filter(|t| !t.is_null()) {
+        errs.extend(port_num_or_name(target, &format!("{path}.targetPort")));
+    }
+    errs
+}
+
+/// Upstream's `validateServiceExternalTrafficPolicy` and `validateServiceInternalTrafficPolicy`.
+fn traffic_policies(spec: &Value, ty: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let has_external_ips = spec
+        .get("externalIPs")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    let external = matches!(ty, "NodePort" | "LoadBalancer") || has_external_ips;
+    let etp = spec.get("externalTrafficPolicy").filter(|v| !v.is_null());
+    match etp {
+        Some(p) if !external && p.as_str().is_some_and(|s| !s.is_empty()) => {
+            errs.push(invalid_value(
+                "spec.externalTrafficPolicy",
+                p,
+                "may only be set for externally-accessible services",
+            ));
+        }
+        Some(p) if external && !TRAFFIC_POLICIES.contains(&p.as_str().unwrap_or("")) => {
+            errs.push(not_supported(
+                "spec.externalTrafficPolicy",
+                p,
+                &TRAFFIC_POLICIES,
+            ));
+        }
+        None if external => errs.push(Cause::required("spec.externalTrafficPolicy", "")),
+        _ => {}
+    }
+    if let Some(hc) = spec.get("healthCheckNodePort").and_then(Value::as_i64)
+        && hc != 0
+    {
+        let local = ty == "LoadBalancer" && etp.and_then(Value::as_str) == Some("Local");
+        if !local {
+            errs.push(invalid_value(
+                "spec.healthCheckNodePort",
+                &json!(hc),
+                "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+            ));
+        }
+    }
+    if ty != "ExternalName"
+        && let Some(p) = spec.get("internalTrafficPolicy").filter(|v| !v.is_null())
+        && !TRAFFIC_POLICIES.contains(&p.as_str().unwrap_or(""))
+    {
+        errs.push(not_supported(
+            "spec.internalTrafficPolicy",
+            p,
+            &TRAFFIC_POLICIES,
+        ));
+    }
+    errs
+}
+
+/// Whether a Service holds a cluster IP (any type but ExternalName, not headless).
+fn needs_cluster_ip(spec: &Value) -> bool {
+    service_type(spec) != "ExternalName"
+}
+
+/// Upstream's `normalizeClusterIPs` on update: a client that changed `clusterIP` but sent the
+/// old `clusterIPs` (or none) gets `clusterIPs[0]` following `clusterIP`, so the change is judged
+/// on the list.
+pub(super) fn normalize_cluster_ips(obj: &mut Value, old: &Value) {
+    let Some(old_spec) = old.get("spec") else {
+        return;
+    };
+    let old_ip = str_at(old_spec, "clusterIP").to_string();
+    let old_ips = old_spec.get("clusterIPs").cloned();
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let new_ip = spec
+        .get("clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if new_ip.is_empty() || new_ip == old_ip {
+        return;
+    }
+    let ips = spec.get("clusterIPs").filter(|v| !v.is_null()).cloned();
+    let same_as_old = ips.is_none() || ips == old_ips;
+    if same_as_old {
+        let mut list = ips.and_then(|v| v.as_array().cloned()).unwrap_or_default();
+        if list.is_empty() {
+            list.push(json!(new_ip));
+        } else {
+            list[0] = json!(new_ip);
+        }
+        spec.insert("clusterIPs".into(), Value::Array(list));
+    }
+}
+
+/// Upstream's `ValidateServiceUpdate` beyond `ValidateService`: the cluster IPs of a Service
+/// that keeps needing them may not change (an empty update carries the old ones over).
+pub(super) fn validate_service_update(obj: &Value, old: &Value) -> Vec<Cause> {
+    let mut errs = validate_service(obj);
+    let (spec, old_spec) = (
+        obj.get("spec").unwrap_or(&Value::Null),
+        old.get("spec").unwrap_or(&Value::Null),
+    );
+    if !(needs_cluster_ip(spec) && needs_cluster_ip(old_spec)) {
+        return errs;
+    }
+    let old_ips = old_spec.get("clusterIPs").and_then(Value::as_array);
+    let new_ips = spec.get("clusterIPs").and_then(Value::as_array);
+    if let (Some(old_ips), Some(new_ips)) = (old_ips, new_ips)
+        && !old_ips.is_empty()
+        && !new_ips.is_empty()
+        && old_ips.first() != new_ips.first()
+    {
+        errs.push(invalid_value(
+            "spec.clusterIPs[0]",
+            &Value::Array(new_ips.clone()),
+            "may not change once set",
+        ));
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn svc(spec: Value) -> Value {
+        let mut obj = json!({"metadata": {"name": "s"}, "spec": spec});
+        crate::defaults::apply_builtin_defaults("", "Service", &mut obj);
+        obj
+    }
+
+    fn messages(causes: &[Cause]) -> Vec<String> {
+        causes.iter().map(Cause::summary).collect()
+    }
+
+    #[test]
+    fn valid_services_pass() {
+        let ok = svc(json!({"ports": [{"port": 80}], "selector": {"app": "web"}}));
+        assert!(
+            validate_service(&ok).is_empty(),
+            "{:?}",
+            validate_service(&ok)
+        );
+        let np = svc(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30001}]}));
+        assert!(validate_service(&np).is_empty());
+        let ext = svc(json!({"type": "ExternalName", "externalName": "example.com."}));
+        assert!(validate_service(&ext).is_empty());
+        let headless = svc(json!({"clusterIP": "None"}));
+        assert!(validate_service(&headless).is_empty());
+    }
+
+    #[test]
+    fn refusals_have_upstream_messages() {
+        let cases = [
+            (json!({}), "spec.ports: Required value"),
+            (
+                json!({"type": "ExternalName"}),
+                "spec.externalName: Required value",
+            ),
+            (
+                json!({"type": "Weird", "ports": [{"port": 1}]}),
+                "spec.type: Unsupported value: \"Weird\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"",
+            ),
+            (
+                json!({"ports": [{"port": 0, "targetPort": 80}]}),
+                "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+            ),
+            (
+                json!({"ports": [{"port": 80, "name": "a"}, {"port": 81}]}),
+                "spec.ports[1].name: Required value",
+            ),
+            (
+                json!({"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "a"}]}),
+                "spec.ports[1].name: Duplicate value: \"a\"",
+            ),
+            (
+                json!({"ports": [{"port": 80, "protocol": "ICMP"}]}),
+                "spec.ports[0].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
+            ),
+            (
+                json!({"ports": [{"port": 80, "nodePort": 30000}]}),
+                "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'",
+            ),
+            (
+                json!({"ports": [{"port": 80}], "sessionAffinity": "Sticky"}),
+                "spec.sessionAffinity: Unsupported value: \"Sticky\": supported values: \"ClientIP\", \"None\"",
+            ),
+            (
+                json!({"ports": [{"port": 80}], "selector": {"app": "-x"}}),
+                "spec.selector: Invalid value: \"-x\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            ),
+        ];
+        for (spec, want) in cases {
+            let got = messages(&validate_service(&svc(spec.clone())));
+            assert!(got.contains(&want.to_string()), "{spec}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn cluster_ip_may_not_change() {
+        let old = svc(json!({"ports": [{"port": 80}], "clusterIP": "10.0.0.1"}));
+        let mut new = old.clone();
+        new["spec"]["clusterIP"] = json!("10.0.0.99");
+        normalize_cluster_ips(&mut new, &old);
+        assert_eq!(
+            messages(&validate_service_update(&new, &old)),
+            ["spec.clusterIPs[0]: Invalid value: [\"10.0.0.99\"]: may not change once set"]
+        );
+        assert!(validate_service_update(&old, &old).is_empty());
+    }
+}
