@@ -687,3 +687,155 @@ async fn object_selectors_and_service_references() {
         "admission webhook \"svc.test.example.com\" denied the request: denied by test hook"
     );
 }
+
+const VAP: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+const VAPB: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+
+/// A captured response's body.
+fn captured(text: &str) -> Value {
+    let v: Value = serde_json::from_str(text).expect("fixture");
+    v["body"].clone()
+}
+
+async fn bind(client: &kube::Client, name: &str, policy: &str, actions: Value, extra: Value) {
+    let mut spec = json!({
+        "policyName": policy,
+        "matchResources": {"namespaceSelector": {"matchLabels": {"hooks": "on"}}},
+        "validationActions": actions,
+    });
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    let body = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name}, "spec": spec});
+    let (code, _, b) = request(client, "POST", VAPB, Some(body)).await;
+    assert_eq!(code, 201, "{b}");
+}
+
+#[tokio::test]
+async fn validating_admission_policies_deny_and_warn_as_upstream() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    namespace(&client, "ref-adm", true).await;
+    let cms = "/api/v1/namespaces/ref-adm/configmaps";
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "ref-small"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+            "validations": [
+                {"expression": "!has(object.data) || object.data.size() <= 2", "message": "at most two keys"},
+                {"expression": "!has(object.metadata.labels) || !(\"bad\" in object.metadata.labels)", "reason": "Forbidden", "messageExpression": "\"label bad is not allowed on \" + object.metadata.name"}
+            ]
+        }
+    });
+    let (code, _, created) = request(&client, "POST", VAP, Some(policy)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"]["failurePolicy"], "Fail");
+    assert_eq!(
+        created["spec"]["matchConstraints"]["matchPolicy"],
+        "Equivalent"
+    );
+    assert_eq!(created["status"], json!({}));
+    bind(
+        &client,
+        "ref-small-deny",
+        "ref-small",
+        json!(["Deny"]),
+        json!({}),
+    )
+    .await;
+
+    let (code, _, status) = request(
+        &client,
+        "POST",
+        cms,
+        Some(configmap("big", json!({"a": "1", "b": "2", "c": "3"}))),
+    )
+    .await;
+    let want = captured(include_str!(
+        "fixtures/admission/denied-by-policy-message.json"
+    ));
+    assert_eq!(code, 422);
+    assert_eq!(status, want);
+    let mut lab = configmap("lab", json!({}));
+    lab["metadata"]["labels"] = json!({"bad": "x"});
+    let (code, _, status) = request(&client, "POST", cms, Some(lab)).await;
+    let want = captured(include_str!(
+        "fixtures/admission/denied-by-policy-messageexpression.json"
+    ));
+    assert_eq!(code, 403);
+    assert_eq!(status, want);
+    let (code, _, _) = request(
+        &client,
+        "POST",
+        cms,
+        Some(configmap("small", json!({"a": "1"}))),
+    )
+    .await;
+    assert_eq!(code, 201);
+
+    // Warn instead of Deny.
+    let (code, _, _) = request(&client, "DELETE", &format!("{VAPB}/ref-small-deny"), None).await;
+    assert_eq!(code, 200);
+    bind(
+        &client,
+        "ref-small-warn",
+        "ref-small",
+        json!(["Warn"]),
+        json!({}),
+    )
+    .await;
+    let (code, warnings, _) = request(
+        &client,
+        "POST",
+        cms,
+        Some(configmap("big2", json!({"a": "1", "b": "2", "c": "3"}))),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let want: Value =
+        serde_json::from_str(include_str!("fixtures/admission/warned-by-policy.json"))
+            .expect("fixture");
+    assert_eq!(
+        json!(warnings),
+        json!([want["headers"][1]
+            .as_str()
+            .expect("header")
+            .trim_start_matches("warning: ")])
+    );
+    let (code, _, _) = request(&client, "DELETE", &format!("{VAPB}/ref-small-warn"), None).await;
+    assert_eq!(code, 200);
+
+    // Params: the limit comes from a ConfigMap named by the binding.
+    let limited = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "limited"},
+        "spec": {
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+            "variables": [{"name": "keys", "expression": "has(object.data) ? object.data.size() : 0"}],
+            "validations": [{"expression": "variables.keys <= int(params.data.max)", "messageExpression": "\"too many keys: \" + string(variables.keys)"}]
+        }
+    });
+    let (code, _, b) = request(&client, "POST", VAP, Some(limited)).await;
+    assert_eq!(code, 201, "{b}");
+    let mut limit = configmap("limit", json!({"max": "1"}));
+    limit["metadata"]["labels"] = json!({"role": "limit"});
+    let (code, _, _) = request(&client, "POST", cms, Some(limit)).await;
+    assert_eq!(code, 201);
+    bind(&client, "limited-deny", "limited", json!(["Deny"]), json!({"paramRef": {"name": "limit", "parameterNotFoundAction": "Deny"}, "matchResources": {"namespaceSelector": {"matchLabels": {"hooks": "on"}}, "objectSelector": {"matchLabels": {"limited": "yes"}}}})).await;
+    let mut two = configmap("two", json!({"a": "1", "b": "2"}));
+    two["metadata"]["labels"] = json!({"limited": "yes"});
+    let (code, _, status) = request(&client, "POST", cms, Some(two)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "configmaps \"two\" is forbidden: ValidatingAdmissionPolicy 'limited' with binding 'limited-deny' denied request: too many keys: 2"
+    );
+    let mut one = configmap("one", json!({"a": "1"}));
+    one["metadata"]["labels"] = json!({"limited": "yes"});
+    let (code, _, status) = request(&client, "POST", cms, Some(one)).await;
+    assert_eq!(code, 201, "{status}");
+}

@@ -46,12 +46,13 @@ pub(crate) fn exempt(info: &ResourceInfo) -> bool {
     info.group == GROUP
 }
 
-/// Whether any Mutating- or ValidatingWebhookConfiguration exists.
+/// Whether any Mutating- or ValidatingWebhookConfiguration or policy binding exists.
 pub(crate) fn any_configuration(objects: &crate::objects::Objects) -> bool {
     let snapshot = objects.storage().snapshot();
     [
         "mutatingwebhookconfigurations",
         "validatingwebhookconfigurations",
+        "validatingadmissionpolicybindings",
     ]
     .iter()
     .any(|resource| {
@@ -178,6 +179,21 @@ fn match_rules(req: &Request<'_>, hook: &Value) -> Option<Arc<ResourceInfo>> {
         .versions_of(&req.info.group, &req.info.resource)
         .into_iter()
         .find(|other| other.version != req.info.version && matches(other))
+}
+
+/// Whether a rule selects the request's resource, or (unless `exact`) another served version
+/// of it.
+pub(crate) fn rule_selects(req: &Request<'_>, rule: &Value, exact: bool) -> bool {
+    if rule_matches(req, req.info, rule) {
+        return true;
+    }
+    !exact
+        && req
+            .objects
+            .registry()
+            .versions_of(&req.info.group, &req.info.resource)
+            .iter()
+            .any(|other| other.version != req.info.version && rule_matches(req, other, rule))
 }
 
 /// The strings of a rule field.

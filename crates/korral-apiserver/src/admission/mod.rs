@@ -8,6 +8,7 @@
 pub(crate) mod cel;
 mod client;
 mod matching;
+mod policy;
 mod review;
 pub(crate) mod url;
 
@@ -146,6 +147,14 @@ pub(crate) async fn admit(
             *object = Some(revalidate(obj)?);
         }
     }
+    let review = || {
+        let own = matching::Candidate {
+            hook: Value::Null,
+            matched: req.info.clone(),
+        };
+        review::build_review(req, &own, object.as_ref(), false, "")
+    };
+    policy::run(req, object.as_ref(), review, &mut admitted.warnings)?;
     let validating = matching::candidates(req, false, object.as_ref());
     if !validating.is_empty() {
         review::run_validating(req, &validating, object.as_ref(), &mut admitted.warnings).await?;

@@ -1,0 +1,411 @@
+//! ValidatingAdmissionPolicies: each binding whose policy and match resources select the
+//! request evaluates the policy's validations (CEL, with `object`, `oldObject`, `request`,
+//! `params`, `namespaceObject` and `variables`) for each of its params; a failed validation is
+//! denied, warned about or audited as the binding's `validationActions` say, with upstream's
+//! messages (`ValidatingAdmissionPolicy 'p' with binding 'b' denied request: …`).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use super::Request;
+use crate::error::{ApiError, Cause, Details};
+use crate::meta;
+use crate::objects::ListOptions;
+use crate::selector::from_label_selector_json;
+
+/// The group of policies and bindings.
+const GROUP: &str = "admissionregistration.k8s.io";
+
+/// Why a policy refused, and its warnings.
+struct Outcome {
+    /// Denials, already worded.
+    denials: Vec<(String, &'static str)>,
+    /// Warnings.
+    warnings: Vec<String>,
+}
+
+/// Evaluates every bound policy on the request; `object` is the new object (`None` on delete).
+pub(crate) fn run(
+    req: &Request<'_>,
+    object: Option<&Value>,
+    review: impl FnOnce() -> Value,
+    warnings: &mut Vec<String>,
+) -> Result<(), ApiError> {
+    let registry = req.objects.registry();
+    let (Some(policies), Some(bindings)) = (
+        registry.get(GROUP, "v1", "validatingadmissionpolicies"),
+        registry.get(GROUP, "v1", "validatingadmissionpolicybindings"),
+    ) else {
+        return Ok(());
+    };
+    let Ok(page) = req.objects.list(&bindings, None, &ListOptions::default()) else {
+        return Ok(());
+    };
+    if page.items.is_empty() {
+        return Ok(());
+    }
+    let mut bound: Vec<_> = page.items;
+    bound.sort_by(|a, b| meta::name(a).cmp(meta::name(b)));
+    let review = review();
+    let namespace_object = namespace_object(req);
+    let mut outcome = Outcome {
+        denials: Vec::new(),
+        warnings: Vec::new(),
+    };
+    for binding in bound {
+        let spec = binding.get("spec").cloned().unwrap_or(Value::Null);
+        let policy_name = spec.get("policyName").and_then(Value::as_str).unwrap_or("");
+        let Ok(policy) = req.objects.get(&policies, None, policy_name) else {
+            continue;
+        };
+        let policy_spec = policy.get("spec").cloned().unwrap_or(Value::Null);
+        let Some(constraints) = policy_spec.get("matchConstraints") else {
+            continue;
+        };
+        if !matches(req, constraints, object, namespace_object.as_ref(), true) {
+            continue;
+        }
+        if let Some(resources) = spec.get("matchResources").filter(|m| m.is_object())
+            && !matches(req, resources, object, namespace_object.as_ref(), false)
+        {
+            continue;
+        }
+        evaluate_binding(
+            req,
+            &policy_spec,
+            policy_name,
+            &spec,
+            meta::name(&binding),
+            object,
+            &review,
+            namespace_object.as_ref(),
+            &mut outcome,
+        )?;
+    }
+    warnings.extend(outcome.warnings);
+    if let Some((message, reason)) = outcome.denials.into_iter().next() {
+        let resource = crate::error::qualified_resource(&req.info.group, &req.info.resource);
+        let code = if reason == "Forbidden" { 403 } else { 422 };
+        let reason = if reason.is_empty() { "Invalid" } else { reason };
+        let mut err = ApiError::new(
+            code,
+            reason,
+            format!("{resource} {:?} is forbidden: {message}", req.name),
+        );
+        err.details = Some(Box::new(Details {
+            name: Some(req.name.to_string()),
+            group: (!req.info.group.is_empty()).then(|| req.info.group.clone()),
+            kind: Some(req.info.resource.clone()),
+            causes: vec![Cause::new("", "", message)],
+            ..Details::default()
+        }));
+        return Err(err);
+    }
+    Ok(())
+}
+
+/// The request's Namespace object (`null` for cluster-scoped requests).
+fn namespace_object(req: &Request<'_>) -> Option<Value> {
+    let ns = req.namespace.filter(|_| req.info.namespaced)?;
+    let info = req.objects.registry().get("", "v1", "namespaces")?;
+    req.objects.get(&info, None, ns).ok().map(|n| (*n).clone())
+}
+
+/// Whether match resources (a policy's constraints or a binding's) select the request.
+fn matches(
+    req: &Request<'_>,
+    m: &Value,
+    object: Option<&Value>,
+    namespace: Option<&Value>,
+    require_rules: bool,
+) -> bool {
+    let labels = |o: Option<&Value>| {
+        o.and_then(|o| meta::metadata(o))
+            .and_then(|md| md.get("labels"))
+            .cloned()
+    };
+    let selects = |key: &str, target: Option<Value>| match m.get(key).filter(|s| !s.is_null()) {
+        None => true,
+        Some(sel) => from_label_selector_json(sel)
+            .map(|s| s.matches(target.as_ref().and_then(Value::as_object)))
+            .unwrap_or(false),
+    };
+    if namespace.is_some() && !selects("namespaceSelector", labels(namespace)) {
+        return false;
+    }
+    let old_selected = req.old.is_some() && selects("objectSelector", labels(req.old));
+    if !(selects("objectSelector", labels(object)) || old_selected) {
+        return false;
+    }
+    let rules = |key: &str| {
+        m.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let include = rules("resourceRules");
+    let exact = m.get("matchPolicy").and_then(Value::as_str) == Some("Exact");
+    let hit = |rule: &Value| super::matching::rule_selects(req, rule, exact);
+    if include.is_empty() {
+        if require_rules {
+            return false;
+        }
+    } else if !include.iter().any(hit) {
+        return false;
+    }
+    !rules("excludeResourceRules").iter().any(hit)
+}
+
+/// Evaluates one binding of a policy, for each of its params.
+#[allow(clippy::too_many_arguments)]
+fn evaluate_binding(
+    req: &Request<'_>,
+    policy: &Value,
+    policy_name: &str,
+    binding: &Value,
+    binding_name: &str,
+    object: Option<&Value>,
+    review: &Value,
+    namespace: Option<&Value>,
+    outcome: &mut Outcome,
+) -> Result<(), ApiError> {
+    let actions: Vec<&str> = binding
+        .get("validationActions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let fail_open = policy.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
+    let params = match params(req, policy, binding) {
+        Ok(p) => p,
+        Err(why) => {
+            if !fail_open {
+                let message = format!(
+                    "ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}' denied request: {why}"
+                );
+                outcome.denials.push((message, ""));
+            }
+            return Ok(());
+        }
+    };
+    let null = Value::Null;
+    let request = &review["request"];
+    for param in &params {
+        let base: Vec<(&str, &Value)> = vec![
+            ("object", object.unwrap_or(&null)),
+            ("oldObject", req.old.unwrap_or(&null)),
+            ("request", request),
+            ("params", param.as_ref().unwrap_or(&null)),
+            ("namespaceObject", namespace.unwrap_or(&null)),
+        ];
+        let variables = evaluate_variables(policy, &base);
+        let mut vars = base.clone();
+        vars.push(("variables", &variables));
+        if let Some(conditions) = policy.get("matchConditions").and_then(Value::as_array) {
+            let mut all = true;
+            for c in conditions {
+                let expr = c.get("expression").and_then(Value::as_str).unwrap_or("");
+                match eval(expr, &vars) {
+                    Ok(Value::Bool(true)) => {}
+                    Ok(Value::Bool(false)) => all = false,
+                    _ if fail_open => all = false,
+                    _ => {}
+                }
+            }
+            if !all {
+                continue;
+            }
+        }
+        let validations = policy
+            .get("validations")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for v in &validations {
+            let expression = v.get("expression").and_then(Value::as_str).unwrap_or("");
+            let failed = match eval(expression, &vars) {
+                Ok(Value::Bool(true)) => None,
+                Ok(Value::Bool(false)) => Some(message(v, expression, &vars)),
+                Ok(other) => (!fail_open).then(|| {
+                    format!(
+                        "expression '{expression}' resulted in error: no such overload: {other}"
+                    )
+                }),
+                Err(e) => (!fail_open)
+                    .then(|| format!("expression '{expression}' resulted in error: {e}")),
+            };
+            let Some(text) = failed else { continue };
+            let reason = match v.get("reason").and_then(Value::as_str) {
+                Some("Forbidden") => "Forbidden",
+                Some("Unauthorized") => "Unauthorized",
+                Some("RequestEntityTooLarge") => "RequestEntityTooLarge",
+                Some("Invalid") => "Invalid",
+                _ => "",
+            };
+            if actions.contains(&"Deny") {
+                outcome.denials.push((
+                    format!(
+                        "ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}' denied request: {text}"
+                    ),
+                    reason,
+                ));
+            }
+            if actions.contains(&"Warn") {
+                outcome.warnings.push(format!(
+                    "Validation failed for ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}': {text}"
+                ));
+            }
+            if actions.contains(&"Audit") {
+                tracing::info!(
+                    policy = policy_name,
+                    binding = binding_name,
+                    "validation failed (audit): {text}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The message of a failed validation: its message expression's string, else its message,
+/// else `failed expression: <expression>`.
+fn message(v: &Value, expression: &str, vars: &[(&str, &Value)]) -> String {
+    if let Some(me) = v.get("messageExpression").and_then(Value::as_str)
+        && let Ok(Value::String(s)) = eval(me, vars)
+        && !s.trim().is_empty()
+        && !s.contains('\n')
+    {
+        return s;
+    }
+    match v.get("message").and_then(Value::as_str) {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => format!("failed expression: {expression}"),
+    }
+}
+
+/// Evaluates a CEL expression into JSON.
+fn eval(expression: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {
+    let program = super::cel::compile(expression, true)?;
+    super::cel::evaluate(&program, vars).map(|v| to_json(&v))
+}
+
+/// The policy's variables, in order (each may use the previous ones), as a JSON map; a variable
+/// that fails to evaluate is left out (its use then fails the validation that reads it).
+fn evaluate_variables(policy: &Value, base: &[(&str, &Value)]) -> Value {
+    let mut values = Map::new();
+    let Some(list) = policy.get("variables").and_then(Value::as_array) else {
+        return Value::Object(values);
+    };
+    for var in list {
+        let name = var.get("name").and_then(Value::as_str).unwrap_or("");
+        let expression = var.get("expression").and_then(Value::as_str).unwrap_or("");
+        let so_far = Value::Object(values.clone());
+        let mut vars = base.to_vec();
+        vars.push(("variables", &so_far));
+        if let Ok(v) = eval(expression, &vars) {
+            values.insert(name.to_string(), v);
+        }
+    }
+    Value::Object(values)
+}
+
+/// A CEL value as JSON (lists, string-keyed maps, scalars).
+fn to_json(value: &cel::Value) -> Value {
+    match value {
+        cel::Value::Null => Value::Null,
+        cel::Value::Bool(b) => json!(b),
+        cel::Value::Int(i) => json!(i),
+        cel::Value::UInt(u) => json!(u),
+        cel::Value::Float(f) => json!(f),
+        cel::Value::String(s) => json!(s.as_str()),
+        cel::Value::List(items) => Value::Array(items.iter().map(to_json).collect()),
+        cel::Value::Map(m) => {
+            let map: HashMap<String, Value> = m
+                .map
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        cel::objects::Key::String(s) => s.as_str().to_string(),
+                        cel::objects::Key::Int(i) => i.to_string(),
+                        cel::objects::Key::Uint(u) => u.to_string(),
+                        cel::objects::Key::Bool(b) => b.to_string(),
+                    };
+                    (key, to_json(v))
+                })
+                .collect();
+            Value::Object(map.into_iter().collect())
+        }
+        other => json!(format!("{other:?}")),
+    }
+}
+
+/// The params a binding evaluates its policy with: `[None]` without `paramKind`; otherwise the
+/// object named by `paramRef.name` or those its selector picks (in the request's namespace when
+/// the param kind is namespaced and no namespace is given).
+fn params(
+    req: &Request<'_>,
+    policy: &Value,
+    binding: &Value,
+) -> Result<Vec<Option<Value>>, String> {
+    let Some(kind) = policy.get("paramKind").filter(|k| k.is_object()) else {
+        return Ok(vec![None]);
+    };
+    let Some(param_ref) = binding.get("paramRef").filter(|p| p.is_object()) else {
+        return Err("failed to configure binding: paramRef is required".into());
+    };
+    let api_version = kind.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind_name = kind.get("kind").and_then(Value::as_str).unwrap_or("");
+    let (group, version) = match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    };
+    let registry = req.objects.registry();
+    let Some(info) = registry.by_kind(group, version, kind_name) else {
+        return Err(format!(
+            "failed to configure policy: failed to find resource referenced by paramKind: '{api_version}, Kind={kind_name}'"
+        ));
+    };
+    let namespace = match param_ref.get("namespace").and_then(Value::as_str) {
+        Some(ns) if !ns.is_empty() => Some(ns.to_string()),
+        _ if info.namespaced => req.namespace.map(str::to_string),
+        _ => None,
+    };
+    let namespace = namespace.as_deref().filter(|_| info.namespaced);
+    let found: Vec<Option<Value>> = match param_ref
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        Some(name) => req
+            .objects
+            .get(&info, namespace, name)
+            .ok()
+            .map(|o| vec![Some((*o).clone())])
+            .unwrap_or_default(),
+        None => {
+            let selector = param_ref.get("selector").cloned().unwrap_or(json!({}));
+            let selector = from_label_selector_json(&selector).map_err(|e| e.to_string())?;
+            let opts = ListOptions {
+                labels: Some(selector),
+                ..ListOptions::default()
+            };
+            req.objects
+                .list(&info, namespace, &opts)
+                .map(|p| p.items.iter().map(|o| Some((**o).clone())).collect())
+                .unwrap_or_default()
+        }
+    };
+    if found.is_empty() {
+        let action = param_ref
+            .get("parameterNotFoundAction")
+            .and_then(Value::as_str)
+            .unwrap_or("Deny");
+        if action == "Allow" {
+            return Ok(Vec::new());
+        }
+        return Err(
+            "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+        );
+    }
+    Ok(found)
+}
