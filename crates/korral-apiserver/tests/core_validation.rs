@@ -632,7 +632,7 @@ async fn quotas_limit_ranges_and_replication_controllers() {
         "spec": {"hard": {"count/configmaps": "50", "pods": "10", "requests.cpu": "2000m", "requests.memory": "0.5Gi"}}}))
     .expect("quota");
     let q = quotas.create(&pp, &q).await.expect("create quota");
-    let hard = serde_json::to_value(q.spec.and_then(|s| s.hard)).expect("hard");
+    let hard = serde_json::to_value(q.spec.clone().and_then(|s| s.hard)).expect("hard");
     assert_eq!(
         hard,
         json!({"count/configmaps": "50", "pods": "10", "requests.cpu": "2", "requests.memory": "512Mi"})
@@ -646,6 +646,21 @@ async fn quotas_limit_ranges_and_replication_controllers() {
             .len(),
         1
     );
+    // table-resourcequotas.json (the cells from the status are unit-tested beside the printer).
+    let request = http::Request::builder()
+        .uri("/api/v1/namespaces/default/resourcequotas/q")
+        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .body(Vec::new())
+        .expect("request");
+    let table: Value = client.request(request).await.expect("table");
+    let names: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["Name", "Request", "Limit", "Age"]);
+    assert_eq!(table["rows"][0]["cells"][0], "q");
     let bad = post(
         &env,
         "/api/v1/namespaces/default/resourcequotas",
@@ -835,4 +850,104 @@ async fn discovery_lists_the_core_kinds_as_upstream() {
     let mut sorted = names.clone();
     sorted.sort_unstable();
     assert_eq!(names, sorted);
+}
+
+/// Runs kubectl against the environment's kubeconfig; its exit status and stdout (stderr on
+/// failure).
+async fn kubectl(env: &TestEnv, args: &[&str]) -> (bool, String) {
+    let kubeconfig = env.kubeconfig_path().to_path_buf();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let out = std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(&args)
+            .output()
+            .expect("run kubectl");
+        let text = if out.status.success() {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        } else {
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        };
+        (out.status.success(), text)
+    })
+    .await
+    .expect("kubectl task")
+}
+
+#[tokio::test]
+async fn kubectl_creates_node_port_services_and_quotas() {
+    if std::process::Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
+        eprintln!("kubectl not installed; skipped");
+        return;
+    }
+    let env = TestEnv::start().await.expect("env");
+    let (ok, out) = kubectl(
+        &env,
+        &["create", "service", "nodeport", "np", "--tcp=80:8080"],
+    )
+    .await;
+    assert!(ok, "{out}");
+    let (_, svc) = get(&env, &format!("{SERVICES}/np")).await;
+    assert!((30000..=32767).contains(&node_port_of(&svc, 0)), "{svc}");
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    let (ok, out) = kubectl(
+        &env,
+        &[
+            "create",
+            "service",
+            "nodeport",
+            "np2",
+            "--tcp=81:81",
+            "--node-port=20000",
+        ],
+    )
+    .await;
+    assert!(!ok);
+    assert!(
+        out.contains(
+            "provided port is not in the valid range. The range of valid ports is 30000-32767"
+        ),
+        "{out}"
+    );
+    let (ok, out) = kubectl(
+        &env,
+        &[
+            "create",
+            "service",
+            "externalname",
+            "ext",
+            "--external-name=example.com",
+        ],
+    )
+    .await;
+    assert!(ok, "{out}");
+
+    let (ok, out) = kubectl(
+        &env,
+        &["create", "quota", "q", "--hard=pods=10,requests.cpu=0.5"],
+    )
+    .await;
+    assert!(ok, "{out}");
+    let (_, quota) = get(&env, "/api/v1/namespaces/default/resourcequotas/q").await;
+    assert_eq!(
+        quota["spec"]["hard"],
+        json!({"pods": "10", "requests.cpu": "500m"})
+    );
+    let (ok, out) = kubectl(&env, &["get", "quota"]).await;
+    assert!(ok, "{out}");
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "REQUEST", "LIMIT", "AGE"]);
+    let (ok, out) = kubectl(&env, &["get", "pvc,pv,rc,limits,podtemplates"]).await;
+    assert!(ok, "{out}");
 }

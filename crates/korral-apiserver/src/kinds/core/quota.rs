@@ -453,6 +453,21 @@ mod tests {
     }
 
     #[test]
+    fn quota_tables_show_used_over_hard() {
+        let q = json!({"metadata": {"name": "q"}, "status": {
+            "hard": {"pods": "10", "requests.cpu": "2", "limits.memory": "1Gi"},
+            "used": {"pods": "1", "requests.cpu": "500m"}}});
+        let cells = (super::super::print::RESOURCE_QUOTAS.cells)(&q);
+        assert_eq!(cells[0], json!("pods: 1/10, requests.cpu: 500m/2"));
+        assert_eq!(cells[1], json!("limits.memory: 0/1Gi"));
+        // get-resourcequota-with-status.json before the controller ran: nothing to show.
+        let fresh =
+            json!({"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}}, "status": {}});
+        let cells = (super::super::print::RESOURCE_QUOTAS.cells)(&fresh);
+        assert_eq!((&cells[0], &cells[1]), (&json!(""), &json!("")));
+    }
+
+    #[test]
     fn quota_quantities_are_canonical() {
         let mut obj =
             json!({"spec": {"hard": {"requests.cpu": "0.5", "requests.memory": "1024Mi"}}});
