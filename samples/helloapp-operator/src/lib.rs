@@ -21,6 +21,9 @@
 
 #![warn(missing_docs)]
 
+pub mod conversion;
+pub mod v2;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -133,6 +136,19 @@ pub struct Context {
 /// busy without flooding it (client-go's sample-controller runs two; kube-rs' default is
 /// unbounded); the work queue never runs one HelloApp twice at once.
 pub const MAX_CONCURRENT_RECONCILES: usize = 4;
+
+/// Serves the HelloApp conversion webhook on `server` (v2 is the hub and storage version, v1
+/// converts through it, see [`conversion`]), declares the v2 CRD (merged with v1 into one CRD
+/// with the conversion stanza) and adds the server to `manager`.
+pub fn add_webhooks(
+    manager: &mut Manager,
+    mut server: korral::webhook::WebhookServer,
+) -> Result<(), korral::reconcile::BoxError> {
+    manager.declare_crd::<v2::HelloApp>();
+    server.conversion(conversion::webhook()?)?;
+    server.add_to(manager)?;
+    Ok(())
+}
 
 /// Adds the HelloApp controller to `manager`, watching HelloApps (and their Deployments) in
 /// `scope`, and declares its CRD and permissions (for `--print-manifests`).

@@ -12,7 +12,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_helloapp-operator");
 
 #[tokio::test]
 async fn printed_crd_installs_and_manifests_carry_the_rbac() -> Result<()> {
-    let crd = Command::new(BIN).arg("--print-crd").output()?;
+    let crd = Command::new(BIN)
+        .env("ENABLE_WEBHOOKS", "false")
+        .arg("--print-crd")
+        .output()?;
     ensure!(crd.status.success(), "--print-crd failed");
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("crd.yaml");
@@ -35,6 +38,33 @@ async fn printed_crd_installs_and_manifests_carry_the_rbac() -> Result<()> {
             .any(|o| o["kind"] == "CustomResourceDefinition"
                 && o["metadata"]["name"] == "helloapps.apps.example.com"),
         "the CRD is in the manifests"
+    );
+    // With the conversion webhook, one CRD serves v1 and v2, stores the hub (v2) and
+    // converts through the operator's /convert.
+    let crd = objects
+        .iter()
+        .find(|o| o["kind"] == "CustomResourceDefinition")
+        .context("the CRD")?;
+    let versions: Vec<(&Value, &Value, &Value)> = crd["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| (&v["name"], &v["served"], &v["storage"]))
+        .collect();
+    ensure!(
+        versions
+            == [
+                (&Value::from("v1"), &Value::from(true), &Value::from(false)),
+                (&Value::from("v2"), &Value::from(true), &Value::from(true)),
+            ],
+        "{versions:?}"
+    );
+    ensure!(
+        crd["spec"]["conversion"]["strategy"] == "Webhook"
+            && crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["path"]
+                == "/convert",
+        "{}",
+        crd["spec"]["conversion"]
     );
     let role = objects
         .iter()

@@ -40,13 +40,27 @@ pub(super) async fn run_memcached(
         .build()
         .context("building the operator's manager")?;
     memcached_operator::add_to_manager(&mut manager, Scope::All);
+    let webhooks = super::webhooks::InProcessWebhooks::start(client)
+        .await
+        .context("serving the Memcached webhooks")?;
+    progress.message(&format!(
+        "memcached webhooks (defaulting, validating) served at {}, configurations {}",
+        webhooks.url(),
+        webhooks.configuration_names().join(", ")
+    ));
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let mut manager_task = tokio::spawn(manager.run(async move {
         let _ = stop_rx.await;
     }));
     progress.message("memcached operator running in process");
 
-    let sample = apply_sample(client).await?;
+    let sample = match apply_sample(client).await {
+        Ok(sample) => sample,
+        Err(e) => {
+            webhooks.stop(client).await;
+            return Err(e);
+        }
+    };
     progress.message(&sample);
 
     let signal = crate::apiserver::shutdown_signal();
@@ -65,6 +79,7 @@ pub(super) async fn run_memcached(
                     Ok(Err(e)) => format!("failed: {e}"),
                     Err(e) => format!("panicked: {e}"),
                 };
+                webhooks.stop(client).await;
                 return Err(anyhow::anyhow!("the memcached operator {why}"));
             }
             _ = ticker.tick() => {}
@@ -108,6 +123,7 @@ pub(super) async fn run_memcached(
         Ok(Err(e)) => tracing::warn!(error = %e, "the operator task failed"),
         Err(_) => tracing::warn!("the operator did not stop within 15s"),
     }
+    webhooks.stop(client).await;
     result
 }
 

@@ -12,6 +12,8 @@
 mod memcached;
 #[cfg(feature = "sample-memcached")]
 mod progress;
+#[cfg(feature = "sample-memcached")]
+mod webhooks;
 
 use std::path::{Path, PathBuf};
 
