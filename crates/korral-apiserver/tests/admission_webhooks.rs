@@ -512,6 +512,8 @@ async fn denials_failures_timeouts_and_warnings() {
     namespace(&client, "adm", true).await;
     let cms = "/api/v1/namespaces/adm/configmaps";
 
+    let (code, _, _) = request(&client, "POST", cms, Some(configmap("keep", json!({})))).await;
+    assert_eq!(code, 201);
     // Denial.
     configure(
         &client,
@@ -538,6 +540,11 @@ async fn denials_failures_timeouts_and_warnings() {
     assert_eq!(status["status"], "Failure");
     let (code, _, _) = request(&client, "GET", &format!("{cms}/d"), None).await;
     assert_eq!(code, 404, "a denied create stores nothing");
+    // A collection delete calls the webhook for each object: denied, nothing removed.
+    let (code, _, status) = request(&client, "DELETE", cms, None).await;
+    assert_eq!(code, 403, "{status}");
+    let (code, _, _) = request(&client, "GET", &format!("{cms}/keep"), None).await;
+    assert_eq!(code, 200);
     unconfigure(&client, VWC, "deny.test.example.com").await;
 
     // Unreachable, failurePolicy Fail then Ignore.
@@ -838,4 +845,157 @@ async fn validating_admission_policies_deny_and_warn_as_upstream() {
     one["metadata"]["labels"] = json!({"limited": "yes"});
     let (code, _, status) = request(&client, "POST", cms, Some(one)).await;
     assert_eq!(code, 201, "{status}");
+}
+
+/// A webhook on widgets (and their status) in namespaces labelled `hooks: on`.
+fn widget_hook(name: &str, url: String, ca: &str, resources: Value, versions: Value) -> Value {
+    webhook(
+        name,
+        url,
+        ca,
+        json!({"rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["ref.example.org"], "apiVersions": versions, "resources": resources}]}),
+    )
+}
+
+#[tokio::test]
+async fn status_match_conditions_reinvocation_and_equivalent_versions() {
+    let hook = start_hook().await;
+    let env = TestEnv::start().await.expect("env");
+    common::install_widget_crd(&env).await;
+    let client = env.client();
+    namespace(&client, "ref-adm", true).await;
+    let widgets = "/apis/ref.example.org/v1/namespaces/ref-adm/widgets";
+    let ca = hook.ca_bundle.clone();
+
+    // Status writes reach a webhook on widgets/status, with the subresource named.
+    configure(
+        &client,
+        VWC,
+        "status.test.example.com",
+        vec![widget_hook(
+            "status.test.example.com",
+            hook.url("/allow"),
+            &ca,
+            json!(["widgets/status"]),
+            json!(["v1"]),
+        )],
+    )
+    .await;
+    let w = json!({"apiVersion": "ref.example.org/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"replicas": 3}});
+    let (code, _, created) = request(&client, "POST", widgets, Some(w)).await;
+    assert_eq!(code, 201, "{created}");
+    assert!(
+        hook.reviews("/allow").is_empty(),
+        "widgets/status does not match the main resource"
+    );
+    let mut with_status = created.clone();
+    with_status["status"] = json!({"ready": 1});
+    let (code, _, _) = request(
+        &client,
+        "PUT",
+        &format!("{widgets}/w1/status"),
+        Some(with_status),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let want: Value = serde_json::from_str(include_str!(
+        "fixtures/admission/received-18-allow-UPDATE-Widget-status.json"
+    ))
+    .expect("fixture");
+    let want = &want["body"]["request"];
+    let got = &hook.reviews("/allow")[0]["request"];
+    assert_eq!(keys(got), keys(want));
+    assert_eq!(got["subResource"], "status");
+    assert_eq!(got["requestSubResource"], "status");
+    assert_eq!(got["object"]["status"], json!({"ready": 1}));
+    assert!(got["oldObject"].get("status").is_none());
+    unconfigure(&client, VWC, "status.test.example.com").await;
+
+    // matchPolicy Equivalent: a rule on v1beta1 sees a v1 request, converted to v1beta1.
+    hook.clear();
+    configure(
+        &client,
+        VWC,
+        "beta.test.example.com",
+        vec![widget_hook(
+            "beta.test.example.com",
+            hook.url("/allow"),
+            &ca,
+            json!(["widgets"]),
+            json!(["v1beta1"]),
+        )],
+    )
+    .await;
+    let w = json!({"apiVersion": "ref.example.org/v1", "kind": "Widget", "metadata": {"name": "w2"}, "spec": {"replicas": 1}});
+    let (code, _, _) = request(&client, "POST", widgets, Some(w)).await;
+    assert_eq!(code, 201);
+    let got = &hook.reviews("/allow")[0]["request"];
+    assert_eq!(
+        got["kind"],
+        json!({"group": "ref.example.org", "version": "v1beta1", "kind": "Widget"})
+    );
+    assert_eq!(
+        got["requestKind"],
+        json!({"group": "ref.example.org", "version": "v1", "kind": "Widget"})
+    );
+    assert_eq!(got["object"]["apiVersion"], "ref.example.org/v1beta1");
+    unconfigure(&client, VWC, "beta.test.example.com").await;
+
+    // matchConditions: the denying webhook is skipped where the condition is false.
+    let mut conditional = widget_hook(
+        "cond.test.example.com",
+        hook.url("/deny"),
+        &ca,
+        json!(["widgets"]),
+        json!(["v1"]),
+    );
+    conditional["matchConditions"] =
+        json!([{"name": "not-skipped", "expression": "object.metadata.name != 'skipme'"}]);
+    configure(&client, VWC, "cond.test.example.com", vec![conditional]).await;
+    let skip = json!({"apiVersion": "ref.example.org/v1", "kind": "Widget", "metadata": {"name": "skipme"}, "spec": {"replicas": 1}});
+    let (code, _, _) = request(&client, "POST", widgets, Some(skip)).await;
+    assert_eq!(code, 201);
+    let other = json!({"apiVersion": "ref.example.org/v1", "kind": "Widget", "metadata": {"name": "other"}, "spec": {"replicas": 1}});
+    let (code, _, _) = request(&client, "POST", widgets, Some(other)).await;
+    assert_eq!(code, 403);
+    unconfigure(&client, VWC, "cond.test.example.com").await;
+
+    // Reinvocation: an IfNeeded webhook runs again after a later webhook changed the object.
+    hook.clear();
+    let mut first = widget_hook(
+        "first.test.example.com",
+        hook.url("/allow"),
+        &ca,
+        json!(["widgets"]),
+        json!(["v1"]),
+    );
+    first["reinvocationPolicy"] = json!("IfNeeded");
+    let second = widget_hook(
+        "second.test.example.com",
+        hook.url("/patch"),
+        &ca,
+        json!(["widgets"]),
+        json!(["v1"]),
+    );
+    configure(
+        &client,
+        MWC,
+        "reinvoke.test.example.com",
+        vec![first, second],
+    )
+    .await;
+    let w = json!({"apiVersion": "ref.example.org/v1", "kind": "Widget", "metadata": {"name": "w3"}, "spec": {"replicas": 1}});
+    let (code, _, created) = request(&client, "POST", widgets, Some(w)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        created["metadata"]["annotations"],
+        json!({"patched": "yes"})
+    );
+    let firsts = hook.reviews("/allow");
+    assert_eq!(firsts.len(), 2, "invoked again");
+    assert_eq!(
+        firsts[1]["request"]["object"]["metadata"]["annotations"],
+        json!({"patched": "yes"})
+    );
+    assert_eq!(hook.reviews("/patch").len(), 1);
 }

@@ -362,7 +362,8 @@ pub async fn serve(
         }
         (&Method::DELETE, None) if part == Part::Main && info.allows("deletecollection") => {
             let options = delete_body(&body_bytes)?;
-            let opts = DeleteOptions::from_request(options.as_ref(), query)?;
+            let mut opts = DeleteOptions::from_request(options.as_ref(), query)?;
+            opts.requester = Some(requester.clone());
             let list = list_options(&info, query)?;
             let deleted = objects
                 .delete_collection(&info, namespace, &list, &opts)
