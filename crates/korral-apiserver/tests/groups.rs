@@ -218,7 +218,7 @@ async fn captured_refusals_match_upstream() {
         let (code, _) = send(
             &env,
             "GET",
-            &format!("{path}/{}", obj["metadata"]["name"].as_str().unwrap()),
+            &format!("{path}/{}", obj["metadata"]["name"].as_str().expect("name")),
             None,
         )
         .await;
@@ -626,4 +626,103 @@ async fn typed_clients_create_read_update_patch_and_delete() {
         .delete("slow", &DeleteParams::default())
         .await
         .expect("delete sc");
+}
+
+#[tokio::test]
+async fn simulation_keeps_endpoint_slices_beside_endpoints() {
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let env = TestEnv::builder()
+        .simulation(true)
+        .start()
+        .await
+        .expect("env");
+    let wait = std::time::Duration::from_secs(20);
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}});
+    let (code, body) = send(
+        &env,
+        "POST",
+        "/api/v1/namespaces/default/services",
+        Some(&svc),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+                {"name": "main", "image": "nginx", "ports": [{"name": "http", "containerPort": 8080}]}]}}}});
+    let (code, body) = send(
+        &env,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        Some(&deploy),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let slices: Api<EndpointSlice> = Api::namespaced(env.client(), "default");
+    let by_service = ListParams::default().labels("kubernetes.io/service-name=web");
+    wait_until(wait, "a slice with both ready pods on port 8080", || {
+        let slices = slices.clone();
+        let by_service = by_service.clone();
+        async move {
+            let list = slices.list(&by_service).await.expect("list").items;
+            let [slice] = list.as_slice() else {
+                return false;
+            };
+            let ready = slice
+                .endpoints
+                .iter()
+                .flatten()
+                .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true))
+                .count();
+            let ports: Vec<Option<i32>> = slice
+                .ports
+                .clone()
+                .unwrap_or_default()
+                .iter()
+                .map(|p| p.port)
+                .collect();
+            slice.address_type == "IPv4"
+                && ready == 2
+                && ports == vec![Some(8080)]
+                && slice
+                    .metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("web-"))
+                && slice
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("endpointslice.kubernetes.io/managed-by"))
+                    .map(String::as_str)
+                    == Some("endpointslice-controller.k8s.io")
+        }
+    })
+    .await
+    .expect("endpoint slice");
+
+    // Deleting the service removes its slices.
+    let (code, body) = send(
+        &env,
+        "DELETE",
+        "/api/v1/namespaces/default/services/web",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    wait_until(wait, "slices removed", || {
+        let slices = slices.clone();
+        let by_service = by_service.clone();
+        async move {
+            slices
+                .list(&by_service)
+                .await
+                .expect("list")
+                .items
+                .is_empty()
+        }
+    })
+    .await
+    .expect("slices gone");
 }

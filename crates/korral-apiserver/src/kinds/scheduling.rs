@@ -287,7 +287,7 @@ mod tests {
     fn system_classes_cannot_be_deleted() {
         let err = PriorityClassStrategy
             .validate_delete(&json!({"metadata": {"name": "system-node-critical"}}))
-            .unwrap_err();
+            .expect_err("system classes stay");
         assert_eq!(err.code, 403);
         assert_eq!(
             err.message,

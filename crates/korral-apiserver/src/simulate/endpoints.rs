@@ -21,6 +21,8 @@ const HEADLESS: &str = "service.kubernetes.io/headless";
 
 /// Reconciles the Endpoints of Service `ns/name`.
 pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+    // The EndpointSlices beside the Endpoints.
+    super::endpointslices::reconcile(objects, ns, name).await?;
     let info = access::info(objects, "", "v1", "endpoints")?;
     let existing = access::get(objects, "", "endpoints", ns, name);
     let service = access::get(objects, "", "services", ns, name).filter(|s| !meta::is_deleting(s));
@@ -96,7 +98,7 @@ fn fill(ep: &mut Value, labels: Map<String, Value>, subsets: Vec<Value>) {
 }
 
 /// Whether `pod`'s labels include every `selector` pair (a Service selector is a plain map).
-fn selects(selector: &Map<String, Value>, pod: &Value) -> bool {
+pub(super) fn selects(selector: &Map<String, Value>, pod: &Value) -> bool {
     let labels = meta::labels(pod);
     selector
         .iter()
@@ -105,7 +107,7 @@ fn selects(selector: &Map<String, Value>, pod: &Value) -> bool {
 
 /// Resolves a Service port's `targetPort` for one Pod: a number as is, a name through the
 /// Pod's container ports.
-fn resolve_port(port: &Value, pod: &Value) -> Option<i64> {
+pub(super) fn resolve_port(port: &Value, pod: &Value) -> Option<i64> {
     match port.get("targetPort") {
         Some(Value::Number(n)) => n.as_i64(),
         Some(Value::String(s)) => match s.parse::<i64>() {

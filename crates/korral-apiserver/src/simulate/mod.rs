@@ -23,6 +23,7 @@ mod access;
 pub mod daemonset;
 pub mod deployment;
 pub mod endpoints;
+mod endpointslices;
 pub mod jobs;
 pub mod names;
 pub mod pods;

@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn subsets_are_strict_and_of_one_family() {
-        let p = |s: &str| parse_cidr_sloppy(s).unwrap();
+        let p = |s: &str| parse_cidr_sloppy(s).expect("cidr");
         assert!(strict_subset(p("10.0.0.0/8"), p("10.1.0.0/16")));
         assert!(!strict_subset(p("10.0.0.0/8"), p("10.0.0.0/8")));
         assert!(!strict_subset(p("10.0.0.0/8"), p("11.0.0.0/16")));
