@@ -126,8 +126,10 @@ async fn start_hook() -> Hook {
                         recorded["query"] = json!(query);
                         sink.lock().expect("lock").push((path.clone(), recorded));
                         let body = answer(&path, &review).await.to_string();
+                        let code = if path == "/error" { 500 } else { 200 };
                         Ok::<_, Infallible>(
                             http::Response::builder()
+                                .status(code)
                                 .header("content-type", "application/json")
                                 .body(Full::new(bytes::Bytes::from(body)))
                                 .expect("response"),
@@ -591,6 +593,52 @@ async fn denials_failures_timeouts_and_warnings() {
     let (code, _, _) = request(&client, "POST", cms, Some(configmap("u", json!({})))).await;
     assert_eq!(code, 201, "failurePolicy Ignore lets the write through");
     unconfigure(&client, VWC, "down.test.example.com").await;
+
+    // A CA bundle that does not sign the webhook's certificate, and an HTTP error.
+    let other_ca = korral_apiserver::tls::generate(&["127.0.0.1".to_string()]).expect("tls");
+    let other_ca = base64::engine::general_purpose::STANDARD.encode(&other_ca.ca_cert_pem);
+    configure(
+        &client,
+        VWC,
+        "x509.test.example.com",
+        vec![webhook(
+            "x509.test.example.com",
+            hook.url("/allow"),
+            &other_ca,
+            json!({}),
+        )],
+    )
+    .await;
+    let (code, _, status) = request(&client, "POST", cms, Some(configmap("x", json!({})))).await;
+    assert_eq!(code, 500);
+    assert_eq!(
+        status["message"],
+        format!(
+            "Internal error occurred: failed calling webhook \"x509.test.example.com\": failed to call webhook: Post \"{}?timeout=5s\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+            hook.url("/allow")
+        )
+    );
+    unconfigure(&client, VWC, "x509.test.example.com").await;
+    configure(
+        &client,
+        VWC,
+        "error.test.example.com",
+        vec![webhook(
+            "error.test.example.com",
+            hook.url("/error"),
+            &hook.ca_bundle,
+            json!({}),
+        )],
+    )
+    .await;
+    let (code, _, status) = request(&client, "POST", cms, Some(configmap("e", json!({})))).await;
+    assert_eq!(code, 500);
+    let message = status["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("Internal error occurred: failed calling webhook \"error.test.example.com\": failed to call webhook: an error on the server (\""),
+        "{message}"
+    );
+    unconfigure(&client, VWC, "error.test.example.com").await;
 
     // Timeout (1 s against a webhook answering after 3 s).
     configure(

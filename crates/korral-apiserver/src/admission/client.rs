@@ -216,7 +216,10 @@ pub(crate) async fn post(
 ) -> Result<Vec<u8>, String> {
     let call = post_inner(target, ca_bundle, body);
     match tokio::time::timeout(timeout, call).await {
-        Ok(result) => result.map_err(|e| format!("Post \"{}\": {e}", target.display)),
+        Ok(result) => result.map_err(|e| match e {
+            CallError::Transport(e) => format!("Post \"{}\": {e}", target.display),
+            CallError::Status(e) => e,
+        }),
         Err(_) => Err(format!(
             "Post \"{}\": context deadline exceeded",
             target.display
@@ -224,11 +227,25 @@ pub(crate) async fn post(
     }
 }
 
+/// Why a call failed: before an answer (worded after `Post "url": `), or with an HTTP error.
+enum CallError {
+    /// Connecting, TLS or the exchange failed.
+    Transport(String),
+    /// The webhook answered a non-success status.
+    Status(String),
+}
+
+impl From<String> for CallError {
+    fn from(e: String) -> Self {
+        CallError::Transport(e)
+    }
+}
+
 async fn post_inner(
     target: &Target,
     ca_bundle: Option<&str>,
     body: Vec<u8>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, CallError> {
     let tls = tls_config(ca_bundle)?;
     let (stream, dialed) = match &target.connect {
         Connect::Addr(addr) => (tokio::net::TcpStream::connect(addr).await, addr.to_string()),
@@ -236,7 +253,7 @@ async fn post_inner(
             tokio::net::TcpStream::connect((host.as_str(), *port)).await,
             format!("{host}:{port}"),
         ),
-        Connect::Unreachable(why) => return Err(why.clone()),
+        Connect::Unreachable(why) => return Err(CallError::Transport(why.clone())),
     };
     let stream = stream.map_err(|e| {
         let why = match e.kind() {
@@ -250,7 +267,15 @@ async fn post_inner(
     let tls_stream = tokio_rustls::TlsConnector::from(tls)
         .connect(server_name, stream)
         .await
-        .map_err(|e| format!("tls: failed to verify certificate: {e}"))?;
+        .map_err(|e| {
+            let why = e.to_string();
+            if why.contains("UnknownIssuer") || why.contains("BadSignature") {
+                "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+                    .to_string()
+            } else {
+                format!("tls: failed to verify certificate: {why}")
+            }
+        })?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls_stream))
         .await
         .map_err(|e| e.to_string())?;
@@ -279,14 +304,14 @@ async fn post_inner(
                 .map(|c| c.to_bytes().to_vec());
             match collected {
                 Ok(bytes) if status.is_success() => Ok(bytes),
-                Ok(bytes) => Err(format!(
-                    "an error on the server ({}) has prevented the request from succeeding",
+                Ok(bytes) => Err(CallError::Status(format!(
+                    "failed to call webhook: an error on the server ({:?}) has prevented the request from succeeding",
                     String::from_utf8_lossy(&bytes).trim()
-                )),
-                Err(e) => Err(e),
+                ))),
+                Err(e) => Err(CallError::Transport(e)),
             }
         }
-        Err(e) => Err(e),
+        Err(e) => Err(CallError::Transport(e)),
     };
     driver.abort();
     result

@@ -133,7 +133,7 @@ pub(crate) async fn admit(
     mut revalidate: impl FnMut(Value) -> Result<Value, ApiError>,
 ) -> Result<Admitted, ApiError> {
     let mut admitted = Admitted::default();
-    if matching::exempt(req.info) {
+    if !configured(req.objects, req.info) {
         return Ok(admitted);
     }
     let mutating = matching::candidates(req, true, object.as_ref());
@@ -152,7 +152,8 @@ pub(crate) async fn admit(
             hook: Value::Null,
             matched: req.info.clone(),
         };
-        review::build_review(req, &own, object.as_ref(), false, "")
+        let uid = uuid::Uuid::new_v4().to_string();
+        review::build_review(req, &own, object.as_ref(), false, &uid)
     };
     policy::run(req, object.as_ref(), review, &mut admitted.warnings)?;
     let validating = matching::candidates(req, false, object.as_ref());

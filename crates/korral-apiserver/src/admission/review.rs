@@ -331,6 +331,9 @@ async fn call(
     let ca_bundle = config.get("caBundle").and_then(Value::as_str);
     let bytes = match client::post(&target, ca_bundle, body, Duration::from_secs(timeout)).await {
         Ok(b) => b,
+        Err(why) if why.starts_with("failed to call webhook: ") => {
+            return failure(hook, why).map(|()| None);
+        }
         Err(why) => return failure(hook, format!("failed to call webhook: {why}")).map(|()| None),
     };
     let response = match parse_response(&bytes, &uid) {
