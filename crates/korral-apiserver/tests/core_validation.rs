@@ -246,13 +246,13 @@ async fn node_ports_are_kept_on_update_and_released_on_delete() {
     let b = created(&env, SERVICES, &service("b", wanted)).await;
     assert_eq!(node_port_of(&b, 0), p0);
 
-    // Turning a NodePort Service into a ClusterIP one with its node ports is refused.
-    let mut back = b.clone();
-    back["spec"]["type"] = json!("ClusterIP");
-    back["spec"]
-        .as_object_mut()
-        .map(|s| s.remove("externalTrafficPolicy"));
-    let answer = put(&env, &format!("{SERVICES}/b"), &back).await;
+    // Turning a NodePort Service into a ClusterIP one with a node port of its own is refused;
+    // with the node ports it had, they (and the external traffic policy) are dropped and
+    // released, as upstream's dropTypeDependentFields.
+    let mut moved = b.clone();
+    moved["spec"]["type"] = json!("ClusterIP");
+    moved["spec"]["ports"][0]["nodePort"] = json!(if p0 == 32000 { 32001 } else { 32000 });
+    let answer = put(&env, &format!("{SERVICES}/b"), &moved).await;
     assert_invalid(
         &answer,
         "Service \"b\" is invalid: spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'",
@@ -262,6 +262,19 @@ async fn node_ports_are_kept_on_update_and_released_on_delete() {
             "spec.ports[0].nodePort",
         )],
     );
+    let mut back = b.clone();
+    back["spec"]["type"] = json!("ClusterIP");
+    let (code, cluster_ip) = put(&env, &format!("{SERVICES}/b"), &back).await;
+    assert_eq!(code, 200, "{cluster_ip}");
+    assert!(
+        cluster_ip["spec"]["ports"][0].get("nodePort").is_none(),
+        "{cluster_ip}"
+    );
+    assert!(cluster_ip["spec"].get("externalTrafficPolicy").is_none());
+    assert_eq!(cluster_ip["spec"]["clusterIP"], b["spec"]["clusterIP"]);
+    let mut again = spec.clone();
+    again["ports"] = json!([{"port": 80, "nodePort": p0}]);
+    created(&env, SERVICES, &service("c", again)).await;
 }
 
 fn secret(name: &str, ty: &str, data: Value) -> Value {

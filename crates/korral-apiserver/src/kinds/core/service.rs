@@ -6,7 +6,9 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use super::service_nodeports::{NodePortError, assign_node_ports, node_ports_in_use};
-use super::service_validation::{normalize_cluster_ips, validate_service, validate_service_update};
+use super::service_validation::{
+    drop_type_dependent_fields, normalize_cluster_ips, validate_service, validate_service_update,
+};
 use crate::defaults::{ServiceIpAllocator, assign_cluster_ip, cluster_ips_in_use};
 use crate::error::{ApiError, Cause};
 use crate::kinds::strategy::{Context, Strategy};
@@ -31,6 +33,7 @@ impl ServiceStrategy {
 impl Strategy for ServiceStrategy {
     fn prepare_for_update(&self, obj: &mut Value, old: &Value) {
         normalize_cluster_ips(obj, old);
+        drop_type_dependent_fields(obj, old);
     }
 
     fn default(&self, obj: &mut Value) {

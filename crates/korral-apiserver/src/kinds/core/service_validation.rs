@@ -162,24 +162,35 @@ pub(super) fn validate_service(obj: &Value) -> Vec<Cause> {
         }
     }
 
-    // A node port may serve one protocol once.
-    let mut node_ports = HashSet::new();
+    // A (protocol, port) pair and a (protocol, node port) pair may each appear once.
+    let mut pairs = HashSet::new();
+    let mut node_pairs = HashSet::new();
     for (i, port) in ports.iter().enumerate() {
-        let np = port.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
-        if np == 0 {
-            continue;
-        }
         let protocol = str_at(port, "protocol");
-        if !node_ports.insert((np, protocol.to_string())) {
-            errs.push(Cause::duplicate(
-                format!("spec.ports[{i}].nodePort"),
-                &json!(np),
-            ));
+        let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
+        if !pairs.insert((number, protocol.to_string())) {
+            errs.push(duplicate_port(i, protocol, number, 0));
+        }
+        let np = port.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
+        if np != 0 && !node_pairs.insert((np, protocol.to_string())) {
+            errs.push(duplicate_port(i, protocol, 0, np));
         }
     }
 
     errs.extend(traffic_policies(spec, ty));
     errs
+}
+
+/// Upstream's `Duplicate` on `spec.ports[i]`, its value the Go `core.ServicePort` key holding
+/// only a protocol and a port or node port (rendered with `%#v`).
+fn duplicate_port(i: usize, protocol: &str, port: i64, node_port: i64) -> Cause {
+    Cause::new(
+        "FieldValueDuplicate",
+        format!("spec.ports[{i}]"),
+        format!(
+            "Duplicate value: core.ServicePort{{Name:\"\", Protocol:{protocol:?}, AppProtocol:(*string)(nil), Port:{port}, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:\"\"}}, NodePort:{node_port}}}"
+        ),
+    )
 }
 
 /// Upstream's `validateServicePort`.
@@ -316,6 +327,104 @@ pub(super) fn normalize_cluster_ips(obj: &mut Value, old: &Value) {
     }
 }
 
+/// Whether a Service of this spec holds node ports (upstream's `needsNodePort`).
+fn needs_node_port(spec: &Value) -> bool {
+    matches!(service_type(spec), "NodePort" | "LoadBalancer")
+}
+
+/// Whether a Service of this spec holds a health check node port.
+fn needs_health_check_port(spec: &Value) -> bool {
+    service_type(spec) == "LoadBalancer" && str_at(spec, "externalTrafficPolicy") == "Local"
+}
+
+/// Whether a Service of this spec is reachable from outside the cluster.
+fn externally_accessible(spec: &Value) -> bool {
+    needs_node_port(spec)
+        || (service_type(spec) == "ClusterIP"
+            && spec
+                .get("externalIPs")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty()))
+}
+
+/// The node ports of the ports of a spec, in order.
+fn node_ports(spec: &Value) -> Vec<i64> {
+    spec.get("ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|p| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0))
+        .collect()
+}
+
+/// Upstream's `dropTypeDependentFields` on update: a Service switching to a type that no longer
+/// needs its cluster IPs, node ports, health check port, load balancer settings or external
+/// traffic policy loses the ones the client did not change (they were allocated or defaulted).
+pub(super) fn drop_type_dependent_fields(obj: &mut Value, old: &Value) {
+    let Some(old_spec) = old.get("spec") else {
+        return;
+    };
+    let Some(spec) = obj.get_mut("spec") else {
+        return;
+    };
+    let same = |spec: &Value, key: &str| {
+        spec.get(key).filter(|v| !v.is_null()) == old_spec.get(key).filter(|v| !v.is_null())
+    };
+    let mut drop = Vec::new();
+    if needs_cluster_ip(old_spec) && !needs_cluster_ip(spec) {
+        if same(spec, "clusterIP") && same(spec, "clusterIPs") {
+            drop.extend(["clusterIP", "clusterIPs"]);
+        }
+        if same(spec, "ipFamilies") {
+            drop.push("ipFamilies");
+        }
+        if same(spec, "ipFamilyPolicy") {
+            drop.push("ipFamilyPolicy");
+        }
+    }
+    if needs_health_check_port(old_spec)
+        && !needs_health_check_port(spec)
+        && same(spec, "healthCheckNodePort")
+    {
+        drop.push("healthCheckNodePort");
+    }
+    if service_type(old_spec) == "LoadBalancer" && service_type(spec) != "LoadBalancer" {
+        if same(spec, "allocateLoadBalancerNodePorts") {
+            drop.push("allocateLoadBalancerNodePorts");
+        }
+        if same(spec, "loadBalancerClass") {
+            drop.push("loadBalancerClass");
+        }
+    }
+    if externally_accessible(old_spec)
+        && !externally_accessible(spec)
+        && same(spec, "externalTrafficPolicy")
+    {
+        drop.push("externalTrafficPolicy");
+    }
+    let wipe_node_ports = needs_node_port(old_spec)
+        && !needs_node_port(spec)
+        && node_ports(spec) == node_ports(old_spec);
+    let Some(map) = spec.as_object_mut() else {
+        return;
+    };
+    for key in drop {
+        map.remove(key);
+    }
+    if wipe_node_ports {
+        for port in map
+            .get_mut("ports")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(port) = port.as_object_mut() {
+                port.remove("nodePort");
+            }
+        }
+    }
+}
+
 /// Upstream's `ValidateServiceUpdate` beyond `ValidateService`: the cluster IPs of a Service
 /// that keeps needing them may not change (an empty update carries the old ones over).
 pub(super) fn validate_service_update(obj: &Value, old: &Value) -> Vec<Cause> {
@@ -431,5 +540,42 @@ mod tests {
             ["spec.clusterIPs[0]: Invalid value: [\"10.0.0.99\"]: may not change once set"]
         );
         assert!(validate_service_update(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn duplicate_ports_name_the_go_key() {
+        let dup = svc(json!({"ports": [{"name": "a", "port": 80}, {"name": "b", "port": 80}]}));
+        assert_eq!(
+            messages(&validate_service(&dup)),
+            [
+                "spec.ports[1]: Duplicate value: core.ServicePort{Name:\"\", Protocol:\"TCP\", AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}, NodePort:0}"
+            ]
+        );
+    }
+
+    #[test]
+    fn switching_type_drops_what_the_old_type_allocated() {
+        let old = json!({"spec": {"type": "LoadBalancer", "clusterIP": "10.0.0.1",
+            "clusterIPs": ["10.0.0.1"], "externalTrafficPolicy": "Cluster",
+            "allocateLoadBalancerNodePorts": true, "ports": [{"port": 80, "nodePort": 30001}]}});
+        let mut to_cluster_ip = old.clone();
+        to_cluster_ip["spec"]["type"] = json!("ClusterIP");
+        drop_type_dependent_fields(&mut to_cluster_ip, &old);
+        assert_eq!(
+            to_cluster_ip["spec"],
+            json!({"type": "ClusterIP", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"],
+                "ports": [{"port": 80}]})
+        );
+        let mut to_external = old.clone();
+        to_external["spec"]["type"] = json!("ExternalName");
+        to_external["spec"]["externalName"] = json!("example.com");
+        drop_type_dependent_fields(&mut to_external, &old);
+        assert!(to_external["spec"].get("clusterIP").is_none());
+        // A node port the client changed is kept (and refused by validation).
+        let mut changed = old.clone();
+        changed["spec"]["type"] = json!("ClusterIP");
+        changed["spec"]["ports"][0]["nodePort"] = json!(30002);
+        drop_type_dependent_fields(&mut changed, &old);
+        assert_eq!(changed["spec"]["ports"][0]["nodePort"], 30002);
     }
 }
