@@ -190,6 +190,7 @@ impl Strategy for StorageStrategy {
         let mut errs = self.validate(obj, ctx);
         errs.extend(match self.0 {
             Kind::StorageClass => storage_class_update(obj, old),
+            Kind::CsiDriver => csi_driver_update(obj, old),
             Kind::VolumeAttachment if obj.get("spec") != old.get("spec") => {
                 vec![invalid_rendered("spec", "\"object\"", "field is immutable")]
             }
@@ -220,33 +221,21 @@ fn string<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
-/// `ValidateCSIDriverName`: required, at most 63 characters, alphanumerics with `-` and `.`
-/// inside.
+/// Upstream's `ValidateCSIDriverName` (core validation): required, at most 63 characters, a
+/// DNS-1123 subdomain once lowercased.
 fn csi_driver_name(name: &str, path: &str) -> Vec<Cause> {
-    if name.is_empty() {
-        return vec![Cause::required(path, name)];
-    }
     let mut errs = Vec::new();
+    if name.is_empty() {
+        errs.push(Cause::required(path, ""));
+    }
     if name.len() > CSI_DRIVER_NAME_MAX_LENGTH {
-        errs.push(Cause::too_long(
+        errs.push(crate::validation::names::too_long(
             path,
-            &json!(name),
-            CSI_DRIVER_NAME_MAX_LENGTH,
+            CSI_DRIVER_NAME_MAX_LENGTH as i64,
         ));
     }
-    let b = name.as_bytes();
-    let edges = b.first().is_some_and(u8::is_ascii_alphanumeric)
-        && b.last().is_some_and(u8::is_ascii_alphanumeric);
-    if !edges
-        || !b
-            .iter()
-            .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'.')
-    {
-        errs.push(invalid_value(
-            path,
-            &json!(name),
-            "a CSI driver name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
-        ));
+    for msg in dns1123_subdomain(&name.to_lowercase()) {
+        errs.push(invalid_rendered(path, &go_quote(name), &msg));
     }
     errs
 }
@@ -342,10 +331,10 @@ fn storage_class_update(obj: &Value, old: &Value) -> Vec<Cause> {
     errs
 }
 
-/// Upstream's `ValidateCSIDriver` (besides object metadata): the name is a CSI driver name; the
-/// FS group policy and lifecycle modes are known values.
+/// Upstream's `ValidateCSIDriver` (besides object metadata, named as a DNS subdomain): the FS
+/// group policy and lifecycle modes are known values.
 fn csi_driver(obj: &Value) -> Vec<Cause> {
-    let mut errs = csi_driver_name(crate::meta::name(obj), "metadata.name");
+    let mut errs = Vec::new();
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     if let Some(policy) = spec.get("fsGroupPolicy").filter(|v| !v.is_null())
         && !matches!(
@@ -375,6 +364,26 @@ fn csi_driver(obj: &Value) -> Vec<Cause> {
                 mode,
                 &[json!("Ephemeral"), json!("Persistent")],
             ));
+        }
+    }
+    errs
+}
+
+/// Upstream's `ValidateCSIDriverUpdate`: `attachRequired` (reported at upstream's
+/// `spec.attachedRequired`) and `volumeLifecycleModes` never change.
+fn csi_driver_update(obj: &Value, old: &Value) -> Vec<Cause> {
+    let (spec, old_spec) = (
+        obj.get("spec").unwrap_or(&Value::Null),
+        old.get("spec").unwrap_or(&Value::Null),
+    );
+    let mut errs = Vec::new();
+    for (field, path) in [
+        ("attachRequired", "spec.attachedRequired"),
+        ("volumeLifecycleModes", "spec.volumeLifecycleModes"),
+    ] {
+        let value = spec.get(field).unwrap_or(&Value::Null);
+        if Some(value) != old_spec.get(field).or(Some(&Value::Null)) {
+            errs.push(invalid_value(path, value, "field is immutable"));
         }
     }
     errs
@@ -674,7 +683,21 @@ mod tests {
             json!({"attachRequired": true, "podInfoOnMount": false, "volumeLifecycleModes": ["Persistent"], "storageCapacity": false, "fsGroupPolicy": "ReadWriteOnceWithFSType", "requiresRepublish": false, "seLinuxMount": false})
         );
         assert!(csi_driver(&driver).is_empty());
-        assert_eq!(csi_driver(&json!({"metadata": {"name": "-bad"}})).len(), 1);
+        let mut changed = driver.clone();
+        changed["spec"]["attachRequired"] = json!(false);
+        changed["spec"]["podInfoOnMount"] = json!(true);
+        assert_eq!(
+            messages(csi_driver_update(&changed, &driver)),
+            vec!["spec.attachedRequired: Invalid value: false: field is immutable"]
+        );
+        assert_eq!(
+            messages(csi_driver_name("Bad_Driver", "spec.attacher")).len(),
+            1
+        );
+        assert_eq!(
+            messages(csi_driver_name("", "spec.attacher"))[0],
+            "spec.attacher: Required value"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::error::Cause;
 use crate::kinds::workload::immutable;
 use crate::validation::names::{
     child, dns1035_label, dns1123_label, dns1123_subdomain, go_quote, index, invalid_rendered,
-    invalid_value, path_segment_name,
+    invalid_value, path_segment_name, too_long,
 };
 use crate::validation::network;
 use crate::validation::ports::{port_name, port_num};
@@ -315,11 +315,7 @@ pub(super) fn ingress_class_spec(spec: &Value, path: &str) -> Vec<Cause> {
     let controller = string(spec, "controller");
     let controller_path = child(path, "controller");
     if controller.len() > MAX_CONTROLLER_LENGTH {
-        errs.push(Cause::too_long(
-            &controller_path,
-            &json!(controller),
-            MAX_CONTROLLER_LENGTH,
-        ));
+        errs.push(too_long(&controller_path, MAX_CONTROLLER_LENGTH as i64));
     }
     errs.extend(domain_prefixed_path(controller, &controller_path));
     if let Some(params) = set(spec, "parameters") {
