@@ -698,10 +698,20 @@ async fn quotas_limit_ranges_and_replication_controllers() {
     let lr = ranges.create(&pp, &lr).await.expect("create limit range");
     let item = serde_json::to_value(&lr.spec.expect("spec").limits[0]).expect("item");
     assert_eq!(item["default"], json!({"cpu": "500m", "memory": "256Mi"}));
+    let max_only = created(
+        &env,
+        "/api/v1/namespaces/default/limitranges",
+        &json!({"metadata": {"name": "max"}, "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}}),
+    )
+    .await;
+    assert_eq!(
+        max_only["spec"]["limits"][0],
+        json!({"type": "Container", "max": {"cpu": "1"}, "default": {"cpu": "1"}, "defaultRequest": {"cpu": "1"}})
+    );
     let inverted = post(
         &env,
         "/api/v1/namespaces/default/limitranges",
-        &json!({"metadata": {"name": "inv"}, "spec": {"limits": [{"type": "Container",
+        &json!({"metadata": {"name": "inv"}, "spec": {"limits": [{"type": "Pod",
             "min": {"cpu": "1"}, "max": {"cpu": "500m"}}]}}),
     )
     .await;
@@ -963,4 +973,32 @@ async fn kubectl_creates_node_port_services_and_quotas() {
     assert_eq!(header, ["NAME", "REQUEST", "LIMIT", "AGE"]);
     let (ok, out) = kubectl(&env, &["get", "pvc,pv,rc,limits,podtemplates"]).await;
     assert!(ok, "{out}");
+    let (ok, out) = kubectl(
+        &env,
+        &[
+            "create",
+            "secret",
+            "docker-registry",
+            "reg",
+            "--docker-server=r.example.com",
+            "--docker-username=u",
+            "--docker-password=p",
+        ],
+    )
+    .await;
+    assert!(ok, "{out}");
+    let (_, reg) = get(&env, &format!("{SECRETS}/reg")).await;
+    assert_eq!(reg["type"], "kubernetes.io/dockerconfigjson");
+    let (ok, out) = kubectl(
+        &env,
+        &["create", "secret", "generic", "gen", "--from-literal=a=b"],
+    )
+    .await;
+    assert!(ok, "{out}");
+    let (ok, out) = kubectl(
+        &env,
+        &["create", "secret", "generic", "bad", "--from-literal=a/b=c"],
+    )
+    .await;
+    assert!(!ok, "{out}");
 }

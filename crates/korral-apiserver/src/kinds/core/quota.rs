@@ -400,7 +400,42 @@ fn validate_limit_range(obj: &Value) -> Vec<Cause> {
     errs
 }
 
+/// Upstream's `SetDefaults_LimitRangeItem`: a Container item's default limit falls back to its
+/// max, its default request to the default limit, then to its min.
+fn default_limit_item(item: &mut Value) {
+    if item.get("type").and_then(Value::as_str) != Some("Container") {
+        return;
+    }
+    let (max, min) = (quantities(item, "max"), quantities(item, "min"));
+    let mut default = quantities(item, "default");
+    for (k, v) in max {
+        default.entry(k).or_insert(v);
+    }
+    let mut request = quantities(item, "defaultRequest");
+    for (k, v) in default.iter().chain(min.iter()) {
+        request.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    let Some(map) = item.as_object_mut() else {
+        return;
+    };
+    for (name, list) in [("default", default), ("defaultRequest", request)] {
+        if !list.is_empty() {
+            map.insert(name.into(), Value::Object(list));
+        }
+    }
+}
+
 impl Strategy for LimitRangeStrategy {
+    fn default(&self, obj: &mut Value) {
+        let items = obj
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("limits"))
+            .and_then(Value::as_array_mut);
+        for item in items.into_iter().flatten() {
+            default_limit_item(item);
+        }
+    }
+
     fn decode(
         &self,
         info: &ResourceInfo,
@@ -475,6 +510,24 @@ mod tests {
         assert_eq!(
             obj["spec"]["hard"],
             json!({"requests.cpu": "500m", "requests.memory": "1Gi"})
+        );
+    }
+
+    #[test]
+    fn container_limits_default_from_max_and_min() {
+        let mut obj = json!({"spec": {"limits": [
+            {"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "64Mi"}},
+            {"type": "Pod", "max": {"cpu": "4"}},
+        ]}});
+        LimitRangeStrategy.default(&mut obj);
+        assert_eq!(
+            obj["spec"]["limits"][0],
+            json!({"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "64Mi"},
+                "default": {"cpu": "2"}, "defaultRequest": {"cpu": "2", "memory": "64Mi"}})
+        );
+        assert_eq!(
+            obj["spec"]["limits"][1],
+            json!({"type": "Pod", "max": {"cpu": "4"}})
         );
     }
 
