@@ -854,7 +854,8 @@ impl Objects {
             let mut candidate = Some(obj.clone());
             let admitted = crate::admission::admit(&req, &mut candidate, |mut next| {
                 crate::admission::keep_system_metadata(&mut next, &obj);
-                let w = Self::decode_and_validate(info, &mut next, None, opts.field_validation, &ctx)?;
+                let w =
+                    Self::decode_and_validate(info, &mut next, None, opts.field_validation, &ctx)?;
                 warnings = w;
                 Ok(next)
             })
@@ -948,10 +949,41 @@ impl Objects {
         }
         let requested_rv = meta::resource_version(&obj).to_string();
         let track = Track::update(opts, Track::part(part));
-        self.write_existing(info, namespace, name, opts, part, track, move |_| {
-            Ok((obj, requested_rv))
-        })
-        .await
+        let mut attempt = 0;
+        loop {
+            let (obj, rv) = (obj.clone(), requested_rv.clone());
+            let result = self
+                .write_existing(
+                    info,
+                    namespace,
+                    name,
+                    opts,
+                    part,
+                    track.clone(),
+                    move |_| Ok((obj, rv)),
+                )
+                .await;
+            if !self.retry_admitted(info, opts, &result, &mut attempt) || !requested_rv.is_empty() {
+                return result;
+            }
+        }
+    }
+
+    /// Whether a write that went through admission webhooks met a concurrent change (a 409
+    /// from the guarded write after the webhooks) and should be tried again, as upstream's
+    /// optimistic update loop does (bounded here, so a hot object cannot hold a request forever).
+    fn retry_admitted(
+        &self,
+        info: &ResourceInfo,
+        opts: &WriteOptions,
+        result: &Result<Written, ApiError>,
+        attempt: &mut u32,
+    ) -> bool {
+        *attempt += 1;
+        matches!(result, Err(e) if e.code == 409 && e.reason == "Conflict")
+            && *attempt < 64
+            && opts.requester.is_some()
+            && crate::admission::configured(self, info)
     }
 
     /// Patches an object (PATCH) with a JSON, merge or strategic merge patch.
@@ -978,8 +1010,41 @@ impl Objects {
                 .server_side_apply(info, namespace, name, &body, part, opts)
                 .await;
         }
-        let info_for_patch = info.clone();
         let track = Track::update(opts, Track::part(part));
+        let mut attempt = 0;
+        loop {
+            let result = self
+                .patch_once(
+                    info,
+                    namespace,
+                    name,
+                    patch_type,
+                    body.clone(),
+                    part,
+                    opts,
+                    track.clone(),
+                )
+                .await;
+            if !self.retry_admitted(info, opts, &result, &mut attempt) {
+                return result;
+            }
+        }
+    }
+
+    /// One attempt of [`Objects::patch`].
+    #[allow(clippy::too_many_arguments)]
+    async fn patch_once(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        body: Vec<u8>,
+        part: Part,
+        opts: &WriteOptions,
+        track: Track,
+    ) -> Result<Written, ApiError> {
+        let info_for_patch = info.clone();
         self.write_existing(info, namespace, name, opts, part, track, move |current| {
             let strategy = patch::strategic::BuiltinStrategy;
             let strategy_ref: Option<&dyn patch::strategic::MergeStrategy> =

@@ -1047,3 +1047,54 @@ async fn status_match_conditions_reinvocation_and_equivalent_versions() {
     );
     assert_eq!(hook.reviews("/patch").len(), 1);
 }
+
+#[tokio::test]
+async fn concurrent_patches_through_webhooks_all_apply() {
+    let hook = start_hook().await;
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    namespace(&client, "ref-adm", true).await;
+    let cms = "/api/v1/namespaces/ref-adm/configmaps";
+    configure(
+        &client,
+        VWC,
+        "allow.test.example.com",
+        vec![webhook(
+            "allow.test.example.com",
+            hook.url("/allow"),
+            &hook.ca_bundle,
+            json!({}),
+        )],
+    )
+    .await;
+    let (code, _, _) = request(&client, "POST", cms, Some(configmap("shared", json!({})))).await;
+    assert_eq!(code, 201);
+    let patches = (0..8).map(|i| {
+        let client = client.clone();
+        async move {
+            let req = http::Request::builder()
+                .method("PATCH")
+                .uri(format!("{cms}/shared"))
+                .header("content-type", "application/merge-patch+json")
+                .body(
+                    json!({"data": {format!("k{i}"): "v"}})
+                        .to_string()
+                        .into_bytes(),
+                )
+                .expect("request");
+            let resp = client
+                .send(req.map(kube::client::Body::from))
+                .await
+                .expect("send");
+            resp.status().as_u16()
+        }
+    });
+    let codes = futures::future::join_all(patches).await;
+    assert!(codes.iter().all(|c| *c == 200), "{codes:?}");
+    let (_, _, shared) = request(&client, "GET", &format!("{cms}/shared"), None).await;
+    assert_eq!(
+        shared["data"].as_object().map(|m| m.len()),
+        Some(8),
+        "{shared}"
+    );
+}
