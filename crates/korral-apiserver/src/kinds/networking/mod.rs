@@ -102,11 +102,23 @@ impl Strategy for IngressStrategy {
     }
 }
 
-/// IngressClasses: a controller that never changes.
+/// IngressClasses: a controller that never changes; parameters default to the `Cluster`
+/// scope (upstream's `SetDefaults_IngressClass`).
 #[derive(Debug, Clone, Copy)]
 struct IngressClassStrategy;
 
 impl Strategy for IngressClassStrategy {
+    fn default(&self, obj: &mut Value) {
+        if let Some(params) = obj
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("parameters"))
+            .and_then(Value::as_object_mut)
+            && params.get("scope").is_none_or(Value::is_null)
+        {
+            params.insert("scope".into(), json!("Cluster"));
+        }
+    }
+
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
         validation::ingress_class_spec(spec(obj), "spec")
     }

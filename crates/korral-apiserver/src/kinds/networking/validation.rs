@@ -292,13 +292,21 @@ fn typed_local_reference(reference: &Value, path: &str) -> Vec<Cause> {
     errs
 }
 
-/// `validateIngressTLS`: each host a (wildcard) DNS subdomain.
+/// `validateIngressTLS`: each host a (wildcard) DNS subdomain, the secret a Secret name.
 fn ingress_tls(tls: &[Value], path: &str) -> Vec<Cause> {
     let mut errs = Vec::new();
     for (i, entry) in tls.iter().enumerate() {
         let hosts_path = child(&index(path, i), "hosts");
         for (j, h) in list(entry, "hosts").iter().enumerate() {
             errs.extend(host(h.as_str().unwrap_or(""), &index(&hosts_path, j)));
+        }
+        let secret = string(entry, "secretName");
+        if !secret.is_empty() {
+            errs.extend(invalid_each(
+                &child(&index(path, i), "secretName"),
+                secret,
+                dns1123_subdomain(secret),
+            ));
         }
     }
     errs
@@ -357,12 +365,12 @@ fn domain_prefixed_path(value: &str, path: &str) -> Vec<Cause> {
 /// (no namespace) or `Namespace` (with one).
 fn parameters_reference(params: &Value, path: &str) -> Vec<Cause> {
     let mut errs = typed_local_reference(params, path);
-    let scope = set(params, "scope");
     let namespace = set(params, "namespace");
-    if scope.is_none() && namespace.is_none() {
+    let Some(scope) = set(params, "scope") else {
+        errs.push(Cause::required(child(path, "scope"), ""));
         return errs;
-    }
-    let scope_value = scope.and_then(Value::as_str).unwrap_or("");
+    };
+    let scope_value = scope.as_str().unwrap_or("");
     match scope_value {
         "Namespace" => match namespace.and_then(Value::as_str) {
             None => errs.push(Cause::required(
@@ -394,8 +402,10 @@ fn parameters_reference(params: &Value, path: &str) -> Vec<Cause> {
 
 /// `ValidateIngressClassUpdate`: the controller is immutable.
 pub(super) fn ingress_class_update(spec: &Value, old_spec: &Value) -> Vec<Cause> {
-    let mut errs = ingress_class_spec(spec, "spec");
-    errs.extend(immutable(spec, old_spec, "controller", "spec"));
+    let mut errs: Vec<Cause> = immutable(spec, old_spec, "controller", "spec")
+        .into_iter()
+        .collect();
+    errs.extend(ingress_class_spec(spec, "spec"));
     errs
 }
 
@@ -583,6 +593,14 @@ pub(super) fn ip_address(obj: &Value) -> Vec<Cause> {
     match set(spec, "parentRef") {
         None => errs.push(Cause::required("spec.parentRef", "")),
         Some(parent) => {
+            let group = string(parent, "group");
+            if !group.is_empty() {
+                errs.extend(invalid_each(
+                    "spec.parentRef.group",
+                    group,
+                    dns1123_subdomain(group),
+                ));
+            }
             for field in ["resource", "name"] {
                 let value = string(parent, field);
                 let at = child("spec.parentRef", field);
@@ -591,6 +609,14 @@ pub(super) fn ip_address(obj: &Value) -> Vec<Cause> {
                 } else {
                     errs.extend(invalid_each(&at, value, path_segment_name(value)));
                 }
+            }
+            let namespace = string(parent, "namespace");
+            if !namespace.is_empty() {
+                errs.extend(invalid_each(
+                    "spec.parentRef.namespace",
+                    namespace,
+                    path_segment_name(namespace),
+                ));
             }
         }
     }
@@ -702,7 +728,7 @@ mod tests {
                     {"path": "/", "pathType": "Prefix", "backend": {"resource": {"kind": "Bucket"}}},
                 ]}},
             ],
-            "tls": [{"hosts": ["Bad_Host"]}],
+            "tls": [{"hosts": ["Bad_Host"], "secretName": "Bad_Secret"}],
             "ingressClassName": "Nginx",
         });
         let errs = ingress_spec(&spec, "spec");
@@ -717,6 +743,7 @@ mod tests {
                 "spec.rules[1].http.paths[1].backend",
                 "spec.rules[1].http.paths[2].backend.resource.name",
                 "spec.tls[0].hosts[0]",
+                "spec.tls[0].secretName",
                 "spec.ingressClassName",
             ]
         );
@@ -816,6 +843,14 @@ mod tests {
         );
         assert!(
             ingress_class_spec(&json!({"controller": "example.com/ingress"}), "spec").is_empty()
+        );
+        let errs = ingress_class_spec(
+            &json!({"controller": "example.com/ingress", "parameters": {"kind": "Cfg", "name": "x"}}),
+            "spec",
+        );
+        assert_eq!(
+            fields(&errs),
+            vec![("spec.parameters.scope", "Required value")]
         );
         let errs = ingress_class_update(
             &json!({"controller": "example.com/b"}),
