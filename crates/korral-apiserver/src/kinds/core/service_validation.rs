@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::error::Cause;
 use crate::validation::names::{dns1123_label, dns1123_subdomain, invalid_value, validate_labels};
+use crate::validation::network::{IP_MESSAGE, parse_ip_sloppy};
 use crate::validation::ports::{port_num, port_num_or_name};
 
 /// The Service types upstream supports, sorted as its `NotSupported` message lists them.
@@ -78,6 +79,41 @@ pub(super) fn validate_service(obj: &Value) -> Vec<Cause> {
                     .iter()
                     .map(|m| invalid_value("spec.externalName", &json!(cname), m)),
             );
+        }
+    }
+
+    if ty != "ExternalName" {
+        for (i, ip) in spec
+            .get("clusterIPs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let text = ip.as_str().unwrap_or("");
+            let headless_first = i == 0 && text == "None";
+            if !headless_first && parse_ip_sloppy(text).is_none() {
+                errs.push(invalid_value(
+                    &format!("spec.clusterIPs[{i}]"),
+                    ip,
+                    IP_MESSAGE,
+                ));
+            }
+        }
+    }
+    for (i, ip) in spec
+        .get("externalIPs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if parse_ip_sloppy(ip.as_str().unwrap_or("")).is_none() {
+            errs.push(invalid_value(
+                &format!("spec.externalIPs[{i}]"),
+                ip,
+                IP_MESSAGE,
+            ));
         }
     }
 
@@ -513,6 +549,14 @@ mod tests {
             (
                 json!({"ports": [{"port": 80, "nodePort": 30000}]}),
                 "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'",
+            ),
+            (
+                json!({"ports": [{"port": 80}], "clusterIP": "10.0.0.300"}),
+                "spec.clusterIPs[0]: Invalid value: \"10.0.0.300\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            ),
+            (
+                json!({"ports": [{"port": 80}], "externalIPs": ["x"]}),
+                "spec.externalIPs[0]: Invalid value: \"x\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
             ),
             (
                 json!({"ports": [{"port": 80}], "sessionAffinity": "Sticky"}),
