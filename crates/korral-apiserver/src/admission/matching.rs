@@ -233,3 +233,154 @@ fn rule_matches(req: &Request<'_>, info: &ResourceInfo, rule: &Value) -> bool {
         _ => true,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::UserInfo;
+    use crate::objects::Objects;
+    use crate::registry::Registry;
+    use crate::storage::MemoryStorage;
+    use serde_json::json;
+
+    fn objects() -> Objects {
+        Objects::new(
+            Arc::new(MemoryStorage::new()),
+            Arc::new(Registry::with_builtins()),
+        )
+    }
+
+    /// Whether `rule` selects a write of `group/version/resource[/sub]` with `op`.
+    fn selects(
+        objects: &Objects,
+        (group, version, resource): (&str, &str, &str),
+        sub: Option<&'static str>,
+        op: super::super::Operation,
+        rule: Value,
+    ) -> bool {
+        let info = objects
+            .registry()
+            .get(group, version, resource)
+            .expect("served");
+        let user = UserInfo::default();
+        let req = Request {
+            objects,
+            info: &info,
+            operation: op,
+            subresource: sub,
+            namespace: Some("ns"),
+            name: "x",
+            old: None,
+            user: &user,
+            dry_run: false,
+            options: Default::default(),
+        };
+        rule_matches(&req, &info, &rule)
+    }
+
+    #[test]
+    fn rules_match_as_upstream() {
+        use super::super::Operation::{Create, Delete, Update};
+        let o = objects();
+        let deployments = ("apps", "v1", "deployments");
+        let rule = |resources: Value, scope: &str| json!({"operations": ["CREATE", "UPDATE"], "apiGroups": ["apps"], "apiVersions": ["*"], "resources": resources, "scope": scope});
+        assert!(selects(
+            &o,
+            deployments,
+            None,
+            Create,
+            rule(json!(["deployments"]), "*")
+        ));
+        assert!(!selects(
+            &o,
+            deployments,
+            None,
+            Delete,
+            rule(json!(["deployments"]), "*")
+        ));
+        // A subresource is matched only by a rule naming it.
+        assert!(!selects(
+            &o,
+            deployments,
+            Some("status"),
+            Update,
+            rule(json!(["deployments"]), "*")
+        ));
+        assert!(selects(
+            &o,
+            deployments,
+            Some("status"),
+            Update,
+            rule(json!(["deployments/status"]), "*")
+        ));
+        assert!(selects(
+            &o,
+            deployments,
+            Some("status"),
+            Update,
+            rule(json!(["*/status"]), "*")
+        ));
+        assert!(selects(
+            &o,
+            deployments,
+            Some("status"),
+            Update,
+            rule(json!(["deployments/*"]), "*")
+        ));
+        assert!(selects(
+            &o,
+            deployments,
+            Some("status"),
+            Update,
+            rule(json!(["*/*"]), "*")
+        ));
+        assert!(!selects(
+            &o,
+            deployments,
+            Some("status"),
+            Update,
+            rule(json!(["*"]), "*")
+        ));
+        assert!(selects(
+            &o,
+            deployments,
+            None,
+            Update,
+            rule(json!(["*"]), "*")
+        ));
+        // Scope.
+        assert!(selects(
+            &o,
+            deployments,
+            None,
+            Create,
+            rule(json!(["*"]), "Namespaced")
+        ));
+        assert!(!selects(
+            &o,
+            deployments,
+            None,
+            Create,
+            rule(json!(["*"]), "Cluster")
+        ));
+        let crb = ("rbac.authorization.k8s.io", "v1", "clusterrolebindings");
+        let any = json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"});
+        assert!(selects(&o, crb, None, Delete, any));
+        // Groups and versions.
+        let core = json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*"]});
+        assert!(!selects(&o, deployments, None, Create, core));
+    }
+
+    #[test]
+    fn admission_configuration_kinds_are_exempt() {
+        let o = objects();
+        let info = o
+            .registry()
+            .get(GROUP, "v1", "validatingwebhookconfigurations")
+            .expect("served");
+        assert!(exempt(&info));
+        let cms = o.registry().get("", "v1", "configmaps").expect("served");
+        assert!(!exempt(&cms));
+        assert!(!any_configuration(&o));
+    }
+}
