@@ -114,27 +114,80 @@ fn validate_endpoint_slice(obj: &Value) -> Vec<Cause> {
     errs
 }
 
-/// Every message about one address of the given type.
-fn address(value: &str, address_type: &str) -> Vec<String> {
-    match address_type {
+/// Every cause about one address of the given type: the family (`IsValidIPv4Address`,
+/// `IsValidIPv6Address`) and the ranges an endpoint may not use (`ValidateEndpointIP`), or a
+/// fully qualified domain name.
+fn address(value: &str, address_type: &str, path: &str) -> Vec<Cause> {
+    let mut msgs = match address_type {
         "IPv4" => network::ipv4(value),
         "IPv6" => network::ipv6(value),
-        "FQDN" => fqdn(value),
-        _ => Vec::new(),
+        "FQDN" => return fqdn(value, path).into_iter().collect(),
+        _ => return Vec::new(),
+    };
+    if let Some(ip) = network::parse_ip_sloppy(value) {
+        msgs.extend(endpoint_ip(ip));
     }
+    msgs.into_iter()
+        .map(|msg| invalid_rendered(path, &go_quote(value), &msg))
+        .collect()
 }
 
-/// `IsFullyQualifiedDomainName`'s messages: at least two DNS labels.
-fn fqdn(value: &str) -> Vec<String> {
-    let name = value.strip_suffix('.').unwrap_or(value);
-    if name.is_empty() {
-        return vec!["must not be empty".to_string()];
+/// Upstream's `ValidateEndpointIP`: not unspecified, loopback or link-local.
+fn endpoint_ip(ip: std::net::IpAddr) -> Vec<String> {
+    use std::net::IpAddr;
+    let mut msgs = Vec::new();
+    if ip.is_unspecified() {
+        let zero = if ip.is_ipv4() { "0.0.0.0" } else { "::" };
+        msgs.push(format!("may not be unspecified ({zero})"));
     }
-    let mut msgs = dns1123_subdomain(name);
-    if name.split('.').count() < 2 {
-        msgs.push("should be a domain with at least two segments separated by dots".to_string());
+    if ip.is_loopback() {
+        msgs.push("may not be in the loopback range (127.0.0.0/8, ::1/128)".to_string());
+    }
+    let (link_local, link_local_multicast) = match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            (
+                o[0] == 169 && o[1] == 254,
+                o[0] == 224 && o[1] == 0 && o[2] == 0,
+            )
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            (s[0] & 0xffc0 == 0xfe80, s[0] & 0xff0f == 0xff02)
+        }
+    };
+    if link_local {
+        msgs.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)".to_string());
+    }
+    if link_local_multicast {
+        msgs.push(
+            "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".to_string(),
+        );
     }
     msgs
+}
+
+/// `IsFullyQualifiedDomainName`: a DNS subdomain (trailing dot allowed) of at least two labels.
+fn fqdn(value: &str, path: &str) -> Option<Cause> {
+    if value.is_empty() {
+        return Some(Cause::required(path, ""));
+    }
+    let name = value.strip_suffix('.').unwrap_or(value);
+    let errs = dns1123_subdomain(name);
+    if !errs.is_empty() {
+        return Some(invalid_rendered(path, &go_quote(name), &errs.join(",")));
+    }
+    if name.split('.').count() < 2 {
+        return Some(invalid_rendered(
+            path,
+            &go_quote(name),
+            "should be a domain with at least two segments separated by dots",
+        ));
+    }
+    name.split('.').find_map(|label| {
+        let errs = dns1123_label(label);
+        (!errs.is_empty()).then(|| invalid_rendered(path, &go_quote(label), &errs.join(",")))
+    })
 }
 
 /// `validateEndpoints`: at most 1000, each with 1 to 100 addresses of the slice's type, a valid
@@ -143,6 +196,7 @@ fn endpoints(items: &[Value], address_type: &str) -> Vec<Cause> {
     let mut errs = Vec::new();
     if items.len() > MAX_ENDPOINTS {
         errs.push(too_many("endpoints", items.len(), MAX_ENDPOINTS));
+        return errs;
     }
     for (i, endpoint) in items.iter().enumerate() {
         let at = index("endpoints", i);
@@ -157,14 +211,11 @@ fn endpoints(items: &[Value], address_type: &str) -> Vec<Cause> {
             errs.push(too_many(&addresses_path, addresses.len(), MAX_ADDRESSES));
         }
         for (j, a) in addresses.iter().enumerate() {
-            let a = a.as_str().unwrap_or("");
-            for msg in address(a, address_type) {
-                errs.push(invalid_rendered(
-                    &index(&addresses_path, j),
-                    &go_quote(a),
-                    &msg,
-                ));
-            }
+            errs.extend(address(
+                a.as_str().unwrap_or(""),
+                address_type,
+                &index(&addresses_path, j),
+            ));
         }
         if let Some(node) = endpoint.get("nodeName").and_then(Value::as_str) {
             for msg in dns1123_subdomain(node) {
@@ -194,6 +245,7 @@ fn ports(items: &[Value]) -> Vec<Cause> {
     let mut errs = Vec::new();
     if items.len() > MAX_PORTS {
         errs.push(too_many("ports", items.len(), MAX_PORTS));
+        return errs;
     }
     let mut names = std::collections::HashSet::new();
     for (i, port) in items.iter().enumerate() {
@@ -308,12 +360,25 @@ mod tests {
                 "ports[1].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
             ]
         );
+        let fqdn = validate_endpoint_slice(
+            &json!({"addressType": "FQDN", "endpoints": [{"addresses": ["web", "web.example.com."]}]}),
+        );
+        assert_eq!(fqdn.len(), 1);
         assert_eq!(
-            validate_endpoint_slice(
-                &json!({"addressType": "FQDN", "endpoints": [{"addresses": ["web"]}]})
-            )
-            .len(),
-            1
+            fqdn[0].message,
+            "Invalid value: \"web\": should be a domain with at least two segments separated by dots"
+        );
+        let ranges = validate_endpoint_slice(
+            &json!({"addressType": "IPv4", "endpoints": [{"addresses": ["127.0.0.1", "169.254.1.1", "0.0.0.0"]}]}),
+        );
+        let messages: Vec<&str> = ranges.iter().map(|c| c.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            vec![
+                "Invalid value: \"127.0.0.1\": may not be in the loopback range (127.0.0.0/8, ::1/128)",
+                "Invalid value: \"169.254.1.1\": may not be in the link-local range (169.254.0.0/16, fe80::/10)",
+                "Invalid value: \"0.0.0.0\": may not be unspecified (0.0.0.0)",
+            ]
         );
     }
 
