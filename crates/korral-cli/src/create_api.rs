@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use anyhow::bail;
 
 use crate::project::{
-    self, Project, find_root, full_group, validate_group, validate_kind, validate_version,
+    self, Project, ProjectResource, find_root, full_group, validate_group, validate_kind,
+    validate_version,
 };
-use crate::scaffold;
+use crate::scaffold::{self, webhooks};
 
 /// Words Rust reserves: a kind whose module name is one of them cannot be scaffolded.
 const RUST_KEYWORDS: [&str; 51] = [
@@ -115,16 +116,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     args.kind
                 );
             }
-            if let Some(other) = project
-                .resources
-                .iter()
-                .find(|r| r.group == args.group && r.kind == args.kind && r.api)
-            {
-                bail!(
-                    "API {group} {} already exists in version {}: several versions of one kind need conversion, which Korral does not scaffold yet",
-                    args.kind,
-                    other.version
+            if let Some(hub) = conversion_hub(&project, &args.group, &args.kind) {
+                // A new version of an existing kind: its types and sample, converted through
+                // the hub (the kind's controller stays on its version).
+                let mut spoke = scaffold::new_resource(
+                    &project,
+                    &args.group,
+                    &args.version,
+                    &args.kind,
+                    hub.namespaced,
+                    true,
+                    false,
                 );
+                spoke.namespaced = hub.namespaced;
+                return create_version(&root, project, hub, spoke);
             }
             scaffold::new_resource(
                 &project,
@@ -186,6 +191,85 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("  updated {lib}, PROJECT");
     }
     println!("Next: edit the types and the reconcile function, then run `korral generate`.");
+    Ok(())
+}
+
+/// The hub of a kind that has versions already: the version with the controller, else the
+/// first one.
+fn conversion_hub(project: &Project, group: &str, kind: &str) -> Option<ProjectResource> {
+    let versions: Vec<&ProjectResource> = project
+        .resources
+        .iter()
+        .filter(|r| r.group == group && r.kind == kind && r.api)
+        .collect();
+    versions
+        .iter()
+        .find(|r| r.controller)
+        .or_else(|| versions.first())
+        .map(|r| (*r).clone())
+}
+
+/// Scaffolds `spoke`, a new version of the kind of `hub`: its types and sample, and its
+/// conversion through `hub` (the conversion module created or extended, registered on the
+/// webhook server the binary starts).
+fn create_version(
+    root: &std::path::Path,
+    mut project: Project,
+    hub: ProjectResource,
+    spoke: ProjectResource,
+) -> anyhow::Result<()> {
+    let (mut files, mut edits) = scaffold::api_files(&project, &spoke, true, false)?;
+    let module = webhooks::conversion_module(&project, &hub.group, &hub.kind);
+    let exists = root.join(webhooks::module_path(&module)).exists();
+    let (conversion_files, conversion_edits) =
+        webhooks::conversion_files(&project, &hub, &[&spoke], exists)?;
+    files.extend(conversion_files);
+    edits.extend(conversion_edits);
+    for file in &files {
+        if root.join(&file.path).exists() {
+            bail!(
+                "{} already exists: remove it or choose another version",
+                file.path.display()
+            );
+        }
+    }
+    for file in &files {
+        scaffold::write_file(&root.join(&file.path), &file.contents)?;
+    }
+    for edit in &edits {
+        scaffold::apply_edit(root, edit)?;
+    }
+    scaffold::manifest::complete_manifest(root)?;
+    webhooks::wire_main(root, &project)?;
+    let group = full_group(&hub.group, &project.domain);
+    let mut declared = korral_runtime::manifests::Manifests::new();
+    declared.add_conversion(korral_runtime::manifests::ConvertedKind {
+        group: group.clone(),
+        kind: hub.kind.clone(),
+        hub_version: hub.version.clone(),
+    });
+    let info = korral_runtime::manifests::OperatorInfo::new(&project.project_name, &project.domain);
+    let config = crate::create_webhook::write_config(root, &declared, &info)?;
+    project.resources.push(spoke.clone());
+    project.save(root)?;
+    refresh_samples_kustomization(root)?;
+    println!(
+        "Created API {group}/{} {}: a new version, converted through the hub {} (its storage version)",
+        spoke.version, spoke.kind, hub.version
+    );
+    for path in files
+        .iter()
+        .map(|f| f.path.display().to_string())
+        .chain(config)
+    {
+        println!("  wrote {path}");
+    }
+    println!(
+        "  updated src/lib.rs, src/webhooks/{module}.rs, src/webhooks/mod.rs, src/main.rs, PROJECT"
+    );
+    println!(
+        "Next: map the fields that differ in src/webhooks/{module}.rs, then run `korral generate`."
+    );
     Ok(())
 }
 

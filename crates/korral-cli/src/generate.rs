@@ -158,7 +158,7 @@ fn kustomization(comment: &str, resources: &[&str]) -> String {
 
 /// `text` (a kustomization) with `- resource` appended to its `resources:` list, or `None`
 /// when it already lists it or has no block-style `resources:` list.
-fn add_resource(text: &str, resource: &str) -> Option<String> {
+pub(crate) fn add_resource(text: &str, resource: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.iter().position(|l| l.trim_end() == "resources:")?;
     let mut end = start + 1;
@@ -173,7 +173,10 @@ fn add_resource(text: &str, resource: &str) -> Option<String> {
     Some(out.join("\n") + "\n")
 }
 
-fn write_kustomizations(root: &Path, set: &ManifestSet) -> anyhow::Result<Vec<String>> {
+/// Writes the kustomizations of the directories `set` has files in (`config/rbac`,
+/// `config/prometheus`, `config/webhook`) and lists the `config/default` files and
+/// `../webhook` in `config/default/kustomization.yaml`. Returns the written paths.
+pub(crate) fn write_kustomizations(root: &Path, set: &ManifestSet) -> anyhow::Result<Vec<String>> {
     let mut written = Vec::new();
     let rbac = files_under(set, "config/rbac/");
     if !rbac.is_empty() {

@@ -5,6 +5,7 @@ mod build;
 mod bundle;
 mod cluster;
 mod create_api;
+mod create_webhook;
 mod edit;
 mod generate;
 mod init;
@@ -63,6 +64,8 @@ enum Command {
 enum CreateCommand {
     /// Add an API (types and sample) and its controller.
     Api(create_api::Args),
+    /// Add webhooks (defaulting, validation, conversion) to an API.
+    Webhook(create_webhook::Args),
 }
 
 fn init_tracing(default_level: &str) {
@@ -91,6 +94,7 @@ fn main() -> anyhow::Result<()> {
             Command::Apiserver(args) => apiserver::run(args).await,
             Command::Init(args) => init::run(args),
             Command::Create(CreateCommand::Api(args)) => create_api::run(args),
+            Command::Create(CreateCommand::Webhook(args)) => create_webhook::run(args),
             Command::Edit(args) => edit::run(args),
             Command::Generate(args) => generate::run(args),
             Command::Install(args) => cluster::install(args).await,

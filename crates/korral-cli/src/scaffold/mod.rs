@@ -8,6 +8,7 @@
 
 pub mod manifest;
 pub mod render;
+pub mod webhooks;
 
 use std::path::{Path, PathBuf};
 
@@ -193,6 +194,22 @@ pub enum Edit {
         /// The lines.
         lines: Vec<String>,
     },
+    /// Ensure `line` is in `path`, inserted above the line holding `marker`.
+    Marker {
+        /// The file.
+        path: PathBuf,
+        /// The marker (the start of its line).
+        marker: String,
+        /// The line.
+        line: String,
+    },
+    /// Append `text` to `path`.
+    Append {
+        /// The file.
+        path: PathBuf,
+        /// The text.
+        text: String,
+    },
 }
 
 /// The files and edits of `korral create api` for `resource`: the types and the sample
@@ -366,7 +383,32 @@ pub fn apply_edit(root: &Path, edit: &Edit) -> anyhow::Result<()> {
             out.push_str(&text[pos..]);
             write_file(&main, &out)
         }
+        Edit::Marker { path, marker, line } => insert_above_marker(&root.join(path), marker, line),
+        Edit::Append { path, text } => {
+            let full = root.join(path);
+            let mut out = std::fs::read_to_string(&full)
+                .with_context(|| format!("reading {}", full.display()))?;
+            out.push_str(text);
+            write_file(&full, &out)
+        }
     }
+}
+
+/// Inserts `line` above `marker` in `path` unless the file has it already.
+fn insert_above_marker(path: &Path, marker: &str, line: &str) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    if text.lines().any(|l| l == line) {
+        return Ok(());
+    }
+    let Some(pos) = text.find(marker) else {
+        bail!(
+            "{} has no `{}` line: add this line by hand:\n{line}",
+            path.display(),
+            marker.trim()
+        );
+    };
+    write_file(path, &format!("{}{line}\n{}", &text[..pos], &text[pos..]))
 }
 
 /// Writes `contents` to `path`, creating its directory.

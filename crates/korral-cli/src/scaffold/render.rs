@@ -8,7 +8,7 @@ use anyhow::Context;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 
 /// The templates, by name.
-pub const TEMPLATES: [(&str, &str); 10] = [
+pub const TEMPLATES: [(&str, &str); 14] = [
     ("Cargo.toml", include_str!("templates/Cargo.toml.tmpl")),
     ("Dockerfile", include_str!("templates/Dockerfile.tmpl")),
     ("Makefile", include_str!("templates/Makefile.tmpl")),
@@ -25,6 +25,16 @@ pub const TEMPLATES: [(&str, &str); 10] = [
     ("main.rs", include_str!("templates/main.rs.tmpl")),
     ("sample.yaml", include_str!("templates/sample.yaml.tmpl")),
     ("types.rs", include_str!("templates/types.rs.tmpl")),
+    (
+        "webhooks_mod.rs",
+        include_str!("templates/webhooks_mod.rs.tmpl"),
+    ),
+    ("webhook.rs", include_str!("templates/webhook.rs.tmpl")),
+    (
+        "conversion.rs",
+        include_str!("templates/conversion.rs.tmpl"),
+    ),
+    ("spoke.rs", include_str!("templates/spoke.rs.tmpl")),
 ];
 
 /// A minijinja environment with strict undefined values, no escaping and kept final newlines.
