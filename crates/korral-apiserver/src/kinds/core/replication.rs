@@ -63,6 +63,44 @@ fn validate_rc(obj: &Value) -> Vec<Cause> {
     errs
 }
 
+/// Upstream's `ValidateReplicationControllerStatus`: non-negative counts, none above
+/// `status.replicas`, available ones not above ready ones.
+fn validate_rc_status(obj: &Value) -> Vec<Cause> {
+    let Some(status) = obj.get("status").filter(|s| s.is_object()) else {
+        return Vec::new();
+    };
+    let mut errs = nonnegative_fields(
+        status,
+        &[
+            "replicas",
+            "fullyLabeledReplicas",
+            "readyReplicas",
+            "availableReplicas",
+            "observedGeneration",
+        ],
+        "status",
+    );
+    let count = |f: &str| status.get(f).and_then(Value::as_i64).unwrap_or(0);
+    let replicas = count("replicas");
+    for field in ["fullyLabeledReplicas", "readyReplicas", "availableReplicas"] {
+        if count(field) > replicas {
+            errs.push(invalid_value(
+                &format!("status.{field}"),
+                &json!(count(field)),
+                "cannot be greater than status.replicas",
+            ));
+        }
+    }
+    if count("availableReplicas") > count("readyReplicas") {
+        errs.push(invalid_value(
+            "status.availableReplicas",
+            &json!(count("availableReplicas")),
+            "cannot be greater than readyReplicas",
+        ));
+    }
+    errs
+}
+
 impl Strategy for ReplicationControllerStrategy {
     fn decode(
         &self,
@@ -81,6 +119,14 @@ impl Strategy for ReplicationControllerStrategy {
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
         validate_rc(obj)
+    }
+
+    /// The spec rules again, and the status a controller reported (upstream checks it on
+    /// `/status` writes; a main-resource update carries the stored status, so it passes).
+    fn validate_update(&self, obj: &Value, _old: &Value, _ctx: &Context) -> Vec<Cause> {
+        let mut errs = validate_rc(obj);
+        errs.extend(validate_rc_status(obj));
+        errs
     }
 }
 
@@ -121,6 +167,29 @@ mod tests {
                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
         crate::defaults::apply_builtin_defaults("", "ReplicationController", &mut obj);
         obj
+    }
+
+    #[test]
+    fn status_counts_are_bounded() {
+        let mut obj = rc(json!({"app": "rc"}), json!({"app": "rc"}));
+        obj["status"] = json!({"replicas": 2, "readyReplicas": 3, "availableReplicas": 1});
+        let got: Vec<String> = validate_rc_status(&obj)
+            .iter()
+            .map(Cause::summary)
+            .collect();
+        assert_eq!(
+            got,
+            ["status.readyReplicas: Invalid value: 3: cannot be greater than status.replicas"]
+        );
+        obj["status"] = json!({"replicas": 2, "readyReplicas": 1, "availableReplicas": 2});
+        let got: Vec<String> = validate_rc_status(&obj)
+            .iter()
+            .map(Cause::summary)
+            .collect();
+        assert_eq!(
+            got,
+            ["status.availableReplicas: Invalid value: 2: cannot be greater than readyReplicas"]
+        );
     }
 
     #[test]
