@@ -595,6 +595,49 @@ async fn scaffolded_projects_build_without_warnings() -> anyhow::Result<()> {
         full.extend_from_slice(args);
         korral(&full, Duration::from_secs(60))?;
     }
+    // Webhooks: a defaulter and a validator for Gateway v1beta1, then a second version (v1)
+    // of Gateway, converted through v1beta1 (the hub: it has the controller).
+    let out = korral(
+        &[
+            "create",
+            "webhook",
+            "--dir",
+            &dir,
+            "--group",
+            "apps",
+            "--version",
+            "v1beta1",
+            "--kind",
+            "Gateway",
+            "--defaulting",
+            "--programmatic-validation",
+        ],
+        Duration::from_secs(60),
+    )?;
+    assert!(
+        out.contains("wrote src/webhooks/apps_gateway_v1beta1.rs"),
+        "{out}"
+    );
+    let out = korral(
+        &[
+            "create",
+            "api",
+            "--dir",
+            &dir,
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Gateway",
+        ],
+        Duration::from_secs(60),
+    )?;
+    assert!(
+        out.contains("converted through the hub v1beta1")
+            && out.contains("wrote src/webhooks/apps_gateway_conversion.rs"),
+        "{out}"
+    );
     use_workspace_lock(&project)?;
     let out = korral_output(&["generate", "--dir", &dir], BUILD_TIMEOUT)?;
     assert!(
@@ -640,6 +683,48 @@ async fn scaffolded_projects_build_without_warnings() -> anyhow::Result<()> {
         let crd = std::fs::read_to_string(project.join("config/crd/bases").join(file))?;
         assert!(crd.contains("scope: Namespaced"), "{crd}");
     }
+    // The webhooks the code registers are in config/webhook, listed in config/default; the
+    // two versions of Gateway are one CRD storing the hub and converting through /convert.
+    let webhooks = std::fs::read_to_string(project.join("config/webhook/manifests.yaml"))?;
+    for expected in [
+        "kind: MutatingWebhookConfiguration",
+        "name: mgateway-v1beta1.kb.io",
+        "path: /mutate-apps-example-org-v1beta1-gateway",
+        "kind: ValidatingWebhookConfiguration",
+        "name: vgateway-v1beta1.kb.io",
+        "name: platform-operator-webhook-service",
+    ] {
+        assert!(
+            webhooks.contains(expected),
+            "{expected} missing from\n{webhooks}"
+        );
+    }
+    let default = std::fs::read_to_string(project.join("config/default/kustomization.yaml"))?;
+    assert!(default.contains("- ../webhook\n"), "{default}");
+    let gateways: serde_json::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(
+        project.join("config/crd/bases/apps.example.org_gateways.yaml"),
+    )?)?;
+    let versions: Vec<(String, bool)> = gateways["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap_or_default().to_owned(),
+                v["storage"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        versions,
+        [("v1".to_owned(), false), ("v1beta1".to_owned(), true)],
+        "{gateways}"
+    );
+    assert_eq!(gateways["spec"]["conversion"]["strategy"], "Webhook");
+    assert_eq!(
+        gateways["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["path"],
+        "/convert"
+    );
     let role = std::fs::read_to_string(project.join("config/rbac/role.yaml"))?;
     for resource in [
         "storagebuckets",
