@@ -307,6 +307,19 @@ async fn configurations_are_defaulted_and_refused_as_upstream() {
             "missing {want}: {causes:?}"
         );
     }
+    let bad_bundle = webhook(
+        "bundle.ref.example.com",
+        "https://127.0.0.1/x".into(),
+        "not base64!",
+        json!({}),
+    );
+    let body = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "bundle"}, "webhooks": [bad_bundle]});
+    let (code, _, status) = request(&client, "POST", VWC, Some(body)).await;
+    assert_eq!(code, 400, "{status}");
+    assert_eq!(
+        status["message"],
+        "ValidatingWebhookConfiguration in version \"v1\" cannot be handled as a ValidatingWebhookConfiguration: illegal base64 data at input byte 3"
+    );
     let (code, _, table) = {
         let req = http::Request::builder()
             .uri(MWC)

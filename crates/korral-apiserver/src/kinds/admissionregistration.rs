@@ -8,7 +8,11 @@ use serde_json::{Map, Value, json};
 use super::KindDef;
 use super::printer::{AGE, Column, Printer, age, text};
 use super::strategy::{Context, Strategy, strip_status};
-use crate::error::Cause;
+use base64::Engine;
+
+use crate::error::{ApiError, Cause};
+use crate::meta;
+use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
 use crate::validation::names::{
     child, dns1035_label, dns1123_subdomain, go_quote, index, invalid_rendered,
@@ -157,6 +161,41 @@ struct Webhooks {
 }
 
 impl Strategy for Webhooks {
+    /// A `caBundle` that is not base64 makes the object undecodable (400), as upstream's
+    /// decoder answers for a `[]byte` field.
+    fn decode(
+        &self,
+        info: &ResourceInfo,
+        obj: &mut Value,
+        validation: FieldValidation,
+        _ctx: &Context,
+    ) -> Result<Vec<String>, ApiError> {
+        let warnings = crate::openapi_builtin::decode_builtin(info, obj, validation)?;
+        let hooks = obj
+            .get("webhooks")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for hook in hooks {
+            let Some(bundle) = meta::path(hook, "clientConfig.caBundle").and_then(Value::as_str)
+            else {
+                continue;
+            };
+            if let Err(e) = base64::engine::general_purpose::STANDARD.decode(bundle) {
+                let at = match e {
+                    base64::DecodeError::InvalidByte(offset, _) => offset,
+                    base64::DecodeError::InvalidLastSymbol(offset, _) => offset,
+                    _ => bundle.len() / 4 * 4,
+                };
+                return Err(ApiError::bad_request(format!(
+                    "{kind} in version \"v1\" cannot be handled as a {kind}: illegal base64 data at input byte {at}",
+                    kind = info.kind
+                )));
+            }
+        }
+        Ok(warnings)
+    }
+
     fn default(&self, obj: &mut Value) {
         let Some(hooks) = obj.get_mut("webhooks").and_then(Value::as_array_mut) else {
             return;
