@@ -23,6 +23,8 @@ const GROUP: &str = "storage.k8s.io";
 
 /// The longest CSI driver name.
 const CSI_DRIVER_NAME_MAX_LENGTH: usize = 63;
+/// The longest node ID a CSINode driver reports.
+const CSI_NODE_ID_MAX_LENGTH: usize = 192;
 /// The most provisioner parameters.
 const MAX_PARAMETERS: usize = 512;
 /// The largest total size of provisioner parameters.
@@ -257,11 +259,7 @@ fn parameters(obj: &Value, path: &str) -> Vec<Cause> {
     let mut total = 0;
     for (k, v) in params {
         if k.is_empty() {
-            errs.push(invalid_rendered(
-                path,
-                "\"object\"",
-                "field can not be empty.",
-            ));
+            errs.push(invalid_rendered(path, "\"\"", "field can not be empty."));
         }
         total += k.len() + v.as_str().map_or(0, str::len);
     }
@@ -389,8 +387,9 @@ fn csi_driver_update(obj: &Value, old: &Value) -> Vec<Cause> {
     errs
 }
 
-/// Upstream's `ValidateCSINode` (besides object metadata): every driver has a valid, unique
-/// name, a node ID, and a non-negative allocatable count.
+/// Upstream's `ValidateCSINode` (besides object metadata): every driver has a valid name, a
+/// node ID of at most 192 characters, a non-negative allocatable count, a unique name, and
+/// unique qualified topology keys.
 fn csi_node(obj: &Value) -> Vec<Cause> {
     let mut errs = Vec::new();
     let drivers = crate::meta::path(obj, "spec.drivers")
@@ -402,13 +401,15 @@ fn csi_node(obj: &Value) -> Vec<Cause> {
         let at = index("spec.drivers", i);
         let name = string(driver, "name");
         errs.extend(csi_driver_name(name, &child(&at, "name")));
-        if !names.insert(name) {
-            errs.push(Cause::duplicate(child(&at, "name"), &json!(name)));
+        let node_id = string(driver, "nodeID");
+        if node_id.is_empty() {
+            errs.push(Cause::required(child(&at, "nodeID"), ""));
         }
-        if string(driver, "nodeID").is_empty() {
-            errs.push(Cause::required(
-                child(&at, "nodeID"),
-                "nodeID of the driver",
+        if node_id.len() > CSI_NODE_ID_MAX_LENGTH {
+            errs.push(invalid_value(
+                &child(&at, "nodeID"),
+                &json!(node_id),
+                &format!("must be {CSI_NODE_ID_MAX_LENGTH} characters or less"),
             ));
         }
         if let Some(count) = crate::meta::path(driver, "allocatable.count").and_then(Value::as_i64)
@@ -420,35 +421,66 @@ fn csi_node(obj: &Value) -> Vec<Cause> {
                 "must be greater than or equal to 0",
             ));
         }
+        if !names.insert(name) {
+            errs.push(Cause::duplicate(child(&at, "name"), &json!(name)));
+        }
+        let mut keys = std::collections::HashSet::new();
+        let topology = driver
+            .get("topologyKeys")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for key in topology.iter().map(|k| k.as_str().unwrap_or("")) {
+            if key.is_empty() {
+                errs.push(Cause::required(&at, ""));
+            }
+            if !keys.insert(key) {
+                errs.push(Cause::duplicate(&at, &json!(key)));
+            }
+            for msg in validate_qualified_name(key) {
+                errs.push(invalid_rendered(&at, &go_quote(key), &msg));
+            }
+        }
     }
     errs
 }
 
-/// Upstream's `ValidateVolumeAttachment`: attacher, node name, and exactly one source.
+/// Upstream's `ValidateVolumeAttachment` and `ValidateVolumeAttachmentV1`: an attacher, exactly
+/// one source, a node name; then the attacher as a CSI driver name and the volume's name.
 fn volume_attachment(obj: &Value) -> Vec<Cause> {
     let spec = obj.get("spec").unwrap_or(&Value::Null);
-    let mut errs = csi_driver_name(string(spec, "attacher"), "spec.attacher");
-    let node = string(spec, "nodeName");
-    if node.is_empty() {
-        errs.push(Cause::required("spec.nodeName", "node name is required"));
-    } else {
-        for msg in dns1123_subdomain(node) {
-            errs.push(invalid_rendered("spec.nodeName", &go_quote(node), &msg));
-        }
+    let mut errs = Vec::new();
+    let attacher = string(spec, "attacher");
+    if attacher.is_empty() {
+        errs.push(Cause::required("spec.attacher", ""));
     }
     let source = spec.get("source").unwrap_or(&Value::Null);
     let pv = source.get("persistentVolumeName").and_then(Value::as_str);
     let inline = source.get("inlineVolumeSpec").filter(|v| !v.is_null());
+    const ONE_SOURCE: &str =
+        "must specify exactly one of inlineVolumeSpec and persistentVolumeName";
     match (pv, inline) {
-        (Some(_), Some(_)) | (None, None) => errs.push(Cause::required(
-            "spec.source",
-            "must specify exactly one of inlineVolumeSpec and persistentVolumeName",
-        )),
+        (None, None) => errs.push(Cause::required("spec.source", ONE_SOURCE)),
+        (Some(_), Some(_)) => errs.push(Cause::forbidden("spec.source", ONE_SOURCE)),
         (Some(""), None) => errs.push(Cause::required(
             "spec.source.persistentVolumeName",
             "must specify non empty persistentVolumeName",
         )),
         _ => {}
+    }
+    let node = string(spec, "nodeName");
+    for msg in dns1123_subdomain(node) {
+        errs.push(invalid_rendered("spec.nodeName", &go_quote(node), &msg));
+    }
+    errs.extend(csi_driver_name(attacher, "spec.attacher"));
+    if let Some(pv) = pv {
+        for msg in dns1123_subdomain(pv) {
+            errs.push(invalid_rendered(
+                "spec.source.persistentVolumeName",
+                &go_quote(pv),
+                &msg,
+            ));
+        }
     }
     errs
 }
