@@ -58,6 +58,19 @@ mod tests {
         causes.iter().map(Cause::summary).collect()
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_config_maps_never_panic(
+            obj in crate::kinds::core::test_support::mutated(
+                json!({"data": {"a": "1"}, "immutable": true}),
+                &["data", "binaryData", "immutable", "data.a"],
+            ),
+        ) {
+            let _ = validate_config_map(&obj);
+            let _ = validate_locked_update(&obj, &json!({"immutable": true, "data": {}}), &["data", "binaryData"]);
+        }
+    }
+
     #[test]
     fn keys_overlap_and_size() {
         assert!(

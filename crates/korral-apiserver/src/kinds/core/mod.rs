@@ -13,6 +13,8 @@ mod secret;
 mod service;
 mod service_nodeports;
 mod service_validation;
+#[cfg(test)]
+mod test_support;
 mod volumes;
 
 use k8s_openapi::api::core::v1 as api;

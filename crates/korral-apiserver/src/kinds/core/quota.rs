@@ -471,6 +471,33 @@ mod tests {
         causes.iter().map(Cause::summary).collect()
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_quotas_and_limit_ranges_never_panic(
+            quota in crate::kinds::core::test_support::mutated(
+                json!({"spec": {"hard": {"pods": "1"}}}),
+                &["spec", "spec.hard", "spec.hard.pods", "spec.scopes", "status", "status.used"],
+            ),
+            range in crate::kinds::core::test_support::mutated(
+                json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}}),
+                &["spec", "spec.limits"],
+            ),
+            item in crate::kinds::core::test_support::mutated(
+                json!({"type": "Container", "max": {"cpu": "1"}, "min": {"cpu": "0"}}),
+                &["type", "max", "min", "default", "defaultRequest", "maxLimitRequestRatio", "max.cpu", "min.cpu"],
+            ),
+        ) {
+            let _ = validate_quota(&quota);
+            let _ = (super::super::print::RESOURCE_QUOTAS.cells)(&quota);
+            let mut range = range;
+            LimitRangeStrategy.default(&mut range);
+            let _ = validate_limit_range(&range);
+            let mut item = item;
+            default_limit_item(&mut item);
+            let _ = limit_item(&item, "spec.limits[0]");
+        }
+    }
+
     #[test]
     fn quota_names_and_values() {
         let ok = json!({"spec": {"hard": {"count/configmaps": "50", "pods": "10", "requests.cpu": "2"}}});

@@ -188,6 +188,23 @@ mod tests {
         causes.iter().map(Cause::summary).collect()
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_secrets_never_panic(
+            obj in crate::kinds::core::test_support::mutated(
+                json!({"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}}),
+                &["type", "data", "data..dockerconfigjson", "stringData", "immutable", "metadata.annotations"],
+            ),
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            let mut obj = obj;
+            fold_string_data(&mut obj);
+            let _ = validate_secret(&obj);
+            let _ = SecretStrategy.validate_update_rules(&obj, &secret("Opaque", json!({})));
+            let _ = docker_config_error(&bytes, "x");
+        }
+    }
+
     #[test]
     fn built_in_types_require_their_keys() {
         let b64 = |s: &str| json!(STANDARD.encode(s));

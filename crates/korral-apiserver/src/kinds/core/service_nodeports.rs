@@ -298,6 +298,9 @@ mod tests {
             "ports": [{"port": 80, "protocol": "TCP"}]}});
         assign_node_ports(&mut svc, None, &HashSet::new()).expect("ok");
         let hc = svc["spec"]["healthCheckNodePort"].as_i64().expect("ok");
-        assert_ne!(hc, svc["spec"]["ports"][0]["nodePort"].as_i64().expect("ok"));
+        assert_ne!(
+            hc,
+            svc["spec"]["ports"][0]["nodePort"].as_i64().expect("ok")
+        );
     }
 }

@@ -502,6 +502,51 @@ mod tests {
         causes.iter().map(Cause::summary).collect()
     }
 
+    const SERVICE_PATHS: &[&str] = &[
+        "spec",
+        "spec.type",
+        "spec.ports",
+        "spec.selector",
+        "spec.clusterIP",
+        "spec.clusterIPs",
+        "spec.externalIPs",
+        "spec.externalName",
+        "spec.sessionAffinity",
+        "spec.sessionAffinityConfig",
+        "spec.externalTrafficPolicy",
+        "spec.internalTrafficPolicy",
+        "spec.healthCheckNodePort",
+        "spec.allocateLoadBalancerNodePorts",
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_services_never_panic(
+            obj in crate::kinds::core::test_support::mutated(
+                json!({"metadata": {"name": "s"}, "spec": {"type": "LoadBalancer",
+                    "clusterIP": "10.0.0.1", "externalTrafficPolicy": "Local",
+                    "ports": [{"port": 80, "nodePort": 30001, "protocol": "TCP"}]}}),
+                SERVICE_PATHS,
+            ),
+            old in crate::kinds::core::test_support::mutated(
+                json!({"spec": {"type": "NodePort", "clusterIP": "10.0.0.2",
+                    "ports": [{"port": 80, "nodePort": 30002}]}}),
+                SERVICE_PATHS,
+            ),
+        ) {
+            let mut obj = obj;
+            normalize_cluster_ips(&mut obj, &old);
+            drop_type_dependent_fields(&mut obj, &old);
+            crate::defaults::apply_builtin_defaults("", "Service", &mut obj);
+            let _ = validate_service_update(&obj, &old);
+            let _ = crate::kinds::core::service_nodeports::assign_node_ports(
+                &mut obj,
+                Some(&old),
+                &std::collections::HashSet::from([30003]),
+            );
+        }
+    }
+
     #[test]
     fn valid_services_pass() {
         let ok = svc(json!({"ports": [{"port": 80}], "selector": {"app": "web"}}));

@@ -529,6 +529,31 @@ mod tests {
         causes.iter().map(Cause::summary).collect()
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_volumes_and_claims_never_panic(
+            claim in crate::kinds::core::test_support::mutated(
+                pvc("1Gi"),
+                &["spec", "spec.accessModes", "spec.resources", "spec.resources.requests",
+                  "spec.resources.requests.storage", "spec.volumeName", "spec.selector",
+                  "spec.dataSource", "spec.dataSourceRef", "status", "status.phase", "status.capacity"],
+            ),
+            pv in crate::kinds::core::test_support::mutated(
+                json!({"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}}),
+                &["spec", "spec.capacity", "spec.accessModes", "spec.hostPath", "spec.nfs", "spec.csi",
+                  "spec.persistentVolumeReclaimPolicy", "spec.volumeMode", "spec.nodeAffinity"],
+            ),
+        ) {
+            let mut bound = pvc("2Gi");
+            bound["status"] = json!({"phase": "Bound", "capacity": {"storage": "2Gi"}});
+            let _ = validate_pvc_update(&claim, &bound);
+            let _ = validate_pvc_update(&bound, &claim);
+            let mut pv = pv;
+            let _ = validate_pv(&pv);
+            PersistentVolumeStrategy.default(&mut pv);
+        }
+    }
+
     fn pvc(size: &str) -> Value {
         let mut obj = json!({"metadata": {"name": "pvc"}, "spec": {"accessModes": ["ReadWriteOnce"],
             "resources": {"requests": {"storage": size}}}});
