@@ -8,7 +8,7 @@ use super::KindDef;
 use super::printer::{AGE, Column, Printer, age, int};
 use super::strategy::{Context, Strategy, strip_status};
 use crate::error::Cause;
-use crate::kinds::workload::int_or_percent;
+use crate::kinds::workload::{int_or_percent, nonnegative_fields};
 use crate::registry::ResourceInfo;
 use crate::validation::names::{child, invalid_rendered};
 use crate::validation::selectors::validate_label_selector;
@@ -49,8 +49,27 @@ impl Strategy for PdbStrategy {
     }
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
-        pdb_spec(obj.get("spec").unwrap_or(&Value::Null), "spec")
+        validate_pdb(obj)
     }
+}
+
+/// Upstream's `ValidatePodDisruptionBudget`: the spec, and the status counters (non-negative)
+/// a status write may set.
+fn validate_pdb(obj: &Value) -> Vec<Cause> {
+    let mut errs = pdb_spec(obj.get("spec").unwrap_or(&Value::Null), "spec");
+    if let Some(status) = obj.get("status") {
+        errs.extend(nonnegative_fields(
+            status,
+            &[
+                "disruptionsAllowed",
+                "currentHealthy",
+                "desiredHealthy",
+                "expectedPods",
+            ],
+            "status",
+        ));
+    }
+    errs
 }
 
 /// The value at `field` unless absent or `null`.
@@ -228,6 +247,18 @@ mod tests {
                 &json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]})
             )),
             "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Exists\"}]}"
+        );
+    }
+
+    #[test]
+    fn status_counters_are_not_negative() {
+        let obj = json!({"spec": {"minAvailable": 1}, "status": {"disruptionsAllowed": -1, "expectedPods": 2}});
+        let errs = validate_pdb(&obj);
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].field, "status.disruptionsAllowed");
+        assert_eq!(
+            errs[0].message,
+            "Invalid value: -1: must be greater than or equal to 0"
         );
     }
 
