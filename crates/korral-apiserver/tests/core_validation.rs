@@ -194,6 +194,23 @@ async fn services_are_refused_as_upstream_refuses_them() {
         )],
     );
 
+    // Service names are DNS-1035 labels: no leading digit.
+    let digit = post(
+        &env,
+        SERVICES,
+        &service("1web", json!({"ports": [{"port": 80}]})),
+    )
+    .await;
+    assert_invalid(
+        &digit,
+        "Service \"1web\" is invalid: metadata.name: Invalid value: \"1web\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+        &[(
+            "FieldValueInvalid",
+            "Invalid value: \"1web\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+            "metadata.name",
+        )],
+    );
+
     // invalid-service-clusterip-change.json
     let web = created(
         &env,

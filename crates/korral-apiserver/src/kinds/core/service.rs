@@ -14,6 +14,7 @@ use crate::error::{ApiError, Cause};
 use crate::kinds::strategy::{Context, Strategy};
 use crate::meta;
 use crate::storage::collection_prefix;
+use crate::validation::names;
 
 /// The strategy of `v1/Service`. It owns this server's cluster IP allocator.
 #[derive(Debug)]
@@ -40,8 +41,20 @@ impl Strategy for ServiceStrategy {
         crate::defaults::apply_builtin_defaults("", "Service", obj);
     }
 
+    /// `ValidateService`, and the name as a DNS-1035 label (the generic metadata rules check
+    /// only the looser RFC 1123 label, so only what they let through is reported here).
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
-        validate_service(obj)
+        let mut causes = Vec::new();
+        let name = meta::name(obj);
+        if !name.is_empty() && names::dns1123_label(name).is_empty() {
+            causes.extend(
+                names::dns1035_label(name)
+                    .iter()
+                    .map(|m| names::invalid_value("metadata.name", &Value::from(name), m)),
+            );
+        }
+        causes.extend(validate_service(obj));
+        causes
     }
 
     fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
