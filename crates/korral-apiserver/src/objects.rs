@@ -821,6 +821,7 @@ impl Objects {
                 requested_managed,
             );
         }
+        let generated_name = name.is_empty();
         let name = meta::name(&obj).to_string();
         // The namespace must exist and not be terminating.
         if info.namespaced {
@@ -844,6 +845,7 @@ impl Objects {
                 info,
                 operation: crate::admission::Operation::Create,
                 subresource: None,
+                generated_name,
                 namespace: meta::namespace(&obj),
                 name: &name,
                 old: None,
@@ -1483,6 +1485,7 @@ impl Objects {
             info,
             operation: crate::admission::Operation::Update,
             subresource: (part == Part::Status).then_some("status"),
+            generated_name: false,
             namespace,
             name,
             old: Some(old.as_ref()),
@@ -1650,6 +1653,7 @@ impl Objects {
                 info,
                 operation: crate::admission::Operation::Delete,
                 subresource: None,
+                generated_name: false,
                 namespace,
                 name,
                 old: Some(old.as_ref()),

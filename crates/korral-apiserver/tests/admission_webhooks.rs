@@ -505,6 +505,19 @@ async fn mutating_then_validating_webhooks_see_reviews_as_upstream() {
         json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]})
     );
 
+    // generateName: mutating webhooks see the object before the server names it.
+    hook.clear();
+    let unnamed =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}});
+    let (code, _, generated) = request(&client, "POST", cms, Some(unnamed)).await;
+    assert_eq!(code, 201, "{generated}");
+    let r = &hook.reviews("/patch")[0]["request"];
+    assert!(r.get("name").is_none(), "{r}");
+    assert!(r["object"]["metadata"].get("name").is_none());
+    assert_eq!(r["object"]["metadata"]["generateName"], "gen-");
+    let v = &hook.reviews("/allow")[0]["request"];
+    assert_eq!(v["name"], generated["metadata"]["name"]);
+
     // Namespace selector: nothing called in a namespace without the label.
     hook.clear();
     let (code, _, quiet) = request(

@@ -268,6 +268,7 @@ mod tests {
             info: &info,
             operation: op,
             subresource: sub,
+            generated_name: false,
             namespace: Some("ns"),
             name: "x",
             old: None,

@@ -96,6 +96,9 @@ pub(crate) struct Request<'a> {
     pub operation: Operation,
     /// `status` for a status write.
     pub subresource: Option<&'static str>,
+    /// Whether the name was generated from `generateName` (mutating webhooks of a create see
+    /// the object before the server names it).
+    pub generated_name: bool,
     /// The namespace (namespaced kinds).
     pub namespace: Option<&'a str>,
     /// The object's name.

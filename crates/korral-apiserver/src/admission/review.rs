@@ -182,6 +182,9 @@ fn as_sent(req: &Request<'_>, object: &Value, mutating: bool) -> Value {
         for field in ["uid", "creationTimestamp", "generation"] {
             md.remove(field);
         }
+        if req.generated_name {
+            md.remove("name");
+        }
     }
     obj
 }
@@ -220,7 +223,8 @@ pub(crate) fn build_review(
     if let Some(sub) = req.subresource {
         r.insert("requestSubResource".into(), json!(sub));
     }
-    if !req.name.is_empty() {
+    let unnamed = mutating && req.generated_name && req.operation == Operation::Create;
+    if !req.name.is_empty() && !unnamed {
         r.insert("name".into(), json!(req.name));
     }
     if let Some(ns) = req.namespace.filter(|n| !n.is_empty() && info.namespaced) {
