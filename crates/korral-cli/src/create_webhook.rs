@@ -258,7 +258,12 @@ fn write_cert_manager(root: &Path, info: &OperatorInfo) -> anyhow::Result<Vec<St
     ];
     let mut written = Vec::new();
     for file in &files {
-        scaffold::write_file(&root.join(&file.path), &crate::generate::to_yaml(file)?)?;
+        let yaml = crate::generate::to_yaml(file)?.replacen(
+            crate::generate::HEADER,
+            "# Scaffolded by `korral create webhook --cert-manager` (kubebuilder's config/certmanager).\n",
+            1,
+        );
+        scaffold::write_file(&root.join(&file.path), &yaml)?;
         written.push(file.path.clone());
     }
     scaffold::write_file(

@@ -184,5 +184,36 @@ fn create_webhook_then_a_second_version() {
         read(dir, "src/webhooks/memcached_conversion.rs")
     );
     insta::assert_snapshot!("create_webhook_mod_rs", read(dir, "src/webhooks/mod.rs"));
+
+    // cert-manager instead of self-managed certificates: config/certmanager, listed in
+    // config/default, and the operator told so.
+    let cert_manager = korral(
+        dir,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "cache",
+            "--version",
+            "v2",
+            "--kind",
+            "Memcached",
+            "--programmatic-validation",
+            "--cert-manager",
+        ],
+    );
+    assert_eq!(cert_manager.code, Some(0), "{}", cert_manager.text(dir));
+    insta::assert_snapshot!(
+        "create_webhook_cert_manager",
+        format!(
+            "{}---\n{}---\n{}",
+            read(dir, "config/certmanager/issuer.yaml"),
+            read(dir, "config/certmanager/certificate.yaml"),
+            read(dir, "config/default/kustomization.yaml")
+        )
+    );
+    assert!(
+        read(dir, "src/webhooks/mod.rs").contains("pub const SELF_MANAGED_CERTS: bool = false;")
+    );
     insta::assert_snapshot!("create_webhook_files", tree(dir));
 }

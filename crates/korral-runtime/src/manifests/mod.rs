@@ -69,8 +69,8 @@ pub use render::{
     ManifestFile, ManifestSet, OperatorInfo, WEBHOOK_CERT_MOUNT, leader_election_permissions,
 };
 pub use webhooks::{
-    AdmissionType, AdmissionWebhook, ConvertedKind, WEBHOOK_SERVICE_PORT, WEBHOOK_TARGET_PORT,
-    conversion_stanza,
+    AdmissionType, AdmissionWebhook, CERT_MANAGER_INJECT, CERT_MANAGER_SECRET, ConvertedKind,
+    WEBHOOK_SERVICE_PORT, WEBHOOK_TARGET_PORT, conversion_stanza,
 };
 
 use crate::manager::{Manager, ManagerError};
@@ -111,6 +111,7 @@ pub struct Manifests {
     permissions: Permissions,
     webhooks: Vec<AdmissionWebhook>,
     conversions: Vec<ConvertedKind>,
+    cert_manager: bool,
 }
 
 impl Manifests {
@@ -184,6 +185,19 @@ impl Manifests {
         &self.conversions
     }
 
+    /// Declares that cert-manager issues the webhook serving certificate (kubebuilder's
+    /// `config/certmanager`): the manager mounts its Secret ([`CERT_MANAGER_SECRET`]) and the
+    /// webhook configurations and converted CRDs get cert-manager's CA injection annotation
+    /// (`cert-manager.io/inject-ca-from`), instead of the operator managing the certificate.
+    pub fn use_cert_manager(&mut self) {
+        self.cert_manager = true;
+    }
+
+    /// Whether cert-manager issues the webhook certificate (see [`Self::use_cert_manager`]).
+    pub fn cert_manager(&self) -> bool {
+        self.cert_manager
+    }
+
     /// Whether the operator serves any webhook (admission or conversion).
     pub fn serves_webhooks(&self) -> bool {
         !self.webhooks.is_empty() || !self.conversions.is_empty()
@@ -213,6 +227,15 @@ impl Manifests {
                 }
             }
             crd.spec.conversion = Some(conversion_stanza(info, crate::webhook::CONVERT_PATH));
+            if self.cert_manager {
+                crd.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .insert(
+                        CERT_MANAGER_INJECT.to_owned(),
+                        info.serving_certificate_ref(),
+                    );
+            }
         }
         crd
     }
@@ -419,6 +442,12 @@ mod tests {
                 .any(|f| f.path == "config/webhook/manifests.yaml"),
             "no admission webhook"
         );
+        assert_eq!(crd["metadata"]["annotations"], Value::Null);
+        manifests.use_cert_manager();
+        assert_eq!(
+            rendered_crd(&manifests)["metadata"]["annotations"],
+            json!({"cert-manager.io/inject-ca-from": "widget-operator-system/widget-operator-serving-cert"})
+        );
     }
 
     #[test]
@@ -456,6 +485,13 @@ mod tests {
         assert_eq!(
             pod["volumes"],
             json!([{"name": "webhook-certs", "emptyDir": {}}])
+        );
+
+        manifests.use_cert_manager();
+        let pod = deployment(&manifests);
+        assert_eq!(
+            pod["volumes"],
+            json!([{"name": "webhook-certs", "secret": {"secretName": "webhook-server-cert"}}])
         );
     }
 

@@ -74,6 +74,12 @@ impl OperatorInfo {
         format!("{}-webhook-service", self.name)
     }
 
+    /// cert-manager's serving Certificate of the webhook Service as `<namespace>/<name>`
+    /// (kubebuilder's `serving-cert`, prefixed), what `cert-manager.io/inject-ca-from` names.
+    pub fn serving_certificate_ref(&self) -> String {
+        format!("{}/{}-serving-cert", self.namespace, self.name)
+    }
+
     /// The MutatingWebhookConfiguration (kubebuilder's `mutating-webhook-configuration`,
     /// prefixed).
     pub fn mutating_webhook_configuration_name(&self) -> String {
@@ -240,7 +246,7 @@ pub(super) fn render(
                     },
                 },
             }),
-            deployment(info, manifests.serves_webhooks()),
+            deployment(info, manifests.serves_webhooks(), manifests.cert_manager),
         ],
     });
     files.push(metrics_service(info));
@@ -248,6 +254,7 @@ pub(super) fn render(
     files.extend(super::webhooks::files(
         &manifests.webhooks,
         !manifests.conversions.is_empty(),
+        manifests.cert_manager,
         info,
     ));
     Ok(ManifestSet {
@@ -260,7 +267,7 @@ pub(super) fn render(
 
 /// The manager's Deployment; `webhooks` adds the webhook server's container port
 /// (`webhook-server`, 9443) as kubebuilder's `manager_webhook_patch.yaml` does.
-fn deployment(info: &OperatorInfo, webhooks: bool) -> Value {
+fn deployment(info: &OperatorInfo, webhooks: bool, cert_manager: bool) -> Value {
     let selector = json!({
         "control-plane": "controller-manager",
         "app.kubernetes.io/name": info.name,
@@ -336,7 +343,14 @@ fn deployment(info: &OperatorInfo, webhooks: bool) -> Value {
     });
     if webhooks {
         let pod = &mut deployment["spec"]["template"]["spec"];
-        pod["volumes"] = json!([{"name": "webhook-certs", "emptyDir": {}}]);
+        pod["volumes"] = if cert_manager {
+            json!([{
+                "name": "webhook-certs",
+                "secret": {"secretName": super::webhooks::CERT_MANAGER_SECRET},
+            }])
+        } else {
+            json!([{"name": "webhook-certs", "emptyDir": {}}])
+        };
         let container = &mut pod["containers"][0];
         if let Some(ports) = container["ports"].as_array_mut() {
             ports.push(json!({
@@ -346,7 +360,7 @@ fn deployment(info: &OperatorInfo, webhooks: bool) -> Value {
             }));
         }
         // The root filesystem is read-only: the certificate directory is a volume (the
-        // self-managed certificates are written there; cert-manager's Secret may replace it).
+        // self-managed certificates are written there), or cert-manager's Secret.
         container["volumeMounts"] = json!([{
             "name": "webhook-certs",
             "mountPath": WEBHOOK_CERT_MOUNT,

@@ -18,6 +18,12 @@ pub const WEBHOOK_SERVICE_PORT: u16 = 443;
 /// The container port the webhook server listens on (controller-runtime's default).
 pub const WEBHOOK_TARGET_PORT: u16 = 9443;
 
+/// cert-manager's CA injection annotation (its value: `<namespace>/<Certificate>`).
+pub const CERT_MANAGER_INJECT: &str = "cert-manager.io/inject-ca-from";
+/// The Secret cert-manager writes the serving certificate to (kubebuilder's
+/// `webhook-server-cert`).
+pub const CERT_MANAGER_SECRET: &str = "webhook-server-cert";
+
 /// Whether an admission webhook mutates (defaulting) or validates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum AdmissionType {
@@ -154,6 +160,7 @@ pub fn conversion_stanza(info: &OperatorInfo, path: &str) -> CustomResourceConve
 pub fn files(
     webhooks: &[AdmissionWebhook],
     converts: bool,
+    cert_manager: bool,
     info: &OperatorInfo,
 ) -> Vec<ManifestFile> {
     let mut files = Vec::new();
@@ -178,12 +185,17 @@ pub fn files(
             continue;
         }
         entries.sort_by_key(|w| w.name());
-        configurations.push(json!({
+        let mut configuration = json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": kind,
             "metadata": {"name": name, "labels": webhook_labels(info)},
             "webhooks": entries.iter().map(|w| w.to_json(info)).collect::<Vec<_>>(),
-        }));
+        });
+        if cert_manager {
+            configuration["metadata"]["annotations"] =
+                json!({CERT_MANAGER_INJECT: info.serving_certificate_ref()});
+        }
+        configurations.push(configuration);
     }
     let serves = !configurations.is_empty() || converts;
     if !configurations.is_empty() {
@@ -280,7 +292,7 @@ mod tests {
                 "/mutate-cache-example-com-v1-memcached",
             ),
         ];
-        let files = files(&webhooks, false, &info());
+        let files = files(&webhooks, false, false, &info());
         assert_eq!(files.len(), 2);
         assert_eq!(files[0].path, "config/webhook/manifests.yaml");
         let [mutating, validating] = files[0].objects.as_slice() else {
@@ -348,6 +360,7 @@ mod tests {
         let validating_only = files(
             &[memcached(AdmissionType::Validating, "/v")],
             false,
+            false,
             &info(),
         );
         assert_eq!(validating_only[0].objects.len(), 1);
@@ -356,11 +369,25 @@ mod tests {
             "ValidatingWebhookConfiguration"
         );
 
-        let conversion_only = files(&[], true, &info());
+        let conversion_only = files(&[], true, false, &info());
         assert_eq!(conversion_only.len(), 1);
         assert_eq!(conversion_only[0].path, "config/webhook/service.yaml");
 
-        assert!(files(&[], false, &info()).is_empty());
+        assert!(files(&[], false, false, &info()).is_empty());
+    }
+
+    #[test]
+    fn cert_manager_injects_the_ca_of_the_serving_certificate() {
+        let files = files(
+            &[memcached(AdmissionType::Mutating, "/m")],
+            false,
+            true,
+            &info(),
+        );
+        assert_eq!(
+            files[0].objects[0]["metadata"]["annotations"],
+            json!({"cert-manager.io/inject-ca-from": "memcached-operator-system/memcached-operator-serving-cert"})
+        );
     }
 
     #[test]
