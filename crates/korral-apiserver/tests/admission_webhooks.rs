@@ -827,6 +827,23 @@ async fn validating_admission_policies_deny_and_warn_as_upstream() {
         json!({}),
     )
     .await;
+    // Status is written through its subresource only.
+    let mut with_status = created.clone();
+    with_status["status"] = json!({"observedGeneration": 1});
+    let (code, _, b) = request(
+        &client,
+        "PUT",
+        &format!("{VAP}/ref-small/status"),
+        Some(with_status),
+    )
+    .await;
+    assert_eq!(code, 200, "{b}");
+    assert_eq!(b["status"], json!({"observedGeneration": 1}));
+    let mut main = b.clone();
+    main["status"] = json!({});
+    let (code, _, b) = request(&client, "PUT", &format!("{VAP}/ref-small"), Some(main)).await;
+    assert_eq!(code, 200, "{b}");
+    assert_eq!(b["status"], json!({"observedGeneration": 1}));
 
     let (code, _, status) = request(
         &client,

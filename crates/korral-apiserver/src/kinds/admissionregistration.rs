@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::KindDef;
 use super::printer::{AGE, Column, Printer, age, text};
-use super::strategy::{Context, Strategy, strip_status};
+use super::strategy::{Context, Strategy};
 use base64::Engine;
 
 use crate::error::{ApiError, Cause};
@@ -709,19 +709,6 @@ fn validate_match_conditions(errs: &mut Vec<Cause>, hook: &Value, path: &str) {
 struct Policy;
 
 impl Strategy for Policy {
-    fn prepare_for_create(&self, _info: &ResourceInfo, obj: &mut Value, _ctx: &Context) {
-        strip_status(obj);
-    }
-
-    fn prepare_for_update(&self, obj: &mut Value, old: &Value) {
-        if let Some(map) = obj.as_object_mut() {
-            map.insert(
-                "status".into(),
-                old.get("status").cloned().unwrap_or_else(|| json!({})),
-            );
-        }
-    }
-
     fn default(&self, obj: &mut Value) {
         if let Some(map) = obj.as_object_mut() {
             or_insert(map, "status", json!({}));
