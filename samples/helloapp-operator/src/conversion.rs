@@ -103,6 +103,15 @@ mod tests {
     }
 
     #[test]
+    fn the_v2_sample_is_the_v1_sample_converted() {
+        let yaml = include_str!("../config/samples/apps_v2_helloapp.yaml");
+        let v2: v2::HelloApp = serde_yaml_ng::from_str(yaml).expect("v2 sample");
+        let converted: v2::HelloApp = crate::sample().into();
+        assert_eq!(v2.spec, converted.spec);
+        assert_eq!(v2.metadata.name, converted.metadata.name);
+    }
+
+    #[test]
     fn the_webhook_converts_both_versions() {
         let webhook = webhook().expect("webhook");
         assert_eq!(
