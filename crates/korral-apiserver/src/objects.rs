@@ -1521,11 +1521,11 @@ impl Objects {
             w.clone()
         };
         let result = candidate.unwrap_or_else(|| (*next).clone());
-        if admitted.mutated
-            && let Some(check) = &opts.admission
-        {
+        if let Some(check) = &opts.admission {
             check.check(&result)?;
         }
+        // RBAC escalation is checked again inside the guarded write, where roles cannot change.
+        let check = opts.admission.clone().map(|c| (c, result.clone()));
         let to_store = info.strategy.convert_for_storage(result);
         if opts.dry_run {
             return Ok(Ok(Written {
@@ -1543,6 +1543,9 @@ impl Objects {
             };
             if meta::resource_version(now) != expected {
                 return Err(ApiError::conflict(&group, &resource, &name));
+            }
+            if let Some((check, candidate)) = &check {
+                check.check(candidate)?;
             }
             if to_store == **now {
                 return Ok(Write::Unchanged);
