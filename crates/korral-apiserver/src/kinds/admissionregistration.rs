@@ -208,6 +208,10 @@ impl Strategy for Webhooks {
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
         validate_webhooks(obj, self.mutating)
     }
+
+    fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_webhooks_with(obj, self.mutating, Relaxed::of(old))
+    }
 }
 
 /// Sets `key` to `value` when it is absent or null.
@@ -281,6 +285,46 @@ fn check_enum(errs: &mut Vec<Cause>, obj: &Value, key: &str, path: &str, support
 
 /// Every cause of an invalid Validating- or MutatingWebhookConfiguration.
 fn validate_webhooks(obj: &Value, mutating: bool) -> Vec<Cause> {
+    validate_webhooks_with(obj, mutating, Relaxed::default())
+}
+
+/// What an update may keep of an old configuration that is invalid today (upstream's
+/// validation options for updates).
+#[derive(Debug, Clone, Copy, Default)]
+struct Relaxed {
+    /// Some old webhook had no recognized review version.
+    unrecognized_versions: bool,
+    /// The old webhooks' names were not unique.
+    duplicate_names: bool,
+}
+
+impl Relaxed {
+    /// The relaxations an update of `old` gets.
+    fn of(old: &Value) -> Self {
+        let hooks = old
+            .get("webhooks")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let mut seen = std::collections::HashSet::new();
+        Self {
+            unrecognized_versions: hooks.iter().any(|h| {
+                !strings(h, "admissionReviewVersions")
+                    .iter()
+                    .any(|v| ACCEPTED_VERSIONS.contains(v))
+            }),
+            duplicate_names: !hooks
+                .iter()
+                .all(|h| seen.insert(h.get("name").and_then(Value::as_str).unwrap_or(""))),
+        }
+    }
+}
+
+/// The AdmissionReview versions the server speaks.
+const ACCEPTED_VERSIONS: &[&str] = &["v1", "v1beta1"];
+
+/// [`validate_webhooks`] with an update's relaxations.
+fn validate_webhooks_with(obj: &Value, mutating: bool, relaxed: Relaxed) -> Vec<Cause> {
     let mut errs = Vec::new();
     let hooks = obj
         .get("webhooks")
@@ -291,16 +335,22 @@ fn validate_webhooks(obj: &Value, mutating: bool) -> Vec<Cause> {
     for (i, hook) in hooks.iter().enumerate() {
         let path = index("webhooks", i);
         let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
-        if !seen.insert(name) {
+        if !seen.insert(name) && !relaxed.duplicate_names {
             errs.push(Cause::duplicate(child(&path, "name"), &json!(name)));
         }
-        validate_webhook(&mut errs, hook, &path, mutating);
+        validate_webhook(&mut errs, hook, &path, mutating, relaxed);
     }
     errs
 }
 
 /// One webhook of a configuration at `path`.
-fn validate_webhook(errs: &mut Vec<Cause>, hook: &Value, path: &str, mutating: bool) {
+fn validate_webhook(
+    errs: &mut Vec<Cause>,
+    hook: &Value,
+    path: &str,
+    mutating: bool,
+    relaxed: Relaxed,
+) {
     let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
     errs.extend(fully_qualified_name(name, &child(path, "name")));
     let rules = hook
@@ -338,6 +388,7 @@ fn validate_webhook(errs: &mut Vec<Cause>, hook: &Value, path: &str, mutating: b
         errs,
         &strings(hook, "admissionReviewVersions"),
         &child(path, "admissionReviewVersions"),
+        !relaxed.unrecognized_versions,
     );
     validate_client_config(errs, hook.get("clientConfig"), &child(path, "clientConfig"));
     validate_match_conditions(errs, hook, &child(path, "matchConditions"));
@@ -500,8 +551,12 @@ fn validate_resources(errs: &mut Vec<Cause>, resources: &[&str], path: &str) {
 }
 
 /// Upstream's `validateAdmissionReviewVersions` (a recognized version required).
-fn validate_review_versions(errs: &mut Vec<Cause>, versions: &[&str], path: &str) {
-    const ACCEPTED: &[&str] = &["v1", "v1beta1"];
+fn validate_review_versions(
+    errs: &mut Vec<Cause>,
+    versions: &[&str],
+    path: &str,
+    require_recognized: bool,
+) {
     if versions.is_empty() {
         errs.push(Cause::required(path, "must specify one of v1, v1beta1"));
         return;
@@ -520,7 +575,7 @@ fn validate_review_versions(errs: &mut Vec<Cause>, versions: &[&str], path: &str
             errs.push(Cause::invalid(index(path, i), &json!(v), &e));
         }
     }
-    if !versions.iter().any(|v| ACCEPTED.contains(v)) {
+    if require_recognized && !versions.iter().any(|v| ACCEPTED_VERSIONS.contains(v)) {
         errs.push(invalid_rendered(
             path,
             &go_string_list(versions),
@@ -1093,6 +1148,10 @@ mod tests {
             dup,
             vec!["webhooks[1].name: Duplicate value: \"a.b.example.com\"".to_string()]
         );
+        // An update may keep what an old configuration already had.
+        let old = json!({"webhooks": [hook(json!({"admissionReviewVersions": ["v0"]})), hook(json!({}))]});
+        assert!(validate_webhooks_with(&old, false, Relaxed::of(&old)).is_empty());
+        assert_eq!(validate_webhooks(&old, false).len(), 2);
         let m = messages(
             json!({"webhooks": [hook(json!({"reinvocationPolicy": "Always"}))]}),
             true,
