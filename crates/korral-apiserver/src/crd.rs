@@ -399,6 +399,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 name_rule: NameRule::Subdomain,
                 tracks_generation: true,
                 field_selectors: selectable_fields.clone(),
+                actions: Vec::new(),
                 printer: crate::kinds::printer::DEFAULT,
                 strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(
                     schema.clone(),

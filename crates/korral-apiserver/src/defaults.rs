@@ -472,17 +472,11 @@ fn pod(root: &mut Map<String, Value>) {
         }
     }
 
-    // Priority admission: no default PriorityClass exists, so class-less pods get 0.
-    if unset(spec.get("priority")) {
-        let priority = match str_of(spec, "priorityClassName").unwrap_or("") {
-            "" => Some(0),
-            "system-cluster-critical" => Some(2_000_000_000),
-            "system-node-critical" => Some(2_000_001_000),
-            _ => None,
-        };
-        if let Some(p) = priority {
-            spec.insert("priority".into(), json!(p));
-        }
+    // A class-less pod's priority is 0 unless a global default PriorityClass exists (the
+    // Priority admission plugin, `crate::builtin_admission`, sets it then, and for named
+    // classes).
+    if unset(spec.get("priority")) && str_of(spec, "priorityClassName").unwrap_or("").is_empty() {
+        spec.insert("priority".into(), json!(0));
     }
     default_str(spec, "preemptionPolicy", "PreemptLowerPriority");
 
@@ -507,7 +501,9 @@ pub fn pod_qos_class(spec: &Map<String, Value>) -> &'static str {
             let Some(res) = QOS_RESOURCES.iter().find(|r| *r == name) else {
                 continue;
             };
-            let Some(v) = quantity::from_json(q).ok().filter(|v| !v.is_zero() && !v.is_negative())
+            let Some(v) = quantity::from_json(q)
+                .ok()
+                .filter(|v| !v.is_zero() && !v.is_negative())
             else {
                 continue;
             };

@@ -1712,6 +1712,7 @@ mod tests {
             name_rule: NameRule::Subdomain,
             tracks_generation: true,
             field_selectors: vec![],
+            actions: Vec::new(),
             printer: crate::kinds::printer::DEFAULT,
             strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(None)),
             custom: Some(CustomResourceInfo {

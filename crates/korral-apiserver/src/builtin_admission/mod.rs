@@ -55,12 +55,6 @@ pub(crate) fn mutate(
     Ok(())
 }
 
-/// The value and preemption policy of the built-in PriorityClasses, when not stored.
-const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
-    ("system-cluster-critical", 2_000_000_000),
-    ("system-node-critical", 2_000_001_000),
-];
-
 /// The Priority plugin: `spec.priority` (and `preemptionPolicy`) from the named PriorityClass,
 /// or from the global default class for a Pod naming none.
 fn priority(info: &ResourceInfo, pod: &mut Value, ctx: &Context) -> Result<(), ApiError> {
@@ -98,14 +92,12 @@ fn priority(info: &ResourceInfo, pod: &mut Value, ctx: &Context) -> Result<(), A
                 c.get("value").and_then(Value::as_i64).unwrap_or(0),
                 c.get("preemptionPolicy").cloned(),
             ),
-            None => match SYSTEM_PRIORITY_CLASSES.iter().find(|(n, _)| *n == name) {
-                Some((_, v)) => (None, *v, None),
-                None => {
-                    return Err(refuse(format!(
-                        "no PriorityClass with name {name} was found"
-                    )));
-                }
-            },
+            // The built-in system classes are stored when the server starts.
+            None => {
+                return Err(refuse(format!(
+                    "no PriorityClass with name {name} was found"
+                )));
+            }
         }
     };
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {

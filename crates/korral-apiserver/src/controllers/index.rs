@@ -33,6 +33,9 @@ pub(super) enum Work {
     /// Something changed in the namespace with this name, which has ResourceQuotas: recount
     /// their `status.used`.
     Quota(String),
+    /// Something changed in the namespace with this name, which has PodDisruptionBudgets:
+    /// recompute their status.
+    Disruption(String),
 }
 
 /// The parts of a storage key (`/<group or core>/<resource>/[<namespace>/]<name>`).

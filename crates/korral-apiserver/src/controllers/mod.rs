@@ -43,6 +43,7 @@ use tokio::time::Instant;
 use crate::builtin_admission::quota;
 use crate::crd;
 use crate::error::ApiError;
+use crate::kinds::disruption;
 use crate::meta;
 use crate::objects::{DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Objects, Propagation};
 use crate::registry::ResourceInfo;
@@ -238,6 +239,9 @@ impl Controller {
             if !quota::quotas_in(&snapshot, namespace).is_empty() {
                 self.queue.insert(Work::Quota(namespace.to_string()));
             }
+            if !disruption::budgets_in(&snapshot, namespace).is_empty() {
+                self.queue.insert(Work::Disruption(namespace.to_string()));
+            }
         }
         if event.kind == EventType::Deleted
             && KeyParts::parse(&event.key).is_some_and(|p| p.is_crd())
@@ -323,6 +327,7 @@ async fn execute(objects: &Objects, index: &Index, work: &Work) -> Outcome {
         Work::Namespace(name) => clean_namespace(objects, index, name).await,
         Work::Crd(key) => clean_crd(objects, key).await,
         Work::Quota(namespace) => update_quotas(objects, namespace).await,
+        Work::Disruption(namespace) => update_budgets(objects, namespace).await,
         Work::CrdGone(key) => {
             if objects.storage().get(key).is_none()
                 && let Some(parts) = KeyParts::parse(key)
@@ -720,6 +725,45 @@ async fn update_quotas(objects: &Objects, namespace: &str) -> Result<Vec<Work>, 
             continue;
         }
         let key = object_key("", "resourcequotas", Some(namespace), meta::name(&current));
+        let uid = meta::uid(&current).to_string();
+        objects
+            .storage()
+            .update(
+                key,
+                Box::new(move |cur| {
+                    let Some(cur) = cur.filter(|c| meta::uid(c) == uid) else {
+                        return Ok(Write::Unchanged);
+                    };
+                    if cur.get("status") == Some(&status) {
+                        return Ok(Write::Unchanged);
+                    }
+                    let mut next = (**cur).clone();
+                    if let Some(map) = next.as_object_mut() {
+                        map.insert("status".into(), status);
+                    }
+                    Ok(Write::Put(next))
+                }),
+            )
+            .await?;
+    }
+    Ok(Vec::new())
+}
+
+/// Writes the current `status` of every PodDisruptionBudget in a namespace whose status is
+/// out of date (healthy pods, disruptions allowed, the DisruptionAllowed condition).
+async fn update_budgets(objects: &Objects, namespace: &str) -> Result<Vec<Work>, ApiError> {
+    let snapshot = objects.storage().snapshot();
+    for current in disruption::budgets_in(&snapshot, namespace) {
+        let status = disruption::status(&snapshot, &current);
+        if current.get("status") == Some(&status) {
+            continue;
+        }
+        let key = object_key(
+            "policy",
+            "poddisruptionbudgets",
+            Some(namespace),
+            meta::name(&current),
+        );
         let uid = meta::uid(&current).to_string();
         objects
             .storage()

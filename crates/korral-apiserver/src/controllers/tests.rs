@@ -98,7 +98,7 @@ async fn create_in(
         .create(
             info,
             Some(ns),
-            json!({"metadata": metadata, "data": {"k": "v"}}),
+            json!({"metadata": metadata, "data": {"k": "dg=="}}),
             &WriteOptions::default(),
         )
         .await

@@ -113,11 +113,11 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
         if info.scale.is_some() {
             entries.push(sub_entry(info, "scale", "Scale", Some("autoscaling")));
         }
-        if info.group.is_empty() && info.resource == "serviceaccounts" {
-            // TokenRequest (served by `crate::auth::reviews`).
-            let mut token = sub_entry(info, "token", "TokenRequest", Some("authentication.k8s.io"));
-            token["verbs"] = json!(["create"]);
-            entries.push(token);
+        for action in &info.actions {
+            let group = (!action.group.is_empty()).then_some(action.group);
+            let mut entry = sub_entry(info, action.name, action.kind, group);
+            entry["verbs"] = json!(["create"]);
+            entries.push(entry);
         }
     }
     let group_version = if group.is_empty() {
@@ -192,9 +192,9 @@ fn discovery_version(registry: &Registry, group: &str, version: &str) -> Value {
                     "responseKind": response_kind("autoscaling", "v1", "Scale"),
                     "verbs": ["get", "patch", "update"]}));
             }
-            if info.group.is_empty() && info.resource == "serviceaccounts" {
-                subs.push(json!({"subresource": "token",
-                    "responseKind": response_kind("authentication.k8s.io", "v1", "TokenRequest"),
+            for action in &info.actions {
+                subs.push(json!({"subresource": action.name,
+                    "responseKind": response_kind(action.group, action.version, action.kind),
                     "verbs": ["create"]}));
             }
             if !subs.is_empty() {

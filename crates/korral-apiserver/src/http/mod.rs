@@ -1,5 +1,6 @@
 //! The HTTP front: authentication, routing, discovery, OpenAPI and resource verbs.
 
+mod actions;
 mod body;
 mod discovery;
 mod handlers;
@@ -233,6 +234,11 @@ where
                 crate::auth::reviews::Review::of(&rp.group, &rp.resource, rp.subresource.as_deref())
             {
                 return serve_review(state, &attrs.user, review, rp, req).await;
+            }
+            if let Some(info) = state.objects.registry().get(&rp.group, &rp.version, &rp.resource)
+                && let Some(action) = crate::kinds::actions::find(&info, rp.subresource.as_deref())
+            {
+                return actions::serve(state, &info, action, rp, req).await;
             }
             let (parts, req_body) = req.into_parts();
             let query = parse_query(&parts.uri);

@@ -5,6 +5,7 @@
 //! OpenAPI, tables, patching, apply and the write pipeline all read these definitions; no other
 //! table of per-kind facts exists.
 
+pub(crate) mod actions;
 mod admissionregistration;
 mod apiextensions;
 mod apps;
@@ -15,6 +16,7 @@ mod coordination;
 mod core;
 pub(crate) mod custom;
 mod discovery;
+pub(crate) mod disruption;
 mod events;
 mod flowcontrol;
 mod networking;
@@ -55,6 +57,7 @@ pub(crate) struct KindDef {
     create_only: bool,
     delete_collection: bool,
     schema: Option<fn(&mut SchemaGenerator)>,
+    actions: Vec<actions::Action>,
     printer: Printer,
     strategy: Arc<dyn Strategy>,
 }
@@ -88,6 +91,7 @@ impl KindDef {
             create_only: false,
             delete_collection: true,
             schema: None,
+            actions: Vec::new(),
             printer: printer::DEFAULT,
             strategy: Arc::new(strategy),
         }
@@ -160,6 +164,24 @@ impl KindDef {
         self
     }
 
+    /// A create-only subresource acting on an object (`pods/eviction` accepting
+    /// `policy/v1` `Eviction`), served by [`actions`].
+    pub(crate) fn action(
+        mut self,
+        name: &'static str,
+        group: &'static str,
+        version: &'static str,
+        kind: &'static str,
+    ) -> Self {
+        self.actions.push(actions::Action {
+            name,
+            group,
+            version,
+            kind,
+        });
+        self
+    }
+
     /// Without the `deletecollection` verb (Namespaces).
     pub(crate) fn without_delete_collection(mut self) -> Self {
         self.delete_collection = false;
@@ -200,6 +222,7 @@ impl KindDef {
             tracks_generation: self.generation,
             field_selectors: self.fields.iter().map(|x| x.to_string()).collect(),
             custom: None,
+            actions: self.actions.clone(),
             printer: self.printer,
             strategy: self.strategy.clone(),
         }

@@ -94,6 +94,8 @@ pub struct ResourceInfo {
     pub field_selectors: Vec<String>,
     /// Present for custom resources.
     pub custom: Option<CustomResourceInfo>,
+    /// Create-only subresources acting on an object (`pods/eviction`).
+    pub(crate) actions: Vec<crate::kinds::actions::Action>,
     /// How objects print as a `Table` (built-in kinds; custom resources use their CRD's
     /// printer columns).
     pub(crate) printer: crate::kinds::Printer,

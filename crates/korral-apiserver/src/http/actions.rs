@@ -1,0 +1,56 @@
+//! `POST` of a create-only subresource that acts on an object (`pods/eviction`,
+//! `pods/binding`; see [`crate::kinds::actions`]).
+
+use std::sync::Arc;
+
+use http::{Method, Request, Response, StatusCode, header};
+
+use super::{Body, State, body, path};
+use crate::ApiError;
+use crate::kinds::actions::{self as kind_actions, Action};
+use crate::registry::ResourceInfo;
+
+/// Decodes the body as the action's kind and runs the action; 201 with a `Status`.
+pub(super) async fn serve<B>(
+    state: &Arc<State>,
+    info: &Arc<ResourceInfo>,
+    action: Action,
+    rp: path::ResourcePath,
+    req: Request<B>,
+) -> Result<Response<Body>, ApiError>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    if rp.namespace.is_some() != info.namespaced {
+        return Err(ApiError::unknown_resource());
+    }
+    let Some(name) = rp.name.as_deref() else {
+        return Err(ApiError::method_not_allowed());
+    };
+    if req.method() != Method::POST {
+        return Err(ApiError::method_not_allowed());
+    }
+    let dry_run = super::parse_query(req.uri())
+        .iter()
+        .any(|(k, v)| k == "dryRun" && v == "All");
+    let (parts, req_body) = req.into_parts();
+    let bytes = body::read_body(req_body).await?;
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let object = body::decode_object(&bytes, content_type, action.kind)?;
+    let answer = kind_actions::serve(
+        &state.objects,
+        info,
+        action,
+        rp.namespace.as_deref(),
+        name,
+        object,
+        dry_run,
+    )
+    .await?;
+    Ok(body::json_response(StatusCode::CREATED, &answer))
+}

@@ -1,0 +1,224 @@
+//! PodDisruptionBudget status, as upstream's disruption controller computes it: the pods a
+//! budget selects, how many are healthy, how many must stay healthy, and how many may be
+//! disrupted now. Read by the in-process controller (to keep `status` current) and by the
+//! eviction subresource (to decide with the live state).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::meta;
+use crate::selector::from_label_selector_json;
+use crate::storage::{Object, Snapshot, collection_prefix, object_key};
+
+/// The PodDisruptionBudgets of a namespace.
+pub(crate) fn budgets_in(snapshot: &Snapshot, namespace: &str) -> Vec<Object> {
+    let prefix = collection_prefix("policy", "poddisruptionbudgets", Some(namespace));
+    snapshot
+        .range(&prefix, None)
+        .map(|(_, o)| o.clone())
+        .collect()
+}
+
+/// Whether a budget selects a pod (an empty selector selects every pod; none selects nothing).
+pub(crate) fn selects(budget: &Value, pod: &Value) -> bool {
+    let Some(selector) = meta::path(budget, "spec.selector").filter(|s| !s.is_null()) else {
+        return false;
+    };
+    from_label_selector_json(selector).is_ok_and(|s| s.matches(meta::labels(pod)))
+}
+
+/// Whether a pod counts as healthy: Ready, not being deleted.
+fn healthy(pod: &Value) -> bool {
+    !meta::is_deleting(pod)
+        && meta::path(pod, "status.conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+}
+
+/// An int-or-percent scaled to `total`, rounded up as upstream's
+/// `GetScaledValueFromIntOrPercent(.., true)`.
+fn scaled(value: &Value, total: i64) -> i64 {
+    match value {
+        Value::String(s) => s
+            .strip_suffix('%')
+            .and_then(|p| p.parse::<i64>().ok())
+            .map_or(0, |p| (total * p + 99) / 100),
+        other => other.as_i64().unwrap_or(0),
+    }
+}
+
+/// How many pods the budget's selected pods' controllers want (`expectedPods`): the replicas
+/// of each owning controller, a pod without one counting once.
+fn expected_from_controllers(snapshot: &Snapshot, namespace: &str, pods: &[&Object]) -> i64 {
+    let mut controllers: BTreeMap<String, i64> = BTreeMap::new();
+    let mut loose = 0;
+    for pod in pods {
+        let owner = meta::owner_references(pod)
+            .iter()
+            .find(|r| r.get("controller") == Some(&Value::Bool(true)));
+        let Some(owner) = owner else {
+            loose += 1;
+            continue;
+        };
+        let uid = owner.get("uid").and_then(Value::as_str).unwrap_or("");
+        if controllers.contains_key(uid) {
+            continue;
+        }
+        let kind = owner.get("kind").and_then(Value::as_str).unwrap_or("");
+        let name = owner.get("name").and_then(Value::as_str).unwrap_or("");
+        let (group, resource) = match kind {
+            "ReplicaSet" => ("apps", "replicasets"),
+            "StatefulSet" => ("apps", "statefulsets"),
+            "ReplicationController" => ("", "replicationcontrollers"),
+            _ => ("", ""),
+        };
+        let replicas = if resource.is_empty() {
+            1
+        } else {
+            snapshot
+                .objects
+                .get(&object_key(group, resource, Some(namespace), name))
+                .and_then(|c| meta::path(c, "spec.replicas").and_then(Value::as_i64))
+                .unwrap_or(1)
+        };
+        controllers.insert(uid.to_string(), replicas);
+    }
+    controllers.values().sum::<i64>() + loose
+}
+
+/// The counters of a budget's status, computed from the pods stored now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Counts {
+    /// Pods the budget covers.
+    pub expected: i64,
+    /// Of them, healthy now.
+    pub current_healthy: i64,
+    /// How many must stay healthy.
+    pub desired_healthy: i64,
+    /// How many may be disrupted now.
+    pub disruptions_allowed: i64,
+}
+
+/// The budget's counts from the pods of its namespace.
+pub(crate) fn counts(snapshot: &Snapshot, budget: &Value) -> Counts {
+    let namespace = meta::namespace(budget).unwrap_or("");
+    let prefix = collection_prefix("", "pods", Some(namespace));
+    let pods: Vec<&Object> = snapshot
+        .range(&prefix, None)
+        .map(|(_, p)| p)
+        .filter(|p| selects(budget, p))
+        .collect();
+    let current_healthy = pods.iter().filter(|p| healthy(p)).count() as i64;
+    let min_available = meta::path(budget, "spec.minAvailable").filter(|v| !v.is_null());
+    let max_unavailable = meta::path(budget, "spec.maxUnavailable").filter(|v| !v.is_null());
+    let (expected, desired_healthy) = match (min_available, max_unavailable) {
+        (Some(Value::Number(n)), _) => (pods.len() as i64, n.as_i64().unwrap_or(0)),
+        (Some(percent), _) => {
+            let expected = expected_from_controllers(snapshot, namespace, &pods);
+            (expected, scaled(percent, expected))
+        }
+        (None, Some(max)) => {
+            let expected = expected_from_controllers(snapshot, namespace, &pods);
+            (expected, (expected - scaled(max, expected)).max(0))
+        }
+        (None, None) => (pods.len() as i64, 0),
+    };
+    Counts {
+        expected,
+        current_healthy,
+        desired_healthy,
+        disruptions_allowed: (current_healthy - desired_healthy).max(0),
+    }
+}
+
+/// The `status` a budget should have now, keeping the transition time of an unchanged
+/// condition.
+pub(crate) fn status(snapshot: &Snapshot, budget: &Value) -> Value {
+    let c = counts(snapshot, budget);
+    let allowed = c.disruptions_allowed > 0;
+    let (condition_status, reason) = if allowed {
+        ("True", "SufficientPods")
+    } else {
+        ("False", "InsufficientPods")
+    };
+    let generation = meta::path(budget, "metadata.generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let previous = meta::path(budget, "status.conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "DisruptionAllowed"));
+    let since = previous
+        .filter(|p| p["status"] == condition_status)
+        .and_then(|p| p.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(meta::now_rfc3339()));
+    let mut status = json!({
+        "observedGeneration": generation,
+        "disruptionsAllowed": c.disruptions_allowed,
+        "currentHealthy": c.current_healthy,
+        "desiredHealthy": c.desired_healthy,
+        "expectedPods": c.expected,
+        "conditions": [{
+            "type": "DisruptionAllowed",
+            "status": condition_status,
+            "observedGeneration": generation,
+            "lastTransitionTime": since,
+            "reason": reason,
+            "message": "",
+        }],
+    });
+    if let Some(disrupted) = meta::path(budget, "status.disruptedPods")
+        .filter(|d| d.as_object().is_some_and(|m| !m.is_empty()))
+    {
+        status["disruptedPods"] = disrupted.clone();
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn snapshot(objects: Vec<(String, Value)>) -> Snapshot {
+        Snapshot {
+            revision: 1,
+            objects: objects.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
+        }
+    }
+
+    fn pod(name: &str, ready: bool) -> (String, Value) {
+        (
+            object_key("", "pods", Some("ns"), name),
+            json!({"metadata": {"name": name, "namespace": "ns", "labels": {"app": "web"}},
+                "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}}),
+        )
+    }
+
+    #[test]
+    fn budgets_count_healthy_pods() {
+        let state = snapshot(vec![pod("a", true), pod("b", true), pod("c", false)]);
+        let budget = json!({"metadata": {"name": "pdb", "namespace": "ns"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}});
+        assert_eq!(
+            counts(&state, &budget),
+            Counts {
+                expected: 3,
+                current_healthy: 2,
+                desired_healthy: 1,
+                disruptions_allowed: 1
+            }
+        );
+        let strict = json!({"metadata": {"name": "pdb", "namespace": "ns"},
+            "spec": {"maxUnavailable": "0%", "selector": {"matchLabels": {"app": "web"}}}});
+        assert_eq!(counts(&state, &strict).disruptions_allowed, 0);
+        let status = status(&state, &budget);
+        assert_eq!(status["conditions"][0]["reason"], "SufficientPods");
+        let none = json!({"metadata": {"namespace": "ns"}, "spec": {"minAvailable": 1}});
+        assert_eq!(counts(&state, &none).expected, 0);
+    }
+}
