@@ -303,7 +303,10 @@ mod tests {
         let held = inflight.admit(&get, nobody).ok().flatten();
         assert!(held.is_some());
         assert_eq!(
-            inflight.admit(&get, nobody).err().map(|e| (e.code, e.message)),
+            inflight
+                .admit(&get, nobody)
+                .err()
+                .map(|e| (e.code, e.message)),
             Some((429, "Too many requests, please try again later.".into()))
         );
         let write = inflight.admit(&post, nobody).ok().flatten();
@@ -335,7 +338,10 @@ mod tests {
             .insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer b"));
         let first = inflight.admit(&alice, nobody).ok().flatten();
         assert!(first.is_some());
-        assert_eq!(inflight.admit(&alice, nobody).err().map(|e| e.code), Some(429));
+        assert_eq!(
+            inflight.admit(&alice, nobody).err().map(|e| e.code),
+            Some(429)
+        );
         assert!(inflight.admit(&bob, nobody).ok().flatten().is_some());
         drop(first);
         assert!(inflight.admit(&alice, nobody).ok().flatten().is_some());
@@ -354,11 +360,20 @@ mod tests {
             asked += 1;
             true
         });
-        assert!(held.as_ref().is_ok_and(Option::is_some), "within budget a slot is taken");
+        assert!(
+            held.as_ref().is_ok_and(Option::is_some),
+            "within budget a slot is taken"
+        );
         assert_eq!(asked, 0, "privilege is asked only over the budget");
         let over = inflight.admit(&get, |_| true);
-        assert!(over.as_ref().is_ok_and(Option::is_none), "served without a slot");
-        assert_eq!(inflight.admit(&get, nobody).err().map(|e| e.code), Some(429));
+        assert!(
+            over.as_ref().is_ok_and(Option::is_none),
+            "served without a slot"
+        );
+        assert_eq!(
+            inflight.admit(&get, nobody).err().map(|e| e.code),
+            Some(429)
+        );
         drop(over);
         assert_eq!(
             inflight.admit(&get, nobody).err().map(|e| e.code),
@@ -371,6 +386,9 @@ mod tests {
         let watch = req(Method::GET, "/api/v1/pods?watch=1");
         let first = inflight.admit(&watch, |_| true).ok().flatten();
         assert!(first.is_some());
-        assert_eq!(inflight.admit(&watch, |_| true).err().map(|e| e.code), Some(429));
+        assert_eq!(
+            inflight.admit(&watch, |_| true).err().map(|e| e.code),
+            Some(429)
+        );
     }
 }

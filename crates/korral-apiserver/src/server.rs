@@ -452,7 +452,10 @@ async fn bootstrap(objects: &Objects) -> Result<(), crate::error::ApiError> {
         }
     }
     // The system PriorityClasses (upstream's scheduling bootstrap hook).
-    if let Some(info) = objects.registry().get("scheduling.k8s.io", "v1", "priorityclasses") {
+    if let Some(info) = objects
+        .registry()
+        .get("scheduling.k8s.io", "v1", "priorityclasses")
+    {
         for class in crate::kinds::system_priority_classes() {
             if objects.get(&info, None, crate::meta::name(&class)).is_ok() {
                 continue;

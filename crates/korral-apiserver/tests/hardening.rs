@@ -285,7 +285,15 @@ async fn requests_over_the_in_flight_limits_get_429_with_retry_after() {
     // A user outside system:masters (the admin, which plain HTTP makes of a request without a
     // token, is never refused; see masters_are_never_refused_by_the_in_flight_limits).
     const ALICE: &str = "Impersonate-User: alice\r\n";
-    let list = || request("GET", "/api/v1/namespaces/default/configmaps", ALICE, "", b"");
+    let list = || {
+        request(
+            "GET",
+            "/api/v1/namespaces/default/configmaps",
+            ALICE,
+            "",
+            b"",
+        )
+    };
     let create = |name: &str| {
         let body =
             format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}}}}"#);
@@ -338,7 +346,11 @@ async fn requests_over_the_in_flight_limits_get_429_with_retry_after() {
 fn as_user(headers: &str) -> impl Fn(&str, &str, &[u8]) -> Vec<u8> + use<> {
     let headers = headers.to_string();
     move |method, target, body| {
-        let content_type = if body.is_empty() { "" } else { "application/json" };
+        let content_type = if body.is_empty() {
+            ""
+        } else {
+            "application/json"
+        };
         request(method, target, &headers, content_type, body)
     }
 }
@@ -359,7 +371,13 @@ async fn masters_are_never_refused_by_the_in_flight_limits() {
     let sa = br#"{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"robot"}}"#;
     let r = exchange(
         &server,
-        &request("POST", "/api/v1/namespaces/default/serviceaccounts", "", "application/json", sa),
+        &request(
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts",
+            "",
+            "application/json",
+            sa,
+        ),
     )
     .await;
     assert_eq!(r.code, 201, "{:?}", String::from_utf8_lossy(&r.body));
@@ -396,7 +414,12 @@ async fn masters_are_never_refused_by_the_in_flight_limits() {
     );
     assert!(r.head.contains("\r\nretry-after: 1"), "{}", r.head);
     let mut held_write = stalled(&server, "POST", path).await;
-    let r = until_code(&server, || alice("POST", path, cm("refused").as_bytes()), 429).await;
+    let r = until_code(
+        &server,
+        || alice("POST", path, cm("refused").as_bytes()),
+        429,
+    )
+    .await;
     r.status(429, "TooManyRequests");
     // The ordinary users stay refused, reads and writes, while masters are answered.
     for (who, user) in [("robot", &robot), ("alice", &alice)] {
@@ -429,7 +452,11 @@ async fn masters_are_never_refused_by_the_in_flight_limits() {
         .flatten()
         .filter_map(|i| i["metadata"]["name"].as_str())
         .collect();
-    assert_eq!(names, ["admin", "impersonated-master"], "refused writes changed nothing");
+    assert_eq!(
+        names,
+        ["admin", "impersonated-master"],
+        "refused writes changed nothing"
+    );
 }
 
 #[tokio::test]

@@ -50,12 +50,12 @@
 //! ```
 
 pub use k8s_openapi;
+/// Webhooks (admission and conversion) served by the operator; see [`korral_runtime::webhook`].
+pub use korral_runtime::webhook::{self, conversion};
 pub use korral_runtime::{
     cache, client, conditions, controller, helpers, leader, manager, manifests, metrics, queue,
     reconcile, trigger,
 };
-/// Webhooks (admission and conversion) served by the operator; see [`korral_runtime::webhook`].
-pub use korral_runtime::webhook::{self, conversion};
 pub use kube;
 
 pub mod operator;

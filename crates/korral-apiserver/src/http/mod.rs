@@ -235,7 +235,10 @@ where
             {
                 return serve_review(state, &attrs.user, review, rp, req).await;
             }
-            if let Some(info) = state.objects.registry().get(&rp.group, &rp.version, &rp.resource)
+            if let Some(info) = state
+                .objects
+                .registry()
+                .get(&rp.group, &rp.version, &rp.resource)
                 && let Some(action) = crate::kinds::actions::find(&info, rp.subresource.as_deref())
             {
                 return actions::serve(state, &info, action, rp, req).await;
