@@ -10,89 +10,13 @@ mod support;
 
 use std::path::Path;
 
-use support::{CmdOutput, Failures, Options, Server, Storage, kubectl_binaries};
+use support::{CmdOutput, Failures, Options, Run, Server, Storage, kubectl_binaries};
 
 const STORAGE_CLASS: &str = r#"apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: e2e-sc}
 provisioner: example.com/disk
 "#;
-
-struct Run<'a> {
-    kubectl: &'a Path,
-    server: &'a Server,
-    tag: String,
-    failures: &'a mut Failures,
-}
-
-impl Run<'_> {
-    fn k(&mut self, args: &[&str]) -> CmdOutput {
-        match self.server.kubectl(self.kubectl, args) {
-            Ok(out) => out,
-            Err(e) => {
-                self.failures
-                    .add(format!("[{}] running kubectl {args:?}: {e:#}", self.tag));
-                CmdOutput {
-                    command: format!("kubectl {}", args.join(" ")),
-                    status: None,
-                    stdout: String::new(),
-                    stderr: String::new(),
-                }
-            }
-        }
-    }
-
-    fn expect(&mut self, ok: bool, expected: &str, out: &CmdOutput) {
-        let tag = &self.tag;
-        self.failures.check(ok, || {
-            format!("[{tag}] expected: {expected}\nactual: {}", out.describe())
-        });
-    }
-
-    /// Exit 0 and every needle in stdout.
-    fn ok_contains(&mut self, args: &[&str], needles: &[&str]) -> CmdOutput {
-        let out = self.k(args);
-        let ok = out.success() && needles.iter().all(|n| out.stdout.contains(n));
-        self.expect(
-            ok,
-            &format!(
-                "`kubectl {}`: exit 0, stdout with {needles:?}",
-                args.join(" ")
-            ),
-            &out,
-        );
-        out
-    }
-
-    /// A non-zero exit with every needle in stderr.
-    fn fails_with(&mut self, args: &[&str], needles: &[&str]) {
-        let out = self.k(args);
-        let ok = !out.success()
-            && out.status.is_some()
-            && needles.iter().all(|n| out.stderr.contains(n));
-        self.expect(
-            ok,
-            &format!(
-                "`kubectl {}`: failure with {needles:?} on stderr",
-                args.join(" ")
-            ),
-            &out,
-        );
-    }
-
-    /// `kubectl get ... -o jsonpath=...` equals `want`.
-    fn jsonpath(&mut self, args: &[&str], path: &str, want: &str) {
-        let jp = format!("jsonpath={path}");
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["-o", jp.as_str()]);
-        let out = self.k(&all);
-        self.expect(
-            out.success() && out.stdout.trim() == want,
-            &format!("`kubectl {}` prints {want:?}", all.join(" ")),
-            &out,
-        );
-    }
-}
 
 /// The header rows' column names (every table of a multi-kind `get`).
 fn headers(out: &CmdOutput) -> Vec<Vec<String>> {

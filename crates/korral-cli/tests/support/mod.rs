@@ -609,3 +609,87 @@ impl Failures {
         }
     }
 }
+
+/// One kubectl binary's steps against one server: failing checks are collected in
+/// `failures`, tagged with `tag`.
+pub struct Run<'a> {
+    /// The kubectl binary.
+    pub kubectl: &'a Path,
+    /// The server it talks to.
+    pub server: &'a Server,
+    /// Prefixes every failure (the kubectl's version).
+    pub tag: String,
+    /// Where failing checks go.
+    pub failures: &'a mut Failures,
+}
+
+impl Run<'_> {
+    /// Runs kubectl; a failure to run it is recorded.
+    pub fn k(&mut self, args: &[&str]) -> CmdOutput {
+        match self.server.kubectl(self.kubectl, args) {
+            Ok(out) => out,
+            Err(e) => {
+                self.failures
+                    .add(format!("[{}] running kubectl {args:?}: {e:#}", self.tag));
+                CmdOutput {
+                    command: format!("kubectl {}", args.join(" ")),
+                    status: None,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                }
+            }
+        }
+    }
+
+    /// Records a failure unless `ok`; answers `ok`.
+    pub fn expect(&mut self, ok: bool, expected: &str, out: &CmdOutput) -> bool {
+        let tag = &self.tag;
+        self.failures.check(ok, || {
+            format!("[{tag}] expected: {expected}\nactual: {}", out.describe())
+        })
+    }
+
+    /// Exit 0 and every needle in stdout.
+    pub fn ok_contains(&mut self, args: &[&str], needles: &[&str]) -> CmdOutput {
+        let out = self.k(args);
+        let ok = out.success() && needles.iter().all(|n| out.stdout.contains(n));
+        self.expect(
+            ok,
+            &format!(
+                "`kubectl {}`: exit 0, stdout with {needles:?}",
+                args.join(" ")
+            ),
+            &out,
+        );
+        out
+    }
+
+    /// A non-zero exit with every needle in stderr.
+    pub fn fails_with(&mut self, args: &[&str], needles: &[&str]) {
+        let out = self.k(args);
+        let ok = !out.success()
+            && out.status.is_some()
+            && needles.iter().all(|n| out.stderr.contains(n));
+        self.expect(
+            ok,
+            &format!(
+                "`kubectl {}`: failure with {needles:?} on stderr",
+                args.join(" ")
+            ),
+            &out,
+        );
+    }
+
+    /// `kubectl get ... -o jsonpath=...` equals `want`.
+    pub fn jsonpath(&mut self, args: &[&str], path: &str, want: &str) {
+        let jp = format!("jsonpath={path}");
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["-o", jp.as_str()]);
+        let out = self.k(&all);
+        self.expect(
+            out.success() && out.stdout.trim() == want,
+            &format!("`kubectl {}` prints {want:?}", all.join(" ")),
+            &out,
+        );
+    }
+}
