@@ -32,11 +32,7 @@ fn items<'a>(ranges: &'a [Object], kind: &'a str) -> impl Iterator<Item = &'a Va
 }
 
 fn quantity(v: &Value) -> Option<Quantity> {
-    match v {
-        Value::String(s) => Quantity::parse(s).ok(),
-        Value::Number(n) => Quantity::parse(&n.to_string()).ok(),
-        _ => None,
-    }
+    crate::quantity::from_json(v).ok()
 }
 
 /// Fills the containers' missing requests and limits from the `Container` items' `default`

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ApiError;
 use crate::meta;
-use crate::quantity::Quantity;
+use crate::quantity::{self, Quantity};
 use crate::storage::{Object, Snapshot, collection_prefix};
 
 /// Resource names counted as objects of a core collection (upstream's legacy names).
@@ -40,14 +40,7 @@ fn quantities(list: Option<&Value>) -> BTreeMap<String, Quantity> {
     list.and_then(Value::as_object)
         .into_iter()
         .flatten()
-        .filter_map(|(k, v)| {
-            let text = match v {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                _ => return None,
-            };
-            Quantity::parse(&text).ok().map(|q| (k.clone(), q))
-        })
+        .filter_map(|(k, v)| quantity::from_json(v).ok().map(|q| (k.clone(), q)))
         .collect()
 }
 
@@ -81,7 +74,7 @@ fn pod_resource(pod: &Value, kind: &str, resource: &str) -> Option<Quantity> {
     let amount = |c: &Value| {
         meta::path(c, &format!("resources.{kind}"))
             .and_then(|l| l.get(resource))
-            .and_then(|v| quantities(Some(&json!({ "q": v }))).remove("q"))
+            .and_then(|v| quantity::from_json(v).ok())
     };
     let list = |field: &str| {
         meta::path(pod, &format!("spec.{field}"))
@@ -107,7 +100,7 @@ fn pod_resource(pod: &Value, kind: &str, resource: &str) -> Option<Quantity> {
     }
     if let Some(q) = meta::path(pod, "spec.overhead")
         .and_then(|o| o.get(resource))
-        .and_then(|v| quantities(Some(&json!({ "q": v }))).remove("q"))
+        .and_then(|v| quantity::from_json(v).ok())
     {
         any = true;
         sum = sum.checked_add(&q).unwrap_or(sum);
@@ -171,7 +164,7 @@ pub(crate) fn consumption(group: &str, resource: &str, obj: &Value) -> BTreeMap<
         }
         ("", "persistentvolumeclaims") => {
             if let Some(q) = meta::path(obj, "spec.resources.requests.storage")
-                .and_then(|v| quantities(Some(&json!({ "q": v }))).remove("q"))
+                .and_then(|v| quantity::from_json(v).ok())
             {
                 out.insert("requests.storage".into(), q.clone());
                 if let Some(class) =

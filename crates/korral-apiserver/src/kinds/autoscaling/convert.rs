@@ -71,7 +71,7 @@ pub(super) fn to_v1(v2: &Value) -> Value {
     let others: Vec<Value> = metrics
         .iter()
         .filter(|m| !is_cpu_utilization(m))
-        .map(metric_to_v1)
+        .map(|m| metric_to_v1(m, Half::Spec))
         .collect();
     if !others.is_empty() {
         annotations.insert(METRICS.into(), json!(Value::Array(others).to_string()));
@@ -113,7 +113,10 @@ pub(super) fn to_v1(v2: &Value) -> Value {
         );
     }
     if !current.is_empty() {
-        let converted: Vec<Value> = current.iter().map(metric_status_to_v1).collect();
+        let converted: Vec<Value> = current
+            .iter()
+            .map(|m| metric_to_v1(m, Half::Status))
+            .collect();
         annotations.insert(
             CURRENT_METRICS.into(),
             json!(Value::Array(converted).to_string()),
@@ -173,7 +176,7 @@ pub(super) fn to_v2(v1: Value) -> Value {
     let mut metrics: Vec<Value> = other_metrics
         .as_ref()
         .and_then(Value::as_array)
-        .map(|list| list.iter().map(metric_from_v1).collect())
+        .map(|list| list.iter().map(|m| metric_from_v1(m, Half::Spec)).collect())
         .unwrap_or_default();
     if let Some(cpu) = get(&spec1, &["targetCPUUtilizationPercentage"]) {
         metrics.push(json!({"type": "Resource", "resource": {
@@ -200,7 +203,10 @@ pub(super) fn to_v2(v1: Value) -> Value {
         status.remove("currentReplicas");
     }
     let current: Vec<Value> = match current_metrics.as_ref().and_then(Value::as_array) {
-        Some(list) => list.iter().map(metric_status_from_v1).collect(),
+        Some(list) => list
+            .iter()
+            .map(|m| metric_from_v1(m, Half::Status))
+            .collect(),
         None => get(&status1, &["currentCPUUtilizationPercentage"])
             .map(|cpu| {
                 vec![json!({"type": "Resource", "resource": {
@@ -223,328 +229,133 @@ pub(super) fn to_v2(v1: Value) -> Value {
     })
 }
 
-/// A v2 `MetricSpec` in the v1 annotation's shape.
-fn metric_to_v1(m: &Value) -> Value {
-    let kind = m.get("type").cloned().unwrap_or(Value::Null);
+/// Which half of a metric a mapping is for: the target (`spec.metrics`) or the current value
+/// (`status.currentMetrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Half {
+    Spec,
+    Status,
+}
+
+/// The source field of a metric type (`Resource` → `resource`).
+fn source_of(metric: &Value) -> Option<&'static str> {
+    match metric.get("type").and_then(Value::as_str)? {
+        "Resource" => Some("resource"),
+        "ContainerResource" => Some("containerResource"),
+        "Pods" => Some("pods"),
+        "Object" => Some("object"),
+        "External" => Some("external"),
+        _ => None,
+    }
+}
+
+/// The fields of one metric source: the v1 annotation's field and where v2 keeps it (upstream's
+/// `Convert_autoscaling_Metric{Spec,Status}_To_v1_...` pairs), one table for both directions.
+fn fields(source: &str, half: Half) -> &'static [(&'static str, &'static str)] {
+    match (source, half) {
+        ("resource" | "containerResource", Half::Spec) => &[
+            ("name", "name"),
+            ("container", "container"),
+            ("targetAverageUtilization", "target.averageUtilization"),
+            ("targetAverageValue", "target.averageValue"),
+        ],
+        ("resource" | "containerResource", Half::Status) => &[
+            ("name", "name"),
+            ("container", "container"),
+            ("currentAverageUtilization", "current.averageUtilization"),
+            ("currentAverageValue", "current.averageValue"),
+        ],
+        ("pods", Half::Spec) => &[
+            ("metricName", "metric.name"),
+            ("targetAverageValue", "target.averageValue"),
+            ("selector", "metric.selector"),
+        ],
+        ("pods", Half::Status) => &[
+            ("metricName", "metric.name"),
+            ("currentAverageValue", "current.averageValue"),
+            ("selector", "metric.selector"),
+        ],
+        ("object", Half::Spec) => &[
+            ("target", "describedObject"),
+            ("metricName", "metric.name"),
+            ("targetValue", "target.value"),
+            ("selector", "metric.selector"),
+            ("averageValue", "target.averageValue"),
+        ],
+        ("object", Half::Status) => &[
+            ("target", "describedObject"),
+            ("metricName", "metric.name"),
+            ("currentValue", "current.value"),
+            ("selector", "metric.selector"),
+            ("averageValue", "current.averageValue"),
+        ],
+        ("external", Half::Spec) => &[
+            ("metricName", "metric.name"),
+            ("metricSelector", "metric.selector"),
+            ("targetValue", "target.value"),
+            ("targetAverageValue", "target.averageValue"),
+        ],
+        ("external", Half::Status) => &[
+            ("metricName", "metric.name"),
+            ("metricSelector", "metric.selector"),
+            ("currentValue", "current.value"),
+            ("currentAverageValue", "current.averageValue"),
+        ],
+        _ => &[],
+    }
+}
+
+/// A v2 `MetricSpec`/`MetricStatus` in the v1 annotation's shape.
+fn metric_to_v1(m: &Value, half: Half) -> Value {
     let mut out = Map::new();
-    out.insert("type".into(), kind.clone());
-    let target = |src: &str, field: &str| get(m, &[src, "target", field]);
-    match kind.as_str() {
-        Some("Resource") | Some("ContainerResource") => {
-            let src = if kind == "Resource" {
-                "resource"
-            } else {
-                "containerResource"
-            };
-            let mut r = Map::new();
-            put(&mut r, "name", get(m, &[src, "name"]));
-            put(&mut r, "container", get(m, &[src, "container"]));
+    out.insert("type".into(), m.get("type").cloned().unwrap_or(Value::Null));
+    if let Some(source) = source_of(m) {
+        let v2 = m.get(source).unwrap_or(&Value::Null);
+        let mut v1 = Map::new();
+        for (field, path) in fields(source, half) {
             put(
-                &mut r,
-                "targetAverageUtilization",
-                target(src, "averageUtilization"),
+                &mut v1,
+                field,
+                crate::meta::path(v2, path).filter(|v| !v.is_null()),
             );
-            put(&mut r, "targetAverageValue", target(src, "averageValue"));
-            out.insert(src.into(), Value::Object(r));
         }
-        Some("Pods") => {
-            let mut p = Map::new();
-            put(&mut p, "metricName", get(m, &["pods", "metric", "name"]));
-            put(&mut p, "targetAverageValue", target("pods", "averageValue"));
-            put(&mut p, "selector", get(m, &["pods", "metric", "selector"]));
-            out.insert("pods".into(), Value::Object(p));
-        }
-        Some("Object") => {
-            let mut o = Map::new();
-            put(&mut o, "target", get(m, &["object", "describedObject"]));
-            put(&mut o, "metricName", get(m, &["object", "metric", "name"]));
-            put(&mut o, "targetValue", target("object", "value"));
-            put(
-                &mut o,
-                "selector",
-                get(m, &["object", "metric", "selector"]),
-            );
-            put(&mut o, "averageValue", target("object", "averageValue"));
-            out.insert("object".into(), Value::Object(o));
-        }
-        Some("External") => {
-            let mut e = Map::new();
-            put(
-                &mut e,
-                "metricName",
-                get(m, &["external", "metric", "name"]),
-            );
-            put(
-                &mut e,
-                "metricSelector",
-                get(m, &["external", "metric", "selector"]),
-            );
-            put(&mut e, "targetValue", target("external", "value"));
-            put(
-                &mut e,
-                "targetAverageValue",
-                target("external", "averageValue"),
-            );
-            out.insert("external".into(), Value::Object(e));
-        }
-        _ => {}
+        out.insert(source.into(), Value::Object(v1));
     }
     Value::Object(out)
 }
 
-/// A v1 annotation metric back in v2's `MetricSpec` shape.
-fn metric_from_v1(m: &Value) -> Value {
-    let kind = m.get("type").cloned().unwrap_or(Value::Null);
+/// A v1 annotation metric back in v2's shape; a target gets the type its values imply.
+fn metric_from_v1(m: &Value, half: Half) -> Value {
     let mut out = Map::new();
-    out.insert("type".into(), kind.clone());
-    let target = |value: Option<&Value>, utilization: Option<&Value>, average: Option<&Value>| {
-        let mut t = Map::new();
-        let kind = if utilization.is_some() {
-            "Utilization"
-        } else if value.is_some() {
-            "Value"
-        } else {
-            "AverageValue"
-        };
-        t.insert("type".into(), json!(kind));
-        put(&mut t, "value", value);
-        put(&mut t, "averageUtilization", utilization);
-        put(&mut t, "averageValue", average);
-        Value::Object(t)
-    };
-    let metric = |name: Option<&Value>, selector: Option<&Value>| {
-        let mut id = Map::new();
-        put(&mut id, "name", name);
-        put(&mut id, "selector", selector);
-        Value::Object(id)
-    };
-    match kind.as_str() {
-        Some("Resource") | Some("ContainerResource") => {
-            let src = if kind == "Resource" {
-                "resource"
+    out.insert("type".into(), m.get("type").cloned().unwrap_or(Value::Null));
+    if let Some(source) = source_of(m) {
+        let v1 = m.get(source).unwrap_or(&Value::Null);
+        let mut v2 = json!({});
+        for (field, path) in fields(source, half) {
+            if let Some(value) = v1.get(*field).filter(|v| !v.is_null()) {
+                crate::meta::set_path(&mut v2, path, value.clone());
+            }
+        }
+        // The structs v2 always writes, even when empty.
+        if let Some(map) = v2.as_object_mut() {
+            if matches!(source, "pods" | "object" | "external") {
+                map.entry("metric").or_insert_with(|| json!({}));
+            }
+            if half == Half::Status {
+                map.entry("current").or_insert_with(|| json!({}));
+            }
+        }
+        if half == Half::Spec {
+            let kind = if get(&v2, &["target", "averageUtilization"]).is_some() {
+                "Utilization"
+            } else if get(&v2, &["target", "value"]).is_some() {
+                "Value"
             } else {
-                "containerResource"
+                "AverageValue"
             };
-            let mut r = Map::new();
-            put(&mut r, "name", get(m, &[src, "name"]));
-            put(&mut r, "container", get(m, &[src, "container"]));
-            r.insert(
-                "target".into(),
-                target(
-                    None,
-                    get(m, &[src, "targetAverageUtilization"]),
-                    get(m, &[src, "targetAverageValue"]),
-                ),
-            );
-            out.insert(src.into(), Value::Object(r));
+            crate::meta::set_path(&mut v2, "target.type", json!(kind));
         }
-        Some("Pods") => {
-            out.insert(
-                "pods".into(),
-                json!({
-                    "metric": metric(get(m, &["pods", "metricName"]), get(m, &["pods", "selector"])),
-                    "target": target(None, None, get(m, &["pods", "targetAverageValue"])),
-                }),
-            );
-        }
-        Some("Object") => {
-            let mut o = Map::new();
-            put(&mut o, "describedObject", get(m, &["object", "target"]));
-            o.insert(
-                "metric".into(),
-                metric(
-                    get(m, &["object", "metricName"]),
-                    get(m, &["object", "selector"]),
-                ),
-            );
-            o.insert(
-                "target".into(),
-                target(
-                    get(m, &["object", "targetValue"]),
-                    None,
-                    get(m, &["object", "averageValue"]),
-                ),
-            );
-            out.insert("object".into(), Value::Object(o));
-        }
-        Some("External") => {
-            out.insert(
-                "external".into(),
-                json!({
-                    "metric": metric(
-                        get(m, &["external", "metricName"]),
-                        get(m, &["external", "metricSelector"]),
-                    ),
-                    "target": target(
-                        get(m, &["external", "targetValue"]),
-                        None,
-                        get(m, &["external", "targetAverageValue"]),
-                    ),
-                }),
-            );
-        }
-        _ => {}
-    }
-    Value::Object(out)
-}
-
-/// A v2 `MetricStatus` in the v1 annotation's shape.
-fn metric_status_to_v1(m: &Value) -> Value {
-    let kind = m.get("type").cloned().unwrap_or(Value::Null);
-    let mut out = Map::new();
-    out.insert("type".into(), kind.clone());
-    let current = |src: &str, field: &str| get(m, &[src, "current", field]);
-    match kind.as_str() {
-        Some("Resource") | Some("ContainerResource") => {
-            let src = if kind == "Resource" {
-                "resource"
-            } else {
-                "containerResource"
-            };
-            let mut r = Map::new();
-            put(&mut r, "name", get(m, &[src, "name"]));
-            put(&mut r, "container", get(m, &[src, "container"]));
-            put(
-                &mut r,
-                "currentAverageUtilization",
-                current(src, "averageUtilization"),
-            );
-            put(&mut r, "currentAverageValue", current(src, "averageValue"));
-            out.insert(src.into(), Value::Object(r));
-        }
-        Some("Pods") => {
-            let mut p = Map::new();
-            put(&mut p, "metricName", get(m, &["pods", "metric", "name"]));
-            put(
-                &mut p,
-                "currentAverageValue",
-                current("pods", "averageValue"),
-            );
-            put(&mut p, "selector", get(m, &["pods", "metric", "selector"]));
-            out.insert("pods".into(), Value::Object(p));
-        }
-        Some("Object") => {
-            let mut o = Map::new();
-            put(&mut o, "target", get(m, &["object", "describedObject"]));
-            put(&mut o, "metricName", get(m, &["object", "metric", "name"]));
-            put(&mut o, "currentValue", current("object", "value"));
-            put(
-                &mut o,
-                "selector",
-                get(m, &["object", "metric", "selector"]),
-            );
-            put(&mut o, "averageValue", current("object", "averageValue"));
-            out.insert("object".into(), Value::Object(o));
-        }
-        Some("External") => {
-            let mut e = Map::new();
-            put(
-                &mut e,
-                "metricName",
-                get(m, &["external", "metric", "name"]),
-            );
-            put(
-                &mut e,
-                "metricSelector",
-                get(m, &["external", "metric", "selector"]),
-            );
-            put(&mut e, "currentValue", current("external", "value"));
-            put(
-                &mut e,
-                "currentAverageValue",
-                current("external", "averageValue"),
-            );
-            out.insert("external".into(), Value::Object(e));
-        }
-        _ => {}
-    }
-    Value::Object(out)
-}
-
-/// A v1 annotation metric status back in v2's `MetricStatus` shape.
-fn metric_status_from_v1(m: &Value) -> Value {
-    let kind = m.get("type").cloned().unwrap_or(Value::Null);
-    let mut out = Map::new();
-    out.insert("type".into(), kind.clone());
-    let current = |value: Option<&Value>, utilization: Option<&Value>, average: Option<&Value>| {
-        let mut c = Map::new();
-        put(&mut c, "value", value);
-        put(&mut c, "averageUtilization", utilization);
-        put(&mut c, "averageValue", average);
-        Value::Object(c)
-    };
-    let metric = |name: Option<&Value>, selector: Option<&Value>| {
-        let mut id = Map::new();
-        put(&mut id, "name", name);
-        put(&mut id, "selector", selector);
-        Value::Object(id)
-    };
-    match kind.as_str() {
-        Some("Resource") | Some("ContainerResource") => {
-            let src = if kind == "Resource" {
-                "resource"
-            } else {
-                "containerResource"
-            };
-            let mut r = Map::new();
-            put(&mut r, "name", get(m, &[src, "name"]));
-            put(&mut r, "container", get(m, &[src, "container"]));
-            r.insert(
-                "current".into(),
-                current(
-                    None,
-                    get(m, &[src, "currentAverageUtilization"]),
-                    get(m, &[src, "currentAverageValue"]),
-                ),
-            );
-            out.insert(src.into(), Value::Object(r));
-        }
-        Some("Pods") => {
-            out.insert(
-                "pods".into(),
-                json!({
-                    "metric": metric(get(m, &["pods", "metricName"]), get(m, &["pods", "selector"])),
-                    "current": current(None, None, get(m, &["pods", "currentAverageValue"])),
-                }),
-            );
-        }
-        Some("Object") => {
-            let mut o = Map::new();
-            put(&mut o, "describedObject", get(m, &["object", "target"]));
-            o.insert(
-                "metric".into(),
-                metric(
-                    get(m, &["object", "metricName"]),
-                    get(m, &["object", "selector"]),
-                ),
-            );
-            o.insert(
-                "current".into(),
-                current(
-                    get(m, &["object", "currentValue"]),
-                    None,
-                    get(m, &["object", "averageValue"]),
-                ),
-            );
-            out.insert("object".into(), Value::Object(o));
-        }
-        Some("External") => {
-            out.insert(
-                "external".into(),
-                json!({
-                    "metric": metric(
-                        get(m, &["external", "metricName"]),
-                        get(m, &["external", "metricSelector"]),
-                    ),
-                    "current": current(
-                        get(m, &["external", "currentValue"]),
-                        None,
-                        get(m, &["external", "currentAverageValue"]),
-                    ),
-                }),
-            );
-        }
-        _ => {}
+        out.insert(source.into(), v2);
     }
     Value::Object(out)
 }

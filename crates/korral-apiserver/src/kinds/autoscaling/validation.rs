@@ -4,7 +4,6 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::Cause;
-use crate::quantity::Quantity;
 use crate::validation::names::{child, index, invalid_value, path_segment_name};
 
 /// Upstream's v2 defaults and zero values: one replica at least, an 80% CPU utilization target when no metric
@@ -150,12 +149,7 @@ fn metric_identifier(id: &Value, path: &str) -> Vec<Cause> {
 
 /// Whether a quantity field is set and not positive.
 fn not_positive(value: &Value) -> bool {
-    let parsed = match value {
-        Value::String(s) => Quantity::parse(s).ok(),
-        Value::Number(n) => Quantity::parse(&n.to_string()).ok(),
-        _ => None,
-    };
-    parsed.is_some_and(|q| q.is_zero() || q.is_negative())
+    crate::quantity::from_json(value).is_ok_and(|q| q.is_zero() || q.is_negative())
 }
 
 /// `validateMetricTarget`.

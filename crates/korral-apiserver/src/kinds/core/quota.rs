@@ -269,84 +269,62 @@ fn limit_item(item: &Value, path: &str) -> Vec<Cause> {
         let ratio = q("maxLimitRequestRatio", &key);
         let shown = |x: &Quantity| json!(x.canonical());
         let field = |list: &str| format!("{path}.{list}[{key}]");
-        if let (Some(min), Some(max)) = (&min, &max)
-            && min.cmp(max).is_gt()
-        {
-            errs.push(invalid_value(
-                &field("min"),
-                &shown(min),
-                &format!(
-                    "min value {} is greater than max value {}",
-                    min.canonical(),
-                    max.canonical()
-                ),
-            ));
-        }
-        if let Some(request) = &request {
-            if let Some(min) = &min
-                && min.cmp(request).is_gt()
+        // Upstream's ordering checks, in its order: (lower, upper, the field blamed and its
+        // value, the message's names of the lower and upper value).
+        let orderings = [
+            (&min, &max, "min", &min, "min value", "max value"),
+            (
+                &min,
+                &request,
+                "defaultRequest",
+                &request,
+                "min value",
+                "default request value",
+            ),
+            (
+                &request,
+                &max,
+                "defaultRequest",
+                &request,
+                "default request value",
+                "max value",
+            ),
+            (
+                &request,
+                &default,
+                "defaultRequest",
+                &request,
+                "default request value",
+                "default limit value",
+            ),
+            (
+                &min,
+                &default,
+                "default",
+                &default,
+                "min value",
+                "default value",
+            ),
+            (
+                &default,
+                &max,
+                "default",
+                &default,
+                "default value",
+                "max value",
+            ),
+        ];
+        for (lower, upper, blamed, value, lower_name, upper_name) in orderings {
+            if let (Some(lower), Some(upper), Some(value)) = (lower, upper, value)
+                && lower.cmp(upper).is_gt()
             {
                 errs.push(invalid_value(
-                    &field("defaultRequest"),
-                    &shown(request),
+                    &field(blamed),
+                    &shown(value),
                     &format!(
-                        "min value {} is greater than default request value {}",
-                        min.canonical(),
-                        request.canonical()
-                    ),
-                ));
-            }
-            if let Some(max) = &max
-                && request.cmp(max).is_gt()
-            {
-                errs.push(invalid_value(
-                    &field("defaultRequest"),
-                    &shown(request),
-                    &format!(
-                        "default request value {} is greater than max value {}",
-                        request.canonical(),
-                        max.canonical()
-                    ),
-                ));
-            }
-            if let Some(default) = &default
-                && request.cmp(default).is_gt()
-            {
-                errs.push(invalid_value(
-                    &field("defaultRequest"),
-                    &shown(request),
-                    &format!(
-                        "default request value {} is greater than default limit value {}",
-                        request.canonical(),
-                        default.canonical()
-                    ),
-                ));
-            }
-        }
-        if let Some(default) = &default {
-            if let Some(min) = &min
-                && min.cmp(default).is_gt()
-            {
-                errs.push(invalid_value(
-                    &field("default"),
-                    &shown(default),
-                    &format!(
-                        "min value {} is greater than default value {}",
-                        min.canonical(),
-                        default.canonical()
-                    ),
-                ));
-            }
-            if let Some(max) = &max
-                && default.cmp(max).is_gt()
-            {
-                errs.push(invalid_value(
-                    &field("default"),
-                    &shown(default),
-                    &format!(
-                        "default value {} is greater than max value {}",
-                        default.canonical(),
-                        max.canonical()
+                        "{lower_name} {} is greater than {upper_name} {}",
+                        lower.canonical(),
+                        upper.canonical()
                     ),
                 ));
             }
