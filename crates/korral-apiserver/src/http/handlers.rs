@@ -20,7 +20,6 @@ use crate::objects::{
 use crate::patch::PatchType;
 use crate::registry::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::storage::Object;
 
 /// Query parameters as pairs, in order.
 pub type Query = Vec<(String, String)>;
@@ -39,11 +38,6 @@ fn flag(query: &Query, name: &str) -> bool {
         param(query, name),
         Some("1" | "t" | "T" | "TRUE" | "true" | "True")
     )
-}
-
-/// The object as clients of `info`'s version see it (see [`objects::served`]).
-pub fn present(info: &ResourceInfo, obj: &Object) -> Object {
-    objects::served(info, obj)
 }
 
 /// The write options of a request, with upstream's checks of `fieldManager` (at most 128
@@ -237,7 +231,7 @@ pub async fn serve(
                 let opts = list_options(&info, &q)?;
                 return watch::serve(state, info, namespace, opts, query, view);
             }
-            let obj = present(&info, &objects.get(&info, namespace, name)?);
+            let obj = objects::served(&info, &objects.get(&info, namespace, name)?);
             match view {
                 View::Table(include) => {
                     let mut list_meta = serde_json::Map::new();
@@ -271,8 +265,10 @@ pub async fn serve(
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects.create(&info, namespace, obj, &opts).await?;
             written.warnings.splice(0..0, duplicates);
-            let mut response =
-                body::json_response(StatusCode::CREATED, &*present(&info, &written.object));
+            let mut response = body::json_response(
+                StatusCode::CREATED,
+                &*objects::served(&info, &written.object),
+            );
             body::add_warnings(&mut response, &written.warnings);
             Ok(response)
         }
@@ -287,7 +283,7 @@ pub async fn serve(
                 .await?;
             written.warnings.splice(0..0, duplicates);
             let mut response =
-                body::json_response(StatusCode::OK, &*present(&info, &written.object));
+                body::json_response(StatusCode::OK, &*objects::served(&info, &written.object));
             body::add_warnings(&mut response, &written.warnings);
             Ok(response)
         }
@@ -325,7 +321,7 @@ pub async fn serve(
             } else {
                 StatusCode::OK
             };
-            let mut response = body::json_response(code, &*present(&info, &written.object));
+            let mut response = body::json_response(code, &*objects::served(&info, &written.object));
             body::add_warnings(&mut response, &written.warnings);
             Ok(response)
         }
@@ -334,12 +330,16 @@ pub async fn serve(
             let mut opts = DeleteOptions::from_request(options.as_ref(), query)?;
             opts.requester = Some(requester.clone());
             match objects.delete(&info, namespace, name, &opts).await? {
-                Deleted::Pending(obj) => {
-                    Ok(body::json_response(StatusCode::OK, &*present(&info, &obj)))
-                }
+                Deleted::Pending(obj) => Ok(body::json_response(
+                    StatusCode::OK,
+                    &*objects::served(&info, &obj),
+                )),
                 Deleted::Gone(obj) => {
                     if info.is_custom() {
-                        Ok(body::json_response(StatusCode::OK, &*present(&info, &obj)))
+                        Ok(body::json_response(
+                            StatusCode::OK,
+                            &*objects::served(&info, &obj),
+                        ))
                     } else {
                         Ok(body::json_response(
                             StatusCode::OK,
@@ -501,14 +501,14 @@ pub fn list_view_response(
                 ],
                 "items",
             );
-            list_body::response(&envelope, items.map(move |o| present(&info, &o)))
+            list_body::response(&envelope, items.map(move |o| objects::served(&info, &o)))
         }
         View::Table(include) => {
             let envelope =
                 list_body::Envelope::from_map(table::envelope(&info, metadata, true), "rows");
             list_body::response(
                 &envelope,
-                items.map(move |o| table::row(&info, &present(&info, &o), include)),
+                items.map(move |o| table::row(&info, &objects::served(&info, &o), include)),
             )
         }
         View::Metadata => {
@@ -526,7 +526,7 @@ mod tests {
     use http_body_util::BodyExt;
 
     /// Pods enough for several chunks, some stored in another apiVersion spelling.
-    fn pods(n: usize) -> Vec<Object> {
+    fn pods(n: usize) -> Vec<crate::storage::Object> {
         (0..n)
             .map(|i| {
                 Arc::new(json!({"apiVersion": "v1", "kind": "Pod",

@@ -15,7 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::State;
 use super::body::Body;
-use super::handlers::{Query, param, present};
+use super::handlers::{Query, param};
 use super::table;
 use super::view::{self, View};
 use crate::error::ApiError;
@@ -187,7 +187,7 @@ impl WatchTask {
 
     /// Encodes one event for this watch: the object, or a one-row table.
     fn event(&mut self, kind: &str, obj: &Object) -> Bytes {
-        let obj = present(&self.info, obj);
+        let obj = crate::objects::served(&self.info, obj);
         match self.view {
             View::Table(include) => {
                 let with_columns = !self.columns_sent;
