@@ -7,20 +7,11 @@ use serde_json::Value;
 use crate::error::Cause;
 use crate::meta;
 use crate::quantity::QuantityError;
-use crate::validation::names::{child, invalid_value, validate_annotations, validate_labels};
+pub(crate) use crate::validation::names::nonnegative;
+use crate::validation::names::{
+    NEGATIVE, child, invalid_value, validate_annotations, validate_labels,
+};
 use crate::validation::podspec;
-
-/// `ValidateNonnegativeField` for the integer at `field` of `obj` (absent is fine).
-pub(crate) fn nonnegative(obj: &Value, field: &str, path: &str) -> Option<Cause> {
-    let value = obj.get(field)?;
-    (value.as_i64()? < 0).then(|| {
-        invalid_value(
-            &child(path, field),
-            value,
-            "must be greater than or equal to 0",
-        )
-    })
-}
 
 /// Every `nonnegative` cause of the given integer fields of `obj`.
 pub(crate) fn nonnegative_fields(obj: &Value, fields: &[&str], path: &str) -> Vec<Cause> {
@@ -50,11 +41,9 @@ pub(crate) fn int_or_percent(value: &Value, path: &str) -> Vec<Cause> {
                 _ => vec![invalid_value(path, value, "must not be greater than 100%")],
             }
         }
-        Value::Number(n) if n.as_i64().is_some_and(|i| i < 0) => vec![invalid_value(
-            path,
-            value,
-            "must be greater than or equal to 0",
-        )],
+        Value::Number(n) if n.as_i64().is_some_and(|i| i < 0) => {
+            vec![invalid_value(path, value, NEGATIVE)]
+        }
         _ => Vec::new(),
     }
 }

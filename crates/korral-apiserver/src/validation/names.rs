@@ -441,6 +441,15 @@ pub(crate) fn too_long(field: &str, max: i64) -> Cause {
     Cause::new("FieldValueTooLong", field, format!("Too long: {detail}"))
 }
 
+/// Upstream's `isNegativeErrorMsg`.
+pub(crate) const NEGATIVE: &str = "must be greater than or equal to 0";
+
+/// `ValidateNonnegativeField` for the integer at `field` of `obj` (absent is fine).
+pub(crate) fn nonnegative(obj: &Value, field: &str, path: &str) -> Option<Cause> {
+    let value = obj.get(field)?;
+    (value.as_i64()? < 0).then(|| invalid_value(&child(path, field), value, NEGATIVE))
+}
+
 /// `field.Path.Child`: `parent.name` (or `name` at the root).
 pub(crate) fn child(parent: &str, name: &str) -> String {
     if parent.is_empty() {

@@ -202,15 +202,8 @@ fn qualified_name(value: &str, field: &str, out: &mut Vec<Cause>) {
 
 /// `ValidateNonnegativeField` of an integer field, when set.
 fn nonnegative(v: &Value, field: &str, path: &str, out: &mut Vec<Cause>) {
-    if let Some(n) = int_at(v, field)
-        && n < 0
-    {
-        out.push(invalid_value(&child(path, field), &json!(n), NEGATIVE));
-    }
+    out.extend(crate::validation::names::nonnegative(v, field, path));
 }
-
-/// Upstream's `isNegativeErrorMsg`.
-const NEGATIVE: &str = "must be greater than or equal to 0";
 
 /// Upstream's message for file modes.
 const FILE_MODE: &str = "must be a number between 0 and 0777 (octal), both inclusive";
@@ -1521,7 +1514,11 @@ pub(crate) fn resource_quantity(name: &str, value: &Value, field: &str, out: &mu
         return;
     };
     if q.is_negative() {
-        out.push(invalid_value(field, &json!(q.canonical()), NEGATIVE));
+        out.push(invalid_value(
+            field,
+            &json!(q.canonical()),
+            crate::validation::names::NEGATIVE,
+        ));
     }
     if is_extended(name) && !q.is_integer() {
         out.push(invalid_value(
