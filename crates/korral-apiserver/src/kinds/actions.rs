@@ -27,13 +27,11 @@ pub(crate) struct Action {
     pub kind: &'static str,
 }
 
-/// The action of `info` named `subresource`, unless another part of the server serves it.
+/// The action of `info` named `subresource` (the HTTP layer routes `serviceaccounts/token` to
+/// `crate::auth::reviews` before asking).
 pub(crate) fn find(info: &ResourceInfo, subresource: Option<&str>) -> Option<Action> {
     let sub = subresource?;
-    info.actions
-        .iter()
-        .find(|a| a.name == sub && a.name != "token")
-        .copied()
+    info.actions.iter().find(|a| a.name == sub).copied()
 }
 
 /// Serves `POST` of an action on the object `name`: the answer's body (a `Status`, 201).
