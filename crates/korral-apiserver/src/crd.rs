@@ -400,6 +400,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 tracks_generation: true,
                 field_selectors: selectable_fields.clone(),
                 actions: Vec::new(),
+                pod_spec: None,
                 printer: crate::kinds::printer::DEFAULT,
                 strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(
                     schema.clone(),

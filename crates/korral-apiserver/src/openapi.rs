@@ -1713,6 +1713,7 @@ mod tests {
             tracks_generation: true,
             field_selectors: vec![],
             actions: Vec::new(),
+            pod_spec: None,
             printer: crate::kinds::printer::DEFAULT,
             strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(None)),
             custom: Some(CustomResourceInfo {

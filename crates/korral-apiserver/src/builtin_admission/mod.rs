@@ -15,19 +15,6 @@ use crate::meta;
 use crate::registry::ResourceInfo;
 use crate::storage::{Object, collection_prefix, object_key};
 
-/// Where the pod spec of a kind's objects is: the kinds PodSecurity evaluates.
-const POD_SPECS: [(&str, &str, &str); 9] = [
-    ("", "Pod", "spec"),
-    ("", "ReplicationController", "spec.template.spec"),
-    ("", "PodTemplate", "template.spec"),
-    ("apps", "Deployment", "spec.template.spec"),
-    ("apps", "ReplicaSet", "spec.template.spec"),
-    ("apps", "StatefulSet", "spec.template.spec"),
-    ("apps", "DaemonSet", "spec.template.spec"),
-    ("batch", "Job", "spec.template.spec"),
-    ("batch", "CronJob", "spec.jobTemplate.spec.template.spec"),
-];
-
 /// Runs the mutating plugins on an object about to be created, after the kind's defaults:
 /// Priority (a Pod's priority from its PriorityClass, or the global default class),
 /// DefaultStorageClass (a claim without a class gets the default one) and LimitRanger (missing
@@ -214,10 +201,7 @@ fn pod_security_admission(
     old: Option<&Value>,
     ctx: &Context,
 ) -> Result<Vec<String>, ApiError> {
-    let Some(&(_, _, spec_path)) = POD_SPECS
-        .iter()
-        .find(|(g, k, _)| *g == info.group && *k == info.kind)
-    else {
+    let Some(spec_path) = info.pod_spec else {
         return Ok(Vec::new());
     };
     let spec = meta::path(obj, spec_path).unwrap_or(&Value::Null);

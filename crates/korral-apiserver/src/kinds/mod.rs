@@ -58,6 +58,7 @@ pub(crate) struct KindDef {
     delete_collection: bool,
     schema: Option<fn(&mut SchemaGenerator)>,
     actions: Vec<actions::Action>,
+    pod_spec: Option<&'static str>,
     printer: Printer,
     strategy: Arc<dyn Strategy>,
 }
@@ -92,6 +93,7 @@ impl KindDef {
             delete_collection: true,
             schema: None,
             actions: Vec::new(),
+            pod_spec: None,
             printer: printer::DEFAULT,
             strategy: Arc::new(strategy),
         }
@@ -182,6 +184,13 @@ impl KindDef {
         self
     }
 
+    /// Its objects hold a pod spec at this dotted path (`spec.template.spec`): pods and their
+    /// controllers, which PodSecurity evaluates.
+    pub(crate) fn pod_spec(mut self, path: &'static str) -> Self {
+        self.pod_spec = Some(path);
+        self
+    }
+
     /// Without the `deletecollection` verb (Namespaces).
     pub(crate) fn without_delete_collection(mut self) -> Self {
         self.delete_collection = false;
@@ -223,6 +232,7 @@ impl KindDef {
             field_selectors: self.fields.iter().map(|x| x.to_string()).collect(),
             custom: None,
             actions: self.actions.clone(),
+            pod_spec: self.pod_spec,
             printer: self.printer,
             strategy: self.strategy.clone(),
         }

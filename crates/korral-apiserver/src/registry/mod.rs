@@ -94,6 +94,8 @@ pub struct ResourceInfo {
     pub field_selectors: Vec<String>,
     /// Present for custom resources.
     pub custom: Option<CustomResourceInfo>,
+    /// Where its objects hold a pod spec (`spec.template.spec`), for pods and their controllers.
+    pub(crate) pod_spec: Option<&'static str>,
     /// Create-only subresources acting on an object (`pods/eviction`).
     pub(crate) actions: Vec<crate::kinds::actions::Action>,
     /// How objects print as a `Table` (built-in kinds; custom resources use their CRD's

@@ -24,6 +24,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             WorkloadStrategy(Workload::Deployment),
         )
         .schema::<api::Deployment>()
+        .pod_spec("spec.template.spec")
         .short(&["deploy"])
         .printer(DEPLOYMENTS)
         .in_all()
@@ -38,6 +39,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             WorkloadStrategy(Workload::ReplicaSet),
         )
         .schema::<api::ReplicaSet>()
+        .pod_spec("spec.template.spec")
         .short(&["rs"])
         .printer(REPLICASETS)
         .in_all()
@@ -53,6 +55,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             WorkloadStrategy(Workload::StatefulSet),
         )
         .schema::<api::StatefulSet>()
+        .pod_spec("spec.template.spec")
         .short(&["sts"])
         .printer(STATEFULSETS)
         .in_all()
@@ -67,6 +70,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             WorkloadStrategy(Workload::DaemonSet),
         )
         .schema::<api::DaemonSet>()
+        .pod_spec("spec.template.spec")
         .short(&["ds"])
         .printer(DAEMONSETS)
         .in_all()

@@ -20,6 +20,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
     vec![
         KindDef::new("batch", "v1", "jobs", "Job", JobStrategy)
             .schema::<api::Job>()
+            .pod_spec("spec.template.spec")
             .in_all()
             .status()
             .generation()
@@ -27,6 +28,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             .printer(JOBS),
         KindDef::new("batch", "v1", "cronjobs", "CronJob", CronJobStrategy)
             .schema::<api::CronJob>()
+            .pod_spec("spec.jobTemplate.spec.template.spec")
             .short(&["cj"])
             .printer(CRONJOBS)
             .in_all()

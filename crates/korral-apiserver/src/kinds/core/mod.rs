@@ -118,6 +118,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .status()
         .printer(print::PERSISTENT_VOLUMES),
         KindDef::new("", "v1", "pods", "Pod", pod::PodStrategy)
+            .pod_spec("spec")
             .schema::<api::Pod>()
             .action("binding", "", "v1", "Binding")
             .action("eviction", "policy", "v1", "Eviction")
@@ -143,6 +144,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             replication::PodTemplateStrategy,
         )
         .schema::<api::PodTemplate>()
+        .pod_spec("template.spec")
         .printer(print::POD_TEMPLATES),
         KindDef::new(
             "",
@@ -152,6 +154,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             replication::ReplicationControllerStrategy,
         )
         .schema::<api::ReplicationController>()
+        .pod_spec("spec.template.spec")
         .short(&["rc"])
         .in_all()
         .status()
