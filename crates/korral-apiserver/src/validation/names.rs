@@ -415,6 +415,13 @@ pub(crate) fn go_render(value: &Value) -> String {
     }
 }
 
+/// Go's `%#v` of a byte slice of type `ty` (`[]byte` given directly, `[]uint8` inside a
+/// struct): `[]byte{0x2d, 0x2d}`, `[]byte{}` when empty.
+pub(crate) fn go_bytes(ty: &str, bytes: &[u8]) -> String {
+    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:#x}")).collect();
+    format!("{ty}{{{}}}", hex.join(", "))
+}
+
 /// A `FieldValueInvalid` cause whose bad value is already rendered.
 pub(crate) fn invalid_rendered(field: &str, rendered: &str, detail: &str) -> Cause {
     let message = if detail.is_empty() {

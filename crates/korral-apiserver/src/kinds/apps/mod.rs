@@ -1,9 +1,10 @@
-//! `apps/v1`: Deployments, ReplicaSets, StatefulSets, DaemonSets.
+//! `apps/v1`: Deployments, ReplicaSets, StatefulSets, DaemonSets, ControllerRevisions.
 
 use k8s_openapi::api::apps::v1 as api;
 
 use serde_json::{Value, json};
 
+mod revision;
 mod validation;
 
 use super::KindDef;
@@ -76,6 +77,15 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .in_all()
         .status()
         .generation(),
+        KindDef::new(
+            "apps",
+            "v1",
+            "controllerrevisions",
+            "ControllerRevision",
+            revision::RevisionStrategy,
+        )
+        .schema::<api::ControllerRevision>()
+        .printer(revision::REVISIONS),
     ]
 }
 
