@@ -105,6 +105,7 @@ pub fn validate(obj: &Value, old: Option<&Value>, registry: &Registry) -> Vec<Ca
             "must have exactly one version marked as storage version",
         ));
     }
+    causes.extend(validate_conversion(obj));
     let mut seen = Vec::new();
     for (i, v) in versions.iter().enumerate() {
         let vname = str_at(v, "name");
@@ -134,6 +135,9 @@ pub fn validate(obj: &Value, old: Option<&Value>, registry: &Registry) -> Vec<Ca
         }
     }
     if let Some(old) = old {
+        if meta::path(old, "status.storedVersions").is_some() {
+            causes.extend(validate_stored_versions(obj));
+        }
         if str_at(old, "spec.group") != group && !str_at(old, "spec.group").is_empty() {
             causes.push(Cause::invalid(
                 "spec.group",
@@ -282,16 +286,120 @@ pub fn prepare_update(obj: &mut Value, old: &Value) {
     if !accepted.is_empty() || meta::path(old, "status").is_none() {
         meta::set_path(obj, "status.acceptedNames", names);
     }
-    let mut stored: Vec<Value> = meta::path(old, "status.storedVersions")
+}
+
+/// Keeps `status.storedVersions` of an updated CRD: the list as written (the stored one for a
+/// spec update, the requested one for a status update, where clients drop migrated versions),
+/// plus the storage version when the spec just made it so.
+pub fn record_stored_version(obj: &mut Value, old: &Value) {
+    let mut stored: Vec<Value> = meta::path(obj, "status.storedVersions")
+        .or_else(|| meta::path(old, "status.storedVersions"))
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     if let Some(v) = storage_version(obj)
+        && storage_version(old).as_deref() != Some(v.as_str())
         && !stored.iter().any(|s| s == &json!(v))
     {
         stored.push(json!(v));
     }
     meta::set_path(obj, "status.storedVersions", Value::Array(stored));
+}
+
+/// Upstream's `validateCustomResourceConversion` (paths as upstream reports them, in the
+/// internal type's terms: `spec.conversion.webhookClientConfig`).
+fn validate_conversion(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(conversion) = meta::path(obj, "spec.conversion") else {
+        return causes;
+    };
+    let strategy = str_at(conversion, "strategy");
+    let client_config = meta::path(conversion, "webhook.clientConfig");
+    let review_versions = meta::strings(meta::path(conversion, "webhook.conversionReviewVersions"));
+    match strategy {
+        "Webhook" => {
+            let path = "spec.conversion.webhookClientConfig";
+            match client_config {
+                None => causes.push(Cause::required(
+                    path,
+                    "required when strategy is set to Webhook",
+                )),
+                Some(config) => crate::kinds::admissionregistration::validate_client_config(
+                    &mut causes,
+                    Some(config),
+                    path,
+                ),
+            }
+            let versions: Vec<&str> = review_versions.iter().map(String::as_str).collect();
+            crate::kinds::admissionregistration::validate_review_versions(
+                &mut causes,
+                &versions,
+                "spec.conversion.conversionReviewVersions",
+                true,
+            );
+        }
+        "None" => {
+            if client_config.is_some() {
+                causes.push(Cause::forbidden(
+                    "spec.conversion.webhookClientConfig",
+                    "should not be set when strategy is not set to Webhook",
+                ));
+            }
+            if !review_versions.is_empty() {
+                causes.push(Cause::forbidden(
+                    "spec.conversion.conversionReviewVersions",
+                    "should not be set when strategy is not set to Webhook",
+                ));
+            }
+        }
+        other => causes.push(Cause::not_supported(
+            "spec.conversion.strategy",
+            &json!(other),
+            &[json!("None"), json!("Webhook")],
+        )),
+    }
+    causes
+}
+
+/// Upstream's `ValidateCustomResourceDefinitionStoredVersions`: at least one stored version,
+/// the storage version among them, and each of them still in `spec.versions`.
+fn validate_stored_versions(obj: &Value) -> Vec<Cause> {
+    let stored = meta::strings(meta::path(obj, "status.storedVersions"));
+    let path = "status.storedVersions";
+    if stored.is_empty() {
+        return vec![Cause::invalid(
+            path,
+            &json!(stored),
+            "must have at least one stored version",
+        )];
+    }
+    let versions = meta::path(obj, "spec.versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut causes = Vec::new();
+    for v in &versions {
+        let name = str_at(v, "name");
+        if v.get("storage").and_then(Value::as_bool) == Some(true)
+            && !stored.iter().any(|s| s == name)
+        {
+            causes.push(Cause::invalid(
+                path,
+                v,
+                &format!("must have the storage version {name}"),
+            ));
+        }
+    }
+    for (i, s) in stored.iter().enumerate() {
+        if !versions.iter().any(|v| str_at(v, "name") == s) {
+            causes.push(Cause::invalid(
+                format!("{path}[{i}]"),
+                &json!(s),
+                "must appear in spec.versions",
+            ));
+        }
+    }
+    causes
 }
 
 fn fill_spec_defaults(obj: &mut Value) {
@@ -340,6 +448,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    let conversion = Arc::new(crate::conversion::CrdVersions::of(obj));
     versions
         .iter()
         .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
@@ -411,10 +520,43 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                     printer_columns,
                     selectable_fields,
                     storage: v.get("storage").and_then(Value::as_bool) == Some(true),
+                    versions: conversion.clone(),
+                    deprecation: deprecation_warning(obj, v),
                 }),
             }
         })
         .collect()
+}
+
+/// The `Warning` of a deprecated version: its `deprecationWarning`, else upstream's default
+/// (`<group>/<version> <Kind> is deprecated; use <group>/<newer> <Kind>`, naming the highest
+/// served, not deprecated version above it).
+fn deprecation_warning(crd: &Value, version: &Value) -> Option<String> {
+    if version.get("deprecated").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    if let Some(text) = version.get("deprecationWarning").and_then(Value::as_str) {
+        return Some(text.to_string());
+    }
+    let group = str_at(crd, "spec.group");
+    let kind = str_at(crd, "spec.names.kind");
+    let name = str_at(version, "name");
+    let message = format!("{group}/{name} {kind} is deprecated");
+    let newer = meta::path(crd, "spec.versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| {
+            v.get("served").and_then(Value::as_bool) != Some(false)
+                && v.get("deprecated").and_then(Value::as_bool) != Some(true)
+                && crate::registry::compare_versions(name, str_at(v, "name")).is_lt()
+        })
+        .map(|v| str_at(v, "name"))
+        .max_by(|a, b| crate::registry::compare_versions(a, b));
+    Some(match newer {
+        Some(newer) => format!("{message}; use {group}/{newer} {kind}"),
+        None => message,
+    })
 }
 
 /// Registers (or refreshes) the kinds a stored CRD serves.

@@ -375,7 +375,10 @@ impl ApiError {
         status.insert("metadata".into(), json!({}));
         status.insert("status".into(), json!("Failure"));
         status.insert("message".into(), json!(self.message));
-        status.insert("reason".into(), json!(self.reason));
+        // Upstream omits an empty reason (webhook denials without one).
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), json!(self.reason));
+        }
         if let Some(details) = &self.details {
             let mut d = Map::new();
             if let Some(name) = &details.name {

@@ -22,6 +22,7 @@ pub mod apply;
 pub mod auth;
 mod builtin_admission;
 pub mod controllers;
+pub mod conversion;
 pub mod crd;
 pub mod defaults;
 pub mod error;

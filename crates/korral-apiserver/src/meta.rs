@@ -61,6 +61,11 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
     strings(metadata(obj).and_then(|m| m.get("finalizers")))
 }
 
+/// An object's `apiVersion` (`""` when absent).
+pub fn api_version(obj: &Value) -> &str {
+    obj.get("apiVersion").and_then(Value::as_str).unwrap_or("")
+}
+
 /// The strings of a JSON array (non-strings skipped); empty when absent.
 pub fn strings(value: Option<&Value>) -> Vec<String> {
     value

@@ -92,7 +92,11 @@ struct AdmittedUpdate<'a> {
     name: &'a str,
     opts: &'a WriteOptions,
     part: Part,
-    user: &'a crate::auth::UserInfo,
+    /// Who asked, when admission webhooks or policies apply to the kind.
+    user: Option<&'a crate::auth::UserInfo>,
+    /// The current object converted by its CRD's conversion webhook, when it has one (the
+    /// update is then in the served version's shape and converted back before storing).
+    converted: Option<Object>,
 }
 
 /// Options of a create, update or patch.
@@ -867,6 +871,8 @@ impl Objects {
             }
             warnings.extend(admitted.warnings);
         }
+        // A custom resource converted by a webhook is stored in its CRD's storage version.
+        let mut obj = crate::conversion::to_storage(self, info, obj).await?;
         let key = Self::key(info, namespace, &name);
         let admission = opts.admission.clone();
         if opts.dry_run {
@@ -984,8 +990,8 @@ impl Objects {
         *attempt += 1;
         matches!(result, Err(e) if e.code == 409 && e.reason == "Conflict")
             && *attempt < 64
-            && opts.requester.is_some()
-            && crate::admission::configured(self, info)
+            && ((opts.requester.is_some() && crate::admission::configured(self, info))
+                || crate::conversion::webhook_of(info).is_some())
     }
 
     /// Patches an object (PATCH) with a JSON, merge or strategic merge patch.
@@ -1161,7 +1167,8 @@ impl Objects {
                 opts,
             )
             .await?;
-        Ok(crate::scale::to_scale(info, &paths, &written.object))
+        let obj = crate::conversion::to_served_one(self, info, &written.object).await?;
+        Ok(crate::scale::to_scale(info, &paths, &obj))
     }
 
     /// Applies a decoded configuration (see [`Objects::server_side_apply`]); creates the
@@ -1238,14 +1245,15 @@ impl Objects {
     }
 
     /// Reads the `/scale` view of an object.
-    pub fn get_scale(
+    pub async fn get_scale(
         &self,
         info: &ResourceInfo,
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Value, ApiError> {
         let paths = info.scale.as_ref().ok_or_else(ApiError::unknown_resource)?;
-        let obj = served(info, &self.get(info, namespace, name)?);
+        let stored = self.get(info, namespace, name)?;
+        let obj = crate::conversion::to_served_one(self, info, &stored).await?;
         Ok(crate::scale::to_scale(info, paths, &obj))
     }
 
@@ -1288,7 +1296,8 @@ impl Objects {
             )
             .await?;
         let paths = info.scale.as_ref().ok_or_else(ApiError::unknown_resource)?;
-        Ok(crate::scale::to_scale(info, paths, &written.object))
+        let obj = crate::conversion::to_served_one(self, info, &written.object).await?;
+        Ok(crate::scale::to_scale(info, paths, &obj))
     }
 
     /// The shared update path: `build` turns the current object into the requested one plus
@@ -1316,12 +1325,32 @@ impl Objects {
         let warnings2 = warnings.clone();
         let ctx = self.context();
         let admission = opts.admission.clone();
+        // A custom resource converted by a webhook: the current object is converted before the
+        // guarded write (which must then find it unchanged), the result after it.
+        let converted = match crate::conversion::webhook_of(info) {
+            Some(_) => {
+                let stored = self
+                    .storage
+                    .get(&key)
+                    .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?;
+                let view = crate::conversion::to_served_one(self, info, &stored).await?;
+                Some((stored, view))
+            }
+            None => None,
+        };
+        let converted_view = converted.as_ref().map(|(_, view)| view.clone());
         let decide = move |cur: Option<&Object>| -> Result<Write, ApiError> {
             let Some(stored) = cur else {
                 return Err(ApiError::not_found(&info2.group, &info2.resource, &name2));
             };
             // The update happens in the served version's shape; what is stored is converted back.
-            let view = info2.strategy.convert_stored(&info2, stored);
+            let view = match &converted {
+                Some((read, view)) if meta::resource_version(read) == meta::resource_version(stored) => {
+                    Some((**view).clone())
+                }
+                Some(_) => return Err(ApiError::conflict(&info2.group, &info2.resource, &name2)),
+                None => info2.strategy.convert_stored(&info2, stored),
+            };
             let cur: &Value = view.as_ref().unwrap_or(stored);
             let (requested, rv) = build(cur)?;
             if !rv.is_empty() && rv != meta::resource_version(cur) {
@@ -1367,6 +1396,14 @@ impl Objects {
             if let Some(admission) = &admission {
                 admission.check(&next)?;
             }
+            if converted.is_some() {
+                // Converted to the stored shape after this, outside the guarded write.
+                return Ok(if &next == cur {
+                    Write::Unchanged
+                } else {
+                    Write::Put(next)
+                });
+            }
             let next = info2.strategy.convert_for_storage(next);
             if next == **stored {
                 return Ok(Write::Unchanged);
@@ -1381,24 +1418,28 @@ impl Objects {
         };
         // Admission webhooks see the current object and the update; the write then happens
         // only if the object did not change meanwhile.
-        let decide: crate::storage::UpdateFn = match &opts.requester {
-            Some(user) if crate::admission::configured(self, info) => {
-                let cur = self.storage.get(&key);
-                let write = decide(cur.as_ref())?;
-                let update = AdmittedUpdate {
-                    info,
-                    namespace,
-                    name,
-                    opts,
-                    part,
-                    user,
-                };
-                match self.admit_update(update, cur, write, &warnings).await? {
-                    Ok(written) => return Ok(written),
-                    Err(recheck) => recheck,
-                }
+        let webhooks = opts
+            .requester
+            .as_ref()
+            .filter(|_| crate::admission::configured(self, info));
+        let decide: crate::storage::UpdateFn = if webhooks.is_some() || converted_view.is_some() {
+            let cur = self.storage.get(&key);
+            let write = decide(cur.as_ref())?;
+            let update = AdmittedUpdate {
+                info,
+                namespace,
+                name,
+                opts,
+                part,
+                user: webhooks,
+                converted: converted_view,
+            };
+            match self.admit_update(update, cur, write, &warnings).await? {
+                Ok(written) => return Ok(written),
+                Err(recheck) => recheck,
             }
-            _ => Box::new(decide),
+        } else {
+            Box::new(decide)
         };
         if dry_run {
             let cur = self.storage.get(&key);
@@ -1461,11 +1502,14 @@ impl Objects {
             opts,
             part,
             user,
+            converted,
         } = update;
         let not_found = || ApiError::not_found(&info.group, &info.resource, name);
         let stored = cur.ok_or_else(not_found)?;
-        let old = served(info, &stored);
+        let converting = converted.is_some();
+        let old = converted.unwrap_or_else(|| served(info, &stored));
         let next = match &write {
+            Write::Put(next) if converting => Arc::new(next.clone()),
             Write::Put(next) => served(info, &Arc::new(next.clone())),
             Write::Unchanged => old.clone(),
             Write::Delete => {
@@ -1480,44 +1524,48 @@ impl Objects {
                 })));
             }
         };
-        let req = crate::admission::Request {
-            objects: self,
-            info,
-            operation: crate::admission::Operation::Update,
-            subresource: (part == Part::Status).then_some("status"),
-            generated_name: false,
-            namespace,
-            name,
-            old: Some(old.as_ref()),
-            user,
-            dry_run: opts.dry_run,
-            options: crate::admission::write_options(opts),
-        };
         let managed = meta::metadata(&next)
             .and_then(|m| m.get("managedFields"))
             .cloned();
         let ctx = self.context();
         let mut revalidated = None;
         let mut candidate = Some((*next).clone());
-        let admitted = crate::admission::admit(&req, &mut candidate, |patched| {
-            let (mut next, w) =
-                prepare_update(info, &old, patched, part, opts.field_validation, &ctx)?;
-            if let Some(md) = meta::metadata_mut(&mut next) {
-                match &managed {
-                    Some(m) => md.insert("managedFields".into(), m.clone()),
-                    None => md.remove("managedFields"),
-                };
-            }
-            revalidated = Some(w);
-            Ok(next)
-        })
-        .await?;
+        let mut admitted_warnings = Vec::new();
+        if let Some(user) = user {
+            let req = crate::admission::Request {
+                objects: self,
+                info,
+                operation: crate::admission::Operation::Update,
+                subresource: Track::part(part),
+                generated_name: false,
+                namespace,
+                name,
+                old: Some(old.as_ref()),
+                user,
+                dry_run: opts.dry_run,
+                options: crate::admission::write_options(opts),
+            };
+            let admitted = crate::admission::admit(&req, &mut candidate, |patched| {
+                let (mut next, w) =
+                    prepare_update(info, &old, patched, part, opts.field_validation, &ctx)?;
+                if let Some(md) = meta::metadata_mut(&mut next) {
+                    match &managed {
+                        Some(m) => md.insert("managedFields".into(), m.clone()),
+                        None => md.remove("managedFields"),
+                    };
+                }
+                revalidated = Some(w);
+                Ok(next)
+            })
+            .await?;
+            admitted_warnings = admitted.warnings;
+        }
         let warnings = {
             let mut w = warnings.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(r) = revalidated {
                 *w = r;
             }
-            w.extend(admitted.warnings);
+            w.extend(admitted_warnings);
             w.clone()
         };
         let result = candidate.unwrap_or_else(|| (*next).clone());
@@ -1527,6 +1575,7 @@ impl Objects {
         // RBAC escalation is checked again inside the guarded write, where roles cannot change.
         let check = opts.admission.clone().map(|c| (c, result.clone()));
         let to_store = info.strategy.convert_for_storage(result);
+        let to_store = crate::conversion::to_storage(self, info, to_store).await?;
         if opts.dry_run {
             return Ok(Ok(Written {
                 object: Arc::new(to_store),
@@ -1650,7 +1699,13 @@ impl Objects {
         if let Some(user) = &opts.requester
             && let Some(stored) = self.storage.get(&key)
         {
-            let old = served(info, &stored);
+            let old = if crate::conversion::webhook_of(info).is_some()
+                && crate::admission::configured(self, info)
+            {
+                crate::conversion::to_served_one(self, info, &stored).await?
+            } else {
+                served(info, &stored)
+            };
             let req = crate::admission::Request {
                 objects: self,
                 info,

@@ -1722,6 +1722,8 @@ mod tests {
                 printer_columns: vec![],
                 selectable_fields: vec![],
                 storage: true,
+                versions: Default::default(),
+                deprecation: None,
             }),
         }
     }

@@ -4,48 +4,14 @@
 
 mod common;
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
+use common::HttpsHook as Hook;
 use common::TestEnv;
-
-/// What the test webhook received: the path and the review.
-type Received = Arc<Mutex<Vec<(String, Value)>>>;
-
-/// A running https webhook server.
-struct Hook {
-    address: SocketAddr,
-    ca_bundle: String,
-    received: Received,
-}
-
-impl Hook {
-    fn url(&self, path: &str) -> String {
-        format!("https://{}{path}", self.address)
-    }
-
-    fn reviews(&self, path: &str) -> Vec<Value> {
-        self.received
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|(p, _)| p == path)
-            .map(|(_, v)| v.clone())
-            .collect()
-    }
-
-    fn clear(&self) {
-        self.received.lock().expect("lock").clear();
-    }
-}
 
 /// The answer of the test webhook for a path.
 async fn answer(path: &str, review: &Value) -> Value {
@@ -86,68 +52,11 @@ async fn answer(path: &str, review: &Value) -> Value {
 
 /// Starts the https webhook server on a free port, with a certificate for 127.0.0.1.
 async fn start_hook() -> Hook {
-    let material = korral_apiserver::tls::generate(&[
-        "127.0.0.1".to_string(),
-        "webhook-service.hooks.svc".to_string(),
-    ])
-    .expect("tls");
-    let config = korral_apiserver::tls::server_config(&material).expect("server config");
-    let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let address = listener.local_addr().expect("address");
-    let received: Received = Arc::default();
-    let sink = received.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                return;
-            };
-            let acceptor = acceptor.clone();
-            let sink = sink.clone();
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-                    let sink = sink.clone();
-                    async move {
-                        let path = req.uri().path().to_string();
-                        let query = req.uri().query().unwrap_or("").to_string();
-                        let bytes = req
-                            .into_body()
-                            .collect()
-                            .await
-                            .map(|c| c.to_bytes())
-                            .unwrap_or_default();
-                        let review: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-                        let mut recorded = review.clone();
-                        recorded["query"] = json!(query);
-                        sink.lock().expect("lock").push((path.clone(), recorded));
-                        let body = answer(&path, &review).await.to_string();
-                        let code = if path == "/error" { 500 } else { 200 };
-                        Ok::<_, Infallible>(
-                            http::Response::builder()
-                                .status(code)
-                                .header("content-type", "application/json")
-                                .body(Full::new(bytes::Bytes::from(body)))
-                                .expect("response"),
-                        )
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tls), service)
-                    .await;
-            });
-        }
-    });
-    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&material.ca_cert_pem);
-    Hook {
-        address,
-        ca_bundle,
-        received,
-    }
+    common::serve_https(|path: String, review: Value| async move {
+        let code = if path == "/error" { 500 } else { 200 };
+        (code, answer(&path, &review).await)
+    })
+    .await
 }
 
 /// A request through the kube client answering status, headers and JSON body.
@@ -157,35 +66,7 @@ async fn request(
     path: &str,
     body: Option<Value>,
 ) -> (u16, Vec<String>, Value) {
-    let mut builder = http::Request::builder().method(method).uri(path);
-    if body.is_some() {
-        builder = builder.header("content-type", "application/json");
-    }
-    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-    let response = client
-        .send(
-            builder
-                .body(bytes)
-                .expect("request")
-                .map(kube::client::Body::from),
-        )
-        .await
-        .expect("send");
-    let status = response.status().as_u16();
-    let warnings = response
-        .headers()
-        .get_all("warning")
-        .iter()
-        .filter_map(|v| v.to_str().ok().map(str::to_string))
-        .collect();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (status, warnings, value)
+    common::request(client, method, path, None, body).await
 }
 
 /// A webhook on ConfigMaps in namespaces labelled `hooks: on`.
@@ -566,6 +447,12 @@ async fn denials_failures_timeouts_and_warnings() {
     );
     assert_eq!(status["code"], expected["body"]["code"]);
     assert_eq!(status["status"], "Failure");
+    // A denial without a reason carries none (upstream omits the empty field).
+    assert_eq!(
+        status.get("reason"),
+        expected["body"].get("reason"),
+        "{status}"
+    );
     let (code, _, _) = request(&client, "GET", &format!("{cms}/d"), None).await;
     assert_eq!(code, 404, "a denied create stores nothing");
     // A collection delete calls the webhook for each object: denied, nothing removed.

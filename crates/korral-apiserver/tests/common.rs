@@ -119,3 +119,154 @@ pub fn code(err: kube::Error) -> u16 {
         other => panic!("not an API error: {other:?}"),
     }
 }
+
+/// What a test https server received: the path and the JSON body (with the URL's query
+/// added as `query`).
+pub type Received = std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>;
+
+/// A running https server standing in for a webhook.
+pub struct HttpsHook {
+    /// Where it listens.
+    pub address: std::net::SocketAddr,
+    /// The base64 PEM of the CA that signed its certificate (a webhook's `caBundle`).
+    pub ca_bundle: String,
+    /// Everything it received, in order.
+    pub received: Received,
+}
+
+impl HttpsHook {
+    /// `https://<address><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("https://{}{path}", self.address)
+    }
+
+    /// The bodies received on `path`.
+    pub fn reviews(&self, path: &str) -> Vec<Value> {
+        self.received
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// Forgets what was received.
+    pub fn clear(&self) {
+        self.received.lock().expect("lock").clear();
+    }
+}
+
+/// Starts an https server on a free port (a certificate for 127.0.0.1 and
+/// `webhook-service.hooks.svc`) that records each JSON request and answers what `answer`
+/// returns for its path and body: the status code and the JSON body.
+pub async fn serve_https<F, Fut>(answer: F) -> HttpsHook
+where
+    F: Fn(String, Value) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = (u16, Value)> + Send + 'static,
+{
+    use base64::Engine as _;
+    use http_body_util::{BodyExt, Full};
+    let material = korral_apiserver::tls::generate(&[
+        "127.0.0.1".to_string(),
+        "webhook-service.hooks.svc".to_string(),
+    ])
+    .expect("tls");
+    let config = korral_apiserver::tls::server_config(&material).expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let received: Received = Default::default();
+    let sink = received.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let sink = sink.clone();
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let sink = sink.clone();
+                        let answer = answer.clone();
+                        async move {
+                            let path = req.uri().path().to_string();
+                            let query = req.uri().query().unwrap_or("").to_string();
+                            let bytes = req
+                                .into_body()
+                                .collect()
+                                .await
+                                .map(|c| c.to_bytes())
+                                .unwrap_or_default();
+                            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                            let mut recorded = body.clone();
+                            recorded["query"] = json!(query);
+                            sink.lock().expect("lock").push((path.clone(), recorded));
+                            let (code, reply) = answer(path, body).await;
+                            Ok::<_, std::convert::Infallible>(
+                                http::Response::builder()
+                                    .status(code)
+                                    .header("content-type", "application/json")
+                                    .body(Full::new(bytes::Bytes::from(reply.to_string())))
+                                    .expect("response"),
+                            )
+                        }
+                    });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&material.ca_cert_pem);
+    HttpsHook {
+        address,
+        ca_bundle,
+        received,
+    }
+}
+
+/// A request through the kube client answering the status code, the `Warning` headers and
+/// the JSON body.
+pub async fn request(
+    client: &Client,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Vec<String>, Value) {
+    let mut builder = http::Request::builder().method(method).uri(path);
+    if body.is_some() {
+        builder = builder.header("content-type", content_type.unwrap_or("application/json"));
+    }
+    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    let response = client
+        .send(
+            builder
+                .body(bytes)
+                .expect("request")
+                .map(kube::client::Body::from),
+        )
+        .await
+        .expect("send");
+    let status = response.status().as_u16();
+    let warnings = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, warnings, value)
+}

@@ -6,7 +6,7 @@
 //! with upstream's messages.
 
 pub(crate) mod cel;
-mod client;
+pub(crate) mod client;
 mod matching;
 mod policy;
 mod review;

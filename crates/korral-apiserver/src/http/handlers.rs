@@ -12,6 +12,7 @@ use super::path::ResourcePath;
 use super::table;
 use super::view::{self, View};
 use super::watch;
+use crate::conversion;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::{
@@ -188,6 +189,7 @@ fn content_type(headers: &HeaderMap) -> String {
 
 /// Serves a request on a resource path. `admission` runs inside the guarded update of a
 /// create, update or patch of the main resource; admission webhooks run for `requester`.
+/// Requests to a deprecated custom resource version get its deprecation `Warning`.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve(
     state: &Arc<State>,
@@ -203,6 +205,41 @@ pub async fn serve(
     let info = registry
         .get(&rp.group, &rp.version, &rp.resource)
         .ok_or_else(ApiError::unknown_resource)?;
+    let deprecation = info.custom.as_ref().and_then(|c| c.deprecation.clone());
+    let mut response = serve_resource(
+        state, info, rp, method, query, headers, body_bytes, admission, requester,
+    )
+    .await?;
+    if let Some(warning) = deprecation {
+        // Recorded when the request starts, so it comes before the other warnings.
+        let others: Vec<_> = response
+            .headers()
+            .get_all(header::WARNING)
+            .iter()
+            .cloned()
+            .collect();
+        response.headers_mut().remove(header::WARNING);
+        body::add_warnings(&mut response, &[warning]);
+        for value in others {
+            response.headers_mut().append(header::WARNING, value);
+        }
+    }
+    Ok(response)
+}
+
+/// [`serve`] once the resource is known.
+#[allow(clippy::too_many_arguments)]
+async fn serve_resource(
+    state: &Arc<State>,
+    info: Arc<ResourceInfo>,
+    rp: ResourcePath,
+    method: &Method,
+    query: &Query,
+    headers: &HeaderMap,
+    body_bytes: bytes::Bytes,
+    admission: Option<objects::AdmissionCheck>,
+    requester: &crate::auth::UserInfo,
+) -> Result<Response<Body>, ApiError> {
     if rp.namespace.is_some() && !info.namespaced {
         return Err(ApiError::unknown_resource());
     }
@@ -231,7 +268,8 @@ pub async fn serve(
                 let opts = list_options(&info, &q)?;
                 return watch::serve(state, info, namespace, opts, query, view);
             }
-            let obj = objects::served(&info, &objects.get(&info, namespace, name)?);
+            let stored = objects.get(&info, namespace, name)?;
+            let obj = conversion::to_served_one(objects, &info, &stored).await?;
             match view {
                 View::Table(include) => {
                     let mut list_meta = serde_json::Map::new();
@@ -254,7 +292,8 @@ pub async fn serve(
             if flag(query, "watch") {
                 return watch::serve(state, info, namespace, opts, query, view);
             }
-            let page = objects.list(&info, namespace, &opts)?;
+            let mut page = objects.list(&info, namespace, &opts)?;
+            page.items = conversion::to_served(objects, &info, page.items).await?;
             Ok(list_view_response(info, page, view))
         }
         (&Method::POST, None) if part == Part::Main => {
@@ -265,10 +304,8 @@ pub async fn serve(
             let duplicates = duplicate_fields(&info, &body_bytes, headers, opts.field_validation)?;
             let mut written = objects.create(&info, namespace, obj, &opts).await?;
             written.warnings.splice(0..0, duplicates);
-            let mut response = body::json_response(
-                StatusCode::CREATED,
-                &*objects::served(&info, &written.object),
-            );
+            let served = conversion::to_served_one(objects, &info, &written.object).await?;
+            let mut response = body::json_response(StatusCode::CREATED, &*served);
             body::add_warnings(&mut response, &written.warnings);
             Ok(response)
         }
@@ -282,8 +319,8 @@ pub async fn serve(
                 .update(&info, namespace, name, obj, part, &opts)
                 .await?;
             written.warnings.splice(0..0, duplicates);
-            let mut response =
-                body::json_response(StatusCode::OK, &*objects::served(&info, &written.object));
+            let served = conversion::to_served_one(objects, &info, &written.object).await?;
+            let mut response = body::json_response(StatusCode::OK, &*served);
             body::add_warnings(&mut response, &written.warnings);
             Ok(response)
         }
@@ -321,7 +358,8 @@ pub async fn serve(
             } else {
                 StatusCode::OK
             };
-            let mut response = body::json_response(code, &*objects::served(&info, &written.object));
+            let served = conversion::to_served_one(objects, &info, &written.object).await?;
+            let mut response = body::json_response(code, &*served);
             body::add_warnings(&mut response, &written.warnings);
             Ok(response)
         }
@@ -332,13 +370,13 @@ pub async fn serve(
             match objects.delete(&info, namespace, name, &opts).await? {
                 Deleted::Pending(obj) => Ok(body::json_response(
                     StatusCode::OK,
-                    &*objects::served(&info, &obj),
+                    &*conversion::to_served_one(objects, &info, &obj).await?,
                 )),
                 Deleted::Gone(obj) => {
                     if info.is_custom() {
                         Ok(body::json_response(
                             StatusCode::OK,
-                            &*objects::served(&info, &obj),
+                            &*conversion::to_served_one(objects, &info, &obj).await?,
                         ))
                     } else {
                         Ok(body::json_response(
@@ -368,6 +406,7 @@ pub async fn serve(
             let deleted = objects
                 .delete_collection(&info, namespace, &list, &opts)
                 .await?;
+            let deleted = conversion::to_served(objects, &info, deleted).await?;
             let page = objects::ListPage {
                 revision: objects.storage().revision(),
                 items: deleted,
@@ -397,7 +436,7 @@ async fn serve_scale(
     let namespace = rp.namespace.as_deref();
     let objects = &state.objects;
     let scale = match *method {
-        Method::GET => objects.get_scale(info, namespace, name)?,
+        Method::GET => objects.get_scale(info, namespace, name).await?,
         Method::PUT => {
             let opts = write_options(query, headers, "UpdateOptions", None, None)?;
             let body = body::decode_object(&body_bytes, &content_type(headers), "Scale")?;

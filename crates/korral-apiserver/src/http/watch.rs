@@ -185,9 +185,10 @@ impl WatchTask {
         )
     }
 
-    /// Encodes one event for this watch: the object, or a one-row table.
-    fn event(&mut self, kind: &str, obj: &Object) -> Bytes {
-        let obj = crate::objects::served(&self.info, obj);
+    /// Encodes one event for this watch: the object, or a one-row table. Fails when a CRD's
+    /// conversion webhook cannot convert the object (the watch then ends with that error).
+    async fn event(&mut self, kind: &str, obj: &Object) -> Result<Bytes, ApiError> {
+        let obj = crate::conversion::to_served_one(&self.state.objects, &self.info, obj).await?;
         match self.view {
             View::Table(include) => {
                 let with_columns = !self.columns_sent;
@@ -198,10 +199,10 @@ impl WatchTask {
                     json!(crate::meta::resource_version(&obj)),
                 );
                 let t = table::table(&self.info, [&*obj], list_meta, include, with_columns);
-                encode(kind, &t)
+                Ok(encode(kind, &t))
             }
-            View::Metadata => encode(kind, &view::partial_object(&obj)),
-            View::Object => encode(kind, &obj),
+            View::Metadata => Ok(encode(kind, &view::partial_object(&obj))),
+            View::Object => Ok(encode(kind, &obj)),
         }
     }
 
@@ -238,7 +239,7 @@ impl WatchTask {
     }
 
     /// The frame for one storage event, after scope and selector filtering.
-    fn frame(&mut self, event: &crate::storage::Event) -> Option<Bytes> {
+    async fn frame(&mut self, event: &crate::storage::Event) -> Option<Result<Bytes, ApiError>> {
         if !event.key.starts_with(&self.prefix) {
             return None;
         }
@@ -256,7 +257,7 @@ impl WatchTask {
                 }
             }
         };
-        Some(self.event(kind, &event.object))
+        Some(self.event(kind, &event.object).await)
     }
 
     async fn run(mut self, begin: Begin, mut tx: mpsc::Sender<Result<Frame<Bytes>, Infallible>>) {
@@ -276,7 +277,10 @@ impl WatchTask {
             }
         };
         for obj in initial {
-            let frame = self.event("ADDED", &obj);
+            let frame = match self.event("ADDED", &obj).await {
+                Ok(frame) => frame,
+                Err(err) => return fail(&mut tx, &err).await,
+            };
             if !send(&mut tx, frame, slow).await {
                 return;
             }
@@ -286,10 +290,14 @@ impl WatchTask {
         }
         for event in std::mem::take(&mut feed.backlog) {
             revision = event.revision;
-            if let Some(frame) = self.frame(&event)
-                && !send(&mut tx, frame, slow).await
-            {
-                return;
+            match self.frame(&event).await {
+                Some(Ok(frame)) => {
+                    if !send(&mut tx, frame, slow).await {
+                        return;
+                    }
+                }
+                Some(Err(err)) => return fail(&mut tx, &err).await,
+                None => {}
             }
         }
         let deadline = tokio::time::sleep(self.timeout);
@@ -309,16 +317,28 @@ impl WatchTask {
                 received = feed.live.recv() => match received {
                     Ok(event) => {
                         revision = event.revision;
-                        if let Some(frame) = self.frame(&event)
-                            && !send(&mut tx, frame, slow).await {
-                                return;
+                        match self.frame(&event).await {
+                            Some(Ok(frame)) => {
+                                if !send(&mut tx, frame, slow).await {
+                                    return;
+                                }
                             }
+                            Some(Err(err)) => return fail(&mut tx, &err).await,
+                            None => {}
+                        }
                     }
                     Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => return,
                 },
             }
         }
     }
+}
+
+/// Ends a watch with an `ERROR` event carrying `err`'s Status.
+async fn fail(tx: &mut mpsc::Sender<Result<Frame<Bytes>, Infallible>>, err: &ApiError) {
+    let _ = tx
+        .send(Ok(Frame::data(encode("ERROR", &err.to_status()))))
+        .await;
 }
 
 /// Sends one frame to the watch's client; `false` when the watch must end: the client is gone,

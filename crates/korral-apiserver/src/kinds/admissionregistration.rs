@@ -551,7 +551,7 @@ fn validate_resources(errs: &mut Vec<Cause>, resources: &[&str], path: &str) {
 }
 
 /// Upstream's `validateAdmissionReviewVersions` (a recognized version required).
-fn validate_review_versions(
+pub(crate) fn validate_review_versions(
     errs: &mut Vec<Cause>,
     versions: &[&str],
     path: &str,
@@ -585,7 +585,7 @@ fn validate_review_versions(
 }
 
 /// Exactly one of `url` (https, no user info, fragment or query) and `service`.
-fn validate_client_config(errs: &mut Vec<Cause>, config: Option<&Value>, path: &str) {
+pub(crate) fn validate_client_config(errs: &mut Vec<Cause>, config: Option<&Value>, path: &str) {
     let config = config.unwrap_or(&Value::Null);
     let url = config.get("url").and_then(Value::as_str);
     let service = config.get("service").filter(|s| s.is_object());

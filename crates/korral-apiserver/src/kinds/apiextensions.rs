@@ -25,6 +25,10 @@ impl Strategy for CrdStrategy {
         crd::default_spec(obj);
     }
 
+    fn prepare_for_update(&self, obj: &mut Value, old: &Value) {
+        crd::record_stored_version(obj, old);
+    }
+
     fn validate(&self, obj: &Value, ctx: &Context) -> Vec<Cause> {
         crd::validate(obj, None, &ctx.registry)
     }

@@ -6,7 +6,7 @@
 //! table of per-kind facts exists.
 
 pub(crate) mod actions;
-mod admissionregistration;
+pub(crate) mod admissionregistration;
 mod apiextensions;
 mod apps;
 mod autoscaling;

@@ -57,6 +57,10 @@ pub struct CustomResourceInfo {
     pub selectable_fields: Vec<String>,
     /// Whether this is the storage version.
     pub storage: bool,
+    /// The CRD's versions and how objects convert between them.
+    pub versions: Arc<crate::conversion::CrdVersions>,
+    /// The `Warning` every request to this version gets, when it is deprecated.
+    pub deprecation: Option<String>,
 }
 
 /// One served resource in one group version.
