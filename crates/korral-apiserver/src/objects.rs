@@ -1617,6 +1617,20 @@ impl Objects {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
+        self.delete_warned(info, namespace, name, opts)
+            .await
+            .map(|(deleted, _)| deleted)
+    }
+
+    /// [`Objects::delete`], answering also the admission webhooks' and policies' warnings.
+    pub async fn delete_warned(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<(Deleted, Vec<String>), ApiError> {
+        let mut warnings = Vec::new();
         let key = Self::key(info, namespace, name);
         let info2 = info.clone();
         let name2 = name.to_string();
@@ -1719,28 +1733,28 @@ impl Objects {
                 dry_run: opts.dry_run,
                 options: crate::admission::delete_options(opts),
             };
-            crate::admission::admit(&req, &mut None, Ok).await?;
+            warnings = crate::admission::admit(&req, &mut None, Ok).await?.warnings;
         }
         if opts.dry_run {
             let cur = self.storage.get(&key);
-            return match decide(cur.as_ref())? {
-                Write::Put(next) => Ok(Deleted::Pending(Arc::new(next))),
+            let deleted = match decide(cur.as_ref())? {
+                Write::Put(next) => Deleted::Pending(Arc::new(next)),
                 Write::Delete | Write::Unchanged => cur
                     .map(Deleted::Gone)
-                    .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name)),
+                    .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?,
             };
+            return Ok((deleted, warnings));
         }
-        match self.storage.update(key, Box::new(decide)).await {
-            Ok(Committed { event, current }) => match (current, event) {
-                (Some(obj), _) => Ok(Deleted::Pending(obj)),
-                (None, Some(ev)) => {
-                    info.strategy.after_delete(&self.registry, &ev.object);
-                    Ok(Deleted::Gone(ev.object.clone()))
-                }
-                (None, None) => Err(ApiError::not_found(&info.group, &info.resource, name)),
-            },
-            Err(err) => Err(err),
-        }
+        let Committed { event, current } = self.storage.update(key, Box::new(decide)).await?;
+        let deleted = match (current, event) {
+            (Some(obj), _) => Deleted::Pending(obj),
+            (None, Some(ev)) => {
+                info.strategy.after_delete(&self.registry, &ev.object);
+                Deleted::Gone(ev.object.clone())
+            }
+            (None, None) => return Err(ApiError::not_found(&info.group, &info.resource, name)),
+        };
+        Ok((deleted, warnings))
     }
 
     /// Deletes every object matching the selectors in a namespace (or everywhere).

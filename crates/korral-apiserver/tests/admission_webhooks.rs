@@ -604,6 +604,16 @@ async fn denials_failures_timeouts_and_warnings() {
             "299 - \"test hook warning two\"".to_string()
         ]
     );
+    // A delete carries the webhook's warnings too.
+    let (code, warnings, _) = request(&client, "DELETE", &format!("{cms}/w"), None).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        warnings,
+        vec![
+            "299 - \"test hook warning one\"".to_string(),
+            "299 - \"test hook warning two\"".to_string()
+        ]
+    );
     unconfigure(&client, VWC, "warn.test.example.com").await;
 
     // A patch that breaks validation: refused, nothing stored.

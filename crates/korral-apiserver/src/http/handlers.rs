@@ -367,19 +367,20 @@ async fn serve_resource(
             let options = delete_body(&body_bytes)?;
             let mut opts = DeleteOptions::from_request(options.as_ref(), query)?;
             opts.requester = Some(requester.clone());
-            match objects.delete(&info, namespace, name, &opts).await? {
-                Deleted::Pending(obj) => Ok(body::json_response(
+            let (deleted, warnings) = objects.delete_warned(&info, namespace, name, &opts).await?;
+            let mut response = match deleted {
+                Deleted::Pending(obj) => body::json_response(
                     StatusCode::OK,
                     &*conversion::to_served_one(objects, &info, &obj).await?,
-                )),
+                ),
                 Deleted::Gone(obj) => {
                     if info.is_custom() {
-                        Ok(body::json_response(
+                        body::json_response(
                             StatusCode::OK,
                             &*conversion::to_served_one(objects, &info, &obj).await?,
-                        ))
+                        )
                     } else {
-                        Ok(body::json_response(
+                        body::json_response(
                             StatusCode::OK,
                             &json!({
                                 "kind": "Status",
@@ -393,10 +394,12 @@ async fn serve_resource(
                                     "uid": meta::uid(&obj),
                                 },
                             }),
-                        ))
+                        )
                     }
                 }
-            }
+            };
+            body::add_warnings(&mut response, &warnings);
+            Ok(response)
         }
         (&Method::DELETE, None) if part == Part::Main && info.allows("deletecollection") => {
             let options = delete_body(&body_bytes)?;
