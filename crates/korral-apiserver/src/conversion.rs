@@ -161,14 +161,31 @@ pub(crate) async fn to_storage(
     info: &ResourceInfo,
     object: Value,
 ) -> Result<Value, ApiError> {
-    let (Some(webhook), Some(custom)) = (webhook_of(info), info.custom.as_ref()) else {
+    let Some(custom) = info.custom.as_ref() else {
         return Ok(object);
     };
     let storage = custom.versions.storage_version.clone();
-    if storage.is_empty() || storage == info.version {
+    if storage.is_empty() {
         return Ok(object);
     }
-    let wanted = format!("{}/{storage}", info.group);
+    to_version(objects, info, object, &storage).await
+}
+
+/// An object of `info`'s CRD in the shape of its `version`: converted by the CRD's webhook
+/// when it has one and the object is in another version (unchanged otherwise).
+pub(crate) async fn to_version(
+    objects: &Objects,
+    info: &ResourceInfo,
+    object: Value,
+    version: &str,
+) -> Result<Value, ApiError> {
+    let Some(webhook) = webhook_of(info) else {
+        return Ok(object);
+    };
+    let wanted = format!("{}/{version}", info.group);
+    if meta::api_version(&object) == wanted {
+        return Ok(object);
+    }
     let subject = gvk(info, meta::api_version(&object), &info.kind);
     let mut converted = call(objects, info, webhook, &[object], &wanted, &subject, true).await?;
     converted

@@ -849,6 +849,7 @@ impl Objects {
                 info,
                 operation: crate::admission::Operation::Create,
                 subresource: None,
+                subresource_kind: None,
                 generated_name,
                 namespace: meta::namespace(&obj),
                 name: &name,
@@ -1258,7 +1259,8 @@ impl Objects {
     }
 
     /// Updates replicas through `/scale`: `build` turns the current `Scale` into the requested
-    /// one (a PUT body or a patched `Scale`); answers the new `Scale`.
+    /// one (a PUT body or a patched `Scale`); answers the new `Scale` and the warnings of
+    /// admission webhooks and policies (which run for `opts.requester`).
     pub async fn write_scale<F>(
         &self,
         info: &Arc<ResourceInfo>,
@@ -1266,10 +1268,19 @@ impl Objects {
         name: &str,
         opts: &WriteOptions,
         build: F,
-    ) -> Result<Value, ApiError>
+    ) -> Result<(Value, Vec<String>), ApiError>
     where
         F: FnOnce(&Value) -> Result<Value, ApiError> + Send + 'static,
     {
+        if let Some(user) = opts
+            .requester
+            .as_ref()
+            .filter(|_| crate::admission::configured(self, info))
+        {
+            return self
+                .write_scale_admitted(info, namespace, name, opts, user, build)
+                .await;
+        }
         let paths = info.scale.clone().ok_or_else(ApiError::unknown_resource)?;
         let info2 = info.clone();
         let track = Track::update(opts, Some("scale"));
@@ -1297,7 +1308,119 @@ impl Objects {
             .await?;
         let paths = info.scale.as_ref().ok_or_else(ApiError::unknown_resource)?;
         let obj = crate::conversion::to_served_one(self, info, &written.object).await?;
-        Ok(crate::scale::to_scale(info, paths, &obj))
+        Ok((crate::scale::to_scale(info, paths, &obj), written.warnings))
+    }
+
+    /// [`Objects::write_scale`] through admission webhooks and policies: they see `Scale`
+    /// objects (`autoscaling/v1`, subresource `scale`) and may patch the requested one; the
+    /// admitted replicas are then written if the object did not change meanwhile (else the
+    /// whole exchange is tried again, unless the client sent a resourceVersion).
+    async fn write_scale_admitted<F>(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &WriteOptions,
+        user: &crate::auth::UserInfo,
+        build: F,
+    ) -> Result<(Value, Vec<String>), ApiError>
+    where
+        F: FnOnce(&Value) -> Result<Value, ApiError> + Send + 'static,
+    {
+        let paths = info.scale.clone().ok_or_else(ApiError::unknown_resource)?;
+        let key = Self::key(info, namespace, name);
+        let mut build = Some(build);
+        let mut requested_scale: Option<Value> = None;
+        for _ in 0..64 {
+            let stored = self
+                .storage
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?;
+            let view = crate::conversion::to_served_one(self, info, &stored).await?;
+            let old_scale = crate::scale::to_scale(info, &paths, &view);
+            // The client's Scale is computed once (a patch applies to the first Scale read).
+            let requested = match (&requested_scale, build.take()) {
+                (Some(r), _) => r.clone(),
+                (None, Some(build)) => {
+                    let r = build(&old_scale)?;
+                    requested_scale = Some(r.clone());
+                    r
+                }
+                (None, None) => return Err(ApiError::internal("scale request lost")),
+            };
+            let client_rv = meta::resource_version(&requested).to_string();
+            let unconditional =
+                client_rv.is_empty() || client_rv == meta::resource_version(&old_scale);
+            if !client_rv.is_empty() && client_rv != meta::resource_version(&view) {
+                return Err(ApiError::conflict(&info.group, &info.resource, name));
+            }
+            // The requested Scale carries the object's identity, as upstream's does.
+            let mut candidate_scale = requested.clone();
+            if let (Some(md), Some(old_md)) = (
+                meta::metadata_mut(&mut candidate_scale),
+                meta::metadata(&old_scale),
+            ) {
+                for (k, v) in old_md {
+                    md.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+            // Invalid replicas are refused before any webhook is called.
+            crate::scale::apply_scale(info, &paths, &view, &candidate_scale)?;
+            let req = crate::admission::Request {
+                objects: self,
+                info,
+                operation: crate::admission::Operation::Update,
+                subresource: Some("scale"),
+                subresource_kind: Some(("autoscaling", "v1", "Scale")),
+                generated_name: false,
+                namespace,
+                name,
+                old: Some(&old_scale),
+                user,
+                dry_run: opts.dry_run,
+                options: crate::admission::write_options(opts),
+            };
+            let mut candidate = Some(candidate_scale.clone());
+            let admitted = crate::admission::admit(&req, &mut candidate, |patched| {
+                crate::scale::apply_scale(info, &paths, &view, &patched)?;
+                Ok(patched)
+            })
+            .await?;
+            let admitted_scale = candidate.unwrap_or(candidate_scale);
+            let expected_rv = meta::resource_version(&view).to_string();
+            let scale_for_write = admitted_scale.clone();
+            let paths2 = paths.clone();
+            let info2 = info.clone();
+            let mut no_webhooks = opts.clone();
+            no_webhooks.requester = None;
+            let result = self
+                .write_existing(
+                    info,
+                    namespace,
+                    name,
+                    &no_webhooks,
+                    Part::Main,
+                    Track::update(opts, Some("scale")),
+                    move |current| {
+                        let next =
+                            crate::scale::apply_scale(&info2, &paths2, current, &scale_for_write)?;
+                        Ok((next, expected_rv))
+                    },
+                )
+                .await;
+            match result {
+                Err(e) if e.code == 409 && e.reason == "Conflict" && unconditional => continue,
+                Err(e) => return Err(e),
+                Ok(written) => {
+                    let obj = crate::conversion::to_served_one(self, info, &written.object).await?;
+                    return Ok((
+                        crate::scale::to_scale(info, &paths, &obj),
+                        admitted.warnings,
+                    ));
+                }
+            }
+        }
+        Err(ApiError::conflict(&info.group, &info.resource, name))
     }
 
     /// The shared update path: `build` turns the current object into the requested one plus
@@ -1345,7 +1468,9 @@ impl Objects {
             };
             // The update happens in the served version's shape; what is stored is converted back.
             let view = match &converted {
-                Some((read, view)) if meta::resource_version(read) == meta::resource_version(stored) => {
+                Some((read, view))
+                    if meta::resource_version(read) == meta::resource_version(stored) =>
+                {
                     Some((**view).clone())
                 }
                 Some(_) => return Err(ApiError::conflict(&info2.group, &info2.resource, &name2)),
@@ -1537,6 +1662,7 @@ impl Objects {
                 info,
                 operation: crate::admission::Operation::Update,
                 subresource: Track::part(part),
+                subresource_kind: None,
                 generated_name: false,
                 namespace,
                 name,
@@ -1725,6 +1851,7 @@ impl Objects {
                 info,
                 operation: crate::admission::Operation::Delete,
                 subresource: None,
+                subresource_kind: None,
                 generated_name: false,
                 namespace,
                 name,

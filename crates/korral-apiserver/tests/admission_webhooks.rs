@@ -41,6 +41,18 @@ async fn answer(path: &str, review: &Value) -> Value {
             response["allowed"] = json!(false);
             response["status"] = json!({"message": "denied by test hook", "code": 403});
         }
+        "/scale-cap" => {
+            let replicas = review["request"]["object"]["spec"]["replicas"]
+                .as_i64()
+                .unwrap_or(0);
+            if replicas > 5 {
+                let op = json!([{"op": "replace", "path": "/spec/replicas", "value": 5}]);
+                let b64 = base64::engine::general_purpose::STANDARD.encode(op.to_string());
+                response["patchType"] = json!("JSONPatch");
+                response["patch"] = json!(b64);
+                response["warnings"] = json!(["replicas capped at 5"]);
+            }
+        }
         "/warn" => {
             response["warnings"] = json!(["test hook warning one", "test hook warning two"]);
         }
@@ -1037,4 +1049,121 @@ async fn concurrent_patches_through_webhooks_all_apply() {
         Some(8),
         "{shared}"
     );
+}
+
+#[tokio::test]
+async fn scale_writes_reach_webhooks_on_the_scale_subresource_with_scale_objects() {
+    let hook = start_hook().await;
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    namespace(&client, "scaled", true).await;
+    let deployments = "/apis/apps/v1/namespaces/scaled/deployments";
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let (code, _, created) = request(&client, "POST", deployments, Some(deployment)).await;
+    assert_eq!(code, 201, "{created}");
+    let on = |resources: Value| {
+        json!({"rules": [{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+            "resources": resources}]})
+    };
+    configure(
+        &client,
+        MWC,
+        "cap.test.example.com",
+        vec![webhook(
+            "cap.test.example.com",
+            hook.url("/scale-cap"),
+            &hook.ca_bundle,
+            on(json!(["deployments/scale"])),
+        )],
+    )
+    .await;
+    // A webhook on the main resource only is not called for /scale.
+    configure(
+        &client,
+        VWC,
+        "main.test.example.com",
+        vec![webhook(
+            "main.test.example.com",
+            hook.url("/main-only"),
+            &hook.ca_bundle,
+            on(json!(["deployments"])),
+        )],
+    )
+    .await;
+    let scale = format!("{deployments}/web/scale");
+    let (code, warnings, body) = common::request(
+        &client,
+        "PATCH",
+        &scale,
+        Some("application/merge-patch+json"),
+        Some(json!({"spec": {"replicas": 9}})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["kind"], "Scale");
+    assert_eq!(
+        body["spec"]["replicas"], 5,
+        "the webhook's patch applies to the Scale"
+    );
+    assert_eq!(warnings, ["299 - \"replicas capped at 5\""]);
+    let (_, _, stored) = request(&client, "GET", &format!("{deployments}/web"), None).await;
+    assert_eq!(stored["spec"]["replicas"], 5);
+    let reviews = hook.reviews("/scale-cap");
+    assert_eq!(reviews.len(), 1);
+    let r = &reviews[0]["request"];
+    assert_eq!(
+        r["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert_eq!(r["requestKind"], r["kind"]);
+    assert_eq!(
+        r["resource"],
+        json!({"group": "apps", "version": "v1", "resource": "deployments"})
+    );
+    assert_eq!(r["subResource"], "scale");
+    assert_eq!(r["operation"], "UPDATE");
+    assert_eq!(r["name"], "web");
+    assert_eq!(r["object"]["kind"], "Scale");
+    assert_eq!(r["object"]["spec"]["replicas"], 9);
+    assert_eq!(r["object"]["metadata"]["uid"], created["metadata"]["uid"]);
+    assert_eq!(r["oldObject"]["spec"]["replicas"], 1);
+    assert!(
+        hook.reviews("/main-only").is_empty(),
+        "{:?}",
+        hook.reviews("/main-only")
+    );
+
+    // A denial on /scale changes nothing.
+    configure(
+        &client,
+        VWC,
+        "deny-scale.test.example.com",
+        vec![webhook(
+            "deny-scale.test.example.com",
+            hook.url("/deny"),
+            &hook.ca_bundle,
+            on(json!(["deployments/scale"])),
+        )],
+    )
+    .await;
+    let (code, _, status) = common::request(
+        &client,
+        "PUT",
+        &scale,
+        None,
+        Some(json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "web", "namespace": "scaled"}, "spec": {"replicas": 2}})),
+    )
+    .await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(
+        status["message"],
+        "admission webhook \"deny-scale.test.example.com\" denied the request: denied by test hook"
+    );
+    let (_, _, stored) = request(&client, "GET", &format!("{deployments}/web"), None).await;
+    assert_eq!(stored["spec"]["replicas"], 5);
 }

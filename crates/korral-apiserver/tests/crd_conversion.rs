@@ -38,6 +38,14 @@ fn convert(object: &Value, desired: &str) -> Value {
 /// changes the name, `/labels` adds a label, `/drop` answers no objects, `/garbage` no review.
 async fn answer(path: String, review: Value) -> (u16, Value) {
     let request = &review["request"];
+    if review["kind"] == "AdmissionReview" {
+        // An admission webhook that allows everything (and records what it saw).
+        let response = json!({"uid": request["uid"], "allowed": true});
+        return (
+            200,
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}),
+        );
+    }
     let desired = request["desiredAPIVersion"].as_str().unwrap_or("");
     let objects = request["objects"].as_array().cloned().unwrap_or_default();
     let mut converted: Vec<Value> = objects.iter().map(|o| convert(o, desired)).collect();
@@ -647,5 +655,54 @@ async fn conversion_settings_are_validated_as_upstream() {
             "spec.conversion.strategy: Unsupported value: \"Sometimes\": supported values: \"None\", \"Webhook\""
         )),
         "{status}"
+    );
+}
+
+#[tokio::test]
+async fn admission_webhooks_matching_another_version_see_it_converted() {
+    let (_env, client, hook) = setup().await;
+    let config = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "widgets-v1"},
+        "webhooks": [{
+            "name": "v1.widgets.ref.example.com",
+            "clientConfig": {"url": hook.url("/admit"), "caBundle": hook.ca_bundle},
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["ref.example.com"],
+                "apiVersions": ["v1"], "resources": ["widgets"]}],
+            "matchPolicy": "Equivalent",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"]
+        }]
+    });
+    let (code, _, body) = request(
+        &client,
+        "POST",
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        None,
+        Some(config),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, _, body) = request(
+        &client,
+        "POST",
+        V2,
+        None,
+        Some(json!({"apiVersion": "ref.example.com/v2", "kind": "Widget",
+            "metadata": {"name": "w1"}, "spec": {"replicas": 3}})),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let reviews = hook.reviews("/admit");
+    assert_eq!(reviews.len(), 1);
+    let r = &reviews[0]["request"];
+    assert_eq!(r["kind"]["version"], "v1");
+    assert_eq!(r["requestKind"]["version"], "v2");
+    assert_eq!(r["object"]["apiVersion"], "ref.example.com/v1");
+    assert_eq!(
+        r["object"]["spec"],
+        json!({"size": 3}),
+        "converted by the webhook"
     );
 }

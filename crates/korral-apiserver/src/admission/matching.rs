@@ -268,6 +268,7 @@ mod tests {
             info: &info,
             operation: op,
             subresource: sub,
+            subresource_kind: None,
             generated_name: false,
             namespace: Some("ns"),
             name: "x",

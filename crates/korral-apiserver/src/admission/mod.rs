@@ -96,6 +96,9 @@ pub(crate) struct Request<'a> {
     pub operation: Operation,
     /// `status` for a status write.
     pub subresource: Option<&'static str>,
+    /// The group, version and kind of the subresource's objects when they are not the
+    /// resource's (`autoscaling`, `v1`, `Scale` for `/scale`): sent as is, in every version.
+    pub subresource_kind: Option<(&'static str, &'static str, &'static str)>,
     /// Whether the name was generated from `generateName` (mutating webhooks of a create see
     /// the object before the server names it).
     pub generated_name: bool,
@@ -156,7 +159,7 @@ pub(crate) async fn admit(
             matched: req.info.clone(),
         };
         let uid = uuid::Uuid::new_v4().to_string();
-        review::build_review(req, &own, object.as_ref(), false, &uid)
+        review::build_review(req, &own, object.as_ref(), req.old, false, &uid)
     };
     policy::run(req, object.as_ref(), review, &mut admitted.warnings)?;
     let validating = matching::candidates(req, false, object.as_ref());

@@ -71,7 +71,7 @@ async fn call_mutating(
         }
     };
     // The patch applies to the object in the version the webhook matched.
-    let mut view = object_for(req, &hook.matched, current);
+    let mut view = object_for(req, &hook.matched, current).await?;
     let before = view.clone();
     if let Err(e) = json_patch::patch(&mut view, &ops) {
         return Err(ApiError::internal(e.to_string()));
@@ -79,7 +79,7 @@ async fn call_mutating(
     if view == before {
         return Ok(false);
     }
-    *current = object_back(req, &hook.matched, view);
+    *current = object_back(req, &hook.matched, view).await?;
     Ok(true)
 }
 
@@ -102,11 +102,34 @@ pub(crate) async fn run_validating(
     Ok(())
 }
 
-/// `object` in the shape of the matched version (the request's own when it is that version).
-fn object_for(req: &Request<'_>, matched: &crate::registry::ResourceInfo, object: &Value) -> Value {
-    if matched.version == req.info.version {
-        return object.clone();
+/// `object` in the shape of the matched version (the request's own when it is that version;
+/// a custom resource with a conversion webhook is converted by it).
+async fn object_for(
+    req: &Request<'_>,
+    matched: &crate::registry::ResourceInfo,
+    object: &Value,
+) -> Result<Value, ApiError> {
+    if matched.version == req.info.version || req.subresource_kind.is_some() {
+        return Ok(object.clone());
     }
+    if crate::conversion::webhook_of(req.info).is_some() {
+        return crate::conversion::to_version(
+            req.objects,
+            req.info,
+            object.clone(),
+            &matched.version,
+        )
+        .await;
+    }
+    Ok(object_in_version(req, matched, object))
+}
+
+/// `object` in the matched version's shape through the kinds' own conversions.
+fn object_in_version(
+    req: &Request<'_>,
+    matched: &crate::registry::ResourceInfo,
+    object: &Value,
+) -> Value {
     let stored = req.info.strategy.convert_for_storage(object.clone());
     let mut view = matched
         .strategy
@@ -119,9 +142,16 @@ fn object_for(req: &Request<'_>, matched: &crate::registry::ResourceInfo, object
 }
 
 /// The inverse of [`object_for`]: a matched-version object back in the request's version.
-fn object_back(req: &Request<'_>, matched: &crate::registry::ResourceInfo, view: Value) -> Value {
-    if matched.version == req.info.version {
-        return view;
+async fn object_back(
+    req: &Request<'_>,
+    matched: &crate::registry::ResourceInfo,
+    view: Value,
+) -> Result<Value, ApiError> {
+    if matched.version == req.info.version || req.subresource_kind.is_some() {
+        return Ok(view);
+    }
+    if crate::conversion::webhook_of(req.info).is_some() {
+        return crate::conversion::to_version(req.objects, matched, view, &req.info.version).await;
     }
     let stored = matched.strategy.convert_for_storage(view);
     let mut back = req
@@ -132,7 +162,7 @@ fn object_back(req: &Request<'_>, matched: &crate::registry::ResourceInfo, view:
     if let Some(map) = back.as_object_mut() {
         map.insert("apiVersion".into(), json!(req.info.api_version()));
     }
-    back
+    Ok(back)
 }
 
 /// A call failure under the webhook's failure policy: ignored with `Ignore`, else upstream's
@@ -190,20 +220,23 @@ fn as_sent(req: &Request<'_>, object: &Value, mutating: bool) -> Value {
 }
 
 /// The `AdmissionReview` request for one webhook.
+/// `object` and `old` are in the matched version's shape (see [`object_for`]).
 pub(crate) fn build_review(
     req: &Request<'_>,
     hook: &Candidate,
     object: Option<&Value>,
+    old: Option<&Value>,
     mutating: bool,
     uid: &str,
 ) -> Value {
     let matched = &hook.matched;
     let mut r = Map::new();
     r.insert("uid".into(), json!(uid));
-    r.insert(
-        "kind".into(),
-        json!({"group": matched.group, "version": matched.version, "kind": matched.kind}),
-    );
+    let kind_of = |info: &crate::registry::ResourceInfo| match req.subresource_kind {
+        Some((group, version, kind)) => json!({"group": group, "version": version, "kind": kind}),
+        None => json!({"group": info.group, "version": info.version, "kind": info.kind}),
+    };
+    r.insert("kind".into(), kind_of(matched));
     r.insert(
         "resource".into(),
         json!({"group": matched.group, "version": matched.version, "resource": matched.resource}),
@@ -212,10 +245,7 @@ pub(crate) fn build_review(
         r.insert("subResource".into(), json!(sub));
     }
     let info = req.info;
-    r.insert(
-        "requestKind".into(),
-        json!({"group": info.group, "version": info.version, "kind": info.kind}),
-    );
+    r.insert("requestKind".into(), kind_of(info));
     r.insert(
         "requestResource".into(),
         json!({"group": info.group, "version": info.version, "resource": info.resource}),
@@ -232,14 +262,9 @@ pub(crate) fn build_review(
     }
     r.insert("operation".into(), json!(req.operation.as_str()));
     r.insert("userInfo".into(), user_info(req));
-    let view = |o: &Value| as_sent(req, &object_for(req, matched, o), mutating);
+    let view = |o: &Value| as_sent(req, o, mutating);
     r.insert("object".into(), object.map(view).unwrap_or(Value::Null));
-    r.insert(
-        "oldObject".into(),
-        req.old
-            .map(|o| object_for(req, matched, o))
-            .unwrap_or(Value::Null),
-    );
+    r.insert("oldObject".into(), old.cloned().unwrap_or(Value::Null));
     r.insert("dryRun".into(), json!(req.dry_run));
     let mut options = Map::new();
     options.insert("kind".into(), json!(req.operation.options_kind()));
@@ -299,7 +324,15 @@ async fn call(
     warnings: &mut Vec<String>,
 ) -> Result<Option<Value>, ApiError> {
     let uid = uuid::Uuid::new_v4().to_string();
-    let review = build_review(req, hook, object, mutating, &uid);
+    let object = match object {
+        Some(o) => Some(object_for(req, &hook.matched, o).await?),
+        None => None,
+    };
+    let old = match req.old {
+        Some(o) => Some(object_for(req, &hook.matched, o).await?),
+        None => None,
+    };
+    let review = build_review(req, hook, object.as_ref(), old.as_ref(), mutating, &uid);
     match conditions_hold(req, hook, &review) {
         Ok(true) => {}
         Ok(false) => return Ok(None),

@@ -248,7 +248,10 @@ async fn serve_resource(
         None => Part::Main,
         Some("status") if info.status_subresource => Part::Status,
         Some("scale") if info.scale.is_some() => {
-            return serve_scale(state, &info, &rp, method, query, headers, body_bytes).await;
+            return serve_scale(
+                state, &info, &rp, method, query, headers, body_bytes, requester,
+            )
+            .await;
         }
         Some(_) => return Err(ApiError::unknown_resource()),
     };
@@ -422,7 +425,8 @@ async fn serve_resource(
     }
 }
 
-/// `GET|PUT|PATCH .../<name>/scale`.
+/// `GET|PUT|PATCH .../<name>/scale`; admission webhooks run for `requester`.
+#[allow(clippy::too_many_arguments)]
 async fn serve_scale(
     state: &Arc<State>,
     info: &Arc<ResourceInfo>,
@@ -431,6 +435,7 @@ async fn serve_scale(
     query: &Query,
     headers: &HeaderMap,
     body_bytes: bytes::Bytes,
+    requester: &crate::auth::UserInfo,
 ) -> Result<Response<Body>, ApiError> {
     let name = rp
         .name
@@ -438,10 +443,11 @@ async fn serve_scale(
         .ok_or_else(ApiError::method_not_allowed)?;
     let namespace = rp.namespace.as_deref();
     let objects = &state.objects;
-    let scale = match *method {
-        Method::GET => objects.get_scale(info, namespace, name).await?,
+    let (scale, warnings) = match *method {
+        Method::GET => (objects.get_scale(info, namespace, name).await?, Vec::new()),
         Method::PUT => {
-            let opts = write_options(query, headers, "UpdateOptions", None, None)?;
+            let mut opts = write_options(query, headers, "UpdateOptions", None, None)?;
+            opts.requester = Some(requester.clone());
             let body = body::decode_object(&body_bytes, &content_type(headers), "Scale")?;
             objects
                 .write_scale(info, namespace, name, &opts, move |_| Ok(body))
@@ -449,7 +455,8 @@ async fn serve_scale(
         }
         Method::PATCH => {
             let patch_type = PatchType::from_content_type(&content_type(headers))?;
-            let opts = write_options(query, headers, "PatchOptions", Some(patch_type), None)?;
+            let mut opts = write_options(query, headers, "PatchOptions", Some(patch_type), None)?;
+            opts.requester = Some(requester.clone());
             if patch_type == PatchType::Apply {
                 let scale = objects
                     .apply_scale(info, namespace, name, &body_bytes, &opts)
@@ -465,7 +472,9 @@ async fn serve_scale(
         }
         _ => return Err(ApiError::method_not_allowed()),
     };
-    Ok(body::json_response(StatusCode::OK, &scale))
+    let mut response = body::json_response(StatusCode::OK, &scale);
+    body::add_warnings(&mut response, &warnings);
+    Ok(response)
 }
 
 /// Repeated fields of a JSON body (create, update, merge patches): 400 under
