@@ -29,6 +29,9 @@ pub enum Part {
     Main,
     /// The `/status` subresource: only status changes are kept.
     Status,
+    /// Another update subresource the kind's strategy declares (`approval`): the write reaches
+    /// the strategy whole, and the strategy keeps what the subresource may not change.
+    Subresource(&'static str),
 }
 
 /// How unknown fields in a request are treated (`fieldValidation`).
@@ -155,6 +158,7 @@ impl Track {
         match part {
             Part::Main => None,
             Part::Status => Some("status"),
+            Part::Subresource(name) => Some(name),
         }
     }
 }
@@ -512,6 +516,8 @@ impl Objects {
         Context {
             registry: self.registry.clone(),
             storage: self.storage.clone(),
+            user: None,
+            subresource: None,
         }
     }
 
@@ -706,6 +712,9 @@ impl Objects {
         strategy.canonicalize(obj);
         if let Some(old) = old {
             strategy.prepare_for_update(obj, old);
+            if let Some(subresource) = ctx.subresource {
+                strategy.prepare_for_subresource_update(subresource, obj, old);
+            }
         }
         let causes = match old {
             None => strategy.validate(obj, ctx),
@@ -806,7 +815,10 @@ impl Objects {
         if info.tracks_generation || info.is_custom() {
             md.insert("generation".into(), json!(1));
         }
-        let ctx = self.context();
+        let ctx = Context {
+            user: opts.requester.clone(),
+            ..self.context()
+        };
         info.strategy.prepare_for_create(info, &mut obj, &ctx);
         Self::validate_meta(info, &obj)?;
         let warnings =
@@ -1985,6 +1997,12 @@ fn prepare_update(
             }
             requested
         }
+        // The kind's strategy keeps what the subresource may not change.
+        Part::Subresource(_) => requested,
+    };
+    let ctx = &Context {
+        subresource: Track::part(part),
+        ..ctx.clone()
     };
     // System metadata is kept from the stored object.
     let cur_meta = meta::metadata(cur).cloned().unwrap_or_default();

@@ -107,6 +107,9 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     let mut entries = Vec::new();
     for info in &resources {
         entries.push(resource_entry(info));
+        for sub in info.strategy.subresources() {
+            entries.push(sub_entry(info, sub, &info.kind, None));
+        }
         if info.status_subresource {
             entries.push(sub_entry(info, "status", &info.kind, None));
         }
@@ -182,6 +185,11 @@ fn discovery_version(registry: &Registry, group: &str, version: &str) -> Value {
                 map.insert("categories".into(), json!(info.categories));
             }
             let mut subs = Vec::new();
+            for sub in info.strategy.subresources() {
+                subs.push(json!({"subresource": sub,
+                    "responseKind": response_kind("", "", &info.kind),
+                    "verbs": ["get", "patch", "update"]}));
+            }
             if info.status_subresource {
                 subs.push(json!({"subresource": "status",
                     "responseKind": response_kind("", "", &info.kind),

@@ -253,7 +253,10 @@ async fn serve_resource(
             )
             .await;
         }
-        Some(_) => return Err(ApiError::unknown_resource()),
+        Some(sub) => match info.strategy.subresources().iter().find(|s| **s == sub) {
+            Some(name) => Part::Subresource(name),
+            None => return Err(ApiError::unknown_resource()),
+        },
     };
     let objects = &state.objects;
     let view = View::negotiate(

@@ -22,12 +22,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::auth::UserInfo;
 use crate::error::{ApiError, Cause};
 use crate::objects::FieldValidation;
 use crate::registry::{Registry, ResourceInfo};
 use crate::storage::Storage;
 
-/// What a strategy may consult besides the object: the server's registry and storage.
+/// What a strategy may consult besides the object: the server's registry and storage, and
+/// the request (upstream's request context): who asks and which subresource it writes.
 ///
 /// Inside the guarded update the store may be read (its writers are serialised), so checks that
 /// look at other objects (allocations, quotas) cannot race with a concurrent write.
@@ -37,6 +39,10 @@ pub(crate) struct Context {
     pub registry: Arc<Registry>,
     /// The server's storage.
     pub storage: Arc<dyn Storage>,
+    /// The client making the request (`None` for the server's own writes).
+    pub user: Option<UserInfo>,
+    /// The subresource an update writes (`status`, `approval`); `None` for the main resource.
+    pub subresource: Option<&'static str>,
 }
 
 /// How deleting an existing object proceeds.
@@ -63,6 +69,19 @@ pub(crate) trait Strategy: Debug + Send + Sync {
 
     /// Carries over or resets server-owned fields on update, given the stored object.
     fn prepare_for_update(&self, _obj: &mut Value, _old: &Value) {}
+
+    /// Resets what an update through `subresource` may not change, given the stored object
+    /// (upstream's per-subresource strategies: a CSR's `approval` writes only its conditions).
+    /// Runs after [`Strategy::prepare_for_update`], on top of the generic rules (a `/status`
+    /// write keeps everything but `status`); nothing more by default.
+    fn prepare_for_subresource_update(&self, _subresource: &str, _obj: &mut Value, _old: &Value) {}
+
+    /// Update subresources besides `status` and `scale` (`approval`): their writes reach the
+    /// strategy whole, and [`Strategy::prepare_for_subresource_update`] keeps what they may not
+    /// change.
+    fn subresources(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// Field validation against the kind's schema. Built-in kinds drop the fields upstream's
     /// types do not know (refused under `Strict`, warned about under `Warn`); a value of the wrong

@@ -7,15 +7,17 @@ use serde_json::ser::PrettyFormatter;
 
 /// A value as Go marshals it: a JSON value (map keys sorted, as Go sorts them) or a struct
 /// whose fields keep their declaration order.
-pub(super) enum GoValue {
+pub(crate) enum GoValue {
     /// A plain JSON value.
     Json(Value),
     /// A struct: fields in order.
     Struct(Vec<(&'static str, GoValue)>),
+    /// A non-nil slice: elements in order.
+    List(Vec<GoValue>),
 }
 
 /// `value` as Go's `json.MarshalIndent(v, "", " ")` writes it.
-pub(super) fn marshal_indent(value: &GoValue) -> String {
+pub(crate) fn marshal_indent(value: &GoValue) -> String {
     let mut out = String::new();
     write(value, 0, &mut out);
     out
@@ -36,6 +38,20 @@ fn write(value: &GoValue, depth: usize, out: &mut String) {
             }
         }
         GoValue::Struct(fields) if fields.is_empty() => out.push_str("{}"),
+        GoValue::List(items) if items.is_empty() => out.push_str("[]"),
+        GoValue::List(items) => {
+            out.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                out.push_str(&" ".repeat(depth + 1));
+                write(item, depth + 1, out);
+                if i + 1 < items.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            out.push_str(&" ".repeat(depth));
+            out.push(']');
+        }
         GoValue::Struct(fields) => {
             out.push_str("{\n");
             for (i, (name, v)) in fields.iter().enumerate() {
@@ -55,7 +71,7 @@ fn write(value: &GoValue, depth: usize, out: &mut String) {
 
 /// The unified diff (hunks only, three lines of context, every line ending in a newline) of
 /// `old` and `new`; empty when they are equal.
-pub(super) fn unified(old: &str, new: &str) -> String {
+pub(crate) fn unified(old: &str, new: &str) -> String {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
     // Longest common subsequence table, from the ends.

@@ -2,7 +2,7 @@
 
 mod config_data;
 mod configmap;
-mod go_diff;
+pub(crate) mod go_diff;
 mod go_json;
 mod namespace;
 mod pod;
