@@ -510,6 +510,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 field_selectors: selectable_fields.clone(),
                 actions: Vec::new(),
                 pod_spec: None,
+                lists: &[],
                 printer: crate::kinds::printer::DEFAULT,
                 strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(
                     schema.clone(),

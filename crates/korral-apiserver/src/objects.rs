@@ -1067,7 +1067,7 @@ impl Objects {
     ) -> Result<Written, ApiError> {
         let info_for_patch = info.clone();
         self.write_existing(info, namespace, name, opts, part, track, move |current| {
-            let strategy = patch::strategic::BuiltinStrategy;
+            let strategy = patch::strategic::BuiltinStrategy::new(&info_for_patch);
             let strategy_ref: Option<&dyn patch::strategic::MergeStrategy> =
                 if info_for_patch.is_custom() {
                     None

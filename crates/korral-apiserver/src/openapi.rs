@@ -1714,6 +1714,7 @@ mod tests {
             field_selectors: vec![],
             actions: Vec::new(),
             pod_spec: None,
+                lists: &[],
             printer: crate::kinds::printer::DEFAULT,
             strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(None)),
             custom: Some(CustomResourceInfo {

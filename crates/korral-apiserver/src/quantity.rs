@@ -864,7 +864,8 @@ mod tests {
             ],
         )
             .prop_map(|(sign, int, frac, suffix)| {
-                let int = if int.is_empty() && frac.is_none() {
+                // A number needs a digit: "." or ".Pi" is not a quantity.
+                let int = if int.is_empty() && frac.as_deref().is_none_or(str::is_empty) {
                     "1".to_string()
                 } else {
                     int

@@ -18,6 +18,14 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// Deployments, whose merge keys the strategic merge patch engine uses here.
+static DEPLOYMENTS: std::sync::LazyLock<std::sync::Arc<korral_apiserver::registry::ResourceInfo>> =
+    std::sync::LazyLock::new(|| {
+        korral_apiserver::registry::Registry::with_builtins()
+            .get("apps", "v1", "deployments")
+            .expect("deployments are served")
+    });
+
 /// Cases per property (the HTTP ones cost a round trip each).
 const CASES: u32 = 200;
 
@@ -131,7 +139,7 @@ proptest! {
             (PatchType::Strategic, &body),
             (PatchType::Json, &ops),
         ] {
-            if let Err(e) = apply_patch(kind, &original, body, Some(&BuiltinStrategy)) {
+            if let Err(e) = apply_patch(kind, &original, body, Some(&BuiltinStrategy::new(&DEPLOYMENTS))) {
                 prop_assert!((400..500).contains(&e.code), "{kind:?}: {e}");
             }
         }

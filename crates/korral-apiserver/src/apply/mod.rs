@@ -49,7 +49,7 @@ pub struct Actor<'a> {
 pub fn semantics(info: &ResourceInfo) -> Box<dyn Semantics + '_> {
     match info.custom.as_ref().and_then(|c| c.schema.as_deref()) {
         Some(schema) => Box::new(SchemaSemantics::new(schema)),
-        None => Box::new(BuiltinSemantics),
+        None => Box::new(BuiltinSemantics::new(info)),
     }
 }
 

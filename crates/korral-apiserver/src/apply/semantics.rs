@@ -2,11 +2,15 @@
 //! map with `x-kubernetes-list-map-keys`) and `x-kubernetes-map-type` (atomic or granular).
 //!
 //! Built-in kinds use upstream's choices (the `+listType`/`+listMapKey`/`+mapType`/
-//! `+structType` markers of the Kubernetes API types); custom resources read the CRD schema.
+//! `+structType` markers of the Kubernetes API types, from the one table of
+//! [`crate::kinds::lists`]); custom resources read the CRD schema.
 //! Paths are field names from the root, list items omitted (as in
 //! [`crate::patch::MergeStrategy`]).
 
 use serde_json::Value;
+
+use crate::kinds::lists::ListRule;
+use crate::registry::ResourceInfo;
 
 /// How a list merges.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,89 +35,36 @@ pub trait Semantics {
     }
 }
 
-/// Upstream's semantics for built-in kinds.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BuiltinSemantics;
-
-/// Where object metas sit in built-in kinds.
-const OBJECT_META_PATHS: &[&[&str]] = &[
-    &["metadata"],
-    &["template", "metadata"],
-    &["spec", "template", "metadata"],
-    &["spec", "jobTemplate", "metadata"],
-    &["spec", "jobTemplate", "spec", "template", "metadata"],
-];
-
-/// Where pod specs sit in built-in kinds.
-const POD_SPEC_PATHS: &[&[&str]] = &[
-    &["spec"],
-    &["template", "spec"],
-    &["spec", "template", "spec"],
-    &["spec", "jobTemplate", "spec", "template", "spec"],
-];
-
-fn keys(k: &[&str]) -> ListType {
-    ListType::Map(k.iter().map(|s| s.to_string()).collect())
+/// Upstream's semantics for a built-in kind: the list types of [`crate::kinds::lists`];
+/// selectors are atomic maps.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinSemantics<'a> {
+    info: &'a ResourceInfo,
 }
 
-fn meta_list(last: &str) -> Option<ListType> {
-    match last {
-        "finalizers" => Some(ListType::Set),
-        "ownerReferences" => Some(keys(&["uid"])),
-        _ => None,
+impl<'a> BuiltinSemantics<'a> {
+    /// The semantics of `info`'s objects.
+    pub fn new(info: &'a ResourceInfo) -> Self {
+        Self { info }
     }
 }
 
-fn pod_spec_list(rest: &[&str]) -> Option<ListType> {
-    let is_container_list =
-        |s: &str| matches!(s, "containers" | "initContainers" | "ephemeralContainers");
-    match rest {
-        [c] if is_container_list(c) => Some(keys(&["name"])),
-        [c, field] if is_container_list(c) => match *field {
-            "ports" => Some(keys(&["containerPort", "protocol"])),
-            "env" => Some(keys(&["name"])),
-            "volumeMounts" => Some(keys(&["mountPath"])),
-            "volumeDevices" => Some(keys(&["devicePath"])),
-            "resizePolicy" => Some(ListType::Atomic),
-            _ => None,
-        },
-        ["volumes" | "imagePullSecrets" | "resourceClaims" | "schedulingGates"] => {
-            Some(keys(&["name"]))
+impl ListType {
+    /// The list type of a built-in kind's list rule (`None`: atomic).
+    fn of(rule: Option<ListRule>) -> Self {
+        match rule {
+            Some(ListRule::Map { keys, .. }) => {
+                ListType::Map(keys.iter().map(|k| k.to_string()).collect())
+            }
+            Some(ListRule::Set) => ListType::Set,
+            Some(ListRule::Atomic) | None => ListType::Atomic,
         }
-        ["hostAliases"] => Some(keys(&["ip"])),
-        ["topologySpreadConstraints"] => Some(keys(&["topologyKey", "whenUnsatisfiable"])),
-        _ => None,
     }
 }
 
-impl Semantics for BuiltinSemantics {
+impl Semantics for BuiltinSemantics<'_> {
     fn list_type(&self, path: &[String]) -> ListType {
-        let p: Vec<&str> = path.iter().map(String::as_str).collect();
-        for meta in OBJECT_META_PATHS {
-            if p.len() == meta.len() + 1
-                && p.starts_with(meta)
-                && let Some(t) = p.last().and_then(|l| meta_list(l))
-            {
-                return t;
-            }
-        }
-        for spec in POD_SPEC_PATHS {
-            if p.starts_with(spec)
-                && let Some(t) = pod_spec_list(&p[spec.len()..])
-            {
-                return t;
-            }
-        }
-        match p.as_slice() {
-            ["status", "conditions"] => keys(&["type"]),
-            ["status", "addresses"] => keys(&["type"]),
-            ["status", "podIPs" | "hostIPs"] => keys(&["ip"]),
-            ["status", "resourceClaimStatuses"] => keys(&["name"]),
-            ["spec", "ports"] => keys(&["port", "protocol"]),
-            ["spec", "podCIDRs"] => ListType::Set,
-            ["secrets"] => keys(&["name"]),
-            _ => ListType::Atomic,
-        }
+        ListType::of(crate::kinds::lists::rule(self.info, path))
     }
 
     fn map_atomic(&self, path: &[String]) -> bool {
@@ -169,8 +120,10 @@ impl<'a> SchemaSemantics<'a> {
 
 impl Semantics for SchemaSemantics<'_> {
     fn list_type(&self, path: &[String]) -> ListType {
-        if path.first().is_some_and(|p| p == "metadata") {
-            return BuiltinSemantics.list_type(path);
+        if let [first, field] = path
+            && first == "metadata"
+        {
+            return ListType::of(crate::kinds::lists::object_meta_list(field));
         }
         let Some(node) = self.node(path) else {
             return ListType::Atomic;
@@ -223,7 +176,9 @@ mod tests {
 
     #[test]
     fn builtin_choices_match_upstream() {
-        let b = BuiltinSemantics;
+        let registry = crate::registry::Registry::with_builtins();
+        let info = registry.get("apps", "v1", "deployments").expect("served");
+        let b = BuiltinSemantics::new(&info);
         assert_eq!(
             b.list_type(&p("spec.template.spec.containers")),
             ListType::Map(vec!["name".into()])
@@ -232,8 +187,14 @@ mod tests {
             b.list_type(&p("spec.template.spec.containers.ports")),
             ListType::Map(vec!["containerPort".into(), "protocol".into()])
         );
-        assert_eq!(b.list_type(&p("spec.containers.args")), ListType::Atomic);
-        assert_eq!(b.list_type(&p("spec.tolerations")), ListType::Atomic);
+        assert_eq!(
+            b.list_type(&p("spec.template.spec.containers.args")),
+            ListType::Atomic
+        );
+        assert_eq!(
+            b.list_type(&p("spec.template.spec.tolerations")),
+            ListType::Atomic
+        );
         assert_eq!(b.list_type(&p("metadata.finalizers")), ListType::Set);
         assert_eq!(
             b.list_type(&p("metadata.ownerReferences")),

@@ -481,6 +481,10 @@ pub fn depth(v: &Value) -> usize {
 mod tests {
     use super::*;
     use crate::apply::semantics::BuiltinSemantics;
+
+    fn pod() -> BuiltinSemantics<'static> {
+        BuiltinSemantics::new(crate::kinds::lists::test_info("Pod"))
+    }
     use serde_json::json;
 
     #[test]
@@ -491,7 +495,8 @@ mod tests {
                 {"name": "c", "image": "i", "args": ["1", "2"], "ports": [{"containerPort": 80}]}
             ]}}}
         });
-        let set = applied_set(&config, &BuiltinSemantics).expect("set");
+        let deployments = BuiltinSemantics::new(crate::kinds::lists::test_info("Deployment"));
+        let set = applied_set(&config, &deployments).expect("set");
         let v1 = set.to_fields_v1();
         assert_eq!(
             v1,
@@ -505,10 +510,10 @@ mod tests {
             })
         );
         let bad = json!({"spec": {"containers": [{"image": "x"}]}});
-        let err = applied_set(&bad, &BuiltinSemantics).expect_err("missing key");
+        let err = applied_set(&bad, &pod()).expect_err("missing key");
         assert!(err.contains("omits key field \"name\""), "{err}");
         let dup = json!({"spec": {"containers": [{"name": "a"}, {"name": "a"}]}});
-        assert!(applied_set(&dup, &BuiltinSemantics).is_err());
+        assert!(applied_set(&dup, &pod()).is_err());
     }
 
     #[test]
@@ -519,7 +524,7 @@ mod tests {
         let config = json!({"spec": {"containers": [
             {"name": "c", "image": "c2"}, {"name": "a", "image": "a2"}, {"name": "d", "image": "d"}
         ], "tolerations": [{"key": "y"}]}});
-        let merged = merge(&live, &config, &BuiltinSemantics).expect("merge");
+        let merged = merge(&live, &config, &pod()).expect("merge");
         let names: Vec<&str> = merged["spec"]["containers"]
             .as_array()
             .expect("list")
@@ -538,7 +543,7 @@ mod tests {
     fn compare_reports_added_removed_modified() {
         let old = json!({"data": {"a": "1", "b": "2"}});
         let new = json!({"data": {"a": "9", "c": "3"}, "spec": {"x": 1}});
-        let c = compare(&old, &new, &BuiltinSemantics);
+        let c = compare(&old, &new, &pod());
         assert_eq!(c.modified.to_fields_v1(), json!({"f:data": {"f:a": {}}}));
         assert_eq!(c.removed.to_fields_v1(), json!({"f:data": {"f:b": {}}}));
         assert_eq!(
@@ -552,13 +557,9 @@ mod tests {
         let mut obj = json!({"spec": {"containers": [{"name": "a", "image": "x", "tmp": "d"}, {"name": "b"}]}, "data": {"k": "v"}});
         let a = json!({"spec": {"containers": [{"name": "a", "image": "x"}]}});
         let b = json!({"spec": {"containers": [{"name": "b"}]}});
-        let last = applied_set(&a, &BuiltinSemantics)
-            .expect("a")
-            .with_ancestors();
-        let keep = applied_set(&b, &BuiltinSemantics)
-            .expect("b")
-            .with_ancestors();
-        prune(&mut obj, &last, &keep, &BuiltinSemantics);
+        let last = applied_set(&a, &pod()).expect("a").with_ancestors();
+        let keep = applied_set(&b, &pod()).expect("b").with_ancestors();
+        prune(&mut obj, &last, &keep, &pod());
         assert_eq!(
             obj,
             json!({"spec": {"containers": [{"name": "b"}]}, "data": {"k": "v"}})

@@ -7,6 +7,7 @@
 
 pub(crate) mod actions;
 pub(crate) mod admissionregistration;
+pub(crate) mod lists;
 mod apiextensions;
 mod apps;
 mod autoscaling;
@@ -37,6 +38,7 @@ use schemars::SchemaGenerator;
 
 use crate::registry::{NameRule, ResourceInfo, ScalePaths, standard_verbs};
 pub(crate) use printer::Printer;
+pub(crate) use flowcontrol::mandatory_configuration;
 pub(crate) use scheduling::system_priority_classes;
 pub(crate) use strategy::{Context, DeletePlan, Strategy};
 
@@ -59,6 +61,7 @@ pub(crate) struct KindDef {
     schema: Option<fn(&mut SchemaGenerator)>,
     actions: Vec<actions::Action>,
     pod_spec: Option<&'static str>,
+    lists: &'static [lists::ListAt],
     printer: Printer,
     strategy: Arc<dyn Strategy>,
 }
@@ -94,6 +97,7 @@ impl KindDef {
             schema: None,
             actions: Vec::new(),
             pod_spec: None,
+            lists: &[],
             printer: printer::DEFAULT,
             strategy: Arc::new(strategy),
         }
@@ -191,6 +195,13 @@ impl KindDef {
         self
     }
 
+    /// Lists only this kind has that merge by key or as sets (see [`lists`]; object metadata,
+    /// the pod spec and `status.conditions` need no declaration).
+    pub(crate) fn lists(mut self, lists: &'static [lists::ListAt]) -> Self {
+        self.lists = lists;
+        self
+    }
+
     /// Without the `deletecollection` verb (Namespaces).
     pub(crate) fn without_delete_collection(mut self) -> Self {
         self.delete_collection = false;
@@ -233,6 +244,7 @@ impl KindDef {
             custom: None,
             actions: self.actions.clone(),
             pod_spec: self.pod_spec,
+            lists: self.lists,
             printer: self.printer,
             strategy: self.strategy.clone(),
         }

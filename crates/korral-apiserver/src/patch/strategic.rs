@@ -19,6 +19,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
+use crate::kinds::lists::ListRule;
+use crate::registry::ResourceInfo;
 
 use super::{decode_json, go_json_kind, rejected_patch};
 
@@ -86,95 +88,27 @@ impl MergeStrategy for ReplaceLists {
     }
 }
 
-/// Upstream's patch strategies of the built-in kinds this server serves.
-///
-/// The rules are positional, so one value serves every built-in kind:
-///
-/// * object metadata (`metadata`, and the pod / job templates' `metadata`): `finalizers` as a
-///   primitive set, `ownerReferences` by `uid`;
-/// * pod specs (`spec` of a Pod, `template.spec` of a PodTemplate, `spec.template.spec` of a
-///   Deployment, ReplicaSet, StatefulSet, DaemonSet, Job or ReplicationController,
-///   `spec.jobTemplate.spec.template.spec` of a CronJob): `containers`, `initContainers`,
-///   `ephemeralContainers`, `volumes`, `imagePullSecrets`, `resourceClaims`, `schedulingGates`
-///   by `name`, `hostAliases` by `ip`, `topologySpreadConstraints` by `topologyKey`; in every
-///   container `ports` by `containerPort`, `env` by `name`, `volumeMounts` by `mountPath`,
-///   `volumeDevices` by `devicePath`;
-/// * `status.conditions` by `type`; Pod `status.podIPs` / `status.hostIPs` by `ip` and
-///   `status.resourceClaimStatuses` by `name`; Node `status.addresses` by `type` and
-///   `spec.podCIDRs` as a set;
-/// * Service `spec.ports` by `port`; ServiceAccount `secrets` by `name`.
-///
-/// Every other list (`tolerations`, `envFrom`, `args`, ...) is replaced, as upstream.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BuiltinStrategy;
+/// Upstream's patch strategies of a built-in kind: the merge keys and sets of
+/// [`crate::kinds::lists`] (object metadata, the pod spec, `status.conditions` and the lists the
+/// kind declares); every other list (`tolerations`, `envFrom`, `args`, ...) is replaced.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinStrategy<'a> {
+    info: &'a ResourceInfo,
+}
 
-/// Where object metas sit in built-in kinds.
-const OBJECT_META_PATHS: &[&[&str]] = &[
-    &["metadata"],
-    &["template", "metadata"],
-    &["spec", "template", "metadata"],
-    &["spec", "jobTemplate", "metadata"],
-    &["spec", "jobTemplate", "spec", "template", "metadata"],
-];
-
-/// Where pod specs sit in built-in kinds.
-const POD_SPEC_PATHS: &[&[&str]] = &[
-    &["spec"],
-    &["template", "spec"],
-    &["spec", "template", "spec"],
-    &["spec", "jobTemplate", "spec", "template", "spec"],
-];
-
-fn pod_spec_list(rest: &[&str]) -> ListStrategy {
-    let is_container_list =
-        |s: &str| matches!(s, "containers" | "initContainers" | "ephemeralContainers");
-    match rest {
-        [c] if is_container_list(c) => ListStrategy::merge("name"),
-        [c, field] if is_container_list(c) => match *field {
-            "ports" => ListStrategy::merge("containerPort"),
-            "env" => ListStrategy::merge("name"),
-            "volumeMounts" => ListStrategy::merge("mountPath"),
-            "volumeDevices" => ListStrategy::merge("devicePath"),
-            _ => ListStrategy::Replace,
-        },
-        ["volumes" | "imagePullSecrets" | "resourceClaims" | "schedulingGates"] => {
-            ListStrategy::merge("name")
-        }
-        ["hostAliases"] => ListStrategy::merge("ip"),
-        ["topologySpreadConstraints"] => ListStrategy::merge("topologyKey"),
-        _ => ListStrategy::Replace,
+impl<'a> BuiltinStrategy<'a> {
+    /// The merge strategy of `info`'s objects.
+    pub fn new(info: &'a ResourceInfo) -> Self {
+        Self { info }
     }
 }
 
-impl MergeStrategy for BuiltinStrategy {
+impl MergeStrategy for BuiltinStrategy<'_> {
     fn list_strategy(&self, path: &[String]) -> ListStrategy {
-        let p: Vec<&str> = path.iter().map(String::as_str).collect();
-        for meta in OBJECT_META_PATHS {
-            if p.len() == meta.len() + 1 && p.starts_with(meta) {
-                return match p.last().copied() {
-                    Some("finalizers") => ListStrategy::MergePrimitives,
-                    Some("ownerReferences") => ListStrategy::merge("uid"),
-                    _ => ListStrategy::Replace,
-                };
-            }
-        }
-        for spec in POD_SPEC_PATHS {
-            if p.starts_with(spec) {
-                let strategy = pod_spec_list(&p[spec.len()..]);
-                if strategy.is_merge() {
-                    return strategy;
-                }
-            }
-        }
-        match p.as_slice() {
-            ["status", "conditions" | "addresses"] => ListStrategy::merge("type"),
-            ["status", "podIPs" | "hostIPs"] => ListStrategy::merge("ip"),
-            ["status", "resourceClaimStatuses"] => ListStrategy::merge("name"),
-            ["spec", "ports"] => ListStrategy::merge("port"),
-            ["spec", "podCIDRs"] => ListStrategy::MergePrimitives,
-            // ServiceAccount `secrets` (`patchStrategy:"merge" patchMergeKey:"name"`).
-            ["secrets"] => ListStrategy::merge("name"),
-            _ => ListStrategy::Replace,
+        match crate::kinds::lists::rule(self.info, path) {
+            Some(ListRule::Map { patch_key, .. }) => ListStrategy::merge(patch_key),
+            Some(ListRule::Set) => ListStrategy::MergePrimitives,
+            Some(ListRule::Atomic) | None => ListStrategy::Replace,
         }
     }
 }
@@ -1104,8 +1038,8 @@ mod tests {
         &v["spec"]["template"]["spec"]["containers"]
     }
 
-    fn builtin() -> BuiltinStrategy {
-        BuiltinStrategy
+    fn builtin() -> BuiltinStrategy<'static> {
+        BuiltinStrategy::new(crate::kinds::lists::test_info("Deployment"))
     }
 
     #[test]
@@ -1527,10 +1461,9 @@ mod tests {
 
     #[test]
     fn builtin_strategy_paths() {
-        // The kind only documents where the path comes from: the rules are positional.
-        let s = |_kind: &str, path: &[&str]| {
+        let s = |kind: &str, path: &[&str]| {
             let path: Vec<String> = path.iter().map(|p| p.to_string()).collect();
-            BuiltinStrategy.list_strategy(&path)
+            BuiltinStrategy::new(crate::kinds::lists::test_info(kind)).list_strategy(&path)
         };
         assert_eq!(
             s("Pod", &["spec", "containers"]),
@@ -1624,7 +1557,7 @@ mod tests {
         let out = smp(
             svc,
             json!({"spec":{"ports":[{"port":443,"name":"https"}]}}),
-            &BuiltinStrategy,
+            &BuiltinStrategy::new(crate::kinds::lists::test_info("Service")),
         );
         assert_eq!(
             out["spec"]["ports"],
@@ -1634,7 +1567,7 @@ mod tests {
         let out = smp(
             pod,
             json!({"status":{"conditions":[{"type":"Ready","status":"True"}]}}),
-            &BuiltinStrategy,
+            &BuiltinStrategy::new(crate::kinds::lists::test_info("Pod")),
         );
         assert_eq!(
             out["status"]["conditions"],

@@ -100,6 +100,8 @@ pub struct ResourceInfo {
     pub custom: Option<CustomResourceInfo>,
     /// Where its objects hold a pod spec (`spec.template.spec`), for pods and their controllers.
     pub(crate) pod_spec: Option<&'static str>,
+    /// Lists only this kind has that merge by key or as sets (built-in kinds).
+    pub(crate) lists: &'static [crate::kinds::lists::ListAt],
     /// Create-only subresources acting on an object (`pods/eviction`).
     pub(crate) actions: Vec<crate::kinds::actions::Action>,
     /// How objects print as a `Table` (built-in kinds; custom resources use their CRD's

@@ -20,8 +20,52 @@ mod volumes;
 use k8s_openapi::api::core::v1 as api;
 
 use super::KindDef;
+use super::lists::{ListAt, ListRule};
 use super::strategy::{Defaulted, Plain};
 use crate::registry::NameRule;
+
+/// Node: `spec.podCIDRs` is a set, `status.addresses` keyed by `type`.
+const NODE_LISTS: &[ListAt] = &[
+    ListAt {
+        path: "spec.podCIDRs",
+        rule: ListRule::Set,
+    },
+    ListAt {
+        path: "status.addresses",
+        rule: ListRule::keyed(&["type"]),
+    },
+];
+
+/// Pod status: addresses keyed by `ip`, resource claim statuses by `name`.
+const POD_LISTS: &[ListAt] = &[
+    ListAt {
+        path: "status.podIPs",
+        rule: ListRule::keyed(&["ip"]),
+    },
+    ListAt {
+        path: "status.hostIPs",
+        rule: ListRule::keyed(&["ip"]),
+    },
+    ListAt {
+        path: "status.resourceClaimStatuses",
+        rule: ListRule::keyed(&["name"]),
+    },
+];
+
+/// ServiceAccount `secrets`, keyed by `name`.
+const SERVICE_ACCOUNT_LISTS: &[ListAt] = &[ListAt {
+    path: "secrets",
+    rule: ListRule::keyed(&["name"]),
+}];
+
+/// Service `spec.ports`: patches merge by `port`, applies by `port` and `protocol`.
+const SERVICE_LISTS: &[ListAt] = &[ListAt {
+    path: "spec.ports",
+    rule: ListRule::Map {
+        patch_key: "port",
+        keys: &["port", "protocol"],
+    },
+}];
 
 /// The core kinds, in upstream's discovery order (by resource name).
 pub(super) fn kinds() -> Vec<KindDef> {
@@ -89,6 +133,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .without_delete_collection(),
         KindDef::new("", "v1", "nodes", "Node", Plain)
             .schema::<api::Node>()
+            .lists(NODE_LISTS)
             .cluster_scoped()
             .short(&["no"])
             .printer(print::NODES)
@@ -119,6 +164,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .printer(print::PERSISTENT_VOLUMES),
         KindDef::new("", "v1", "pods", "Pod", pod::PodStrategy)
             .pod_spec("spec")
+            .lists(POD_LISTS)
             .schema::<api::Pod>()
             .action("binding", "", "v1", "Binding")
             .action("eviction", "policy", "v1", "Eviction")
@@ -177,6 +223,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             .fields(&["type"])
             .printer(print::SECRETS),
         KindDef::new("", "v1", "serviceaccounts", "ServiceAccount", Plain)
+            .lists(SERVICE_ACCOUNT_LISTS)
             .action("token", "authentication.k8s.io", "v1", "TokenRequest")
             .schema::<api::ServiceAccount>()
             .short(&["sa"])
@@ -189,6 +236,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             service::ServiceStrategy::new(),
         )
         .schema::<api::Service>()
+        .lists(SERVICE_LISTS)
         .short(&["svc"])
         .printer(print::SERVICES)
         .in_all()
