@@ -357,6 +357,7 @@ async fn updates_may_change_images_and_nothing_else_of_the_spec() {
     )
     .await;
     assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["generation"], 1, "pods track their generation");
     let path = format!("{PODS}/q");
 
     // The captured refusal: a command added to the container.
@@ -401,6 +402,7 @@ async fn updates_may_change_images_and_nothing_else_of_the_spec() {
     .await;
     assert_eq!(code, 200, "{patched}");
     assert_eq!(patched["spec"]["containers"][0]["image"], "busybox:1.36");
+    assert_eq!(patched["metadata"]["generation"], 2, "a spec change bumps it");
     let mut added = patched.clone();
     added["spec"]["tolerations"]
         .as_array_mut()
@@ -432,6 +434,10 @@ async fn updates_may_change_images_and_nothing_else_of_the_spec() {
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["status"]["phase"], "Running");
     assert!(body["spec"]["containers"][0].get("command").is_none());
+    assert_eq!(
+        body["metadata"]["generation"], read["metadata"]["generation"],
+        "a status write does not"
+    );
 }
 
 async fn send_patch(client: &Client, path: &str, patch: Value) -> (u16, Value) {

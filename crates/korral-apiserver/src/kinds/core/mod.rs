@@ -164,6 +164,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .printer(print::PERSISTENT_VOLUMES),
         KindDef::new("", "v1", "pods", "Pod", pod::PodStrategy)
             .pod_spec("spec")
+            .generation()
             .lists(POD_LISTS)
             .schema::<api::Pod>()
             .action("binding", "", "v1", "Binding")
