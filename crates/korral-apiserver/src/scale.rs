@@ -23,9 +23,20 @@ pub fn to_scale(info: &ResourceInfo, paths: &ScalePaths, obj: &Value) -> Value {
             .and_then(Value::as_str)
             .map(str::to_string)
     } else {
-        // Built-in workloads: render `spec.selector` as a selector string.
+        // Built-in workloads: render `spec.selector` as a selector string, be it a
+        // `LabelSelector` or a plain label map (ReplicationControllers).
         meta::path(obj, "spec.selector")
-            .and_then(|s| selector::from_label_selector_json(s).ok())
+            .map(|s| match s.as_object() {
+                Some(map)
+                    if map
+                        .keys()
+                        .any(|k| k != "matchLabels" && k != "matchExpressions") =>
+                {
+                    serde_json::json!({"matchLabels": s})
+                }
+                _ => s.clone(),
+            })
+            .and_then(|s| selector::from_label_selector_json(&s).ok())
             .map(|s| s.to_string())
     };
     let mut metadata = json!({

@@ -763,6 +763,11 @@ async fn quotas_limit_ranges_and_replication_controllers() {
     );
     let scale = rcs.get_scale("rc").await.expect("scale");
     assert_eq!(scale.spec.and_then(|s| s.replicas), Some(0));
+    assert_eq!(
+        scale.status.and_then(|s| s.selector).as_deref(),
+        Some("app=rc"),
+        "the plain label map is the Scale's selector"
+    );
     let mismatch = post(
         &env,
         "/api/v1/namespaces/default/replicationcontrollers",
