@@ -985,3 +985,104 @@ async fn simulation_settles_once_converged() {
         "writes continued after convergence"
     );
 }
+
+fn pod_scheduled(pod: &Pod) -> Option<(String, Option<String>)> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
+        .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+#[tokio::test]
+async fn cordoned_node_leaves_new_pods_pending_until_uncordoned() {
+    let env = sim_env().await;
+    let nodes: Api<Node> = Api::all(env.client());
+    wait_until(WAIT, "the simulated node", || {
+        let nodes = nodes.clone();
+        async move { nodes.get("korral-node").await.is_ok() }
+    })
+    .await
+    .expect("node");
+    let cordon = |on: bool| json!({"spec": {"unschedulable": on}});
+    nodes
+        .patch(
+            "korral-node",
+            &PatchParams::default(),
+            &Patch::Merge(cordon(true)),
+        )
+        .await
+        .expect("cordon");
+
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let waiting: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "waiting"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+    )
+    .expect("pod");
+    let tolerant: Pod = serde_json::from_value(json!({"metadata": {"name": "tolerant"}, "spec": {
+        "containers": [{"name": "c", "image": "nginx"}],
+        "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]}}))
+    .expect("pod");
+    for pod in [&waiting, &tolerant] {
+        pods.create(&PostParams::default(), pod)
+            .await
+            .expect("create");
+    }
+    // The pod that tolerates the cordon runs; the other waits, as upstream's scheduler leaves it.
+    wait_until(WAIT, "tolerant pod ready, the other unschedulable", || {
+        let pods = pods.clone();
+        async move {
+            let tolerant = pods.get("tolerant").await.is_ok_and(|p| ready(&p));
+            let waiting = pods.get("waiting").await.ok();
+            tolerant
+                && waiting.as_ref().is_some_and(|p| {
+                    pod_scheduled(p)
+                        == Some(("False".to_string(), Some("Unschedulable".to_string())))
+                })
+        }
+    })
+    .await
+    .expect("scheduling while cordoned");
+    let pod = pods.get("waiting").await.expect("get");
+    let status = pod.status.clone().unwrap_or_default();
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    assert!(
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_none(),
+        "not bound: {pod:?}"
+    );
+    let message = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .and_then(|c| c.message)
+        .unwrap_or_default();
+    assert_eq!(
+        message,
+        "0/1 nodes are available: 1 node(s) were unschedulable. preemption: 0/1 nodes are \
+         available: 1 Preemption is not helpful for scheduling."
+    );
+
+    nodes
+        .patch(
+            "korral-node",
+            &PatchParams::default(),
+            &Patch::Merge(cordon(false)),
+        )
+        .await
+        .expect("uncordon");
+    wait_until(WAIT, "the waiting pod runs once uncordoned", || {
+        let pods = pods.clone();
+        async move {
+            pods.get("waiting").await.is_ok_and(|p| {
+                ready(&p)
+                    && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some("korral-node")
+            })
+        }
+    })
+    .await
+    .expect("scheduled after uncordon");
+}

@@ -240,6 +240,21 @@ impl Simulator {
         }
     }
 
+    /// Queues every pod not bound to a node yet: a change of the node (uncordoned, say) may
+    /// let the scheduler place them now.
+    fn queue_unbound_pods(&mut self) {
+        let snapshot = self.objects.storage().snapshot();
+        let prefix = collection_prefix("", "pods", None);
+        for (key, pod) in snapshot.range(&prefix, None) {
+            let bound = meta::path(pod, "spec.nodeName")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            if !bound && let Some(work) = work_for("", "pods", key) {
+                self.queue.insert(work);
+            }
+        }
+    }
+
     /// Queues the work one storage event calls for.
     fn apply(&mut self, event: &Event) {
         if event.revision <= self.seen {
@@ -249,6 +264,7 @@ impl Simulator {
         if event.key.starts_with("/core/nodes/") {
             if meta::name(&event.object) == pods::NODE_NAME {
                 self.queue.insert(Work::Node);
+                self.queue_unbound_pods();
             }
             return;
         }

@@ -4,7 +4,10 @@
 //! Every step is its own write, as upstream's scheduler and kubelet make them: a new Pod is
 //! bound to the node (`spec.nodeName`, `PodScheduled`, still `Pending`); then it runs (IPs,
 //! `startTime`, container statuses, all conditions `True`, `Running`); a Pod of a Job then
-//! succeeds (containers terminated with exit code 0, `Succeeded`).
+//! succeeds (containers terminated with exit code 0, `Succeeded`). While the node is cordoned
+//! (`spec.unschedulable`), new Pods that do not tolerate `node.kubernetes.io/unschedulable`
+//! stay `Pending` with upstream's `Unschedulable` condition, as on a one-node cluster, and are
+//! scheduled once it is uncordoned.
 
 use std::collections::HashSet;
 
@@ -23,6 +26,12 @@ pub const NODE_NAME: &str = "korral-node";
 pub const NODE_IP: &str = "172.18.0.2";
 /// The kubelet version the node reports.
 const KUBELET_VERSION: &str = "v1.33.0";
+/// The taint upstream puts on a cordoned node; pods must tolerate it to be scheduled there.
+const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+/// The scheduler's message when the only node is cordoned (upstream's `NodeUnschedulable`
+/// filter, then preemption).
+const UNSCHEDULABLE_MESSAGE: &str = "0/1 nodes are available: 1 node(s) were unschedulable. \
+    preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
 
 /// Registers the node (when the server serves Nodes) and keeps its status Ready.
 pub async fn ensure_node(objects: &Objects) -> Result<(), ApiError> {
@@ -110,6 +119,10 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     let node = meta::path(&pod, "spec.nodeName")
         .and_then(Value::as_str)
         .unwrap_or("");
+    if node.is_empty() && node_cordoned(objects) && !tolerates_unschedulable(&pod) {
+        // The scheduler finds no node: the pod waits, as upstream's does.
+        return access::modify(objects, key, uid, mark_unschedulable).await;
+    }
     if node.is_empty() || access::condition_status(&pod, "PodScheduled") != Some("True") {
         // The scheduler binds the pod.
         return access::modify(objects, key, uid, |pod| {
@@ -135,6 +148,54 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         return access::modify(objects, key, uid, complete).await;
     }
     Ok(())
+}
+
+/// Whether the simulated node is cordoned (`spec.unschedulable: true`).
+fn node_cordoned(objects: &Objects) -> bool {
+    objects
+        .storage()
+        .get(&object_key("", "nodes", None, NODE_NAME))
+        .is_some_and(|node| meta::path(&node, "spec.unschedulable") == Some(&Value::Bool(true)))
+}
+
+/// Whether one of the pod's tolerations tolerates the `NoSchedule` taint of a cordoned node
+/// (upstream's `Toleration.ToleratesTaint`: matching effect or none, matching key or an empty
+/// key with `Exists`, and `Exists` or an equal (empty) value).
+fn tolerates_unschedulable(pod: &Value) -> bool {
+    let field = |t: &Value, name: &str| {
+        t.get(name)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    meta::path(pod, "spec.tolerations")
+        .and_then(Value::as_array)
+        .is_some_and(|tolerations| {
+            tolerations.iter().any(|t| {
+                let (effect, key) = (field(t, "effect"), field(t, "key"));
+                let exists = field(t, "operator") == "Exists";
+                (effect.is_empty() || effect == "NoSchedule")
+                    && (key == UNSCHEDULABLE_TAINT || (key.is_empty() && exists))
+                    && (exists || field(t, "value").is_empty())
+            })
+        })
+}
+
+/// The pod stays `Pending` with `PodScheduled` `False`, reason `Unschedulable` (left alone
+/// when it already says so).
+fn mark_unschedulable(pod: &mut Value) {
+    let mut conditions: Vec<Value> = meta::path(pod, "status.conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    access::set_condition(
+        &mut conditions,
+        json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
+            "reason": "Unschedulable", "message": UNSCHEDULABLE_MESSAGE}),
+        &["lastTransitionTime"],
+    );
+    meta::set_path(pod, "status.phase", json!("Pending"));
+    meta::set_path(pod, "status.conditions", Value::Array(conditions));
 }
 
 /// The lowest pod IP (10.244.0.2 onwards) no stored pod holds.
@@ -326,6 +387,45 @@ mod tests {
         );
         assert_eq!(full_image("quay.io/x/y:2"), "quay.io/x/y:2");
         assert!(image_id("nginx").starts_with("docker.io/library/nginx@sha256:"));
+    }
+
+    #[test]
+    fn only_pods_tolerating_the_unschedulable_taint_ignore_a_cordon() {
+        let with = |tolerations: Value| json!({"spec": {"tolerations": tolerations}});
+        assert!(!tolerates_unschedulable(&json!({"spec": {}})));
+        assert!(tolerates_unschedulable(&with(json!([
+            {"key": UNSCHEDULABLE_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+        ]))));
+        assert!(tolerates_unschedulable(&with(
+            json!([{"operator": "Exists"}])
+        )));
+        assert!(tolerates_unschedulable(&with(
+            json!([{"key": UNSCHEDULABLE_TAINT}])
+        )));
+        assert!(!tolerates_unschedulable(&with(json!([
+            {"key": UNSCHEDULABLE_TAINT, "operator": "Exists", "effect": "NoExecute"}
+        ]))));
+        assert!(!tolerates_unschedulable(&with(json!([
+            {"key": UNSCHEDULABLE_TAINT, "operator": "Equal", "value": "yes"}
+        ]))));
+        assert!(!tolerates_unschedulable(&with(json!([
+            {"key": "other", "operator": "Exists"}
+        ]))));
+    }
+
+    #[test]
+    fn an_unschedulable_pod_waits_pending_and_is_written_once() {
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        mark_unschedulable(&mut pod);
+        assert_eq!(pod["status"]["phase"], "Pending");
+        let condition = &pod["status"]["conditions"][0];
+        assert_eq!(condition["type"], "PodScheduled");
+        assert_eq!(condition["status"], "False");
+        assert_eq!(condition["reason"], "Unschedulable");
+        assert_eq!(condition["message"], UNSCHEDULABLE_MESSAGE);
+        let once = pod.clone();
+        mark_unschedulable(&mut pod);
+        assert_eq!(pod, once, "a second pass changes nothing (no write loop)");
     }
 
     #[test]
