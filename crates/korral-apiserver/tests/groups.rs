@@ -428,6 +428,25 @@ async fn tables_match_captured_columns_and_cells() {
         want[age] = Value::Null;
         assert_eq!(got, want, "{capture}");
     }
+    // The default StorageClass is marked in its name cell, as kubectl shows it.
+    let (code, body) = send(
+        &env,
+        "POST",
+        "/apis/storage.k8s.io/v1/storageclasses",
+        Some(&json!({"metadata": {"name": "fast",
+            "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "provisioner": "example.com/fast"})),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (_, table) = get_table(&env, "/apis/storage.k8s.io/v1/storageclasses").await;
+    let names: Vec<&Value> = table["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| &r["cells"][0])
+        .collect();
+    assert!(names.contains(&&json!("fast (default)")), "{names:?}");
 }
 
 #[tokio::test]

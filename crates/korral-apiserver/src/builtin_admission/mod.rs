@@ -116,23 +116,10 @@ fn default_storage_class(claim: &mut Value, ctx: &Context) {
     }
     let snapshot = ctx.storage.snapshot();
     let prefix = collection_prefix("storage.k8s.io", "storageclasses", None);
-    let is_default = |c: &Value| {
-        [
-            "storageclass.kubernetes.io/is-default-class",
-            "storageclass.beta.kubernetes.io/is-default-class",
-        ]
-        .iter()
-        .any(|a| {
-            meta::path(c, "metadata.annotations")
-                .and_then(|m| m.get(*a))
-                .and_then(Value::as_str)
-                == Some("true")
-        })
-    };
     let newest = snapshot
         .range(&prefix, None)
         .map(|(_, c)| c)
-        .filter(|c| is_default(c))
+        .filter(|c| crate::kinds::is_default_class(c))
         .max_by(|a, b| {
             let created = |c: &Value| {
                 meta::meta_str(c, "creationTimestamp")

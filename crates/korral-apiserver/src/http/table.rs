@@ -59,11 +59,25 @@ fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
+/// Whether a built-in kind's printer prints the `Name` column itself (StorageClass marks the
+/// default class in it).
+fn prints_own_name(info: &ResourceInfo) -> bool {
+    info.custom.is_none()
+        && info
+            .printer
+            .columns
+            .first()
+            .is_some_and(|c| c.name == "Name")
+}
+
 fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
-    let mut defs = vec![json!({
-        "name": "Name", "type": "string", "format": "name",
-        "description": printer::NAME_DESCRIPTION, "priority": 0,
-    })];
+    let mut defs = Vec::new();
+    if !prints_own_name(info) {
+        defs.push(json!({
+            "name": "Name", "type": "string", "format": "name",
+            "description": printer::NAME_DESCRIPTION, "priority": 0,
+        }));
+    }
     match &info.custom {
         Some(custom) if !custom.printer_columns.is_empty() => {
             for c in &custom.printer_columns {
@@ -81,8 +95,9 @@ fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
         })),
         None => {
             for c in info.printer.columns {
+                let format = if c.name == "Name" { "name" } else { "" };
                 defs.push(json!({
-                    "name": c.name, "type": c.kind, "format": "",
+                    "name": c.name, "type": c.kind, "format": format,
                     "description": c.description, "priority": c.priority,
                 }));
             }
@@ -92,6 +107,9 @@ fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
 }
 
 fn cells(info: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    if prints_own_name(info) {
+        return (info.printer.cells)(obj);
+    }
     let mut cells = vec![json!(meta::name(obj))];
     match &info.custom {
         Some(custom) if !custom.printer_columns.is_empty() => {

@@ -109,6 +109,22 @@ pub(super) fn kinds() -> Vec<KindDef> {
     ]
 }
 
+/// Whether a StorageClass is annotated as the cluster's default
+/// (`storageclass.kubernetes.io/is-default-class: "true"`, or the beta annotation).
+pub(crate) fn is_default_class(class: &Value) -> bool {
+    [
+        "storageclass.kubernetes.io/is-default-class",
+        "storageclass.beta.kubernetes.io/is-default-class",
+    ]
+    .iter()
+    .any(|a| {
+        crate::meta::path(class, "metadata.annotations")
+            .and_then(|m| m.get(*a))
+            .and_then(Value::as_str)
+            == Some("true")
+    })
+}
+
 /// The strategy of one storage kind.
 #[derive(Debug, Clone, Copy)]
 struct StorageStrategy(Kind);
@@ -530,8 +546,10 @@ fn flag(obj: &Value, path: &str) -> Value {
     )
 }
 
+/// StorageClasses print their own `Name` column: the default class is marked `(default)`.
 const STORAGE_CLASSES: Printer = Printer {
     columns: &[
+        Column::new("Name", crate::kinds::printer::NAME_DESCRIPTION),
         Column::new(
             "Provisioner",
             "provisioner indicates the type of the provisioner.",
@@ -555,7 +573,12 @@ const STORAGE_CLASSES: Printer = Printer {
             "" => fallback.to_string(),
             v => v.to_string(),
         };
+        let mut name = crate::meta::name(obj).to_string();
+        if is_default_class(obj) {
+            name.push_str(" (default)");
+        }
         vec![
+            json!(name),
             json!(string(obj, "provisioner")),
             json!(or("reclaimPolicy", "Delete")),
             json!(or("volumeBindingMode", "Immediate")),
