@@ -895,6 +895,12 @@ async fn discovery_lists_the_core_kinds_as_upstream() {
     let mut sorted = names.clone();
     sorted.sort_unstable();
     assert_eq!(names, sorted);
+    // The pod update subresources, with upstream's verbs.
+    for sub in ["pods/ephemeralcontainers", "pods/resize", "pods/status"] {
+        let r = find(sub);
+        assert_eq!(r["kind"], "Pod", "{sub}");
+        assert_eq!(r["verbs"], json!(["get", "patch", "update"]), "{sub}");
+    }
 }
 
 /// Runs kubectl against the environment's kubeconfig; its exit status and stdout (stderr on

@@ -357,7 +357,10 @@ async fn updates_may_change_images_and_nothing_else_of_the_spec() {
     )
     .await;
     assert_eq!(code, 201, "{created}");
-    assert_eq!(created["metadata"]["generation"], 1, "pods track their generation");
+    assert_eq!(
+        created["metadata"]["generation"], 1,
+        "pods track their generation"
+    );
     let path = format!("{PODS}/q");
 
     // The captured refusal: a command added to the container.
@@ -402,7 +405,10 @@ async fn updates_may_change_images_and_nothing_else_of_the_spec() {
     .await;
     assert_eq!(code, 200, "{patched}");
     assert_eq!(patched["spec"]["containers"][0]["image"], "busybox:1.36");
-    assert_eq!(patched["metadata"]["generation"], 2, "a spec change bumps it");
+    assert_eq!(
+        patched["metadata"]["generation"], 2,
+        "a spec change bumps it"
+    );
     let mut added = patched.clone();
     added["spec"]["tolerations"]
         .as_array_mut()
@@ -519,4 +525,123 @@ async fn valid_pods_that_are_likely_mistakes_get_upstream_warnings() {
     .await;
     assert_eq!(code, 201);
     assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[tokio::test]
+async fn ephemeral_containers_and_resize_subresources_change_only_their_part() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let resources = json!({"requests": {"cpu": "100m", "memory": "64Mi"},
+        "limits": {"cpu": "200m", "memory": "128Mi"}});
+    let (code, created) = create(
+        &client,
+        &pod(
+            "dbg",
+            json!({"containers": [{"name": "c", "image": "busybox", "resources": resources}]}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    let path = format!("{PODS}/dbg");
+
+    // What `kubectl debug` sends: a strategic merge patch of the ephemeral containers.
+    let (code, patched) = send_strategic_patch(
+        &client,
+        &format!("{path}/ephemeralcontainers"),
+        json!({"spec": {
+            "ephemeralContainers": [{"name": "debugger", "image": "busybox",
+                "targetContainerName": "c", "stdin": true, "tty": true}],
+            "containers": [{"name": "c", "image": "ignored:1"}]
+        }}),
+    )
+    .await;
+    assert_eq!(code, 200, "{patched}");
+    assert_eq!(
+        patched["spec"]["ephemeralContainers"][0]["name"],
+        "debugger"
+    );
+    assert_eq!(
+        patched["spec"]["ephemeralContainers"][0]["terminationMessagePolicy"], "File",
+        "defaulted"
+    );
+    assert_eq!(
+        patched["spec"]["containers"][0]["image"], "busybox",
+        "nothing else changes through this subresource"
+    );
+    assert_eq!(patched["metadata"]["generation"], 2);
+    let (code, read) = send(
+        &client,
+        "GET",
+        &format!("{path}/ephemeralcontainers"),
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(code, 200, "{read}");
+    assert_eq!(read["kind"], "Pod");
+
+    // Existing ephemeral containers stay as they are.
+    let mut changed = patched.clone();
+    changed["spec"]["ephemeralContainers"][0]["image"] = json!("alpine");
+    let (code, body) = send(
+        &client,
+        "PUT",
+        &format!("{path}/ephemeralcontainers"),
+        &changed,
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["message"],
+        "Forbidden: existing ephemeral containers \"debugger\" may not be changed\n"
+    );
+    // Ports are not for ephemeral containers.
+    let mut ported = patched.clone();
+    ported["spec"]["ephemeralContainers"]
+        .as_array_mut()
+        .expect("list")
+        .push(json!({"name": "web", "image": "nginx", "ports": [{"containerPort": 80}]}));
+    let (code, body) = send(
+        &client,
+        "PUT",
+        &format!("{path}/ephemeralcontainers"),
+        &ported,
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    // A main-resource update cannot add them.
+    let mut main = patched.clone();
+    main["spec"]["ephemeralContainers"]
+        .as_array_mut()
+        .expect("list")
+        .push(json!({"name": "more", "image": "busybox"}));
+    let (code, _) = send(&client, "PUT", &path, &main).await;
+    assert_eq!(code, 422);
+
+    // In-place resize: cpu and memory change, nothing else.
+    let (code, resized) = send_strategic_patch(
+        &client,
+        &format!("{path}/resize"),
+        json!({"spec": {"containers": [{"name": "c", "image": "ignored:2",
+            "resources": {"requests": {"cpu": "150m"}, "limits": {"cpu": "300m"}}}]}}),
+    )
+    .await;
+    assert_eq!(code, 200, "{resized}");
+    let c = &resized["spec"]["containers"][0];
+    assert_eq!(c["resources"]["requests"]["cpu"], "150m");
+    assert_eq!(c["resources"]["limits"]["cpu"], "300m");
+    assert_eq!(c["resources"]["limits"]["memory"], "128Mi");
+    assert_eq!(c["image"], "busybox");
+    // The QoS class may not change: requests equal to limits would make it Guaranteed.
+    let (code, body) = send_strategic_patch(
+        &client,
+        &format!("{path}/resize"),
+        json!({"spec": {"containers": [{"name": "c",
+            "resources": {"requests": {"cpu": "300m", "memory": "128Mi"}}}]}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["message"],
+        "Invalid value: \"Burstable\": Pod QOS Class may not change as a result of resizing"
+    );
 }

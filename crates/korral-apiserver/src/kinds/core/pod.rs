@@ -2,8 +2,12 @@
 //! (`ValidatePodCreate`) and its update rules (`ValidatePodUpdate`, see [`pod_update`]).
 
 // The update rules live beside this file; declared here so the group module stays as it is.
+#[path = "pod_subresources.rs"]
+mod pod_subresources;
 #[path = "pod_update.rs"]
 mod pod_update;
+
+use pod_subresources::{EPHEMERAL_CONTAINERS, RESIZE};
 
 use serde_json::Value;
 
@@ -114,11 +118,30 @@ impl Strategy for PodStrategy {
         Vec::new()
     }
 
-    /// `ValidatePodUpdate`.
-    fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
+    fn subresources(&self) -> &'static [&'static str] {
+        &[EPHEMERAL_CONTAINERS, RESIZE]
+    }
+
+    /// A write through `ephemeralcontainers` or `resize` changes only its part.
+    fn prepare_for_subresource_update(&self, subresource: &str, obj: &mut Value, old: &Value) {
+        match subresource {
+            EPHEMERAL_CONTAINERS => pod_subresources::keep_ephemeral_containers_only(obj, old),
+            RESIZE => pod_subresources::keep_resize_only(obj, old),
+            _ => {}
+        }
+    }
+
+    /// `ValidatePodUpdate`, or the rules of the subresource written.
+    fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
         let spec = spec_of(obj);
         let mut causes = validate_spec(spec);
-        causes.extend(pod_update::validate_spec_update(spec, spec_of(old)));
+        causes.extend(match ctx.subresource {
+            Some(EPHEMERAL_CONTAINERS) => {
+                pod_subresources::validate_ephemeral_containers_update(obj, old)
+            }
+            Some(RESIZE) => pod_subresources::validate_resize(obj, old),
+            _ => pod_update::validate_spec_update(spec, spec_of(old)),
+        });
         causes
     }
 }
