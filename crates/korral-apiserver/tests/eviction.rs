@@ -152,3 +152,82 @@ async fn bindings_assign_a_node_once() {
         "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to node \"node-1\""
     );
 }
+
+#[tokio::test]
+async fn concurrent_evictions_spend_an_allowed_disruption_once() {
+    // On durable storage (as `korral up` runs), where a delete takes an fsync to land: the
+    // window in which another eviction could read the budget's pods unchanged.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env = TestEnv::builder()
+        .server_config(korral_apiserver::ServerConfig::durable(
+            dir.path().join("data"),
+        ))
+        .simulation(false)
+        .start()
+        .await
+        .expect("env");
+    const PODS_PER_ROUND: usize = 6;
+    let budgets = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+    let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pdb"},
+        "spec": {"minAvailable": PODS_PER_ROUND - 1, "selector": {"matchLabels": {"app": "web"}}}});
+    let (code, body) = send(&env, "POST", budgets, Some(pdb)).await;
+    assert_eq!(code, 201, "{body}");
+    for round in 0..5 {
+        let names: Vec<String> = (0..PODS_PER_ROUND)
+            .map(|i| format!("web-{round}-{i}"))
+            .collect();
+        for name in &names {
+            ready_pod(&env, name).await;
+        }
+        // `kubectl drain` evicts every pod of the node at once.
+        let answers = futures::future::join_all(names.iter().map(|name| {
+            let path = format!("{PODS}/{name}/eviction");
+            let env = &env;
+            async move { send(env, "POST", &path, Some(eviction(name))).await }
+        }))
+        .await;
+        let codes: Vec<u16> = answers.iter().map(|(code, _)| *code).collect();
+        assert_eq!(
+            codes.iter().filter(|c| **c == 201).count(),
+            1,
+            "round {round}: one eviction allowed, the others refused: {answers:?}"
+        );
+        assert!(codes.iter().all(|c| *c == 201 || *c == 429), "{answers:?}");
+        let (_, list) = send(
+            &env,
+            "GET",
+            &format!("{PODS}?labelSelector=app%3Dweb"),
+            None,
+        )
+        .await;
+        let left = list["items"].as_array().map_or(0, Vec::len);
+        assert_eq!(left, PODS_PER_ROUND - 1, "round {round}");
+        // Clear the round's pods for the next one.
+        for name in &names {
+            send(&env, "DELETE", &format!("{PODS}/{name}"), None).await;
+        }
+    }
+    // A dry-run eviction decides but records nothing and deletes nothing.
+    for i in 0..PODS_PER_ROUND {
+        ready_pod(&env, &format!("web-{}", (b'a' + i as u8) as char)).await;
+    }
+    wait_until(WAIT, "the budget sees the pods", || async {
+        let (_, b) = send(&env, "GET", &format!("{budgets}/pdb"), None).await;
+        b["status"]["currentHealthy"] == PODS_PER_ROUND && b["status"]["disruptionsAllowed"] == 1
+    })
+    .await
+    .expect("status");
+    let (code, body) = send(
+        &env,
+        "POST",
+        &format!("{PODS}/web-a/eviction?dryRun=All"),
+        Some(eviction("web-a")),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (_, b) = send(&env, "GET", &format!("{budgets}/pdb"), None).await;
+    assert!(b["status"].get("disruptedPods").is_none(), "{b}");
+    let (code, _) = send(&env, "GET", &format!("{PODS}/web-a"), None).await;
+    assert_eq!(code, 200);
+}

@@ -764,13 +764,15 @@ async fn update_budgets(objects: &Objects, namespace: &str) -> Result<Vec<Work>,
             Some(namespace),
             meta::name(&current),
         );
-        let uid = meta::uid(&current).to_string();
+        // Only over the budget the status was computed from: an eviction may have recorded a
+        // disruption since (its event queues this work again).
+        let seen = meta::resource_version(&current).to_string();
         objects
             .storage()
             .update(
                 key,
                 Box::new(move |cur| {
-                    let Some(cur) = cur.filter(|c| meta::uid(c) == uid) else {
+                    let Some(cur) = cur.filter(|c| meta::resource_version(c) == seen) else {
                         return Ok(Write::Unchanged);
                     };
                     if cur.get("status") == Some(&status) {

@@ -4,6 +4,7 @@
 //! served by `crate::auth::reviews`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
 
@@ -13,6 +14,7 @@ use crate::kinds::disruption;
 use crate::meta;
 use crate::objects::{DeleteOptions, Objects};
 use crate::registry::ResourceInfo;
+use crate::storage::{Write, object_key};
 
 /// A create-only subresource of a kind and the kind it accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +75,16 @@ fn ignores_budgets(pod: &Value) -> bool {
         )
 }
 
+/// How many times an eviction decides again after its budget changed underneath it
+/// (upstream's `EvictionsRetry` steps).
+const EVICTION_ATTEMPTS: usize = 20;
+
 /// `pods/eviction`: deletes the pod when its PodDisruptionBudget allows one more disruption.
+///
+/// As upstream, the eviction is first recorded in the budget's status by a write that
+/// succeeds only if the budget is still the one the decision read; otherwise the eviction
+/// decides again. Concurrent evictions (`kubectl drain` sends one per pod at once) thus
+/// cannot all spend the same allowed disruption.
 async fn evict(
     objects: &Objects,
     info: &Arc<ResourceInfo>,
@@ -82,6 +93,29 @@ async fn evict(
     body: &Value,
     dry_run: bool,
 ) -> Result<Value, ApiError> {
+    for _ in 0..EVICTION_ATTEMPTS {
+        if evict_once(objects, info, namespace, name, body, dry_run).await? {
+            return Ok(created());
+        }
+    }
+    Err(ApiError::conflict_because(
+        "",
+        "pods/eviction",
+        name,
+        "its PodDisruptionBudget kept changing; please try again",
+    ))
+}
+
+/// One eviction decision: `Ok(true)` once the pod is deleted, `Ok(false)` when its budget
+/// changed since it was read (decide again).
+async fn evict_once(
+    objects: &Objects,
+    info: &Arc<ResourceInfo>,
+    namespace: Option<&str>,
+    name: &str,
+    body: &Value,
+    dry_run: bool,
+) -> Result<bool, ApiError> {
     let pod = objects.get(info, namespace, name)?;
     let snapshot = objects.storage().snapshot();
     let budgets: Vec<_> = disruption::budgets_in(&snapshot, namespace.unwrap_or(""))
@@ -118,12 +152,52 @@ async fn evict(
             }));
             return Err(refused);
         }
+        if !dry_run && !record_disruption(objects, budget, name, counts.disruptions_allowed).await?
+        {
+            return Ok(false);
+        }
     }
     let options = body.get("deleteOptions").filter(|o| !o.is_null());
     let mut delete = DeleteOptions::from_request(options, &[])?;
     delete.dry_run |= dry_run;
     objects.delete(info, namespace, name, &delete).await?;
-    Ok(created())
+    Ok(true)
+}
+
+/// Writes the eviction of `pod` into `budget`'s status if the stored budget is still the one
+/// read (same resourceVersion); `Ok(false)` when it changed or went away.
+async fn record_disruption(
+    objects: &Objects,
+    budget: &Value,
+    pod: &str,
+    allowed: i64,
+) -> Result<bool, ApiError> {
+    let key = object_key(
+        "policy",
+        "poddisruptionbudgets",
+        meta::namespace(budget),
+        meta::name(budget),
+    );
+    let seen = meta::resource_version(budget).to_string();
+    let pod = pod.to_string();
+    let stale = Arc::new(AtomicBool::new(false));
+    let flag = stale.clone();
+    objects
+        .storage()
+        .update(
+            key,
+            Box::new(move |cur| {
+                let Some(cur) = cur.filter(|c| meta::resource_version(c) == seen) else {
+                    flag.store(true, Ordering::SeqCst);
+                    return Ok(Write::Unchanged);
+                };
+                let mut next = (**cur).clone();
+                disruption::record_disruption(&mut next, &pod, allowed);
+                Ok(Write::Put(next))
+            }),
+        )
+        .await?;
+    Ok(!stale.load(Ordering::SeqCst))
 }
 
 /// Upstream's conflict when a pod already has a node.

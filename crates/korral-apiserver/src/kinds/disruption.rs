@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::meta;
 use crate::selector::from_label_selector_json;
@@ -26,6 +26,43 @@ pub(crate) fn selects(budget: &Value, pod: &Value) -> bool {
         return false;
     };
     from_label_selector_json(selector).is_ok_and(|s| s.matches(meta::labels(pod)))
+}
+
+/// How long an eviction recorded in `status.disruptedPods` keeps its pod out of the healthy
+/// count while the pod is not deleted yet (upstream's `DeletionTimeout`).
+const DELETION_TIMEOUT_SECONDS: i64 = 120;
+
+/// The evictions of a budget still under way: the entries of `status.disruptedPods` naming a
+/// selected pod that is not being deleted yet, recorded less than [`DELETION_TIMEOUT_SECONDS`]
+/// ago (upstream's `buildDisruptedPodMap`).
+fn pending_disruptions(budget: &Value, pods: &[&Object], now: i64) -> Map<String, Value> {
+    let Some(recorded) = meta::path(budget, "status.disruptedPods").and_then(Value::as_object)
+    else {
+        return Map::new();
+    };
+    pods.iter()
+        .filter(|p| !meta::is_deleting(p))
+        .filter_map(|p| {
+            let name = meta::name(p);
+            let at = recorded.get(name)?;
+            let when = at.as_str()?.parse::<jiff::Timestamp>().ok()?;
+            (when.as_second() + DELETION_TIMEOUT_SECONDS > now)
+                .then(|| (name.to_string(), at.clone()))
+        })
+        .collect()
+}
+
+/// The pods of the budget's namespace it selects.
+fn selected_pods<'a>(snapshot: &'a Snapshot, budget: &Value) -> Vec<&'a Object> {
+    let namespace = meta::namespace(budget).unwrap_or("");
+    let prefix = collection_prefix("", "pods", Some(namespace));
+    snapshot
+        .objects
+        .range(prefix.clone()..)
+        .take_while(|(key, _)| key.starts_with(&prefix))
+        .map(|(_, p)| p)
+        .filter(|p| selects(budget, p))
+        .collect()
 }
 
 /// Whether a pod counts as healthy: Ready, not being deleted.
@@ -103,16 +140,16 @@ pub(crate) struct Counts {
     pub disruptions_allowed: i64,
 }
 
-/// The budget's counts from the pods of its namespace.
+/// The budget's counts from the pods of its namespace (a pod whose eviction is under way does
+/// not count as healthy).
 pub(crate) fn counts(snapshot: &Snapshot, budget: &Value) -> Counts {
     let namespace = meta::namespace(budget).unwrap_or("");
-    let prefix = collection_prefix("", "pods", Some(namespace));
-    let pods: Vec<&Object> = snapshot
-        .range(&prefix, None)
-        .map(|(_, p)| p)
-        .filter(|p| selects(budget, p))
-        .collect();
-    let current_healthy = pods.iter().filter(|p| healthy(p)).count() as i64;
+    let pods = selected_pods(snapshot, budget);
+    let disrupted = pending_disruptions(budget, &pods, jiff::Timestamp::now().as_second());
+    let current_healthy = pods
+        .iter()
+        .filter(|p| healthy(p) && !disrupted.contains_key(meta::name(p)))
+        .count() as i64;
     let min_available = meta::path(budget, "spec.minAvailable").filter(|v| !v.is_null());
     let max_unavailable = meta::path(budget, "spec.maxUnavailable").filter(|v| !v.is_null());
     let (expected, desired_healthy) = match (min_available, max_unavailable) {
@@ -170,12 +207,37 @@ pub(crate) fn status(snapshot: &Snapshot, budget: &Value) -> Value {
             "message": "",
         }],
     });
-    if let Some(disrupted) = meta::path(budget, "status.disruptedPods")
-        .filter(|d| d.as_object().is_some_and(|m| !m.is_empty()))
-    {
-        status["disruptedPods"] = disrupted.clone();
+    let disrupted = pending_disruptions(
+        budget,
+        &selected_pods(snapshot, budget),
+        jiff::Timestamp::now().as_second(),
+    );
+    if !disrupted.is_empty() {
+        status["disruptedPods"] = Value::Object(disrupted);
     }
     status
+}
+
+/// Records in a budget the eviction of `pod` (upstream's eviction does so before it deletes
+/// the pod): `status.disruptedPods[pod]` now, one disruption fewer allowed.
+pub(crate) fn record_disruption(budget: &mut Value, pod: &str, allowed: i64) {
+    let Some(object) = budget.as_object_mut() else {
+        return;
+    };
+    let status = object.entry("status").or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let disrupted = status
+        .as_object_mut()
+        .map(|s| s.entry("disruptedPods").or_insert_with(|| json!({})));
+    if let Some(map) = disrupted {
+        if !map.is_object() {
+            *map = json!({});
+        }
+        map[pod] = json!(meta::now_rfc3339());
+    }
+    status["disruptionsAllowed"] = json!((allowed - 1).max(0));
 }
 
 #[cfg(test)]
@@ -220,5 +282,26 @@ mod tests {
         assert_eq!(status["conditions"][0]["reason"], "SufficientPods");
         let none = json!({"metadata": {"namespace": "ns"}, "spec": {"minAvailable": 1}});
         assert_eq!(counts(&state, &none).expected, 0);
+    }
+
+    #[test]
+    fn pods_being_evicted_do_not_count_as_healthy() {
+        let state = snapshot(vec![pod("a", true), pod("b", true)]);
+        let mut budget = json!({"metadata": {"name": "pdb", "namespace": "ns"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}});
+        assert_eq!(counts(&state, &budget).disruptions_allowed, 1);
+        record_disruption(&mut budget, "a", 1);
+        assert_eq!(budget["status"]["disruptionsAllowed"], 0);
+        assert!(budget["status"]["disruptedPods"]["a"].is_string());
+        let c = counts(&state, &budget);
+        assert_eq!((c.current_healthy, c.disruptions_allowed), (1, 0));
+        // The record stays while the pod exists, and goes with it.
+        assert!(status(&state, &budget)["disruptedPods"]["a"].is_string());
+        let gone = snapshot(vec![pod("b", true)]);
+        assert!(status(&gone, &budget).get("disruptedPods").is_none());
+        // A record older than upstream's DeletionTimeout no longer holds the pod back.
+        budget["status"]["disruptedPods"]["a"] = json!("2000-01-01T00:00:00Z");
+        assert_eq!(counts(&state, &budget).current_healthy, 2);
+        assert!(status(&state, &budget).get("disruptedPods").is_none());
     }
 }
