@@ -3,7 +3,9 @@
 //! [`TestEnv`] starts the embedded `korral-apiserver` in memory on a random port in a few
 //! milliseconds, installs CRDs from kube-derived Rust types or YAML files, and hands out a
 //! `kube::Client` and a kubeconfig path (for `kubectl`). The server stops when the
-//! environment is dropped.
+//! environment is dropped. With [`TestEnvBuilder::webhooks`] it also installs the operator's
+//! admission and conversion webhooks pointing at a local port with a generated certificate,
+//! where the test serves them (see [`WebhookInstall`]).
 //!
 //! ```no_run
 //! use k8s_openapi::api::core::v1::ConfigMap;
@@ -29,6 +31,13 @@ pub use korral_apiserver::{FaultConfig, FaultLatency, FaultRule, FaultStats, Fau
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, CustomResourceExt};
+
+mod webhooks;
+
+pub use webhooks::{
+    CERT_FILE, DEFAULT_CONVERSION_PATH, DEFAULT_LOCAL_SERVING_HOST, DEFAULT_MAX_TIME, KEY_FILE,
+    WebhookInstall, WebhookServing,
+};
 
 /// Why a test environment step failed.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +81,67 @@ pub enum TestEnvError {
     /// A wait ran out of time.
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(Duration, String),
+    /// Reading a webhook manifest (a file or directory given to [`WebhookInstall::path`], or
+    /// a configuration object) failed.
+    #[error("reading webhook manifest {path}: {message}")]
+    WebhookManifest {
+        /// The file (`<object>` for a configuration given as an object).
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// Picking a free local port for the webhook server failed.
+    #[error("picking a free port on {host} for the webhook server: {source}")]
+    WebhookPort {
+        /// The local serving host.
+        host: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Generating the webhook server's CA and serving certificate failed.
+    #[error("generating the webhook serving certificate: {0}")]
+    WebhookCertificate(#[source] korral_apiserver::tls::TlsError),
+    /// Writing the webhook server's certificate directory failed.
+    #[error("writing the webhook serving certificate {path}: {source}")]
+    WebhookCertificateFiles {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The API server rejected a webhook configuration.
+    #[error("installing {kind} {name}: {source}")]
+    InstallWebhook {
+        /// `MutatingWebhookConfiguration` or `ValidatingWebhookConfiguration`.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Pointing a CRD's conversion webhook at the local server failed (or the CRD is missing).
+    #[error("patching the conversion webhook of CRD {name}: {source}")]
+    PatchConversion {
+        /// The CRD's name.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Removing an installed webhook configuration failed.
+    #[error("removing {kind} {name}: {source}")]
+    RemoveWebhook {
+        /// `MutatingWebhookConfiguration` or `ValidatingWebhookConfiguration`.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
 }
 
 /// Options for [`TestEnv`].
@@ -83,6 +153,7 @@ pub struct TestEnvBuilder {
     authorization: Option<AuthorizationMode>,
     simulation: Option<bool>,
     faults: Option<FaultConfig>,
+    webhooks: Option<WebhookInstall>,
 }
 
 impl TestEnvBuilder {
@@ -128,8 +199,18 @@ impl TestEnvBuilder {
         self
     }
 
+    /// Installs webhooks served by the test (envtest's `WebhookInstallOptions`): after the
+    /// CRDs, the configurations of `install` pointing at a free local port with a generated
+    /// certificate; [`TestEnv::webhook_serving`] tells where to serve them. A second call
+    /// replaces the first.
+    pub fn webhooks(mut self, install: WebhookInstall) -> Self {
+        self.webhooks = Some(install);
+        self
+    }
+
     /// Starts the environment.
     pub async fn start(self) -> Result<TestEnv, TestEnvError> {
+        let webhooks = self.webhooks.map(WebhookInstall::prepare).transpose()?;
         let dir = tempfile::tempdir().map_err(TestEnvError::Kubeconfig)?;
         let kubeconfig_path = dir.path().join("kubeconfig");
         let mut config = self.config.unwrap_or_else(ServerConfig::in_memory);
@@ -142,17 +223,26 @@ impl TestEnvBuilder {
         config.kubeconfig = Some(kubeconfig_path.clone());
         let server = ApiServer::start(config).await?;
         let client = client_for(server.kubeconfig_yaml()).await?;
-        let env = TestEnv {
+        let mut env = TestEnv {
+            webhooks: None,
             server,
             client,
             kubeconfig_path,
             _dir: dir,
         };
-        for crd in self.crds {
+        let mut crds = self.crds;
+        for file in &self.crd_files {
+            crds.extend(read_crd_file(file)?);
+        }
+        for crd in crds {
+            let crd = match &webhooks {
+                Some(webhooks) => webhooks.crd(crd),
+                None => crd,
+            };
             env.install_crd(crd).await?;
         }
-        for file in self.crd_files {
-            env.install_crd_file(&file).await?;
+        if let Some(webhooks) = webhooks {
+            env.webhooks = Some(webhooks.install(&env.client).await?);
         }
         if let Some(faults) = self.faults {
             env.faults().set(faults)?;
@@ -170,8 +260,11 @@ async fn client_for(kubeconfig_yaml: &str) -> Result<Client, TestEnvError> {
     Client::try_from(config).map_err(|e| TestEnvError::Client(e.to_string()))
 }
 
-/// A running in-process API server with a client. Stops on drop.
+/// A running in-process API server with a client. Stops on drop (after removing the webhook
+/// configurations it installed).
 pub struct TestEnv {
+    // Dropped first: removing the configurations needs the server.
+    webhooks: Option<webhooks::InstalledWebhooks>,
     server: ApiServer,
     client: Client,
     kubeconfig_path: PathBuf,
@@ -291,10 +384,36 @@ impl TestEnv {
         &self.server
     }
 
-    /// Stops the server and waits until it has released everything (for a durable server:
-    /// its data directory, so a new server can open it).
-    pub async fn shutdown(self) {
-        self.server.shutdown().await;
+    /// Where the test serves the webhooks given to [`TestEnvBuilder::webhooks`] (`None`
+    /// without them): start the webhook server on its host, port and certificate directory.
+    pub fn webhook_serving(&self) -> Option<&WebhookServing> {
+        self.webhooks
+            .as_ref()
+            .map(webhooks::InstalledWebhooks::serving)
+    }
+
+    /// Removes the webhook configurations installed at start (see
+    /// [`TestEnvBuilder::webhooks`]) now; shutdown and drop do it too. The serving
+    /// certificate stays until the environment is dropped.
+    pub async fn uninstall_webhooks(&mut self) -> Result<(), TestEnvError> {
+        match &mut self.webhooks {
+            Some(webhooks) => webhooks.uninstall().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Removes the installed webhook configurations, stops the server and waits until it has
+    /// released everything (for a durable server: its data directory, so a new server can
+    /// open it).
+    pub async fn shutdown(mut self) {
+        if let Err(e) = self.uninstall_webhooks().await {
+            tracing::warn!(error = %e, "removing the webhook configurations");
+        }
+        let TestEnv {
+            webhooks, server, ..
+        } = self;
+        drop(webhooks);
+        server.shutdown().await;
     }
 
     /// Installs a CRD and waits until it is established.
@@ -317,26 +436,7 @@ impl TestEnv {
 
     /// Installs every CRD in a YAML file (multi-document files allowed).
     pub async fn install_crd_file(&self, path: &Path) -> Result<(), TestEnvError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TestEnvError::CrdFile {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        for document in serde_yaml_ng::Deserializer::from_str(&text) {
-            let value =
-                <serde_json::Value as serde::Deserialize>::deserialize(document).map_err(|e| {
-                    TestEnvError::CrdFile {
-                        path: path.to_path_buf(),
-                        message: e.to_string(),
-                    }
-                })?;
-            if value.is_null() {
-                continue;
-            }
-            let crd: CustomResourceDefinition =
-                serde_json::from_value(value).map_err(|e| TestEnvError::CrdFile {
-                    path: path.to_path_buf(),
-                    message: e.to_string(),
-                })?;
+        for crd in read_crd_file(path)? {
             self.install_crd(crd).await?;
         }
         Ok(())
@@ -432,6 +532,25 @@ impl TestEnv {
         })
         .await
     }
+}
+
+/// The CRDs of a YAML file (multi-document files allowed).
+fn read_crd_file(path: &Path) -> Result<Vec<CustomResourceDefinition>, TestEnvError> {
+    let failed = |message: String| TestEnvError::CrdFile {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
+    let mut crds = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(&text) {
+        let value = <serde_json::Value as serde::Deserialize>::deserialize(document)
+            .map_err(|e| failed(e.to_string()))?;
+        if value.is_null() {
+            continue;
+        }
+        crds.push(serde_json::from_value(value).map_err(|e| failed(e.to_string()))?);
+    }
+    Ok(crds)
 }
 
 /// Polls `check` every 10 ms until it returns `true` or `timeout` passes.
