@@ -112,6 +112,7 @@ impl WebhookInstall {
     /// `spec.conversion` becomes strategy `Webhook` calling `https://<host>:<port><path>`
     /// (the path of its service reference, [`DEFAULT_CONVERSION_PATH`] when it has none).
     /// The CRD is given to the builder too (or installed before, e.g. on a durable server).
+    /// Unlike the webhook configurations, the CRD is not changed back on shutdown.
     #[must_use]
     pub fn conversion_crd(mut self, name: impl Into<String>) -> Self {
         self.conversion_crds.push(name.into());
