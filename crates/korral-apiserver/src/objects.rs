@@ -904,6 +904,7 @@ impl Objects {
         }
         let group = info.group.clone();
         let resource = info.resource.clone();
+        let namespaced = info.namespaced;
         let strategy = info.strategy.clone();
         let committed = self
             .storage
@@ -914,6 +915,9 @@ impl Objects {
                         return Err(ApiError::already_exists(&group, &resource, &name));
                     }
                     let mut obj = obj;
+                    crate::builtin_admission::quota_in_guarded_write(
+                        &group, &resource, namespaced, &obj, &ctx,
+                    )?;
                     strategy.complete(&mut obj, None, &ctx)?;
                     if let Some(admission) = &admission {
                         admission.check(&obj)?;

@@ -203,3 +203,148 @@ async fn claims_without_a_class_get_the_default_storage_class() {
     let c = created(&env, path, claim("static", Some(""))).await;
     assert_eq!(c["spec"]["storageClassName"], "");
 }
+
+#[tokio::test]
+async fn quota_scopes_track_only_the_pods_they_select() {
+    let env = TestEnv::start().await.expect("env");
+    create_namespace(&env.client(), "scoped").await;
+    let base = "/api/v1/namespaces/scoped";
+    created(
+        &env,
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": "high"}, "value": 1000}),
+    )
+    .await;
+    created(
+        &env,
+        &format!("{base}/resourcequotas"),
+        json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "best-effort"},
+            "spec": {"hard": {"pods": "1"}, "scopes": ["BestEffort"]}}),
+    )
+    .await;
+    created(
+        &env,
+        &format!("{base}/resourcequotas"),
+        json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "no-high"},
+            "spec": {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}}),
+    )
+    .await;
+    let burstable = || {
+        json!({"containers": [{"name": "c", "image": "busybox",
+            "resources": {"requests": {"cpu": "100m"}}}]})
+    };
+    created(&env, &format!("{base}/pods"), pod("be1", one_container())).await;
+    let (code, refused) = send(
+        &env,
+        "POST",
+        &format!("{base}/pods"),
+        Some(pod("be2", one_container())),
+    )
+    .await;
+    assert_eq!(code, 403, "{refused}");
+    assert_eq!(
+        refused["message"],
+        "pods \"be2\" is forbidden: exceeded quota: best-effort, requested: pods=1, used: pods=1, limited: pods=1"
+    );
+    // Pods outside the scopes are not counted against them.
+    created(&env, &format!("{base}/pods"), pod("b1", burstable())).await;
+    created(&env, &format!("{base}/pods"), pod("b2", burstable())).await;
+    let mut high = burstable();
+    high["priorityClassName"] = json!("high");
+    let (code, refused) = send(&env, "POST", &format!("{base}/pods"), Some(pod("h1", high))).await;
+    assert_eq!(code, 403, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("exceeded quota: no-high")),
+        "{refused}"
+    );
+    // The status counts only the tracked pods.
+    wait_until(WAIT, "scoped usage", || async {
+        let (_, q) = send(
+            &env,
+            "GET",
+            &format!("{base}/resourcequotas/best-effort"),
+            None,
+        )
+        .await;
+        q["status"]["used"] == json!({"pods": "1"})
+    })
+    .await
+    .expect("best-effort usage");
+    wait_until(WAIT, "selected usage", || async {
+        let (_, q) = send(&env, "GET", &format!("{base}/resourcequotas/no-high"), None).await;
+        q["status"]["used"] == json!({"pods": "0"})
+    })
+    .await
+    .expect("priority usage");
+}
+
+#[tokio::test]
+async fn concurrent_creates_never_exceed_a_quota_together() {
+    let env = TestEnv::start().await.expect("env");
+    create_namespace(&env.client(), "racing").await;
+    let base = "/api/v1/namespaces/racing";
+    created(
+        &env,
+        &format!("{base}/resourcequotas"),
+        json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "three"},
+            "spec": {"hard": {"count/configmaps": "3"}}}),
+    )
+    .await;
+    // A validating webhook makes every create wait between admission and its write, so the
+    // creates all pass the admission-time quota check before any of them is stored.
+    let hook = serve_https(|_path: String, review: Value| async move {
+        (
+            200,
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "response": {"uid": review["request"]["uid"], "allowed": true}}),
+        )
+    })
+    .await;
+    created(
+        &env,
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "slow"},
+            "webhooks": [{"name": "allow.test.example.com",
+                "clientConfig": {"url": hook.url("/allow"), "caBundle": hook.ca_bundle},
+                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                    "resources": ["configmaps"]}],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "racing"}},
+                "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}),
+    )
+    .await;
+    let creates = (0..12).map(|i| {
+        let env = &env;
+        async move {
+            let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("cm-{i}")}});
+            send(env, "POST", &format!("{base}/configmaps"), Some(body))
+                .await
+                .0
+        }
+    });
+    let codes = futures::future::join_all(creates).await;
+    assert_eq!(codes.iter().filter(|c| **c == 201).count(), 3, "{codes:?}");
+    assert!(codes.iter().all(|c| *c == 201 || *c == 403), "{codes:?}");
+    let (_, list) = send(&env, "GET", &format!("{base}/configmaps"), None).await;
+    let stored = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|c| {
+            c["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("cm-"))
+        })
+        .count();
+    assert_eq!(stored, 3);
+    assert_eq!(
+        hook.reviews("/allow").len(),
+        12,
+        "every create went through the webhook"
+    );
+}

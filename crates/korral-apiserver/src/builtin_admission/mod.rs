@@ -180,6 +180,21 @@ pub(crate) fn validate(
     Ok(warnings)
 }
 
+/// ResourceQuota again inside the guarded write of a create, where writers are serialised:
+/// two creates that each fit a quota alone cannot both be stored when together they exceed it.
+pub(crate) fn quota_in_guarded_write(
+    group: &str,
+    resource: &str,
+    namespaced: bool,
+    obj: &Value,
+    ctx: &Context,
+) -> Result<(), ApiError> {
+    if !namespaced {
+        return Ok(());
+    }
+    quota::admit(&ctx.storage.snapshot(), group, resource, obj)
+}
+
 /// PodSecurity: the namespace's `enforce` level refuses Pods; its `warn` level, and the
 /// `enforce` level for workloads' pod templates, answer warnings.
 fn pod_security_admission(

@@ -60,6 +60,100 @@ fn add(into: &mut BTreeMap<String, Quantity>, name: &str, q: &Quantity) {
     into.insert(name.to_string(), sum);
 }
 
+/// Whether a quota tracks `obj` (of `group`/`resource`): every object when it has no scopes;
+/// otherwise only pods matching all of its `spec.scopes` and `spec.scopeSelector` terms, as
+/// upstream's pod evaluator decides (`Terminating`: an `activeDeadlineSeconds`; `BestEffort`:
+/// the BestEffort QoS class; `PriorityClass`: the pod's `priorityClassName`;
+/// `CrossNamespacePodAffinity`: affinity terms naming other namespaces).
+pub(crate) fn tracks(quota: &Value, group: &str, resource: &str, obj: &Value) -> bool {
+    let mut terms: Vec<(String, String, Vec<String>)> =
+        meta::strings(meta::path(quota, "spec.scopes"))
+            .into_iter()
+            .map(|s| (s, "Exists".to_string(), Vec::new()))
+            .collect();
+    for e in meta::path(quota, "spec.scopeSelector.matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        terms.push((
+            text("scopeName"),
+            text("operator"),
+            meta::strings(e.get("values")),
+        ));
+    }
+    if terms.is_empty() {
+        return true;
+    }
+    if !(group.is_empty() && resource == "pods") {
+        return false;
+    }
+    terms
+        .iter()
+        .all(|(scope, operator, values)| pod_matches_scope(obj, scope, operator, values))
+}
+
+/// Whether a pod matches one scope term.
+fn pod_matches_scope(pod: &Value, scope: &str, operator: &str, values: &[String]) -> bool {
+    let spec = pod.get("spec").and_then(Value::as_object);
+    let empty = Map::new();
+    let best_effort = crate::defaults::pod_qos_class(spec.unwrap_or(&empty)) == "BestEffort";
+    let terminating = meta::path(pod, "spec.activeDeadlineSeconds")
+        .and_then(Value::as_i64)
+        .is_some_and(|d| d >= 0);
+    let matched = match scope {
+        "Terminating" => terminating,
+        "NotTerminating" => !terminating,
+        "BestEffort" => best_effort,
+        "NotBestEffort" => !best_effort,
+        "CrossNamespacePodAffinity" => cross_namespace_affinity(pod),
+        "PriorityClass" => {
+            let class = meta::path(pod, "spec.priorityClassName").and_then(Value::as_str);
+            return match operator {
+                "Exists" => class.is_some_and(|c| !c.is_empty()),
+                "DoesNotExist" => class.is_none_or(str::is_empty),
+                "In" => class.is_some_and(|c| values.iter().any(|v| v == c)),
+                "NotIn" => class.is_none_or(|c| !values.iter().any(|v| v == c)),
+                _ => false,
+            };
+        }
+        _ => false,
+    };
+    match operator {
+        "DoesNotExist" | "NotIn" => !matched,
+        _ => matched,
+    }
+}
+
+/// Whether a pod's (anti-)affinity terms select pods of other namespaces (`namespaces` or a
+/// `namespaceSelector`).
+fn cross_namespace_affinity(pod: &Value) -> bool {
+    ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
+        let Some(affinity) = meta::path(pod, &format!("spec.affinity.{kind}")) else {
+            return false;
+        };
+        let required = affinity
+            .get("requiredDuringSchedulingIgnoredDuringExecution")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        let preferred = affinity
+            .get("preferredDuringSchedulingIgnoredDuringExecution")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w.get("podAffinityTerm"));
+        required.chain(preferred).any(|term| {
+            term.get("namespaceSelector").is_some()
+                || term
+                    .get("namespaces")
+                    .and_then(Value::as_array)
+                    .is_some_and(|n| !n.is_empty())
+        })
+    })
+}
+
 /// Whether a pod no longer consumes quota (terminal phase).
 fn pod_is_terminal(pod: &Value) -> bool {
     matches!(
@@ -214,12 +308,14 @@ fn collection_of(name: &str) -> Option<(String, String)> {
     None
 }
 
-/// The usage of `names` in a namespace: every object of their collections, summed.
+/// The usage of `names` under `quota`: every object of their collections in the quota's
+/// namespace that the quota tracks (see [`tracks`]), summed.
 pub(crate) fn usage(
     snapshot: &Snapshot,
-    namespace: &str,
+    quota: &Value,
     names: &[&String],
 ) -> BTreeMap<String, Quantity> {
+    let namespace = meta::namespace(quota).unwrap_or("");
     let mut collections: Vec<(String, String)> =
         names.iter().filter_map(|n| collection_of(n)).collect();
     collections.sort();
@@ -229,6 +325,9 @@ pub(crate) fn usage(
     for (group, resource) in collections {
         let prefix = collection_prefix(&group, &resource, Some(namespace));
         for (_, obj) in snapshot.range(&prefix, None) {
+            if !tracks(quota, &group, &resource, obj) {
+                continue;
+            }
             for (name, q) in consumption(&group, &resource, obj) {
                 if used.contains_key(&name) {
                     add(&mut used, &name, &q);
@@ -264,7 +363,7 @@ pub(crate) fn admit(
     }
     let consumed = consumption(group, resource, obj);
     let refuse = |why: String| ApiError::forbidden_object(group, resource, meta::name(obj), &why);
-    for quota in &quotas {
+    for quota in quotas.iter().filter(|q| tracks(q, group, resource, obj)) {
         let limits = hard(quota);
         if group.is_empty() && resource == "pods" {
             let missing: Vec<&str> = limits
@@ -300,7 +399,7 @@ pub(crate) fn admit(
             continue;
         }
         let names: Vec<&String> = requested.keys().collect();
-        let used = usage(snapshot, namespace, &names);
+        let used = usage(snapshot, quota, &names);
         let mut over_requested = BTreeMap::new();
         let mut over_used = BTreeMap::new();
         let mut over_limited = BTreeMap::new();
@@ -333,13 +432,12 @@ pub(crate) fn status(snapshot: &Snapshot, quota: &Value) -> Value {
     let limits = meta::path(quota, "spec.hard")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let namespace = meta::namespace(quota).unwrap_or("");
     let names: Vec<String> = limits
         .as_object()
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
     let refs: Vec<&String> = names.iter().collect();
-    let used: Map<String, Value> = usage(snapshot, namespace, &refs)
+    let used: Map<String, Value> = usage(snapshot, quota, &refs)
         .into_iter()
         .map(|(k, v)| (k, json!(v.canonical())))
         .collect();
