@@ -37,6 +37,17 @@ async fn answer(path: &str, review: &Value) -> Value {
             response["patchType"] = json!("JSONPatch");
             response["patch"] = json!(b64);
         }
+        "/deny-invalid" => {
+            response["allowed"] = json!(false);
+            response["status"] = json!({"code": 422, "reason": "Invalid",
+                "message": "ConfigMap \"x\" is invalid: data.k: Invalid value: \"v\": not allowed",
+                "details": {"name": "x", "kind": "ConfigMap", "causes": [
+                    {"reason": "FieldValueInvalid", "message": "Invalid value: \"v\": not allowed", "field": "data.k"}]}});
+        }
+        "/deny-success-code" => {
+            response["allowed"] = json!(false);
+            response["status"] = json!({"code": 200, "message": "no"});
+        }
         "/deny" => {
             response["allowed"] = json!(false);
             response["status"] = json!({"message": "denied by test hook", "code": 403});
@@ -467,6 +478,67 @@ async fn denials_failures_timeouts_and_warnings() {
     );
     let (code, _, _) = request(&client, "GET", &format!("{cms}/d"), None).await;
     assert_eq!(code, 404, "a denied create stores nothing");
+    unconfigure(&client, VWC, "deny.test.example.com").await;
+    // A denial keeps the webhook's reason and details; a success code becomes 400.
+    configure(
+        &client,
+        VWC,
+        "deny-invalid.test.example.com",
+        vec![webhook(
+            "deny-invalid.test.example.com",
+            hook.url("/deny-invalid"),
+            &hook.ca_bundle,
+            json!({}),
+        )],
+    )
+    .await;
+    let (code, _, status) = request(
+        &client,
+        "POST",
+        cms,
+        Some(configmap("x", json!({"k": "v"}))),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["reason"], "Invalid");
+    assert_eq!(
+        status["message"],
+        "admission webhook \"deny-invalid.test.example.com\" denied the request: ConfigMap \"x\" is invalid: data.k: Invalid value: \"v\": not allowed"
+    );
+    assert_eq!(status["details"]["causes"][0]["field"], "data.k");
+    assert_eq!(
+        status["details"]["causes"][0]["reason"],
+        "FieldValueInvalid"
+    );
+    assert_eq!(status["details"]["kind"], "ConfigMap");
+    unconfigure(&client, VWC, "deny-invalid.test.example.com").await;
+    configure(
+        &client,
+        VWC,
+        "deny-200.test.example.com",
+        vec![webhook(
+            "deny-200.test.example.com",
+            hook.url("/deny-success-code"),
+            &hook.ca_bundle,
+            json!({}),
+        )],
+    )
+    .await;
+    let (code, _, status) = request(&client, "POST", cms, Some(configmap("y", json!({})))).await;
+    assert_eq!(code, 400, "{status}");
+    unconfigure(&client, VWC, "deny-200.test.example.com").await;
+    configure(
+        &client,
+        VWC,
+        "deny.test.example.com",
+        vec![webhook(
+            "deny.test.example.com",
+            hook.url("/deny"),
+            &hook.ca_bundle,
+            json!({}),
+        )],
+    )
+    .await;
     // A collection delete calls the webhook for each object: denied, nothing removed.
     let (code, _, status) = request(&client, "DELETE", cms, None).await;
     assert_eq!(code, 403, "{status}");

@@ -422,26 +422,45 @@ fn parse_response(bytes: &[u8], uid: &str) -> Result<Value, String> {
 /// `admission webhook "x" denied the request: <message>`.
 fn denial(hook: &Candidate, status: Option<&Value>) -> ApiError {
     let status = status.cloned().unwrap_or(Value::Null);
+    let text = |key: &str| status.get(key).and_then(Value::as_str).unwrap_or("");
+    // No success code goes with a refusal (upstream's `ToStatusErr`).
     let code = status
         .get("code")
         .and_then(Value::as_u64)
         .and_then(|c| u16::try_from(c).ok())
-        .filter(|c| (400..600).contains(c))
+        .map(|c| if c < 400 { 400 } else { c.min(599) })
         .unwrap_or(403);
-    let message = status.get("message").and_then(Value::as_str).unwrap_or("");
-    let text = if message.is_empty() {
-        format!(
-            "admission webhook {:?} denied the request without explanation",
-            hook.name()
-        )
-    } else {
-        format!(
-            "admission webhook {:?} denied the request: {message}",
-            hook.name()
-        )
+    let (message, reason) = (text("message"), text("reason"));
+    let denied = format!("admission webhook {:?} denied the request", hook.name());
+    let text = match (message, reason) {
+        ("", "") => format!("{denied} without explanation"),
+        ("", reason) => format!("{denied}: {reason}"),
+        (message, _) => format!("{denied}: {message}"),
     };
-    let reason = status.get("reason").and_then(Value::as_str).unwrap_or("");
-    ApiError::new(code, known_reason(reason), text)
+    let mut err = ApiError::new(code, known_reason(reason), text);
+    // The webhook's details (causes, name, kind) reach the client as it sent them.
+    if let Some(details) = status.get("details").filter(|d| d.is_object()) {
+        let field = |key: &str| details.get(key).and_then(Value::as_str).map(str::to_string);
+        let causes = details
+            .get("causes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let part = |key: &str| c.get(key).and_then(Value::as_str).unwrap_or("");
+                Cause::new(part("reason"), part("field"), part("message"))
+            })
+            .collect();
+        err.details = Some(Box::new(crate::error::Details {
+            name: field("name"),
+            group: field("group"),
+            kind: field("kind"),
+            uid: field("uid"),
+            causes,
+            retry_after_seconds: details.get("retryAfterSeconds").and_then(Value::as_u64),
+        }));
+    }
+    err
 }
 
 /// A `Status.reason` as the static text `ApiError` holds (unknown reasons are dropped).
