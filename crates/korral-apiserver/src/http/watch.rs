@@ -290,14 +290,13 @@ impl WatchTask {
         }
         for event in std::mem::take(&mut feed.backlog) {
             revision = event.revision;
-            match self.frame(&event).await {
-                Some(Ok(frame)) => {
-                    if !send(&mut tx, frame, slow).await {
-                        return;
-                    }
-                }
+            let frame = match self.frame(&event).await {
+                Some(Ok(frame)) => frame,
                 Some(Err(err)) => return fail(&mut tx, &err).await,
-                None => {}
+                None => continue,
+            };
+            if !send(&mut tx, frame, slow).await {
+                return;
             }
         }
         let deadline = tokio::time::sleep(self.timeout);
@@ -317,14 +316,13 @@ impl WatchTask {
                 received = feed.live.recv() => match received {
                     Ok(event) => {
                         revision = event.revision;
-                        match self.frame(&event).await {
-                            Some(Ok(frame)) => {
-                                if !send(&mut tx, frame, slow).await {
-                                    return;
-                                }
-                            }
+                        let frame = match self.frame(&event).await {
+                            Some(Ok(frame)) => frame,
                             Some(Err(err)) => return fail(&mut tx, &err).await,
-                            None => {}
+                            None => continue,
+                        };
+                        if !send(&mut tx, frame, slow).await {
+                            return;
                         }
                     }
                     Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => return,
