@@ -351,12 +351,6 @@ impl ApiServer {
                 shutdown_rx.clone(),
             )));
         }
-        if config.authorization == AuthorizationMode::Rbac {
-            tasks.push(tokio::spawn(crate::auth::aggregation::run(
-                objects.clone(),
-                shutdown_rx,
-            )));
-        }
         tracing::info!(%url, "korral apiserver ready");
         Ok(Self {
             url,

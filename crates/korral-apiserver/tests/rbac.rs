@@ -536,6 +536,20 @@ async fn aggregated_cluster_roles_follow_their_sources() {
     .await
     .expect("re-aggregated");
     let monitoring = roles.get("monitoring").await.expect("get");
+    // The controller writes through the pipeline, as upstream's field manager.
+    let managers: Vec<String> = monitoring
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert!(
+        managers
+            .iter()
+            .any(|m| m == "clusterrole-aggregation-controller"),
+        "{managers:?}"
+    );
     assert_eq!(
         serde_json::to_value(monitoring.rules).expect("json"),
         json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}])

@@ -2,23 +2,21 @@
 //! `rules`, the union of the rules of every other ClusterRole whose labels match one of its
 //! `clusterRoleSelectors` (in name order, duplicates dropped), whenever any ClusterRole changes.
 
-use std::sync::Arc;
-
-use serde_json::Value;
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
-use tokio::sync::watch;
+use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::meta;
-use crate::objects::Objects;
+use crate::objects::{Objects, Part, PatchBody, WriteOptions};
+use crate::patch::PatchType;
 use crate::selector::{LabelSelector, from_label_selector_json};
-use crate::storage::{Snapshot, Write, collection_prefix};
+use crate::storage::{Snapshot, collection_prefix};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 /// Most passes of one reconcile (aggregated roles can feed each other: view → edit → admin).
 const MAX_PASSES: usize = 8;
 
-fn prefix() -> String {
+/// Where ClusterRoles are stored.
+pub(crate) fn prefix() -> String {
     collection_prefix(GROUP, "clusterroles", None)
 }
 
@@ -62,15 +60,26 @@ pub fn aggregated_rules(snapshot: &Snapshot, role: &Value) -> Option<Vec<Value>>
     Some(rules)
 }
 
-/// Brings every aggregated ClusterRole up to date; returns how many were rewritten.
-pub async fn reconcile(objects: &Objects) -> Result<usize, ApiError> {
-    let storage = objects.storage();
+/// The field manager of the aggregation controller's writes (upstream's).
+pub(crate) const FIELD_MANAGER: &str = "clusterrole-aggregation-controller";
+
+/// Brings every aggregated ClusterRole up to date through the write pipeline (a merge patch of
+/// `rules`, conditional on the version the rules were computed from); returns how many were
+/// rewritten. Run by the built-in controllers whenever a ClusterRole changes.
+pub(crate) async fn reconcile(objects: &Objects) -> Result<usize, ApiError> {
+    let Some(info) = objects.registry().get(GROUP, "v1", "clusterroles") else {
+        return Ok(0);
+    };
+    let opts = WriteOptions {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..WriteOptions::default()
+    };
     let mut written = 0;
     for _ in 0..MAX_PASSES {
-        let snapshot = storage.snapshot();
+        let snapshot = objects.storage().snapshot();
         let mut changed = 0;
         let prefix = prefix();
-        for (key, role) in snapshot.range(&prefix, None) {
+        for (_, role) in snapshot.range(&prefix, None) {
             let Some(rules) = aggregated_rules(&snapshot, role) else {
                 continue;
             };
@@ -78,28 +87,22 @@ pub async fn reconcile(objects: &Objects) -> Result<usize, ApiError> {
             if current == Value::Array(rules.clone()) {
                 continue;
             }
-            let revision = meta::resource_version(role).to_string();
-            let committed = storage
-                .update(
-                    key.clone(),
-                    Box::new(move |existing| {
-                        // Only the version we computed from; a newer one triggers another pass.
-                        let Some(existing) = existing else {
-                            return Ok(Write::Unchanged);
-                        };
-                        if meta::resource_version(existing) != revision {
-                            return Ok(Write::Unchanged);
-                        }
-                        let mut updated = (**existing).clone();
-                        if let Some(map) = updated.as_object_mut() {
-                            map.insert("rules".into(), Value::Array(rules));
-                        }
-                        Ok(Write::Put(updated))
-                    }),
-                )
-                .await?;
-            if committed.event.is_some() {
-                changed += 1;
+            // Only the version the rules were computed from; a newer one means another pass.
+            let patch = json!({
+                "metadata": {"resourceVersion": meta::resource_version(role)},
+                "rules": rules,
+            });
+            let body = PatchBody {
+                kind: PatchType::Merge,
+                bytes: patch.to_string().into_bytes(),
+            };
+            match objects
+                .patch(&info, None, meta::name(role), body, Part::Main, &opts)
+                .await
+            {
+                Ok(_) => changed += 1,
+                Err(e) if e.code == 409 || e.code == 404 => changed += 1,
+                Err(e) => return Err(e),
             }
         }
         written += changed;
@@ -108,54 +111,4 @@ pub async fn reconcile(objects: &Objects) -> Result<usize, ApiError> {
         }
     }
     Ok(written)
-}
-
-/// Runs the controller until `shutdown` turns `true`.
-pub async fn run(objects: Arc<Objects>, mut shutdown: watch::Receiver<bool>) {
-    let prefix = prefix();
-    'resync: loop {
-        if *shutdown.borrow() {
-            return;
-        }
-        let revision = objects.storage().revision();
-        if let Err(e) = reconcile(&objects).await {
-            tracing::warn!(error = %e, "aggregating cluster roles");
-        }
-        let mut feed = match objects.storage().watch(revision) {
-            Ok(feed) => feed,
-            Err(e) => {
-                tracing::debug!(error = %e, "aggregation watch failed; resyncing");
-                tokio::select! {
-                    _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => continue 'resync,
-                    _ = shutdown.changed() => return,
-                }
-            }
-        };
-        let mut dirty = feed.backlog.iter().any(|e| e.key.starts_with(&prefix));
-        loop {
-            if dirty {
-                // Take whatever else is already queued, then reconcile once.
-                loop {
-                    match feed.live.try_recv() {
-                        Ok(_) => {}
-                        Err(TryRecvError::Empty) => break,
-                        Err(TryRecvError::Lagged(_)) => continue 'resync,
-                        Err(TryRecvError::Closed) => return,
-                    }
-                }
-                if let Err(e) = reconcile(&objects).await {
-                    tracing::warn!(error = %e, "aggregating cluster roles");
-                }
-                dirty = false;
-            }
-            tokio::select! {
-                event = feed.live.recv() => match event {
-                    Ok(event) => dirty = event.key.starts_with(&prefix),
-                    Err(RecvError::Lagged(_)) => continue 'resync,
-                    Err(RecvError::Closed) => return,
-                },
-                _ = shutdown.changed() => return,
-            }
-        }
-    }
 }

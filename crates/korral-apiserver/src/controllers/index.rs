@@ -36,6 +36,8 @@ pub(super) enum Work {
     /// Something changed in the namespace with this name, which has PodDisruptionBudgets:
     /// recompute their status.
     Disruption(String),
+    /// A ClusterRole changed: bring the aggregated ClusterRoles up to date.
+    RoleAggregation,
 }
 
 /// The parts of a storage key (`/<group or core>/<resource>/[<namespace>/]<name>`).

@@ -1,4 +1,5 @@
-//! Built-in controllers: garbage collection, namespace and CRD cleanup.
+//! Built-in controllers: garbage collection, namespace and CRD cleanup, ResourceQuota and
+//! PodDisruptionBudget status, ClusterRole aggregation.
 //!
 //! One task watches storage and keeps an incremental [`index::Index`] (uid → key, owner uid →
 //! dependent keys, object counts per namespace and per collection, what is being torn down).
@@ -21,6 +22,9 @@
 //! * **CRDs**: a CRD being deleted with `customresourcecleanup.apiextensions.k8s.io` has every
 //!   custom resource deleted; once none is left the finalizer is removed and its kinds are
 //!   unregistered.
+//!
+//! * **ClusterRole aggregation**: any ClusterRole change brings the aggregated ClusterRoles up
+//!   to date through the write pipeline (see [`crate::auth::aggregation`]).
 //!
 //! On start (and when the watch lags behind) the index is rebuilt from a snapshot, which also
 //! picks up work left over from before a restart. Failed work is retried with backoff; a
@@ -78,6 +82,7 @@ pub async fn run(objects: Arc<Objects>, mut shutdown: watch::Receiver<bool>) {
         retries: HashMap::new(),
         later: Vec::new(),
         seen: 0,
+        cluster_roles: crate::auth::aggregation::prefix(),
     };
     controller.run(&mut shutdown).await;
     tracing::debug!("built-in controllers stopped");
@@ -117,6 +122,8 @@ struct Controller {
     retries: HashMap<Work, Retry>,
     /// Work scheduled for later regardless of success.
     later: Vec<(Instant, Work)>,
+    /// Where ClusterRoles are stored (their changes queue [`Work::RoleAggregation`]).
+    cluster_roles: String,
     /// The index reflects every event up to this revision.
     seen: u64,
 }
@@ -193,6 +200,7 @@ impl Controller {
                 Ok(feed) => {
                     let snapshot = storage.snapshot();
                     self.index = Index::rebuild(&snapshot, &mut self.queue);
+                    self.queue.insert(Work::RoleAggregation);
                     self.seen = snapshot.revision;
                     for event in &feed.backlog {
                         self.apply(event);
@@ -234,6 +242,9 @@ impl Controller {
         }
         self.seen = event.revision;
         self.index.apply(event, &mut self.queue);
+        if event.key.starts_with(&self.cluster_roles) {
+            self.queue.insert(Work::RoleAggregation);
+        }
         if let Some(namespace) = KeyParts::parse(&event.key).and_then(|p| p.namespace) {
             let snapshot = self.objects.storage().snapshot();
             if !quota::quotas_in(&snapshot, namespace).is_empty() {
@@ -328,6 +339,9 @@ async fn execute(objects: &Objects, index: &Index, work: &Work) -> Outcome {
         Work::Crd(key) => clean_crd(objects, key).await,
         Work::Quota(namespace) => update_quotas(objects, namespace).await,
         Work::Disruption(namespace) => update_budgets(objects, namespace).await,
+        Work::RoleAggregation => crate::auth::aggregation::reconcile(objects)
+            .await
+            .map(|_| Vec::new()),
         Work::CrdGone(key) => {
             if objects.storage().get(key).is_none()
                 && let Some(parts) = KeyParts::parse(key)
