@@ -119,6 +119,10 @@ async fn discovery_matches_captures() {
             "discovery-certificates-k8s-io-v1",
         ),
         ("/apis/apps/v1", "discovery-apps-v1"),
+        (
+            "/apis/flowcontrol.apiserver.k8s.io/v1",
+            "discovery-flowcontrol-apiserver-k8s-io-v1",
+        ),
     ] {
         let (code, doc) = send(&env, "GET", path, None).await;
         assert_eq!(code, 200, "{path}: {doc}");
@@ -481,4 +485,208 @@ async fn controller_revisions_keep_their_data() {
     );
     assert_eq!(table["rows"][0]["cells"][1], "configmap/web");
     assert_eq!(table["rows"][0]["cells"][2], 3);
+}
+
+const FLOW_SCHEMAS: &str = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas";
+const LEVELS: &str = "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations";
+
+#[tokio::test]
+async fn mandatory_flow_control_objects_exist_at_start() {
+    let env = TestEnv::start().await.expect("env");
+    let (code, schemas) = send(&env, "GET", FLOW_SCHEMAS, None).await;
+    assert_eq!(code, 200, "{schemas}");
+    let names: Vec<&str> = schemas["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["catch-all", "exempt"]);
+    let exempt = &schemas["items"][1];
+    assert_eq!(
+        exempt["spec"],
+        json!({
+            "matchingPrecedence": 1,
+            "priorityLevelConfiguration": {"name": "exempt"},
+            "rules": [{
+                "subjects": [{"kind": "Group", "group": {"name": "system:masters"}}],
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                    "clusterScope": true, "namespaces": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            }],
+        })
+    );
+    assert_eq!(
+        exempt["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"],
+        "true"
+    );
+    assert_eq!(exempt["metadata"]["generation"], 1);
+    let condition = &exempt["status"]["conditions"][0];
+    assert_eq!(
+        (
+            &condition["type"],
+            &condition["status"],
+            &condition["reason"]
+        ),
+        (&json!("Dangling"), &json!("False"), &json!("Found"))
+    );
+    assert_eq!(
+        condition["message"],
+        "This FlowSchema references the PriorityLevelConfiguration object named \"exempt\" and it exists"
+    );
+
+    let (code, levels) = send(&env, "GET", &format!("{LEVELS}/catch-all"), None).await;
+    assert_eq!(code, 200, "{levels}");
+    assert_eq!(
+        levels["spec"],
+        json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 5, "lendablePercent": 0,
+            "limitResponse": {"type": "Reject"}}})
+    );
+
+    let table = get_table(&env, FLOW_SCHEMAS).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "PriorityLevel",
+            "MatchingPrecedence",
+            "DistinguisherMethod",
+            "Age",
+            "MissingPL"
+        ]
+    );
+    let cells = table["rows"][0]["cells"].as_array().expect("cells");
+    assert_eq!(
+        [&cells[..4], &cells[5..]].concat(),
+        [
+            json!("catch-all"),
+            json!("catch-all"),
+            json!(10000),
+            json!("ByUser"),
+            json!("False")
+        ]
+    );
+    let table = get_table(&env, LEVELS).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "Type",
+            "NominalConcurrencyShares",
+            "Queues",
+            "HandSize",
+            "QueueLengthLimit",
+            "Age"
+        ]
+    );
+    assert_eq!(
+        table["rows"][1]["cells"].as_array().expect("cells")[..6],
+        [
+            json!("exempt"),
+            json!("Exempt"),
+            json!("<none>"),
+            json!("<none>"),
+            json!("<none>"),
+            json!("<none>")
+        ]
+    );
+
+    // Their specs are fixed (but for the exempt level's exempt settings).
+    let (code, status) = merge(
+        &env,
+        &format!("{FLOW_SCHEMAS}/catch-all"),
+        &json!({"spec": {"matchingPrecedence": 9000}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "FlowSchema.flowcontrol.apiserver.k8s.io \"catch-all\" is invalid: spec: Invalid value: \"object\": spec of 'catch-all' must equal the fixed value"
+    );
+    let (code, tuned) = merge(
+        &env,
+        &format!("{LEVELS}/exempt"),
+        &json!({"spec": {"exempt": {"nominalConcurrencyShares": 10}}}),
+    )
+    .await;
+    assert_eq!(code, 200, "{tuned}");
+    assert_eq!(tuned["metadata"]["generation"], 2);
+}
+
+#[tokio::test]
+async fn flow_control_objects_get_upstream_defaults_and_validation() {
+    let env = TestEnv::start().await.expect("env");
+    let level = json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+        "metadata": {"name": "batch"},
+        "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}},
+        "status": {"conditions": [{"type": "X", "status": "True"}]},
+    });
+    let (code, created) = send(&env, "POST", LEVELS, Some(&level)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        created["spec"]["limited"],
+        json!({"nominalConcurrencyShares": 30, "lendablePercent": 0,
+            "limitResponse": {"type": "Queue", "queuing": {"handSize": 8, "queues": 64, "queueLengthLimit": 50}}})
+    );
+    assert_eq!(created["status"], json!({}), "status is not set on create");
+
+    let schema = json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+        "metadata": {"name": "batch"},
+        "spec": {"priorityLevelConfiguration": {"name": "batch"},
+            "distinguisherMethod": {"type": "ByNamespace"},
+            "rules": [{"subjects": [{"kind": "ServiceAccount",
+                "serviceAccount": {"name": "*", "namespace": "batch"}}],
+                "resourceRules": [{"verbs": ["list", "watch"], "apiGroups": [""],
+                    "resources": ["pods"], "namespaces": ["batch"]}]}]},
+    });
+    let (code, created) = send(&env, "POST", FLOW_SCHEMAS, Some(&schema)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"]["matchingPrecedence"], 1000);
+
+    let mut bad = schema.clone();
+    bad["metadata"]["name"] = json!("bad");
+    bad["spec"]["matchingPrecedence"] = json!(1);
+    bad["spec"]["rules"][0]["resourceRules"][0]["verbs"] = json!(["*", "get"]);
+    let (code, status) = send(&env, "POST", FLOW_SCHEMAS, Some(&bad)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "FlowSchema.flowcontrol.apiserver.k8s.io \"bad\" is invalid: [spec.matchingPrecedence: Invalid value: 1: only the schema named 'exempt' may have matchingPrecedence 1, spec.rules[0].resourceRules[0].verbs: Invalid value: []string{\"*\", \"get\"}: if '*' is present, must not specify other verbs]"
+    );
+
+    let mut bad = level.clone();
+    bad["metadata"]["name"] = json!("bad");
+    bad["spec"]["limited"]["limitResponse"]["queuing"] = json!({"queues": 7, "handSize": 8});
+    let (code, status) = send(&env, "POST", LEVELS, Some(&bad)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "PriorityLevelConfiguration.flowcontrol.apiserver.k8s.io \"bad\" is invalid: spec.limited.limitResponse.queuing.handSize: Invalid value: 8: should not be greater than queues (7)"
+    );
+
+    // Status writes are checked for condition types only.
+    let (code, status) = merge(
+        &env,
+        &format!("{FLOW_SCHEMAS}/batch/status"),
+        &json!({"status": {"conditions": [{"type": "Dangling"}, {"type": "Dangling"}]}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "FlowSchema.flowcontrol.apiserver.k8s.io \"batch\" is invalid: status.conditions[1].type: Duplicate value: \"Dangling\""
+    );
+    let (code, written) = merge(
+        &env,
+        &format!("{FLOW_SCHEMAS}/batch/status"),
+        &json!({"status": {"conditions": [{"type": "Dangling", "status": "False"}]}}),
+    )
+    .await;
+    assert_eq!(code, 200, "{written}");
+    assert_eq!(
+        written["metadata"]["generation"], 1,
+        "status writes keep the generation"
+    );
 }

@@ -37,6 +37,7 @@ use schemars::JsonSchema;
 use schemars::SchemaGenerator;
 
 use crate::registry::{NameRule, ResourceInfo, ScalePaths, standard_verbs};
+pub(crate) use flowcontrol::mandatory_configuration;
 pub(crate) use printer::Printer;
 pub(crate) use scheduling::system_priority_classes;
 pub(crate) use storage::is_default_class;
