@@ -230,4 +230,16 @@ async fn concurrent_evictions_spend_an_allowed_disruption_once() {
     assert!(b["status"].get("disruptedPods").is_none(), "{b}");
     let (code, _) = send(&env, "GET", &format!("{PODS}/web-a"), None).await;
     assert_eq!(code, 200);
+    // So does one asked for in the Eviction's deleteOptions (`kubectl drain --dry-run=server`),
+    // every time: no disruption is spent.
+    for _ in 0..2 {
+        let mut dry = eviction("web-b");
+        dry["deleteOptions"] = json!({"dryRun": ["All"]});
+        let (code, body) = send(&env, "POST", &format!("{PODS}/web-b/eviction"), Some(dry)).await;
+        assert_eq!(code, 201, "{body}");
+    }
+    let (_, b) = send(&env, "GET", &format!("{budgets}/pdb"), None).await;
+    assert!(b["status"].get("disruptedPods").is_none(), "{b}");
+    let (code, _) = send(&env, "GET", &format!("{PODS}/web-b"), None).await;
+    assert_eq!(code, 200);
 }

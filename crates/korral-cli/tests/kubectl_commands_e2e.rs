@@ -1115,6 +1115,47 @@ fn drain_scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()>
         anyhow::bail!("the workloads did not settle");
     }
 
+    // A server-side dry run: every eviction allowed on its own, nothing cordoned, evicted
+    // or spent from the budget.
+    let out = run.ok_contains(
+        &[
+            "drain",
+            "korral-node",
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--dry-run=server",
+            "--timeout=20s",
+        ],
+        &[
+            "node/korral-node cordoned (server dry run)",
+            "node/korral-node drained (server dry run)",
+        ],
+    );
+    let dry_evictions = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("evicting pod drain/web-") && l.ends_with("(server dry run)"))
+        .count();
+    run.expect(
+        dry_evictions == 2,
+        "`kubectl drain --dry-run=server`: each replica evicted once, in a dry run",
+        &out,
+    );
+    run.jsonpath(&["get", "node", "korral-node"], "{.spec.unschedulable}", "");
+    let budget = json_of(&mut run, &["-n", "drain", "get", "pdb", "web"]);
+    let status = budget.as_ref().map(|b| b["status"].clone());
+    run.failures.check(
+        status
+            .as_ref()
+            .is_some_and(|s| s["disruptionsAllowed"] == 1 && s.get("disruptedPods").is_none()),
+        || {
+            format!(
+                "[{}] a dry-run drain spends nothing from the budget: {status:?}",
+                run.tag
+            )
+        },
+    );
+
     // Without the flags, drain cordons the node but evicts nothing, and says why.
     run.fails_with(
         &["drain", "korral-node", "--timeout=20s"],

@@ -93,8 +93,13 @@ async fn evict(
     body: &Value,
     dry_run: bool,
 ) -> Result<Value, ApiError> {
+    let options = body.get("deleteOptions").filter(|o| !o.is_null());
+    let mut delete = DeleteOptions::from_request(options, &[])?;
+    // A dry run is asked for in the query or in the Eviction's deleteOptions
+    // (`kubectl drain --dry-run=server`).
+    delete.dry_run |= dry_run;
     for _ in 0..EVICTION_ATTEMPTS {
-        if evict_once(objects, info, namespace, name, body, dry_run).await? {
+        if evict_once(objects, info, namespace, name, &delete).await? {
             return Ok(created());
         }
     }
@@ -113,8 +118,7 @@ async fn evict_once(
     info: &Arc<ResourceInfo>,
     namespace: Option<&str>,
     name: &str,
-    body: &Value,
-    dry_run: bool,
+    delete: &DeleteOptions,
 ) -> Result<bool, ApiError> {
     let pod = objects.get(info, namespace, name)?;
     let snapshot = objects.storage().snapshot();
@@ -152,15 +156,13 @@ async fn evict_once(
             }));
             return Err(refused);
         }
-        if !dry_run && !record_disruption(objects, budget, name, counts.disruptions_allowed).await?
+        if !delete.dry_run
+            && !record_disruption(objects, budget, name, counts.disruptions_allowed).await?
         {
             return Ok(false);
         }
     }
-    let options = body.get("deleteOptions").filter(|o| !o.is_null());
-    let mut delete = DeleteOptions::from_request(options, &[])?;
-    delete.dry_run |= dry_run;
-    objects.delete(info, namespace, name, &delete).await?;
+    objects.delete(info, namespace, name, delete).await?;
     Ok(true)
 }
 
