@@ -1,7 +1,7 @@
 //! The built-in APIs added last: apps/v1 ControllerRevisions, certificates.k8s.io/v1
 //! CertificateSigningRequests (with their `approval` and `status` subresources) and
 //! flowcontrol.apiserver.k8s.io/v1 FlowSchemas and PriorityLevelConfigurations (with the
-//! mandatory `exempt` and `catch-all` objects), against a real kube-apiserver v1.36's discovery
+//! mandatory `exempt` and `catch-all` objects) and resource.k8s.io/v1, against a real kube-apiserver v1.36's discovery
 //! (`k8s-reference/`, copied into `fixtures/new_groups/`) and upstream's validation messages.
 
 mod common;
@@ -123,6 +123,7 @@ async fn discovery_matches_captures() {
             "/apis/flowcontrol.apiserver.k8s.io/v1",
             "discovery-flowcontrol-apiserver-k8s-io-v1",
         ),
+        ("/apis/resource.k8s.io/v1", "discovery-resource-k8s-io-v1"),
     ] {
         let (code, doc) = send(&env, "GET", path, None).await;
         assert_eq!(code, 200, "{path}: {doc}");
@@ -688,5 +689,116 @@ async fn flow_control_objects_get_upstream_defaults_and_validation() {
     assert_eq!(
         written["metadata"]["generation"], 1,
         "status writes keep the generation"
+    );
+}
+
+const RESOURCE: &str = "/apis/resource.k8s.io/v1";
+
+#[tokio::test]
+async fn dynamic_resource_allocation_objects_are_stored_and_validated() {
+    let env = TestEnv::start().await.expect("env");
+    let class = json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}});
+    let (code, created) = send(
+        &env,
+        "POST",
+        &format!("{RESOURCE}/deviceclasses"),
+        Some(&class),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["generation"], 1);
+
+    let claims = format!("{RESOURCE}/namespaces/default/resourceclaims");
+    let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "gpu"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}});
+    let (code, created) = send(&env, "POST", &claims, Some(&claim)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        created["spec"]["devices"]["requests"][0]["exactly"],
+        json!({"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1})
+    );
+
+    let mut bad = claim.clone();
+    bad["metadata"]["name"] = json!("bad");
+    bad["spec"]["devices"]["requests"][0]["exactly"] =
+        json!({"deviceClassName": "gpu.example.com", "allocationMode": "All", "count": 2});
+    let (code, status) = send(&env, "POST", &claims, Some(&bad)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "ResourceClaim.resource.k8s.io \"bad\" is invalid: spec.devices.requests[0].exactly.count: Invalid value: 2: must not be specified when allocationMode is 'All'"
+    );
+
+    // The spec is immutable; the status is written through /status.
+    let (code, status) = merge(
+        &env,
+        &format!("{claims}/gpu"),
+        &json!({"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "other"}}]}}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "ResourceClaim.resource.k8s.io \"gpu\" is invalid: spec: Invalid value: \"object\": field is immutable"
+    );
+    let (code, status) = merge(
+        &env,
+        &format!("{claims}/gpu/status"),
+        &json!({"status": {"reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["details"]["causes"][0]["message"],
+        "Forbidden: may not be specified when `allocated` is not set"
+    );
+    let table = get_table(&env, &claims).await;
+    assert_eq!(column_names(&table), ["Name", "State", "Age"]);
+    assert_eq!(table["rows"][0]["cells"][1], "pending");
+
+    let slices = format!("{RESOURCE}/resourceslices");
+    let slice = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": "node-1-gpu"},
+        "spec": {"driver": "gpu.example.com", "nodeName": "node-1",
+            "pool": {"name": "node-1", "resourceSliceCount": 1, "generation": 0},
+            "devices": [{"name": "gpu-0"}]}});
+    let (code, created) = send(&env, "POST", &slices, Some(&slice)).await;
+    assert_eq!(code, 201, "{created}");
+    let (code, status) = merge(
+        &env,
+        &format!("{slices}/node-1-gpu"),
+        &json!({"spec": {"nodeName": "node-2"}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "ResourceSlice.resource.k8s.io \"node-1-gpu\" is invalid: spec.nodeName: Invalid value: \"node-2\": field is immutable"
+    );
+    let (code, list) = send(
+        &env,
+        "GET",
+        &format!("{slices}?fieldSelector=spec.nodeName%3Dnode-1"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(1));
+    let table = get_table(&env, &slices).await;
+    assert_eq!(
+        column_names(&table),
+        ["Name", "Node", "Driver", "Pool", "Age"]
+    );
+    assert_eq!(
+        table["rows"][0]["cells"].as_array().expect("cells")[..4],
+        [
+            json!("node-1-gpu"),
+            json!("node-1"),
+            json!("gpu.example.com"),
+            json!("node-1")
+        ]
     );
 }

@@ -7,7 +7,6 @@
 
 pub(crate) mod actions;
 pub(crate) mod admissionregistration;
-pub(crate) mod lists;
 mod apiextensions;
 mod apps;
 mod autoscaling;
@@ -20,11 +19,13 @@ mod discovery;
 pub(crate) mod disruption;
 mod events;
 mod flowcontrol;
+pub(crate) mod lists;
 mod networking;
 mod node;
 mod policy;
 pub(crate) mod printer;
 mod rbac;
+mod resource;
 mod reviews;
 mod scheduling;
 mod storage;
@@ -274,6 +275,7 @@ fn definitions() -> Vec<KindDef> {
         node::kinds(),
         discovery::kinds(),
         flowcontrol::kinds(),
+        resource::kinds(),
     ]
     .into_iter()
     .flatten()

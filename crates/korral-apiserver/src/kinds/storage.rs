@@ -241,7 +241,7 @@ fn string<'a>(obj: &'a Value, field: &str) -> &'a str {
 
 /// Upstream's `ValidateCSIDriverName` (core validation): required, at most 63 characters, a
 /// DNS-1123 subdomain once lowercased.
-fn csi_driver_name(name: &str, path: &str) -> Vec<Cause> {
+pub(crate) fn csi_driver_name(name: &str, path: &str) -> Vec<Cause> {
     let mut errs = Vec::new();
     if name.is_empty() {
         errs.push(Cause::required(path, ""));

@@ -1,0 +1,669 @@
+//! The basic rules of upstream's `pkg/apis/resource/validation` for resource.k8s.io/v1:
+//! requests and their names, device classes and selectors, allocation modes, tolerations,
+//! constraints and opaque configuration of claims; class selectors and configuration; a slice's
+//! driver, pool, node selection and devices; immutable specs. CEL selector expressions are
+//! not compiled, and device attributes, capacities, taints and counters are not checked.
+
+use serde_json::{Value, json};
+
+use crate::error::Cause;
+use crate::meta;
+use crate::validation::names::{
+    child, dns1123_label, dns1123_subdomain, go_quote, index, invalid_rendered, invalid_value,
+    too_long, validate_annotations, validate_label_key, validate_label_value, validate_labels,
+};
+
+/// `DeviceRequestsMaxSize` (also constraints, configs and selectors).
+const MAX_REQUESTS: usize = 32;
+/// `FirstAvailableDeviceRequestMaxSize`.
+const MAX_SUBREQUESTS: usize = 8;
+/// `CELSelectorExpressionMaxLength`.
+const MAX_EXPRESSION: usize = 10 * 1024;
+/// `OpaqueParametersMaxLength`.
+const MAX_PARAMETERS: usize = 10 * 1024;
+/// `ResourceSliceMaxDevices`.
+const MAX_DEVICES: usize = 128;
+/// `PoolNameMaxLength`.
+const MAX_POOL_NAME: usize = 253;
+/// The most reservations a claim may have.
+const MAX_RESERVED_FOR: usize = 256;
+
+/// The array at `field` of `obj`.
+fn items<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
+    obj.get(field)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// The string at `field` of `obj` (empty when absent).
+fn text<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Whether `field` of `obj` is set (present and not null).
+fn set(obj: &Value, field: &str) -> bool {
+    obj.get(field).is_some_and(|v| !v.is_null())
+}
+
+/// Upstream's `field.TooMany`.
+fn too_many(path: &str, actual: usize, max: usize) -> Cause {
+    let unit = if max == 1 { "item" } else { "items" };
+    Cause::new(
+        "FieldValueTooMany",
+        path,
+        format!("Too many: {actual}: must have at most {max} {unit}"),
+    )
+}
+
+/// Upstream's `validateSlice`/`validateSet`: at most `max` items (which stops validation),
+/// each item checked, and with a key, no key twice.
+fn each<'a>(
+    list: &'a [Value],
+    max: usize,
+    path: &str,
+    key: Option<fn(&'a Value) -> &'a str>,
+    mut check: impl FnMut(&'a Value, &str) -> Vec<Cause>,
+) -> Vec<Cause> {
+    if list.len() > max {
+        return vec![too_many(path, list.len(), max)];
+    }
+    let mut errs = Vec::new();
+    for (i, item) in list.iter().enumerate() {
+        errs.extend(check(item, &index(path, i)));
+    }
+    if let Some(key) = key {
+        let mut seen: Vec<&str> = Vec::new();
+        for (i, item) in list.iter().enumerate() {
+            let k = key(item);
+            if seen.contains(&k) {
+                errs.push(Cause::duplicate(index(path, i), &json!(k)));
+            } else {
+                seen.push(k);
+            }
+        }
+    }
+    errs
+}
+
+/// The `name` of an item.
+fn name_of(item: &Value) -> &str {
+    text(item, "name")
+}
+
+/// A string item itself.
+fn string_of(item: &Value) -> &str {
+    item.as_str().unwrap_or("")
+}
+
+/// `ValidateDNS1123Label` of a request or device name.
+fn label(value: &str, path: &str) -> Vec<Cause> {
+    if value.is_empty() {
+        return vec![Cause::required(path, "")];
+    }
+    dns1123_label(value)
+        .into_iter()
+        .map(|msg| invalid_value(path, &json!(value), &msg))
+        .collect()
+}
+
+/// `ValidateDNS1123Subdomain` of a device class name.
+fn subdomain(value: &str, path: &str) -> Vec<Cause> {
+    dns1123_subdomain(value)
+        .into_iter()
+        .map(|msg| invalid_value(path, &json!(value), &msg))
+        .collect()
+}
+
+/// `validatePoolName`: required, at most 253 characters, DNS subdomains separated by slashes.
+fn pool_name(name: &str, path: &str) -> Vec<Cause> {
+    if name.is_empty() {
+        return vec![Cause::required(path, "")];
+    }
+    let mut errs = Vec::new();
+    if name.len() > MAX_POOL_NAME {
+        errs.push(too_long(path, MAX_POOL_NAME as i64));
+    }
+    for part in name.split('/') {
+        errs.extend(subdomain(part, path));
+    }
+    errs
+}
+
+/// Upstream's `ValidateResourceClaim` spec (`spec.devices`), at `path`.
+pub(super) fn claim_spec(spec: &Value, path: &str) -> Vec<Cause> {
+    let devices = spec.get("devices").unwrap_or(&Value::Null);
+    let path = child(path, "devices");
+    let requests = items(devices, "requests");
+    let names = request_names(requests);
+    let mut errs = each(
+        requests,
+        MAX_REQUESTS,
+        &child(&path, "requests"),
+        Some(name_of),
+        device_request,
+    );
+    errs.extend(each(
+        items(devices, "constraints"),
+        MAX_REQUESTS,
+        &child(&path, "constraints"),
+        None,
+        |c, at| constraint(c, at, &names),
+    ));
+    errs.extend(each(
+        items(devices, "config"),
+        MAX_REQUESTS,
+        &child(&path, "config"),
+        None,
+        |c, at| {
+            let mut errs = request_refs(c, at, &names);
+            errs.extend(opaque_config(c, at));
+            errs
+        },
+    ));
+    errs
+}
+
+/// The names a claim's references may use: `request` or `request/subrequest`.
+fn request_names(requests: &[Value]) -> Vec<String> {
+    let mut names = Vec::new();
+    for request in requests {
+        let name = name_of(request);
+        names.push(name.to_string());
+        for sub in items(request, "firstAvailable") {
+            names.push(format!("{name}/{}", name_of(sub)));
+        }
+    }
+    names
+}
+
+/// Upstream's `validateDeviceRequest`.
+fn device_request(request: &Value, path: &str) -> Vec<Cause> {
+    let mut errs = label(name_of(request), &child(path, "name"));
+    let first = items(request, "firstAvailable");
+    let exactly = request.get("exactly").filter(|e| !e.is_null());
+    match (first.is_empty(), exactly) {
+        (true, None) => errs.push(Cause::required(
+            path,
+            "exactly one of `exactly` or `firstAvailable` is required",
+        )),
+        (false, Some(_)) => errs.push(invalid_rendered(
+            path,
+            "null",
+            "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set",
+        )),
+        (false, None) => errs.extend(each(
+            first,
+            MAX_SUBREQUESTS,
+            &child(path, "firstAvailable"),
+            Some(name_of),
+            |sub, at| {
+                let mut errs = label(name_of(sub), &child(at, "name"));
+                errs.extend(exact_request(sub, at));
+                errs
+            },
+        )),
+        (true, Some(exactly)) => errs.extend(exact_request(exactly, &child(path, "exactly"))),
+    }
+    errs
+}
+
+/// Upstream's `validateExactDeviceRequest` (also the body of a subrequest).
+fn exact_request(request: &Value, path: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let class = text(request, "deviceClassName");
+    let class_path = child(path, "deviceClassName");
+    if class.is_empty() {
+        errs.push(Cause::required(class_path, ""));
+    } else {
+        errs.extend(subdomain(class, &class_path));
+    }
+    errs.extend(selectors(
+        items(request, "selectors"),
+        &child(path, "selectors"),
+    ));
+    let count = request.get("count").and_then(Value::as_i64).unwrap_or(0);
+    match text(request, "allocationMode") {
+        "All" if count != 0 => errs.push(invalid_value(
+            &child(path, "count"),
+            &json!(count),
+            "must not be specified when allocationMode is 'All'",
+        )),
+        "ExactCount" if count <= 0 => errs.push(invalid_value(
+            &child(path, "count"),
+            &json!(count),
+            "must be greater than zero",
+        )),
+        "All" | "ExactCount" => {}
+        other => errs.push(Cause::new(
+            "FieldValueNotSupported",
+            child(path, "allocationMode"),
+            format!(
+                "Unsupported value: {}: supported values: \"All\", \"ExactCount\"",
+                go_quote(other)
+            ),
+        )),
+    }
+    for (i, toleration) in items(request, "tolerations").iter().enumerate() {
+        errs.extend(device_toleration(
+            toleration,
+            &index(&child(path, "tolerations"), i),
+        ));
+    }
+    errs
+}
+
+/// `validateSelectorSlice`: each selector has a `cel` expression of bounded length.
+fn selectors(list: &[Value], path: &str) -> Vec<Cause> {
+    each(list, MAX_REQUESTS, path, None, |selector, at| {
+        let Some(cel) = selector.get("cel").filter(|c| !c.is_null()) else {
+            return vec![Cause::required(child(at, "cel"), "")];
+        };
+        let expression = text(cel, "expression");
+        let at = child(&child(at, "cel"), "expression");
+        if expression.len() > MAX_EXPRESSION {
+            return vec![too_long(&at, MAX_EXPRESSION as i64)];
+        }
+        Vec::new()
+    })
+}
+
+/// Upstream's `validateDeviceToleration`.
+fn device_toleration(toleration: &Value, path: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let key = text(toleration, "key");
+    if !key.is_empty() {
+        for msg in validate_label_key(key) {
+            errs.push(invalid_value(&child(path, "key"), &json!(key), &msg));
+        }
+    }
+    let value = text(toleration, "value");
+    match text(toleration, "operator") {
+        "Exists" if !value.is_empty() => errs.push(invalid_value(
+            &child(path, "value"),
+            &json!(value),
+            "must be empty for operator `Exists`",
+        )),
+        "Exists" => {}
+        "Equal" => {
+            for msg in validate_label_value(value) {
+                errs.push(invalid_value(&child(path, "value"), &json!(value), &msg));
+            }
+        }
+        "" => errs.push(Cause::required(child(path, "operator"), "")),
+        other => errs.push(Cause::new(
+            "FieldValueNotSupported",
+            child(path, "operator"),
+            format!(
+                "Unsupported value: {}: supported values: \"Equal\", \"Exists\"",
+                go_quote(other)
+            ),
+        )),
+    }
+    let effect = text(toleration, "effect");
+    if !effect.is_empty() && !matches!(effect, "NoExecute" | "NoSchedule" | "None") {
+        errs.push(Cause::new(
+            "FieldValueNotSupported",
+            child(path, "effect"),
+            format!(
+                "Unsupported value: {}: supported values: \"NoExecute\", \"NoSchedule\", \"None\"",
+                go_quote(effect)
+            ),
+        ));
+    }
+    errs
+}
+
+/// The `requests` a constraint or configuration refers to: names of the claim's requests.
+fn request_refs(item: &Value, path: &str, names: &[String]) -> Vec<Cause> {
+    each(
+        items(item, "requests"),
+        MAX_REQUESTS,
+        &child(path, "requests"),
+        Some(string_of),
+        |reference, at| {
+            let reference = string_of(reference);
+            let message = "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'";
+            let segments: Vec<&str> = reference.split('/').collect();
+            if segments.len() > 2 {
+                return vec![invalid_value(at, &json!(reference), message)];
+            }
+            let mut errs: Vec<Cause> = segments.iter().flat_map(|s| label(s, at)).collect();
+            if !names.iter().any(|n| n == reference) {
+                errs.push(invalid_value(at, &json!(reference), message));
+            }
+            errs
+        },
+    )
+}
+
+/// Upstream's `validateDeviceConstraint` (the attribute's name is not checked).
+fn constraint(item: &Value, path: &str, names: &[String]) -> Vec<Cause> {
+    let mut errs = request_refs(item, path, names);
+    if !set(item, "matchAttribute") && !set(item, "distinctAttribute") {
+        errs.push(Cause::required(child(path, "matchAttribute"), ""));
+    }
+    errs
+}
+
+/// Upstream's `validateDeviceConfiguration`: an `opaque` configuration with a driver name and
+/// JSON object parameters.
+pub(super) fn opaque_config(config: &Value, path: &str) -> Vec<Cause> {
+    let Some(opaque) = config.get("opaque").filter(|o| !o.is_null()) else {
+        return vec![Cause::required(child(path, "opaque"), "")];
+    };
+    let path = child(path, "opaque");
+    let mut errs =
+        crate::kinds::storage::csi_driver_name(text(opaque, "driver"), &child(&path, "driver"));
+    let at = child(&path, "parameters");
+    match opaque.get("parameters") {
+        None | Some(Value::Null) => errs.push(Cause::required(at, "")),
+        Some(Value::Object(_)) => {
+            let size = opaque
+                .get("parameters")
+                .map(|p| p.to_string().len())
+                .unwrap_or(0);
+            if size > MAX_PARAMETERS {
+                errs.push(too_long(&at, MAX_PARAMETERS as i64));
+            }
+        }
+        Some(_) => errs.push(invalid_rendered(
+            &at,
+            "\"<value omitted>\"",
+            "must be a valid JSON object",
+        )),
+    }
+    errs
+}
+
+/// Upstream's `validateDeviceClassSpec` (selectors and configuration).
+pub(super) fn class_spec(spec: &Value) -> Vec<Cause> {
+    let mut errs = selectors(items(spec, "selectors"), "spec.selectors");
+    errs.extend(each(
+        items(spec, "config"),
+        MAX_REQUESTS,
+        "spec.config",
+        None,
+        opaque_config,
+    ));
+    errs
+}
+
+/// Upstream's `validateResourceClaimStatusUpdate`, for the reservations and the allocation's
+/// immutability.
+pub(super) fn claim_status(obj: &Value, old: &Value) -> Vec<Cause> {
+    let status = obj.get("status").unwrap_or(&Value::Null);
+    let reserved = items(status, "reservedFor");
+    let mut errs = each(
+        reserved,
+        MAX_RESERVED_FOR,
+        "status.reservedFor",
+        Some(|r: &Value| text(r, "uid")),
+        |r, at| {
+            ["resource", "name", "uid"]
+                .iter()
+                .filter(|f| text(r, f).is_empty())
+                .map(|f| Cause::required(child(at, f), ""))
+                .collect()
+        },
+    );
+    let allocation = status.get("allocation").filter(|a| !a.is_null());
+    if !reserved.is_empty() && allocation.is_none() {
+        errs.push(Cause::forbidden(
+            "status.reservedFor",
+            "may not be specified when `allocated` is not set",
+        ));
+    }
+    let old_allocation = meta::path(old, "status.allocation").filter(|a| !a.is_null());
+    if let (Some(new), Some(before)) = (allocation, old_allocation)
+        && new != before
+    {
+        errs.push(invalid_rendered(
+            "status.allocation",
+            "\"object\"",
+            "field is immutable",
+        ));
+    }
+    errs
+}
+
+/// Upstream's `ValidateResourceClaimTemplate` spec: the template's metadata, then its claim
+/// spec.
+pub(super) fn template_spec(spec: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    if let Some(labels) = meta::path(spec, "metadata.labels") {
+        errs.extend(validate_labels(labels, "spec.metadata.labels"));
+    }
+    if let Some(annotations) = meta::path(spec, "metadata.annotations") {
+        errs.extend(validate_annotations(
+            annotations,
+            "spec.metadata.annotations",
+        ));
+    }
+    errs.extend(claim_spec(
+        spec.get("spec").unwrap_or(&Value::Null),
+        "spec.spec",
+    ));
+    errs
+}
+
+/// `spec` unchanged, else upstream's `field is immutable` on `spec`.
+pub(super) fn immutable_spec(obj: &Value, old: &Value) -> Vec<Cause> {
+    if obj.get("spec") == old.get("spec") {
+        return Vec::new();
+    }
+    vec![invalid_rendered("spec", "\"object\"", "field is immutable")]
+}
+
+/// Upstream's `validateResourceSliceSpec` (with the stored spec on update).
+pub(super) fn slice_spec(spec: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut errs = crate::kinds::storage::csi_driver_name(text(spec, "driver"), "spec.driver");
+    let pool = spec.get("pool").unwrap_or(&Value::Null);
+    errs.extend(pool_name(text(pool, "name"), "spec.pool.name"));
+    let slices = pool
+        .get("resourceSliceCount")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if slices <= 0 {
+        errs.push(invalid_value(
+            "spec.pool.resourceSliceCount",
+            &json!(slices),
+            "must be greater than zero",
+        ));
+    }
+    let generation = pool.get("generation").and_then(Value::as_i64).unwrap_or(0);
+    if generation < 0 {
+        errs.push(invalid_value(
+            "spec.pool.generation",
+            &json!(generation),
+            "must be greater than or equal to zero",
+        ));
+    }
+    if let Some(old) = old {
+        for (path, new_value, old_value) in [
+            (
+                "spec.pool.name",
+                meta::path(spec, "pool.name"),
+                meta::path(old, "pool.name"),
+            ),
+            ("spec.driver", spec.get("driver"), old.get("driver")),
+            ("spec.nodeName", spec.get("nodeName"), old.get("nodeName")),
+        ] {
+            if new_value != old_value {
+                errs.push(invalid_value(
+                    path,
+                    new_value.unwrap_or(&Value::Null),
+                    "field is immutable",
+                ));
+            }
+        }
+    }
+    errs.extend(node_selection(spec));
+    if set(spec, "sharedCounters") && set(spec, "devices") {
+        errs.push(invalid_value(
+            "spec",
+            &json!(""),
+            "only one of `sharedCounters` or `devices` is allowed",
+        ));
+    }
+    let per_device = spec.get("perDeviceNodeSelection").and_then(Value::as_bool) == Some(true);
+    errs.extend(each(
+        items(spec, "devices"),
+        MAX_DEVICES,
+        "spec.devices",
+        Some(name_of),
+        |device, at| {
+            let mut errs = label(name_of(device), &child(at, "name"));
+            let placed = ["nodeName", "nodeSelector", "allNodes"]
+                .iter()
+                .any(|f| set(device, f));
+            if placed && !per_device {
+                errs.push(invalid_rendered(
+                    at,
+                    "null",
+                    "`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec",
+                ));
+            }
+            errs
+        },
+    ));
+    errs
+}
+
+/// Exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection`.
+fn node_selection(spec: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let mut chosen = Vec::new();
+    if let Some(name) = spec.get("nodeName").and_then(Value::as_str) {
+        if name.is_empty() {
+            errs.push(invalid_value(
+                "spec.nodeName",
+                &json!(name),
+                "must be either unset or set to a non-empty string",
+            ));
+        } else {
+            chosen.push("`nodeName`");
+            errs.extend(subdomain(name, "spec.nodeName"));
+        }
+    }
+    if let Some(selector) = spec.get("nodeSelector").filter(|s| !s.is_null()) {
+        chosen.push("`nodeSelector`");
+        if items(selector, "nodeSelectorTerms").len() != 1 {
+            errs.push(invalid_rendered(
+                "spec.nodeSelector.nodeSelectorTerms",
+                "\"array\"",
+                "must have exactly one node selector term",
+            ));
+        }
+    }
+    for (field, shown) in [
+        ("allNodes", "`allNodes`"),
+        ("perDeviceNodeSelection", "`perDeviceNodeSelection`"),
+    ] {
+        match spec.get(field).and_then(Value::as_bool) {
+            Some(true) => chosen.push(shown),
+            Some(false) => errs.push(invalid_value(
+                &child("spec", field),
+                &json!(false),
+                "must be either unset or set to true",
+            )),
+            None => {}
+        }
+    }
+    let required = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required";
+    match chosen.len() {
+        0 => errs.push(Cause::required("spec", required)),
+        1 => {}
+        _ => errs.push(invalid_value(
+            "spec",
+            &json!(format!("{{{}}}", chosen.join(", "))),
+            &format!("{required}, but multiple fields are set"),
+        )),
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(errs: &[Cause]) -> Vec<String> {
+        errs.iter().map(Cause::summary).collect()
+    }
+
+    #[test]
+    fn claim_requests_as_upstream() {
+        let spec = json!({"devices": {
+            "requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+                    "allocationMode": "ExactCount", "count": 1,
+                    "selectors": [{"cel": {"expression": "device.driver == 'x'"}}]}},
+                {"name": "gpu", "exactly": {"deviceClassName": "", "allocationMode": "All", "count": 2}},
+                {"name": "Bad_Name"},
+                {"name": "both", "exactly": {"deviceClassName": "c", "allocationMode": "ExactCount", "count": 1},
+                    "firstAvailable": [{"name": "a", "deviceClassName": "c", "allocationMode": "ExactCount", "count": 1}]},
+            ],
+            "constraints": [{"requests": ["gpu", "missing"]}],
+            "config": [{"requests": ["gpu"], "opaque": {"driver": "gpu.example.com", "parameters": []}}],
+        }});
+        assert_eq!(
+            messages(&claim_spec(&spec, "spec")),
+            vec![
+                "spec.devices.requests[1].exactly.deviceClassName: Required value",
+                "spec.devices.requests[1].exactly.count: Invalid value: 2: must not be specified when allocationMode is 'All'",
+                "spec.devices.requests[2].name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                "spec.devices.requests[2]: Required value: exactly one of `exactly` or `firstAvailable` is required",
+                "spec.devices.requests[3]: Invalid value: null: exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set",
+                "spec.devices.requests[1]: Duplicate value: \"gpu\"",
+                "spec.devices.constraints[0].requests[1]: Invalid value: \"missing\": must be the name of a request in the claim or the name of a request and a subrequest separated by '/'",
+                "spec.devices.constraints[0].matchAttribute: Required value",
+                "spec.devices.config[0].opaque.parameters: Invalid value: \"<value omitted>\": must be a valid JSON object",
+            ]
+        );
+    }
+
+    #[test]
+    fn slices_choose_one_node_selection() {
+        let spec = json!({"driver": "gpu.example.com", "pool": {"name": "p", "resourceSliceCount": 1},
+            "nodeName": "n1", "allNodes": true,
+            "devices": [{"name": "d0"}, {"name": "d0", "nodeName": "x"}]});
+        assert_eq!(
+            messages(&slice_spec(&spec, None)),
+            vec![
+                "spec: Invalid value: \"{`nodeName`, `allNodes`}\": exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required, but multiple fields are set",
+                "spec.devices[1]: Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec",
+                "spec.devices[1]: Duplicate value: \"d0\"",
+            ]
+        );
+        let empty = json!({"pool": {}});
+        assert_eq!(
+            messages(&slice_spec(&empty, None)),
+            vec![
+                "spec.driver: Required value",
+                "spec.driver: Invalid value: \"\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                "spec.pool.name: Required value",
+                "spec.pool.resourceSliceCount: Invalid value: 0: must be greater than zero",
+                "spec: Required value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required",
+            ]
+        );
+        let old = json!({"driver": "a.example.com", "pool": {"name": "p", "resourceSliceCount": 1}, "allNodes": true});
+        let mut new = old.clone();
+        new["driver"] = json!("b.example.com");
+        assert_eq!(
+            messages(&slice_spec(&new, Some(&old))),
+            vec!["spec.driver: Invalid value: \"b.example.com\": field is immutable"]
+        );
+    }
+
+    #[test]
+    fn reservations_need_an_allocation() {
+        let obj = json!({"status": {"reservedFor": [{"resource": "pods", "name": "p"}]}});
+        assert_eq!(
+            messages(&claim_status(&obj, &json!({}))),
+            vec![
+                "status.reservedFor[0].uid: Required value",
+                "status.reservedFor: Forbidden: may not be specified when `allocated` is not set",
+            ]
+        );
+    }
+}
