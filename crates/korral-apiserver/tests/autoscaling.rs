@@ -238,3 +238,53 @@ async fn v1_creates_are_stored_in_v2_and_refusals_are_upstreams() {
         ])
     );
 }
+
+#[tokio::test]
+async fn metric_quantities_are_stored_canonical_in_both_versions() {
+    let env = TestEnv::start().await.expect("env");
+    let mut hpa = hpa_v2("mem", 1, 4);
+    hpa["spec"]["metrics"] = json!([
+        {"type": "Resource", "resource": {"name": "memory",
+            "target": {"type": "AverageValue", "averageValue": "0.5Gi"}}},
+        {"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 60}}},
+    ]);
+    let (code, created) = send(&env, "POST", V2, Some(&hpa)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        created["spec"]["metrics"][0]["resource"]["target"]["averageValue"], "512Mi",
+        "{created}"
+    );
+    // The v1 view carries it canonical in its metrics annotation.
+    let (_, v1) = send(&env, "GET", &format!("{V1}/mem"), None).await;
+    let annotation = v1["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/metrics"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        annotation.contains(r#""targetAverageValue":"512Mi""#),
+        "{v1}"
+    );
+
+    // A v1 write with a non-canonical quantity in the annotation is stored canonical.
+    let mut update = v1.clone();
+    update["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/metrics"] =
+        json!(r#"[{"type":"Resource","resource":{"name":"memory","targetAverageValue":"1.5Gi"}}]"#);
+    let (code, body) = send(&env, "PUT", &format!("{V1}/mem"), Some(&update)).await;
+    assert_eq!(code, 200, "{body}");
+    let (_, v2) = send(&env, "GET", &format!("{V2}/mem"), None).await;
+    assert_eq!(
+        v2["spec"]["metrics"][0]["resource"]["target"]["averageValue"], "1536Mi",
+        "{v2}"
+    );
+
+    // A malformed quantity cannot be decoded: 400, nothing stored.
+    let mut bad = hpa_v2("bad", 1, 4);
+    bad["spec"]["metrics"] = json!([{"type": "Resource", "resource": {"name": "memory",
+        "target": {"type": "AverageValue", "averageValue": "lots"}}}]);
+    let (code, body) = send(&env, "POST", V2, Some(&bad)).await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(body["reason"], "BadRequest");
+    let (code, _) = send(&env, "GET", &format!("{V2}/bad"), None).await;
+    assert_eq!(code, 404);
+}

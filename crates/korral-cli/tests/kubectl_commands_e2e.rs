@@ -210,6 +210,22 @@ fn autoscale_and_set(run: &mut Run<'_>, ns: &str) -> anyhow::Result<()> {
         "{.apiVersion} {.spec.targetCPUUtilizationPercentage} {.spec.minReplicas}-{.spec.maxReplicas}",
         "autoscaling/v1 80 2-5",
     );
+    // Listed through v1: the same row, the CPU target converted once.
+    let out = run.ok_contains(
+        &n(ns, &["get", "horizontalpodautoscalers.v1.autoscaling"]),
+        &["Deployment/web"],
+    );
+    run.expect(
+        row(&out, "web").get(..7).map(|r| r.join(" ")).as_deref()
+            == Some("web Deployment/web cpu: <unknown>/80% 2 5 0"),
+        "`kubectl get horizontalpodautoscalers.v1.autoscaling`: the v2 row",
+        &out,
+    );
+    run.jsonpath(
+        &n(ns, &["get", "horizontalpodautoscalers.v1.autoscaling"]),
+        "{.items[0].apiVersion} {.items[0].spec.targetCPUUtilizationPercentage}",
+        "autoscaling/v1 80",
+    );
     run.fails_with(
         &n(ns, &["autoscale", "deployment", "web", "--max=3"]),
         &[
@@ -361,6 +377,18 @@ spec:
   maxReplicas: 2
 "#;
 
+/// An HPA with a memory target written `0.5Gi` (stored as `512Mi`).
+const HPA_MEMORY: &str = r#"apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: memory}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 3
+  metrics:
+  - type: Resource
+    resource: {name: memory, target: {type: AverageValue, averageValue: 0.5Gi}}
+"#;
+
 #[test]
 fn kubectl_autoscale_and_set_commands() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -385,6 +413,27 @@ fn kubectl_autoscale_and_set_commands() {
                 "The HorizontalPodAutoscaler \"inverted\" is invalid: spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
             ],
         );
+            let memory = dir.path().join(format!("memory-{i}.yaml"));
+            std::fs::write(&memory, HPA_MEMORY)?;
+            run.ok_contains(
+                &n(&ns, &["apply", "-f", &memory.display().to_string()]),
+                &["horizontalpodautoscaler.autoscaling/memory created"],
+            );
+            run.jsonpath(
+                &n(&ns, &["get", "hpa", "memory"]),
+                "{.spec.metrics[0].resource.target.averageValue} {.spec.minReplicas}",
+                "512Mi 1",
+            );
+            let out = run.ok_contains(&n(&ns, &["get", "hpa", "memory"]), &["Deployment/web"]);
+            run.expect(
+                row(&out, "memory")
+                    .get(2..4)
+                    .map(|r| r.join(" "))
+                    .as_deref()
+                    == Some("memory: <unknown>/512Mi"),
+                "`kubectl get hpa memory`: TARGETS memory: <unknown>/512Mi",
+                &out,
+            );
             Ok(())
         },
     );

@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 use super::KindDef;
 use super::printer::{AGE, Column, Printer, age, int, text};
 use super::strategy::{Context, Strategy};
-use crate::error::Cause;
-use crate::quantity::Quantity;
+use crate::error::{ApiError, Cause};
+use crate::objects::FieldValidation;
+use crate::quantity::{self, Quantity, QuantityError};
 use crate::registry::ResourceInfo;
 
 /// The kinds of `autoscaling`, the preferred version first.
@@ -43,7 +44,65 @@ struct HpaStrategy {
     v1: bool,
 }
 
+/// The metric sources of a v2 `MetricSpec` and `MetricStatus`.
+const METRIC_SOURCES: [&str; 5] = [
+    "resource",
+    "containerResource",
+    "pods",
+    "object",
+    "external",
+];
+
+/// Rewrites the quantities of an HPA in the v2 shape into upstream's serialization (`0.5Gi` →
+/// `512Mi`): the `value` and `averageValue` of each metric's target and of each current metric.
+fn canonicalize_quantities(obj: &mut Value) -> Result<(), QuantityError> {
+    for (list, part) in [
+        ("/spec/metrics", "target"),
+        ("/status/currentMetrics", "current"),
+    ] {
+        let Some(metrics) = obj.pointer_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for metric in metrics {
+            for source in METRIC_SOURCES {
+                let Some(values) = metric
+                    .get_mut(source)
+                    .and_then(|s| s.get_mut(part))
+                    .and_then(Value::as_object_mut)
+                else {
+                    continue;
+                };
+                for field in ["value", "averageValue"] {
+                    if let Some(value) = values.get_mut(field).filter(|v| !v.is_null()) {
+                        quantity::canonicalize_value(value)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Strategy for HpaStrategy {
+    /// Quantities are read as upstream's decoder reads them and written back canonical; a
+    /// malformed one makes the object undecodable (400). A v1 object's quantities (in the
+    /// metrics annotations) are checked on its v2 form, canonicalized when it is stored.
+    fn decode(
+        &self,
+        info: &ResourceInfo,
+        obj: &mut Value,
+        validation: FieldValidation,
+        _ctx: &Context,
+    ) -> Result<Vec<String>, ApiError> {
+        let checked = if self.v1 {
+            canonicalize_quantities(&mut convert::to_v2(obj.clone()))
+        } else {
+            canonicalize_quantities(obj)
+        };
+        checked.map_err(|e| quantity::undecodable(info, e))?;
+        crate::openapi_builtin::decode_builtin(info, obj, validation)
+    }
+
     fn default(&self, obj: &mut Value) {
         if self.v1 {
             if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut)
@@ -65,8 +124,13 @@ impl Strategy for HpaStrategy {
         }
     }
 
+    /// The v1 view of the stored v2 object. An object already in the v1 shape is left as it
+    /// is: the HTTP layer shows list items (already converted by `conversion::to_served`)
+    /// through `objects::served` a second time, and converting v1 again would lose the CPU
+    /// target and the spec's other v2-only fields.
     fn convert_stored(&self, _info: &ResourceInfo, stored: &Value) -> Option<Value> {
-        self.v1.then(|| convert::to_v1(stored))
+        (self.v1 && crate::meta::api_version(stored) != "autoscaling/v1")
+            .then(|| convert::to_v1(stored))
     }
 
     fn convert_for_storage(&self, obj: Value) -> Value {
@@ -75,6 +139,8 @@ impl Strategy for HpaStrategy {
         }
         let mut v2 = convert::to_v2(obj);
         validation::default_v2(&mut v2);
+        // Malformed quantities were refused when the object was decoded.
+        let _ = canonicalize_quantities(&mut v2);
         v2
     }
 }
@@ -273,6 +339,48 @@ mod tests {
         );
         let v1 = convert::to_v1(&obj);
         assert_eq!((HPAS_V1.cells)(&v1)[..5], cells[..5]);
+    }
+
+    #[test]
+    fn metric_quantities_are_canonicalized() {
+        let mut obj = json!({
+            "spec": {"metrics": [
+                {"type": "Resource", "resource": {"name": "memory",
+                    "target": {"type": "AverageValue", "averageValue": "0.5Gi"}}},
+                {"type": "Object", "object": {"metric": {"name": "qps"},
+                    "target": {"type": "Value", "value": 1.5}}},
+                {"type": "External", "external": {"metric": {"name": "q"},
+                    "target": {"type": "AverageValue", "averageValue": "2000m"}}},
+                {"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 80}}},
+            ]},
+            "status": {"currentMetrics": [{"type": "Pods", "pods": {"metric": {"name": "m"},
+                "current": {"averageValue": "1024Mi"}}}]},
+        });
+        canonicalize_quantities(&mut obj).expect("canonical");
+        assert_eq!(
+            obj["spec"]["metrics"][0]["resource"]["target"]["averageValue"],
+            "512Mi"
+        );
+        assert_eq!(
+            obj["spec"]["metrics"][1]["object"]["target"]["value"],
+            "1500m"
+        );
+        assert_eq!(
+            obj["spec"]["metrics"][2]["external"]["target"]["averageValue"],
+            "2"
+        );
+        assert_eq!(
+            obj["spec"]["metrics"][3]["resource"]["target"],
+            json!({"type": "Utilization", "averageUtilization": 80})
+        );
+        assert_eq!(
+            obj["status"]["currentMetrics"][0]["pods"]["current"]["averageValue"],
+            "1Gi"
+        );
+        let mut bad = json!({"spec": {"metrics": [{"type": "Pods", "pods": {"metric": {"name": "m"},
+            "target": {"type": "AverageValue", "averageValue": "lots"}}}]}});
+        assert!(canonicalize_quantities(&mut bad).is_err());
     }
 
     #[test]
