@@ -1462,7 +1462,10 @@ impl Objects {
         let validation = opts.field_validation;
         let warnings = Arc::new(Mutex::new(Vec::new()));
         let warnings2 = warnings.clone();
-        let ctx = self.context();
+        let ctx = Context {
+            user: opts.requester.clone(),
+            ..self.context()
+        };
         let admission = opts.admission.clone();
         // A custom resource converted by a webhook: the current object is converted before the
         // guarded write (which must then find it unchanged), the result after it.
@@ -1668,7 +1671,10 @@ impl Objects {
         let managed = meta::metadata(&next)
             .and_then(|m| m.get("managedFields"))
             .cloned();
-        let ctx = self.context();
+        let ctx = Context {
+            user: opts.requester.clone(),
+            ..self.context()
+        };
         let mut revalidated = None;
         let mut candidate = Some((*next).clone());
         let mut admitted_warnings = Vec::new();
