@@ -104,15 +104,17 @@ pub(crate) async fn to_served(
     info: &ResourceInfo,
     items: Vec<Object>,
 ) -> Result<Vec<Object>, ApiError> {
-    convert_served(objects, info, items, &info.list_kind).await
+    convert_served(objects, info, items, false).await
 }
 
-/// [`to_served`] of a list (`subject_kind` is the list kind) or of one object (the kind).
+/// [`to_served`] of a list's items or (`single`) of one object. Failures name the first
+/// converted object's version and the kind, never the list kind: upstream converts each
+/// object as its storage decodes it, so its messages name an object's GroupVersionKind.
 async fn convert_served(
     objects: &Objects,
     info: &ResourceInfo,
     items: Vec<Object>,
-    subject_kind: &str,
+    single: bool,
 ) -> Result<Vec<Object>, ApiError> {
     let Some(webhook) = webhook_of(info) else {
         return Ok(items
@@ -128,8 +130,7 @@ async fn convert_served(
         return Ok(items);
     }
     let originals: Vec<Value> = pending.iter().map(|&i| (*items[i]).clone()).collect();
-    let subject = gvk(info, meta::api_version(&items[pending[0]]), subject_kind);
-    let single = subject_kind == info.kind;
+    let subject = gvk(info, meta::api_version(&items[pending[0]]), &info.kind);
     let converted = call(
         objects, info, webhook, &originals, &wanted, &subject, single,
     )
@@ -147,7 +148,7 @@ pub(crate) async fn to_served_one(
     info: &ResourceInfo,
     object: &Object,
 ) -> Result<Object, ApiError> {
-    let mut converted = convert_served(objects, info, vec![object.clone()], &info.kind).await?;
+    let mut converted = convert_served(objects, info, vec![object.clone()], true).await?;
     converted
         .pop()
         .ok_or_else(|| ApiError::internal("conversion returned no object"))

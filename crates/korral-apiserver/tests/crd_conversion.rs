@@ -455,7 +455,7 @@ async fn failing_webhooks_answer_upstreams_errors_and_store_nothing() {
     assert_eq!(code, 500);
     assert_eq!(
         status["message"],
-        "conversion webhook for ref.example.com/v1, Kind=WidgetList failed: conversion refused by test"
+        "conversion webhook for ref.example.com/v1, Kind=Widget failed: conversion refused by test"
     );
 
     // Unreachable.
