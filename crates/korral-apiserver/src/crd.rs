@@ -14,11 +14,6 @@ use crate::validation::{names, schema};
 /// The finalizer that holds a deleted CRD until its custom resources are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
-/// Whether `info` is the CRD resource itself.
-pub fn is_crd(info: &ResourceInfo) -> bool {
-    info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions"
-}
-
 fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
     meta::path(v, path).and_then(Value::as_str).unwrap_or("")
 }
@@ -519,7 +514,6 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                     crd_name: crd_name.clone(),
                     schema,
                     printer_columns,
-                    selectable_fields,
                     storage: v.get("storage").and_then(Value::as_bool) == Some(true),
                     versions: conversion.clone(),
                     deprecation: deprecation_warning(obj, v),
@@ -573,14 +567,4 @@ pub fn register(registry: &Registry, obj: &Value) {
 /// Stops serving a deleted CRD's kinds.
 pub fn unregister(registry: &Registry, obj: &Value) {
     registry.remove_crd(meta::name(obj));
-}
-
-/// Whether a stored CRD is established.
-pub fn is_established(obj: &Value) -> bool {
-    meta::path(obj, "status.conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|c| {
-            c.iter()
-                .any(|c| str_at(c, "type") == "Established" && str_at(c, "status") == "True")
-        })
 }

@@ -971,6 +971,7 @@ pub enum ServiceIpError {
     /// The service CIDR given to [`ServiceIpAllocator::with_range`] is not an IPv4 CIDR with a
     /// prefix between /8 and /30.
     #[error("parsing the service CIDR {0:?}: expected an IPv4 CIDR between /8 and /30")]
+    #[cfg(test)]
     ParseRange(String),
     /// The requested IP is not an IPv4 address.
     #[error("failed to allocate IP {ip}: {ip:?} is not a valid IPv4 address")]
@@ -1019,7 +1020,9 @@ impl ServiceIpError {
                     )],
                 )
             }
-            Self::RangeFull | Self::ParseRange(_) => ApiError::internal(self.to_string()),
+            Self::RangeFull => ApiError::internal(self.to_string()),
+            #[cfg(test)]
+            Self::ParseRange(_) => ApiError::internal(self.to_string()),
         }
     }
 }
@@ -1048,15 +1051,14 @@ impl Default for ServiceIpAllocator {
 }
 
 impl ServiceIpAllocator {
-    /// The default service range of kubeadm and kube-apiserver.
-    pub const DEFAULT_RANGE: &'static str = "10.96.0.0/12";
-
-    /// An allocator for [`Self::DEFAULT_RANGE`].
+    /// An allocator for the default service range of kubeadm and kube-apiserver,
+    /// `10.96.0.0/12`.
     pub fn new() -> Self {
         Self::from_parts(u32::from(Ipv4Addr::new(10, 96, 0, 0)), 12)
     }
 
     /// An allocator for `cidr` (`a.b.c.d/n`, 8 ≤ n ≤ 30; host bits are ignored).
+    #[cfg(test)]
     pub fn with_range(cidr: &str) -> Result<Self, ServiceIpError> {
         let err = || ServiceIpError::ParseRange(cidr.to_string());
         let (addr, len) = cidr.trim().split_once('/').ok_or_else(err)?;
@@ -1097,6 +1099,7 @@ impl ServiceIpAllocator {
     }
 
     /// The first usable address, reserved for the `kubernetes` service (`10.96.0.1`).
+    #[cfg(test)]
     pub fn kubernetes_service_ip(&self) -> Ipv4Addr {
         Ipv4Addr::from(self.network + 1)
     }
@@ -1159,6 +1162,7 @@ impl ServiceIpAllocator {
     /// Fills the cluster IP of a Service being created (see [`assign_cluster_ip`]), given the
     /// cluster IPs of the existing Services (unparsable entries and `None` are ignored).
     /// Returns the address newly taken, if any.
+    #[cfg(test)]
     pub fn assign(
         &mut self,
         service: &mut Value,
@@ -1169,6 +1173,7 @@ impl ServiceIpAllocator {
 
     /// Like [`Self::assign`] for a Service being replaced or patched: a cluster IP the update
     /// omits is carried over from `old`, one it repeats is kept without a check.
+    #[cfg(test)]
     pub fn assign_update(
         &mut self,
         service: &mut Value,
@@ -1179,6 +1184,7 @@ impl ServiceIpAllocator {
     }
 }
 
+#[cfg(test)]
 fn parse_in_use(in_use: &[String]) -> HashSet<Ipv4Addr> {
     in_use.iter().filter_map(|ip| ip.parse().ok()).collect()
 }

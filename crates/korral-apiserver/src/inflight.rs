@@ -172,11 +172,6 @@ impl InFlight {
         }
     }
 
-    /// The limits in force.
-    pub fn limits(&self) -> Limits {
-        self.limits
-    }
-
     /// The slot `req` takes, `None` when it takes none (probes, unlimited kinds, a privileged
     /// request over the budget); 429 when over the limits. `privileged` is asked only for a
     /// request over the in-flight budget.

@@ -17,40 +17,96 @@
 //! # }
 //! ```
 
-pub mod admission;
-pub mod apply;
-pub mod auth;
+mod admission;
+mod apply;
+mod auth;
 mod builtin_admission;
-pub mod controllers;
-pub mod conversion;
-pub mod crd;
-pub mod defaults;
+mod controllers;
+mod conversion;
+mod crd;
+mod defaults;
 pub mod error;
 pub mod faults;
-pub mod http;
-pub mod inflight;
+mod http;
+mod inflight;
 mod kinds;
 pub mod kubeconfig;
-pub mod limits;
-pub mod meta;
-pub mod objects;
-pub mod openapi;
-pub mod openapi_builtin;
-pub mod openapi_proto;
-pub mod patch;
-pub mod protobuf;
+mod limits;
+mod meta;
+mod objects;
+mod openapi;
+mod openapi_builtin;
+mod openapi_proto;
+mod patch;
+mod protobuf;
 mod quantity;
-pub mod registry;
-pub mod scale;
-pub mod selector;
+mod registry;
+mod scale;
+mod selector;
 pub mod server;
-pub mod simulate;
-pub mod storage;
+mod simulate;
+mod storage;
 pub mod tls;
-pub mod validation;
+mod validation;
 
+pub use admission::ServiceMap;
 pub use error::{ApiError, Cause};
 pub use faults::{
     FaultConfig, FaultConfigError, FaultLatency, FaultRule, FaultStats, Faults, RuleStats,
 };
+pub use inflight::{DEFAULT_MAX_MUTATING, DEFAULT_MAX_READONLY, DEFAULT_MAX_WATCHES_PER_CLIENT};
 pub use server::{ApiServer, AuthorizationMode, ServerConfig, StartError, StorageMode};
+pub use storage::StorageError;
+
+/// Entry points of the parsers and engines that take untrusted input, for the fuzz targets and
+/// the property tests (`tests/fuzz.rs`). Not part of the supported API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use serde_json::Value;
+
+    /// Applies a patch (`merge`, `strategic` with a Deployment's merge keys, or `json`) to
+    /// `original`; an error carries the HTTP code the server would answer.
+    pub fn apply_patch(
+        kind: &str,
+        original: &Value,
+        body: &[u8],
+    ) -> Result<Value, crate::ApiError> {
+        let registry = crate::registry::Registry::with_builtins();
+        let info = registry
+            .get("apps", "v1", "deployments")
+            .ok_or_else(|| crate::ApiError::internal("deployments are not served"))?;
+        let strategy = crate::patch::BuiltinStrategy::new(&info);
+        let kind = match kind {
+            "merge" => crate::patch::PatchType::Merge,
+            "strategic" => crate::patch::PatchType::Strategic,
+            _ => crate::patch::PatchType::Json,
+        };
+        crate::patch::apply_patch(kind, original, body, Some(&strategy))
+    }
+
+    /// Parses `text` as a label selector and as a field selector: the HTTP code of each
+    /// refusal (`None` when it parses).
+    pub fn parse_selectors(text: &str) -> (Option<u16>, Option<u16>) {
+        (
+            crate::selector::LabelSelector::parse(text)
+                .err()
+                .map(|e| e.code),
+            crate::selector::FieldSelector::parse(text)
+                .err()
+                .map(|e| e.code),
+        )
+    }
+
+    /// Decodes a protobuf-encoded object (with or without the `k8s\0` envelope).
+    pub fn decode_protobuf(bytes: &[u8]) {
+        let _ = crate::protobuf::decode_object(bytes);
+    }
+
+    /// Checks `schema` as a CRD schema (structure and CEL rules) and validates `value` with it.
+    pub fn check_schema_and_validate(value: &Value, schema: &Value) {
+        let _ = crate::validation::schema::check_structural(schema, "s");
+        let _ = crate::validation::schema::validate(value, schema, "");
+        let _ = crate::validation::cel::check_schema(schema, "s");
+        let _ = crate::validation::cel::validate(value, None, schema);
+    }
+}

@@ -626,6 +626,7 @@ pub fn v3_path(group: &str, version: &str) -> String {
 
 /// The group and version named by a path below `/openapi/v3/` (the inverse of [`v3_path`]):
 /// `api/v1` is `("", "v1")`, `apis/apps/v1` is `("apps", "v1")`.
+#[cfg(test)]
 pub fn parse_v3_path(path: &str) -> Option<(&str, &str)> {
     let path = path.trim_matches('/');
     let mut parts = path.split('/');
@@ -1632,6 +1633,7 @@ pub fn v2_protobuf(registry: &Registry) -> Arc<Vec<u8>> {
 
 /// The Swagger 2.0 document of everything served (`/openapi/v2`, JSON form): `paths` for
 /// every resource and `definitions` as in the v3 documents.
+#[cfg(test)]
 pub fn v2(registry: &Registry) -> Value {
     (*v2_shared(registry)).clone()
 }
@@ -1714,14 +1716,13 @@ mod tests {
             field_selectors: vec![],
             actions: Vec::new(),
             pod_spec: None,
-                lists: &[],
+            lists: &[],
             printer: crate::kinds::printer::DEFAULT,
             strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(None)),
             custom: Some(CustomResourceInfo {
                 crd_name: "widgets.ref.example.org".into(),
                 schema: Some(Arc::new(schema)),
                 printer_columns: vec![],
-                selectable_fields: vec![],
                 storage: true,
                 versions: Default::default(),
                 deprecation: None,

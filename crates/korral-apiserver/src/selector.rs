@@ -39,23 +39,6 @@ pub enum Operator {
     LessThan,
 }
 
-impl Operator {
-    /// Upstream's name of the operator (`selection.Operator`), e.g. `in`, `!=`, `gt`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operator::Equals => "=",
-            Operator::DoubleEquals => "==",
-            Operator::NotEquals => "!=",
-            Operator::In => "in",
-            Operator::NotIn => "notin",
-            Operator::Exists => "exists",
-            Operator::DoesNotExist => "!",
-            Operator::GreaterThan => "gt",
-            Operator::LessThan => "lt",
-        }
-    }
-}
-
 /// One requirement of a label selector: a key, an operator and (for most operators) values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Requirement {
@@ -151,21 +134,6 @@ impl Requirement {
         }
     }
 
-    /// The label key.
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// The operator.
-    pub fn operator(&self) -> Operator {
-        self.operator
-    }
-
-    /// The values (empty for `Exists` / `DoesNotExist`).
-    pub fn values(&self) -> &[String] {
-        &self.values
-    }
-
     fn has_value(&self, value: &str) -> bool {
         self.values.iter().any(|v| v == value)
     }
@@ -248,11 +216,6 @@ pub struct LabelSelector {
 }
 
 impl LabelSelector {
-    /// The selector matching every object.
-    pub fn everything() -> Self {
-        Self::default()
-    }
-
     /// The selector matching no object.
     pub fn nothing() -> Self {
         Self {
@@ -291,21 +254,19 @@ impl LabelSelector {
     }
 
     /// The requirements, sorted by key.
+    #[cfg(test)]
     pub fn requirements(&self) -> &[Requirement] {
         &self.requirements
     }
 
     /// True when the selector has no requirement and matches everything.
+    #[cfg(test)]
     pub fn is_everything(&self) -> bool {
         !self.nothing && self.requirements.is_empty()
     }
 
-    /// True for the selector that matches nothing.
-    pub fn is_nothing(&self) -> bool {
-        self.nothing
-    }
-
     /// The value a requirement `key=v`, `key==v` or `key in (v)` pins `key` to, if any.
+    #[cfg(test)]
     pub fn requires_exact_match(&self, key: &str) -> Option<&str> {
         let r = self.requirements.iter().find(|r| r.key == key)?;
         match r.operator {
@@ -836,11 +797,6 @@ pub struct FieldSelector {
 }
 
 impl FieldSelector {
-    /// The selector matching every object.
-    pub fn everything() -> Self {
-        Self::default()
-    }
-
     /// Parses a `fieldSelector` query value (`f=v`, `f==v`, `f!=v`, comma-separated, with `\,`
     /// `\=` `\\` escapes in values); errors are `400 BadRequest` with upstream's message.
     pub fn parse(selector: &str) -> Result<Self, ApiError> {
@@ -872,11 +828,13 @@ impl FieldSelector {
     }
 
     /// True when the selector has no term.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.terms.is_empty()
     }
 
     /// The terms, in upstream's (sorted) order.
+    #[cfg(test)]
     pub fn terms(&self) -> &[FieldTerm] {
         &self.terms
     }
@@ -889,6 +847,7 @@ impl FieldSelector {
 
     /// Checks every field against the kind's supported list, answering upstream's 400 for the
     /// first unsupported one.
+    #[cfg(test)]
     pub fn check_supported(&self, supported: &[&str]) -> Result<(), ApiError> {
         match self.fields().find(|f| !supported.contains(f)) {
             Some(field) => Err(unsupported_field(field)),
@@ -897,6 +856,7 @@ impl FieldSelector {
     }
 
     /// The value a `field=v` term pins `field` to, if any.
+    #[cfg(test)]
     pub fn requires_exact_match(&self, field: &str) -> Option<&str> {
         self.terms
             .iter()

@@ -8,13 +8,14 @@ use std::time::Duration;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::controllers;
 use crate::crd;
+use crate::error::ApiError;
 use crate::http::{self, State};
 use crate::kubeconfig;
 use crate::objects::{Objects, WriteOptions};
@@ -75,7 +76,7 @@ pub struct ServerConfig {
     pub faults: crate::faults::FaultConfig,
     /// Admission webhook services reached at a local address rather than through their
     /// Endpoints: `namespace/name:port` → address (a test environment's webhook server). More
-    /// can be added at run time through `ApiServer::objects().webhook_services()`.
+    /// can be added at run time through [`ApiServer::webhook_services`].
     pub webhook_services: std::collections::BTreeMap<String, std::net::SocketAddr>,
 }
 
@@ -390,9 +391,66 @@ impl ApiServer {
         &self.kubeconfig_yaml
     }
 
-    /// The object layer, for in-process access without HTTP.
-    pub fn objects(&self) -> &Arc<Objects> {
-        &self.objects
+    /// Where webhooks configured by `service` reference are called: services mapped here to a
+    /// local address (`namespace/name:port`) are reached there, others through their
+    /// Endpoints.
+    pub fn webhook_services(&self) -> &crate::admission::ServiceMap {
+        self.objects.webhook_services()
+    }
+
+    /// Creates `object` as the server itself (no client, so no admission webhooks), or replaces
+    /// the stored one of that name; either way through the whole write pipeline (defaults,
+    /// validation, built-in admission). For installing manifests in-process (`korral-testenv`).
+    pub async fn create_or_replace(&self, object: Value) -> Result<Value, ApiError> {
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+        let info = self
+            .objects
+            .registry()
+            .by_kind(group, version, &kind)
+            .ok_or_else(|| ApiError::bad_request(format!("{api_version} {kind} is not served")))?;
+        let name = crate::meta::name(&object).to_string();
+        let namespace = info.namespaced.then(|| {
+            crate::meta::namespace(&object)
+                .unwrap_or("default")
+                .to_string()
+        });
+        let opts = crate::objects::WriteOptions::default();
+        match self
+            .objects
+            .create(&info, namespace.as_deref(), object.clone(), &opts)
+            .await
+        {
+            Ok(written) => Ok((*written.object).clone()),
+            Err(e) if e.code == 409 && e.reason == "AlreadyExists" => {
+                let mut object = object;
+                if let Some(md) = crate::meta::metadata_mut(&mut object) {
+                    md.remove("resourceVersion");
+                }
+                let written = self
+                    .objects
+                    .update(
+                        &info,
+                        namespace.as_deref(),
+                        &name,
+                        object,
+                        crate::objects::Part::Main,
+                        &opts,
+                    )
+                    .await?;
+                Ok((*written.object).clone())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The fault injector: change the rules at run time, read what was injected.

@@ -727,7 +727,6 @@ async fn object_selectors_and_service_references() {
     namespace(&client, "adm", true).await;
     let cms = "/api/v1/namespaces/adm/configmaps";
     env.server()
-        .objects()
         .webhook_services()
         .insert("hooks", "webhook-service", 443, hook.address);
     let mut by_service = webhook(

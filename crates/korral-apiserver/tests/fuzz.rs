@@ -9,22 +9,13 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use korral_apiserver::patch::{BuiltinStrategy, PatchType, apply_patch};
-use korral_apiserver::selector::{FieldSelector, LabelSelector};
+use korral_apiserver::fuzzing;
 use korral_apiserver::{ApiServer, ServerConfig};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// Deployments, whose merge keys the strategic merge patch engine uses here.
-static DEPLOYMENTS: std::sync::LazyLock<std::sync::Arc<korral_apiserver::registry::ResourceInfo>> =
-    std::sync::LazyLock::new(|| {
-        korral_apiserver::registry::Registry::with_builtins()
-            .get("apps", "v1", "deployments")
-            .expect("deployments are served")
-    });
 
 /// Cases per property (the HTTP ones cost a round trip each).
 const CASES: u32 = 200;
@@ -134,13 +125,9 @@ proptest! {
         let original = if use_deployment { deployment() } else { original };
         let body = serde_json::to_vec(&patch).unwrap_or_default();
         let ops = serde_json::to_vec(&ops).unwrap_or_default();
-        for (kind, body) in [
-            (PatchType::Merge, &body),
-            (PatchType::Strategic, &body),
-            (PatchType::Json, &ops),
-        ] {
-            if let Err(e) = apply_patch(kind, &original, body, Some(&BuiltinStrategy::new(&DEPLOYMENTS))) {
-                prop_assert!((400..500).contains(&e.code), "{kind:?}: {e}");
+        for (kind, body) in [("merge", &body), ("strategic", &body), ("json", &ops)] {
+            if let Err(e) = fuzzing::apply_patch(kind, &original, body) {
+                prop_assert!((400..500).contains(&e.code), "{kind}: {e}");
             }
         }
     }
@@ -149,22 +136,19 @@ proptest! {
     #[test]
     fn selectors_never_panic(text in "[a-z0-9!=<>(),.\\\\ /_-]{0,40}", raw in ".{0,40}") {
         for s in [&text, &raw] {
-            if let Err(e) = LabelSelector::parse(s) {
-                prop_assert_eq!(e.code, 400);
-            }
-            if let Err(e) = FieldSelector::parse(s) {
-                prop_assert_eq!(e.code, 400);
-            }
+            let (label, field) = fuzzing::parse_selectors(s);
+            prop_assert!(label.is_none_or(|c| c == 400), "{label:?}");
+            prop_assert!(field.is_none_or(|c| c == 400), "{field:?}");
         }
     }
 
     /// The protobuf decoder takes any bytes (behind the `k8s\0` magic or not).
     #[test]
     fn protobuf_decoder_never_panics(body in prop::collection::vec(any::<u8>(), 0..256)) {
-        let _ = korral_apiserver::protobuf::decode_object(&body);
+        fuzzing::decode_protobuf(&body);
         let mut framed = b"k8s\0".to_vec();
         framed.extend_from_slice(&body);
-        let _ = korral_apiserver::protobuf::decode_object(&framed);
+        fuzzing::decode_protobuf(&framed);
     }
 
     /// Schema validation and the CEL checks of a CRD schema take any schema and value.
@@ -174,10 +158,9 @@ proptest! {
         value in json_value(),
         rule in "[a-z.()<>=!&| 0-9+'\\[\\]]{0,30}",
     ) {
-        let _ = korral_apiserver::validation::schema::validate(&value, &schema, "");
+        fuzzing::check_schema_and_validate(&value, &schema);
         let with_rule = json!({"type": "object", "x-kubernetes-validations": [{"rule": rule}]});
-        let _ = korral_apiserver::validation::cel::check_schema(&with_rule, "s");
-        let _ = korral_apiserver::validation::cel::validate(&value, None, &with_rule);
+        fuzzing::check_schema_and_validate(&value, &with_rule);
     }
 }
 

@@ -33,13 +33,13 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Authorization::AlwaysAllow)]
     authorization: Authorization,
     /// Read-only requests served at once; more are answered 429 (0: no limit).
-    #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_READONLY)]
+    #[arg(long, default_value_t = korral_apiserver::DEFAULT_MAX_READONLY)]
     max_requests_inflight: usize,
     /// Mutating requests served at once; more are answered 429 (0: no limit).
-    #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_MUTATING)]
+    #[arg(long, default_value_t = korral_apiserver::DEFAULT_MAX_MUTATING)]
     max_mutating_requests_inflight: usize,
     /// Open watches per client (per set of credentials); more are answered 429 (0: no limit).
-    #[arg(long, default_value_t = korral_apiserver::inflight::DEFAULT_MAX_WATCHES_PER_CLIENT)]
+    #[arg(long, default_value_t = korral_apiserver::DEFAULT_MAX_WATCHES_PER_CLIENT)]
     max_watches_per_client: usize,
     /// Inject faults on purpose, from this YAML or JSON file: latency, 409/429/500/503
     /// errors, watches closed early, 410 Expired on watch resume (see the README's

@@ -461,49 +461,22 @@ impl TestEnv {
     }
 
     async fn install_manifests_named(&self, source: &str, yaml: &str) -> Result<(), TestEnvError> {
-        use korral_apiserver::objects::{Part, WriteOptions};
         let failed = |message: String| TestEnvError::Manifest {
             source_name: source.to_string(),
             message,
         };
-        let objects = self.server.objects();
         for document in serde_yaml_ng::Deserializer::from_str(yaml) {
-            let mut value = <serde_json::Value as serde::Deserialize>::deserialize(document)
+            let value = <serde_json::Value as serde::Deserialize>::deserialize(document)
                 .map_err(|e| failed(e.to_string()))?;
             if value.is_null() {
                 continue;
             }
-            let api_version = value["apiVersion"].as_str().unwrap_or("").to_string();
             let kind = value["kind"].as_str().unwrap_or("").to_string();
-            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
-            let info = objects
-                .registry()
-                .by_kind(group, version, &kind)
-                .ok_or_else(|| failed(format!("{api_version} {kind} is not served")))?;
             let name = value["metadata"]["name"].as_str().unwrap_or("").to_string();
-            let namespace = info.namespaced.then(|| {
-                value["metadata"]["namespace"]
-                    .as_str()
-                    .unwrap_or("default")
-                    .to_string()
-            });
-            let opts = WriteOptions::default();
-            let created = objects
-                .create(&info, namespace.as_deref(), value.clone(), &opts)
-                .await;
-            match created {
-                Ok(_) => {}
-                Err(e) if e.code == 409 => {
-                    if let Some(meta) = value["metadata"].as_object_mut() {
-                        meta.remove("resourceVersion");
-                    }
-                    objects
-                        .update(&info, namespace.as_deref(), &name, value, Part::Main, &opts)
-                        .await
-                        .map_err(|e| failed(format!("{kind} {name}: {}", e.message)))?;
-                }
-                Err(e) => return Err(failed(format!("{kind} {name}: {}", e.message))),
-            }
+            self.server
+                .create_or_replace(value)
+                .await
+                .map_err(|e| failed(format!("{kind} {name}: {}", e.message)))?;
         }
         Ok(())
     }

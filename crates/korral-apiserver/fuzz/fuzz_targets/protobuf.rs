@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = korral_apiserver::protobuf::decode_object(data);
+    korral_apiserver::fuzzing::decode_protobuf(data);
 });

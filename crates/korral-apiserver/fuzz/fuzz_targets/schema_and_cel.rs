@@ -11,8 +11,6 @@ fuzz_target!(|data: &[u8]| {
     let (rule, doc) = text.split_once('\n').unwrap_or((text, "{}"));
     let value: Value = serde_json::from_str(doc).unwrap_or(Value::Null);
     let schema = json!({"type": "object", "x-kubernetes-validations": [{"rule": rule}]});
-    let _ = korral_apiserver::validation::schema::check_structural(&value, "s");
-    let _ = korral_apiserver::validation::schema::validate(&value, &value, "");
-    let _ = korral_apiserver::validation::cel::check_schema(&schema, "s");
-    let _ = korral_apiserver::validation::cel::validate(&value, None, &schema);
+    korral_apiserver::fuzzing::check_schema_and_validate(&value, &value);
+    korral_apiserver::fuzzing::check_schema_and_validate(&value, &schema);
 });

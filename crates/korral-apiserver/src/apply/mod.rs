@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 pub use fieldset::FieldSet;
 pub use managed::{Entry, Operation};
 pub use path::PathElement;
-pub use semantics::{BuiltinSemantics, ListType, SchemaSemantics, Semantics};
+pub use semantics::{BuiltinSemantics, SchemaSemantics, Semantics};
 
 use crate::error::{ApiError, Cause};
 use crate::registry::ResourceInfo;

@@ -20,9 +20,8 @@ use crate::objects::Objects;
 use crate::openapi;
 use crate::openapi_proto;
 
-pub use body::{Body, MAX_BODY};
+pub use body::Body;
 pub(crate) use body::{bytes_response, error_response};
-pub use discovery::version;
 
 /// Shared state of the HTTP front.
 pub struct State {

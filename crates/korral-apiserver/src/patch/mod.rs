@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 
-pub use strategic::{BuiltinStrategy, ListStrategy, MergeStrategy};
+pub use strategic::{BuiltinStrategy, MergeStrategy};
 
 /// `application/json-patch+json`.
 pub const JSON_PATCH: &str = "application/json-patch+json";
@@ -41,14 +41,6 @@ pub const MERGE_PATCH: &str = "application/merge-patch+json";
 pub const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
 /// `application/apply-patch+yaml`.
 pub const APPLY_PATCH_YAML: &str = "application/apply-patch+yaml";
-
-/// The patch media types served for built-in resources, in upstream's order.
-pub const BUILTIN_PATCH_TYPES: &[&str] = &[
-    JSON_PATCH,
-    MERGE_PATCH,
-    STRATEGIC_MERGE_PATCH,
-    APPLY_PATCH_YAML,
-];
 
 /// The patch media types served for custom resources (no strategic merge patch), in upstream's
 /// order.
@@ -71,16 +63,6 @@ pub enum PatchType {
 }
 
 impl PatchType {
-    /// The media type of the patch type.
-    pub fn media_type(self) -> &'static str {
-        match self {
-            PatchType::Json => JSON_PATCH,
-            PatchType::Merge => MERGE_PATCH,
-            PatchType::Strategic => STRATEGIC_MERGE_PATCH,
-            PatchType::Apply => APPLY_PATCH_YAML,
-        }
-    }
-
     /// The patch type of a built-in resource's PATCH `Content-Type` (parameters such as
     /// `; charset=utf-8` ignored). Anything else, including the `+cbor` apply variant and a
     /// missing header, is upstream's route-level 415: message `415: Unsupported Media Type`,

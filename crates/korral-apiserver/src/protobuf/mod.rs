@@ -133,6 +133,7 @@ pub fn decode_object(bytes: &[u8]) -> Result<Value, ProtobufError> {
 
 /// As [`decode_object`], but an envelope without apiVersion or kind takes them from
 /// `default_api_version` / `default_kind` (upstream fills them from the request path).
+#[cfg(test)]
 pub fn decode_object_with_defaults(
     bytes: &[u8],
     default_api_version: &str,
@@ -143,6 +144,7 @@ pub fn decode_object_with_defaults(
 }
 
 /// Whether the built-in table knows the object `kind` of `api_version`.
+#[cfg(test)]
 pub fn supports_kind(api_version: &str, kind: &str) -> bool {
     descriptors::descriptors().is_ok_and(|d| d.message_for_kind(api_version, kind).is_some())
 }

@@ -53,8 +53,6 @@ pub struct CustomResourceInfo {
     pub schema: Option<Arc<Value>>,
     /// Printer columns.
     pub printer_columns: Vec<PrinterColumn>,
-    /// Extra field-selectable JSON paths (`selectableFields`).
-    pub selectable_fields: Vec<String>,
     /// Whether this is the storage version.
     pub storage: bool,
     /// The CRD's versions and how objects convert between them.
@@ -147,13 +145,6 @@ pub fn standard_verbs() -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect()
-}
-
-/// A group's versions in preference order, for discovery.
-#[derive(Debug, Clone, Default)]
-pub struct GroupVersions {
-    /// Versions, most preferred first.
-    pub versions: Vec<String>,
 }
 
 type ResourceKey = (String, String, String);

@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 use super::access::{self, controlled_by, pod_active, pod_ready};
 use crate::error::ApiError;
 use crate::meta;
-use crate::selector;
 
 /// Brings one ReplicaSet's Pods to `spec.replicas` and writes its status.
 pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
@@ -130,14 +129,6 @@ async fn write_status(objects: &Objects, rs: &Value) -> Result<(), ApiError> {
         status,
     )
     .await
-}
-
-/// Whether `pod` matches a workload's `spec.selector`.
-pub fn selector_matches(workload: &Value, pod: &Value) -> bool {
-    let Some(sel) = meta::path(workload, "spec.selector") else {
-        return false;
-    };
-    selector::from_label_selector_json(sel).is_ok_and(|s| s.matches(meta::labels(pod)))
 }
 
 use crate::objects::Objects;

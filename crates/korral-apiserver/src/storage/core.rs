@@ -267,6 +267,7 @@ impl Core {
     }
 
     /// The oldest revision a watch can resume from.
+    #[cfg(test)]
     pub(super) fn oldest_resumable(&self) -> u64 {
         self.read().history.oldest_resumable()
     }

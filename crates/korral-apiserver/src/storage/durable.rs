@@ -146,6 +146,7 @@ pub struct DurableStorage {
     core: Arc<Core>,
     requests: std::sync::RwLock<Option<mpsc::Sender<Request>>>,
     writer: std::sync::Mutex<Option<JoinHandle<()>>>,
+    #[cfg(test)]
     stats: Arc<Stats>,
     dir: PathBuf,
 }
@@ -206,22 +207,20 @@ impl DurableStorage {
             core,
             requests: std::sync::RwLock::new(Some(requests)),
             writer: std::sync::Mutex::new(Some(writer)),
+            #[cfg(test)]
             stats,
             dir: dir.to_path_buf(),
         })
     }
 
-    /// The data directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// How many times the writer has fsynced the log (once per committed batch).
+    #[cfg(test)]
     pub fn log_syncs(&self) -> u64 {
         self.stats.syncs.load(Ordering::Relaxed)
     }
 
     /// How many snapshots (compactions) have completed since open.
+    #[cfg(test)]
     pub fn snapshots_written(&self) -> u64 {
         self.stats.snapshots.load(Ordering::Relaxed)
     }
@@ -268,6 +267,7 @@ impl Storage for DurableStorage {
         self.core.revision()
     }
 
+    #[cfg(test)]
     fn oldest_resumable(&self) -> u64 {
         self.core.oldest_resumable()
     }

@@ -49,6 +49,7 @@ impl Storage for MemoryStorage {
         self.core.revision()
     }
 
+    #[cfg(test)]
     fn oldest_resumable(&self) -> u64 {
         self.core.oldest_resumable()
     }

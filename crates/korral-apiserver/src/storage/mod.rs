@@ -55,16 +55,7 @@ pub enum EventType {
     Deleted,
 }
 
-impl EventType {
-    /// The watch event type string: `ADDED`, `MODIFIED`, `DELETED`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
+impl EventType {}
 
 /// One committed change.
 #[derive(Debug, Clone)]
@@ -178,6 +169,7 @@ pub trait Storage: Send + Sync + 'static {
 
     /// The oldest revision a watch can resume from (exclusive): watching from a revision
     /// below this answers 410 Gone.
+    #[cfg(test)]
     fn oldest_resumable(&self) -> u64;
 
     /// The current object at `key`.

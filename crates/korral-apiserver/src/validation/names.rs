@@ -1005,6 +1005,7 @@ fn common_meta(m: &Map<String, Value>, path: &str) -> Vec<Cause> {
 }
 
 /// Go's `%#v` of a `[]string`: `[]string{"a", "b"}`.
+#[cfg(test)]
 fn go_string_slice(items: &[&str]) -> String {
     let inner: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
     format!("[]string{{{}}}", inner.join(", "))
@@ -1018,6 +1019,7 @@ fn go_string_slice(items: &[&str]) -> String {
 /// As upstream, run this after the server-managed fields were carried over from `old` (what
 /// `rest.BeforeUpdate` does: uid when empty, creationTimestamp, deletionTimestamp,
 /// deletionGracePeriodSeconds, generation); values are compared as given.
+#[cfg(test)]
 pub fn validate_object_meta_update(new: &Value, old: &Value, path: &str) -> Vec<Cause> {
     let empty = Map::new();
     let new_m = new.as_object().unwrap_or(&empty);

@@ -186,6 +186,7 @@ pub fn check_structural(schema: &Value, path: &str) -> Vec<Cause> {
 
 /// The sub-schema at a property path (`["status"]`, `["spec", "template"]`), following
 /// `properties` and, for names not listed there, an `additionalProperties` schema.
+#[cfg(test)]
 pub fn schema_at<'a>(schema: &'a Value, path: &[&str]) -> Option<&'a Value> {
     let mut current = schema;
     for name in path {

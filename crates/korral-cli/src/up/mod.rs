@@ -17,7 +17,7 @@ mod webhooks;
 
 use std::path::{Path, PathBuf};
 
-use korral_apiserver::storage::StorageError;
+use korral_apiserver::StorageError;
 use korral_apiserver::{ApiServer, ServerConfig, StartError, StorageMode};
 
 /// The samples `korral up` can run.

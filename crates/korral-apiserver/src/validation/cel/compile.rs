@@ -3,8 +3,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use crate::registry::Registry;
-
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::{Env, Program};
 
@@ -60,19 +58,10 @@ impl std::fmt::Debug for CelCache {
 }
 
 impl CelCache {
-    /// The cache of a server's registry.
-    pub fn of(registry: &Registry) -> &CelCache {
-        registry.cel_cache()
-    }
-
     /// Compiled programs held.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    /// Whether nothing is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Compiles `source` (or takes it from the cache). Every identifier and function must be
