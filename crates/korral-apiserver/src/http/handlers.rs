@@ -370,7 +370,7 @@ async fn serve_resource(
             Ok(response)
         }
         (&Method::DELETE, Some(name)) if part == Part::Main => {
-            let options = delete_body(&body_bytes)?;
+            let options = delete_body(&body_bytes, headers)?;
             let mut opts = DeleteOptions::from_request(options.as_ref(), query)?;
             opts.requester = Some(requester.clone());
             let (deleted, warnings) = objects.delete_warned(&info, namespace, name, &opts).await?;
@@ -408,7 +408,7 @@ async fn serve_resource(
             Ok(response)
         }
         (&Method::DELETE, None) if part == Part::Main && info.allows("deletecollection") => {
-            let options = delete_body(&body_bytes)?;
+            let options = delete_body(&body_bytes, headers)?;
             let mut opts = DeleteOptions::from_request(options.as_ref(), query)?;
             opts.requester = Some(requester.clone());
             let list = list_options(&info, query)?;
@@ -514,9 +514,16 @@ fn duplicate_fields(
     Ok(found)
 }
 
-fn delete_body(bytes: &[u8]) -> Result<Option<Value>, ApiError> {
+/// The `DeleteOptions` of a DELETE body, JSON or protobuf (`kubectl drain
+/// --disable-eviction` sends protobuf); `None` for an empty body.
+fn delete_body(bytes: &[u8], headers: &HeaderMap) -> Result<Option<Value>, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
+    }
+    if content_type(headers).starts_with(crate::protobuf::CONTENT_TYPE) {
+        return crate::protobuf::decode_object(bytes)
+            .map(Some)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")));
     }
     serde_json::from_slice::<Value>(bytes)
         .map(Some)
@@ -537,7 +544,8 @@ fn list_metadata(page: &objects::ListPage) -> serde_json::Map<String, Value> {
 }
 
 /// A list response in `view`, streamed item by item from the page's shared objects (see
-/// [`list_body`]): a `<Kind>List`, a `Table` or a `PartialObjectMetadataList`.
+/// [`list_body`]): a `<Kind>List`, a `Table` or a `PartialObjectMetadataList`. The items are
+/// already in `info`'s version ([`conversion::to_served`]).
 pub fn list_view_response(
     info: Arc<ResourceInfo>,
     page: objects::ListPage,
@@ -555,14 +563,14 @@ pub fn list_view_response(
                 ],
                 "items",
             );
-            list_body::response(&envelope, items.map(move |o| objects::served(&info, &o)))
+            list_body::response(&envelope, items)
         }
         View::Table(include) => {
             let envelope =
                 list_body::Envelope::from_map(table::envelope(&info, metadata, true), "rows");
             list_body::response(
                 &envelope,
-                items.map(move |o| table::row(&info, &objects::served(&info, &o), include)),
+                items.map(move |o| table::row(&info, &o, include)),
             )
         }
         View::Metadata => {
@@ -602,6 +610,29 @@ mod tests {
             .expect("body")
             .to_bytes()
             .to_vec()
+    }
+
+    #[test]
+    fn delete_options_are_read_from_json_and_protobuf_bodies() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(delete_body(b"  ", &headers).expect("empty"), None);
+        let json = br#"{"propagationPolicy":"Orphan"}"#;
+        assert_eq!(
+            delete_body(json, &headers).expect("json"),
+            Some(json!({"propagationPolicy": "Orphan"}))
+        );
+        headers.insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/vnd.kubernetes.protobuf"),
+        );
+        let options = delete_body(&crate::protobuf::tests::delete_options_bytes(), &headers)
+            .expect("protobuf")
+            .expect("options");
+        assert_eq!(options["propagationPolicy"], "Foreground");
+        assert_eq!(options["preconditions"]["uid"], "uid-1");
+        assert_eq!(options["gracePeriodSeconds"], 0);
+        let err = delete_body(b"not protobuf", &headers).expect_err("garbage");
+        assert_eq!(err.code, 400);
     }
 
     #[tokio::test]

@@ -30,7 +30,7 @@ mod descriptors;
 mod wire;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use serde_json::{Map, Value};
 

@@ -524,6 +524,13 @@ fn events_v1_and_meta_kinds() {
     );
 }
 
+/// A protobuf `DeleteOptions` (Foreground, grace period 0, uid precondition `uid-1`), as a
+/// typed client sends it.
+pub(crate) fn delete_options_bytes() -> Vec<u8> {
+    let opts = msg(&[vf(1, 0), lf(2, &sf(1, "uid-1")), sf(4, "Foreground")]);
+    envelope("v1", "DeleteOptions", &opts)
+}
+
 #[test]
 fn last_singular_value_wins_and_maps_take_zero_defaults() {
     let meta = msg(&[
