@@ -260,6 +260,25 @@ impl WatchTask {
         Some(self.event(kind, &event.object).await)
     }
 
+    /// Sends the frame of one storage event, if it concerns this watch; `false` when the watch
+    /// must end (the client is gone, or the object could not be converted: an `ERROR` event
+    /// was sent).
+    async fn forward(
+        &mut self,
+        tx: &mut mpsc::Sender<Result<Frame<Bytes>, Infallible>>,
+        event: &crate::storage::Event,
+        slow: Duration,
+    ) -> bool {
+        match self.frame(event).await {
+            None => true,
+            Some(Ok(frame)) => send(tx, frame, slow).await,
+            Some(Err(err)) => {
+                fail(tx, &err).await;
+                false
+            }
+        }
+    }
+
     async fn run(mut self, begin: Begin, mut tx: mpsc::Sender<Result<Frame<Bytes>, Infallible>>) {
         let slow = self.state.watch_send_timeout;
         let (initial, initial_end, mut revision, mut feed) = match begin {
@@ -290,12 +309,7 @@ impl WatchTask {
         }
         for event in std::mem::take(&mut feed.backlog) {
             revision = event.revision;
-            let frame = match self.frame(&event).await {
-                Some(Ok(frame)) => frame,
-                Some(Err(err)) => return fail(&mut tx, &err).await,
-                None => continue,
-            };
-            if !send(&mut tx, frame, slow).await {
+            if !self.forward(&mut tx, &event, slow).await {
                 return;
             }
         }
@@ -316,12 +330,7 @@ impl WatchTask {
                 received = feed.live.recv() => match received {
                     Ok(event) => {
                         revision = event.revision;
-                        let frame = match self.frame(&event).await {
-                            Some(Ok(frame)) => frame,
-                            Some(Err(err)) => return fail(&mut tx, &err).await,
-                            None => continue,
-                        };
-                        if !send(&mut tx, frame, slow).await {
+                        if !self.forward(&mut tx, &event, slow).await {
                             return;
                         }
                     }
