@@ -319,17 +319,14 @@ fn upgrades_client_side_apply(
 /// client-side apply annotation in step with the applied configuration.
 fn sync_last_applied(obj: &mut Value, config: &Value) {
     let mut last = config.clone();
-    if let Some(md) = last.get_mut("metadata").and_then(Value::as_object_mut) {
-        let empty = match md.get_mut("annotations").and_then(Value::as_object_mut) {
-            Some(a) => {
-                a.remove(LAST_APPLIED);
-                a.is_empty()
-            }
-            None => false,
-        };
-        if empty {
-            md.remove("annotations");
-        }
+    // The annotation itself is dropped; an emptied `annotations` map stays (`{}`), as upstream's
+    // `SetAnnotations` leaves it.
+    if let Some(a) = last
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    {
+        a.remove(LAST_APPLIED);
     }
     let Ok(text) = serde_json::to_string(&last) else {
         return;

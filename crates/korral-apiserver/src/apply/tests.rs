@@ -329,3 +329,19 @@ fn unmanaged_objects_belong_to_before_first_apply() {
     );
     assert_eq!(fields_of(&out, "alice"), json!({"f:data": {"f:a": {}}}));
 }
+
+#[test]
+fn last_applied_keeps_an_emptied_annotations_map() {
+    let mut obj = json!({"metadata": {"name": "cm", "annotations": {
+        "kubectl.kubernetes.io/last-applied-configuration": "{}\n"}}});
+    let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm",
+        "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "old"}},
+        "data": {"k": "v"}});
+    super::sync_last_applied(&mut obj, &config);
+    let text = obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        .as_str()
+        .expect("annotation");
+    let last: Value = serde_json::from_str(text).expect("json");
+    assert_eq!(last["metadata"]["annotations"], json!({}), "{text}");
+    assert_eq!(last["data"], json!({"k": "v"}));
+}
