@@ -30,6 +30,8 @@ pub const CREATE_DURABLE_TARGET: f64 = 2_000.0;
 pub const LIST_TARGET_MS: f64 = 100.0;
 /// Watch delivery latency target (p99).
 pub const WATCH_P99_TARGET_MS: f64 = 10.0;
+/// Create throughput against a baseline build: no lower, within the noise of a shared machine.
+pub const BASELINE_RATIO_TARGET: f64 = 0.9;
 
 /// Size of the `payload` value of each ConfigMap in the memory measurement.
 pub const MEMORY_PAYLOAD_BYTES: usize = 1024;
@@ -85,6 +87,8 @@ pub struct ApiserverOptions {
     pub korral: Option<PathBuf>,
     /// Run `cargo build -p korral-cli` first (a no-op when it is up to date).
     pub build_korral: bool,
+    /// An earlier `korral` binary to compare create throughput with (row `create_vs_baseline`).
+    pub baseline_korral: Option<PathBuf>,
     /// Directory under which the durable server's data directory is created (default: the
     /// system temporary directory).
     pub data_parent: Option<PathBuf>,
@@ -108,6 +112,7 @@ impl ApiserverOptions {
                 phase_limit: Duration::from_secs(10),
                 korral: None,
                 build_korral: true,
+                baseline_korral: None,
                 data_parent: None,
             }
         } else {
@@ -125,6 +130,7 @@ impl ApiserverOptions {
                 phase_limit: Duration::from_secs(30),
                 korral: None,
                 build_korral: true,
+                baseline_korral: None,
                 data_parent: None,
             }
         }
@@ -242,6 +248,18 @@ pub async fn run_apiserver(opts: &ApiserverOptions) -> anyhow::Result<Report> {
             .await
             .context("measuring peak memory while listing")?,
     );
+
+    if let Some(baseline) = &opts.baseline_korral {
+        progress(format!(
+            "create throughput against the baseline {} (alternating rounds)",
+            baseline.display()
+        ));
+        rows.push(
+            create_vs_baseline(&bin, baseline, opts)
+                .await
+                .context("comparing create throughput with the baseline")?,
+        );
+    }
 
     let mut header = vec![
         (
@@ -413,6 +431,73 @@ async fn durable_suite(
         CREATE_DURABLE_TARGET,
     )
     .await
+}
+
+/// Rounds of the baseline comparison (each binary measured once per round, alternating).
+const BASELINE_ROUNDS: usize = 3;
+
+/// In-memory create throughput with all clients, of this `korral` and of `baseline`, each on a
+/// fresh server, in alternating rounds so both meet the same machine load; the row is the ratio
+/// of the medians (this / baseline: at least 1 means no slower).
+pub async fn create_vs_baseline(
+    bin: &Path,
+    baseline: &Path,
+    opts: &ApiserverOptions,
+) -> anyhow::Result<Row> {
+    ensure!(
+        baseline.is_file(),
+        "the baseline korral {} does not exist",
+        baseline.display()
+    );
+    let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..BASELINE_ROUNDS {
+        for (which, binary) in [bin, baseline].into_iter().enumerate() {
+            let mut server = ServerProcess::spawn(binary, &Storage::InMemory, false)
+                .await
+                .with_context(|| format!("starting {}", binary.display()))?;
+            let result = async {
+                let clients = server.clients(opts.clients).await?;
+                let ns = format!("bench-baseline-{round}");
+                create_namespace(&clients[0], &ns).await?;
+                warm_up(&clients, &ns).await?;
+                create_many(
+                    &clients,
+                    &ns,
+                    "cm",
+                    opts.creates,
+                    "value",
+                    Some(opts.phase_limit),
+                )
+                .await
+            }
+            .await;
+            let result = result.map_err(|e| server.annotate(e));
+            server.stop().await;
+            rates[which].push(result?.per_sec());
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (now, before) = (median(&mut rates[0]), median(&mut rates[1]));
+    Ok(Row {
+        id: "create_vs_baseline",
+        name: format!(
+            "create ConfigMaps, in-memory, {} clients, this / baseline",
+            opts.clients
+        ),
+        value: now / before.max(f64::MIN_POSITIVE),
+        unit: "x",
+        goal: Some(Goal::AtLeast(BASELINE_RATIO_TARGET)),
+        note: format!(
+            "median of {BASELINE_ROUNDS} alternating rounds of {} creates on fresh in-memory servers:              this {:.0}/s, baseline {:.0}/s ({}); the target allows the noise of a shared 2-core machine",
+            format_number(opts.creates as f64, 0),
+            now,
+            before,
+            baseline.display()
+        ),
+    })
 }
 
 /// Create throughput with 1 client and with all clients, each into its own namespace. `ids` are

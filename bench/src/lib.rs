@@ -21,6 +21,6 @@ pub mod report;
 pub mod runtime;
 pub mod stats;
 
-pub use apiserver::{ApiserverOptions, ROW_IDS, run_apiserver};
+pub use apiserver::{ApiserverOptions, ROW_IDS, create_vs_baseline, run_apiserver};
 pub use report::{Goal, Report, Row};
 pub use runtime::{RuntimeOptions, RuntimeReport, run_runtime};

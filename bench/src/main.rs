@@ -95,6 +95,11 @@ struct ApiserverArgs {
     /// Don't run `cargo build -p korral-cli` before measuring.
     #[arg(long)]
     no_build: bool,
+    /// Another `korral` binary (an earlier build) whose in-memory create throughput is measured
+    /// side by side with this one's, in alternating rounds: adds the ratio row
+    /// `create_vs_baseline` (this / baseline).
+    #[arg(long)]
+    baseline_korral: Option<PathBuf>,
     /// Directory under which the durable server's data directory is created (default: the
     /// system temporary directory).
     #[arg(long)]
@@ -125,6 +130,7 @@ impl ApiserverArgs {
             o.phase_limit = Duration::from_secs(s);
         }
         o.korral = self.korral.clone();
+        o.baseline_korral = self.baseline_korral.clone();
         o.build_korral = !self.no_build;
         o.data_parent = self.data_parent.clone();
         o

@@ -3,7 +3,7 @@
 //! No timing assertions: only that each measurement ran and produced a positive figure. The
 //! `korral` binary is built (debug) by the harness when it is missing.
 
-use korral_bench::{ApiserverOptions, ROW_IDS, run_apiserver};
+use korral_bench::{ApiserverOptions, ROW_IDS, create_vs_baseline, run_apiserver};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn quick_apiserver_run_reports_every_row() -> anyhow::Result<()> {
@@ -46,5 +46,26 @@ async fn quick_apiserver_run_reports_every_row() -> anyhow::Result<()> {
             assert!(ratio > 0.0, "row {id} has ratio {ratio}");
         }
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_baseline_comparison_reports_the_ratio_of_two_binaries() -> anyhow::Result<()> {
+    let korral = std::env::current_exe()?
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join(format!("korral{}", std::env::consts::EXE_SUFFIX)))
+        .filter(|p| p.is_file());
+    let Some(korral) = korral else {
+        eprintln!("skipping: the korral binary is not built next to this test");
+        return Ok(());
+    };
+    let mut options = ApiserverOptions::quick();
+    options.creates = 100;
+    // The same binary on both sides: the ratio is about 1 and must be a positive figure.
+    let row = create_vs_baseline(&korral, &korral, &options).await?;
+    assert_eq!(row.id, "create_vs_baseline");
+    assert!(row.value.is_finite() && row.value > 0.0, "{}", row.value);
+    assert!(row.note.contains("baseline"), "{}", row.note);
     Ok(())
 }
