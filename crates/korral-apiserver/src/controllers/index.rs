@@ -210,6 +210,11 @@ impl Index {
             .unwrap_or_default()
     }
 
+    /// Whether any object is stored under the collection prefix (`/core/resourcequotas/`).
+    pub(super) fn holds_any(&self, prefix: &str) -> bool {
+        self.prefix_counts.contains_key(prefix)
+    }
+
     /// Every collection prefix with stored objects.
     pub(super) fn prefixes(&self) -> impl Iterator<Item = &String> {
         self.prefix_counts.keys()

@@ -83,6 +83,8 @@ pub async fn run(objects: Arc<Objects>, mut shutdown: watch::Receiver<bool>) {
         later: Vec::new(),
         seen: 0,
         cluster_roles: crate::auth::aggregation::prefix(),
+        quotas: collection_prefix("", "resourcequotas", None),
+        budgets: collection_prefix("policy", "poddisruptionbudgets", None),
     };
     controller.run(&mut shutdown).await;
     tracing::debug!("built-in controllers stopped");
@@ -124,6 +126,10 @@ struct Controller {
     later: Vec<(Instant, Work)>,
     /// Where ClusterRoles are stored (their changes queue [`Work::RoleAggregation`]).
     cluster_roles: String,
+    /// Where ResourceQuotas are stored.
+    quotas: String,
+    /// Where PodDisruptionBudgets are stored.
+    budgets: String,
     /// The index reflects every event up to this revision.
     seen: u64,
 }
@@ -245,13 +251,19 @@ impl Controller {
         if event.key.starts_with(&self.cluster_roles) {
             self.queue.insert(Work::RoleAggregation);
         }
+        // Quota and budget status need a look only where such objects exist at all (most
+        // events, in most clusters, touch neither: no snapshot is taken for them).
         if let Some(namespace) = KeyParts::parse(&event.key).and_then(|p| p.namespace) {
-            let snapshot = self.objects.storage().snapshot();
-            if !quota::quotas_in(&snapshot, namespace).is_empty() {
-                self.queue.insert(Work::Quota(namespace.to_string()));
-            }
-            if !disruption::budgets_in(&snapshot, namespace).is_empty() {
-                self.queue.insert(Work::Disruption(namespace.to_string()));
+            let quotas = self.index.holds_any(&self.quotas);
+            let budgets = self.index.holds_any(&self.budgets);
+            if quotas || budgets {
+                let snapshot = self.objects.storage().snapshot();
+                if quotas && !quota::quotas_in(&snapshot, namespace).is_empty() {
+                    self.queue.insert(Work::Quota(namespace.to_string()));
+                }
+                if budgets && !disruption::budgets_in(&snapshot, namespace).is_empty() {
+                    self.queue.insert(Work::Disruption(namespace.to_string()));
+                }
             }
         }
         if event.kind == EventType::Deleted
