@@ -202,7 +202,8 @@ fn accepted_names(obj: &Value) -> Value {
     names
 }
 
-fn storage_version(obj: &Value) -> Option<String> {
+/// The name of the version a CRD stores objects in (`storage: true`).
+pub(crate) fn storage_version(obj: &Value) -> Option<String> {
     meta::path(obj, "spec.versions")
         .and_then(Value::as_array)?
         .iter()
@@ -484,9 +485,8 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                         .collect()
                 })
                 .unwrap_or_default();
-            let schema = meta::path(v, "schema.openAPIV3Schema")
-                .cloned()
-                .map(Arc::new);
+            // The version's schema, shared with the conversion table (parsed once).
+            let schema = conversion.schemas.get(str_at(v, "name")).cloned().flatten();
             ResourceInfo {
                 group: group.clone(),
                 version: str_at(v, "name").to_string(),
@@ -514,7 +514,6 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                     crd_name: crd_name.clone(),
                     schema,
                     printer_columns,
-                    storage: v.get("storage").and_then(Value::as_bool) == Some(true),
                     versions: conversion.clone(),
                     deprecation: deprecation_warning(obj, v),
                 }),

@@ -1723,7 +1723,6 @@ mod tests {
                 crd_name: "widgets.ref.example.org".into(),
                 schema: Some(Arc::new(schema)),
                 printer_columns: vec![],
-                storage: true,
                 versions: Default::default(),
                 deprecation: None,
             }),

@@ -647,7 +647,7 @@ fn resource_info(objects: &Objects, parts: &KeyParts<'_>) -> Option<Arc<Resource
     let infos = objects.registry().versions_of(parts.group, parts.resource);
     infos
         .iter()
-        .find(|i| i.custom.as_ref().is_some_and(|c| c.storage))
+        .find(|i| i.custom.as_ref().is_some_and(|c| c.is_storage(&i.version)))
         .or_else(|| infos.first())
         .cloned()
 }

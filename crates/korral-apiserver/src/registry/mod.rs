@@ -53,12 +53,17 @@ pub struct CustomResourceInfo {
     pub schema: Option<Arc<Value>>,
     /// Printer columns.
     pub printer_columns: Vec<PrinterColumn>,
-    /// Whether this is the storage version.
-    pub storage: bool,
     /// The CRD's versions and how objects convert between them.
     pub versions: Arc<crate::conversion::CrdVersions>,
     /// The `Warning` every request to this version gets, when it is deprecated.
     pub deprecation: Option<String>,
+}
+
+impl CustomResourceInfo {
+    /// Whether `version` is the version its CRD stores objects in.
+    pub fn is_storage(&self, version: &str) -> bool {
+        self.versions.storage_version == version
+    }
 }
 
 /// One served resource in one group version.
