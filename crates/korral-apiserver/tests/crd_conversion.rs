@@ -91,6 +91,12 @@ fn version(name: &str, storage: bool, property: &str) -> Value {
     })
 }
 
+/// A Widget of `version` (`v1`: `spec.size`, `v2`: `spec.replicas`).
+fn widget(version: &str, name: &str, spec: Value) -> Value {
+    json!({"apiVersion": format!("ref.example.com/{version}"), "kind": "Widget",
+        "metadata": {"name": name}, "spec": spec})
+}
+
 /// The two-version Widget CRD of the capture, converting through `url`.
 fn widget_crd(url: &str, ca_bundle: &str) -> Value {
     json!({
@@ -173,8 +179,7 @@ async fn reads_and_writes_in_the_other_version_go_through_the_webhook() {
         "POST",
         V2,
         None,
-        Some(json!({"apiVersion": "ref.example.com/v2", "kind": "Widget",
-            "metadata": {"name": "w1"}, "spec": {"replicas": 3}})),
+        Some(widget("v2", "w1", json!({"replicas": 3}))),
     )
     .await;
     assert_eq!(code, 201, "{created}");
@@ -226,8 +231,7 @@ async fn reads_and_writes_in_the_other_version_go_through_the_webhook() {
         "POST",
         V1,
         None,
-        Some(json!({"apiVersion": "ref.example.com/v1", "kind": "Widget",
-            "metadata": {"name": "w2"}, "spec": {"size": 7}})),
+        Some(widget("v1", "w2", json!({"size": 7}))),
     )
     .await;
     assert_eq!(code, 201);
@@ -289,8 +293,7 @@ async fn reads_and_writes_in_the_other_version_go_through_the_webhook() {
         "PATCH",
         &format!("{V2}/w1?fieldManager=tester&force=true"),
         Some("application/apply-patch+yaml"),
-        Some(json!({"apiVersion": "ref.example.com/v2", "kind": "Widget",
-            "metadata": {"name": "w1"}, "spec": {"replicas": 8}})),
+        Some(widget("v2", "w1", json!({"replicas": 8}))),
     )
     .await;
     assert_eq!(code, 200, "{applied}");
@@ -320,8 +323,7 @@ async fn reads_and_writes_in_the_other_version_go_through_the_webhook() {
         "POST",
         &format!("{V2}?dryRun=All"),
         None,
-        Some(json!({"apiVersion": "ref.example.com/v2", "kind": "Widget",
-            "metadata": {"name": "dry"}, "spec": {"replicas": 1}})),
+        Some(widget("v2", "dry", json!({"replicas": 1}))),
     )
     .await;
     assert_eq!(code, 201, "{dry}");
@@ -343,8 +345,7 @@ async fn watches_of_the_other_version_see_converted_objects() {
         "POST",
         V1,
         None,
-        Some(json!({"apiVersion": "ref.example.com/v1", "kind": "Widget",
-            "metadata": {"name": "before"}, "spec": {"size": 2}})),
+        Some(widget("v1", "before", json!({"size": 2}))),
     )
     .await;
     assert_eq!(code, 201);
@@ -361,8 +362,7 @@ async fn watches_of_the_other_version_see_converted_objects() {
             "POST",
             V1,
             None,
-            Some(json!({"apiVersion": "ref.example.com/v1", "kind": "Widget",
-                "metadata": {"name": "after"}, "spec": {"size": 4}})),
+            Some(widget("v1", "after", json!({"size": 4}))),
         )
         .await
     };
@@ -409,8 +409,7 @@ async fn failing_webhooks_answer_upstreams_errors_and_store_nothing() {
         "POST",
         V1,
         None,
-        Some(json!({"apiVersion": "ref.example.com/v1", "kind": "Widget",
-            "metadata": {"name": "w1"}, "spec": {"size": 3}})),
+        Some(widget("v1", "w1", json!({"size": 3}))),
     )
     .await;
     assert_eq!(code, 201);
@@ -428,8 +427,7 @@ async fn failing_webhooks_answer_upstreams_errors_and_store_nothing() {
         "POST",
         V2,
         None,
-        Some(json!({"apiVersion": "ref.example.com/v2", "kind": "Widget",
-            "metadata": {"name": "w2"}, "spec": {"replicas": 1}})),
+        Some(widget("v2", "w2", json!({"replicas": 1}))),
     )
     .await;
     assert_eq!(code, 500);
@@ -478,27 +476,25 @@ async fn failing_webhooks_answer_upstreams_errors_and_store_nothing() {
     );
 
     // A webhook that changes what it may not, or answers nonsense.
-    point_webhook_at(&client, &hook.url("/rename")).await;
-    let (code, _, status) = request(&client, "GET", &format!("{V2}/w1"), None, None).await;
-    assert_eq!(code, 500);
-    assert_eq!(
-        status["message"],
-        "conversion webhook for ref.example.com/v1, Kind=Widget returned invalid object: must have the same name: w1 != other"
-    );
-    point_webhook_at(&client, &hook.url("/drop")).await;
-    let (code, _, status) = request(&client, "GET", &format!("{V2}/w1"), None, None).await;
-    assert_eq!(code, 500);
-    assert_eq!(
-        status["message"],
-        "conversion webhook for ref.example.com/v1, Kind=Widget returned 0 objects, expected 1"
-    );
-    point_webhook_at(&client, &hook.url("/garbage")).await;
-    let (code, _, status) = request(&client, "GET", &format!("{V2}/w1"), None, None).await;
-    assert_eq!(code, 500);
-    assert_eq!(
-        status["message"],
-        "conversion webhook for ref.example.com/v1, Kind=Widget failed: expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got , Kind="
-    );
+    let prefix = "conversion webhook for ref.example.com/v1, Kind=Widget";
+    for (path, message) in [
+        (
+            "/rename",
+            format!("{prefix} returned invalid object: must have the same name: w1 != other"),
+        ),
+        ("/drop", format!("{prefix} returned 0 objects, expected 1")),
+        (
+            "/garbage",
+            format!(
+                "{prefix} failed: expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got , Kind="
+            ),
+        ),
+    ] {
+        point_webhook_at(&client, &hook.url(path)).await;
+        let (code, _, status) = request(&client, "GET", &format!("{V2}/w1"), None, None).await;
+        assert_eq!(code, 500, "{path}: {status}");
+        assert_eq!(status["message"], message, "{path}");
+    }
 
     // Labels and annotations may change; other metadata is restored.
     point_webhook_at(&client, &hook.url("/labels")).await;
@@ -516,8 +512,7 @@ async fn stored_versions_and_deprecated_versions_follow_upstream() {
         "POST",
         V1,
         None,
-        Some(json!({"apiVersion": "ref.example.com/v1", "kind": "Widget",
-            "metadata": {"name": "old"}, "spec": {"size": 2}})),
+        Some(widget("v1", "old", json!({"size": 2}))),
     )
     .await;
     assert_eq!(code, 201);
@@ -546,8 +541,7 @@ async fn stored_versions_and_deprecated_versions_follow_upstream() {
         "POST",
         V2,
         None,
-        Some(json!({"apiVersion": "ref.example.com/v2", "kind": "Widget",
-            "metadata": {"name": "new"}, "spec": {"replicas": 4}})),
+        Some(widget("v2", "new", json!({"replicas": 4}))),
     )
     .await;
     assert_eq!(code, 201);
@@ -689,8 +683,7 @@ async fn admission_webhooks_matching_another_version_see_it_converted() {
         "POST",
         V2,
         None,
-        Some(json!({"apiVersion": "ref.example.com/v2", "kind": "Widget",
-            "metadata": {"name": "w1"}, "spec": {"replicas": 3}})),
+        Some(widget("v2", "w1", json!({"replicas": 3}))),
     )
     .await;
     assert_eq!(code, 201, "{body}");
