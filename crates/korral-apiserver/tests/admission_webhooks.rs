@@ -125,6 +125,24 @@ async fn configure(client: &kube::Client, collection: &str, name: &str, hooks: V
     assert_eq!(code, 201, "{created}");
 }
 
+/// A configuration of one webhook named `name` calling `path` of the test hook (the defaults of
+/// [`webhook`]).
+async fn configure_hook(
+    client: &kube::Client,
+    collection: &str,
+    name: &str,
+    hook: &Hook,
+    path: &str,
+) {
+    configure(
+        client,
+        collection,
+        name,
+        vec![webhook(name, hook.url(path), &hook.ca_bundle, json!({}))],
+    )
+    .await;
+}
+
 async fn unconfigure(client: &kube::Client, collection: &str, name: &str) {
     let (code, _, body) = request(client, "DELETE", &format!("{collection}/{name}"), None).await;
     assert_eq!(code, 200, "{body}");
@@ -255,30 +273,8 @@ async fn mutating_then_validating_webhooks_see_reviews_as_upstream() {
     let client = env.client();
     namespace(&client, "ref-adm", true).await;
     namespace(&client, "quiet", false).await;
-    configure(
-        &client,
-        MWC,
-        "patch.test.example.com",
-        vec![webhook(
-            "patch.test.example.com",
-            hook.url("/patch"),
-            &hook.ca_bundle,
-            json!({}),
-        )],
-    )
-    .await;
-    configure(
-        &client,
-        VWC,
-        "allow.test.example.com",
-        vec![webhook(
-            "allow.test.example.com",
-            hook.url("/allow"),
-            &hook.ca_bundle,
-            json!({}),
-        )],
-    )
-    .await;
+    configure_hook(&client, MWC, "patch.test.example.com", &hook, "/patch").await;
+    configure_hook(&client, VWC, "allow.test.example.com", &hook, "/allow").await;
 
     // Create: mutated (annotation), validated with the mutated object.
     let cms = "/api/v1/namespaces/ref-adm/configmaps";
@@ -447,18 +443,7 @@ async fn denials_failures_timeouts_and_warnings() {
     let (code, _, _) = request(&client, "POST", cms, Some(configmap("keep", json!({})))).await;
     assert_eq!(code, 201);
     // Denial.
-    configure(
-        &client,
-        VWC,
-        "deny.test.example.com",
-        vec![webhook(
-            "deny.test.example.com",
-            hook.url("/deny"),
-            &hook.ca_bundle,
-            json!({}),
-        )],
-    )
-    .await;
+    configure_hook(&client, VWC, "deny.test.example.com", &hook, "/deny").await;
     let (code, _, status) = request(&client, "POST", cms, Some(configmap("d", json!({})))).await;
     let expected: Value =
         serde_json::from_str(include_str!("fixtures/admission/denied-by-webhook.json"))
@@ -478,18 +463,19 @@ async fn denials_failures_timeouts_and_warnings() {
     );
     let (code, _, _) = request(&client, "GET", &format!("{cms}/d"), None).await;
     assert_eq!(code, 404, "a denied create stores nothing");
+    // A collection delete calls the webhook for each object: denied, nothing removed.
+    let (code, _, status) = request(&client, "DELETE", cms, None).await;
+    assert_eq!(code, 403, "{status}");
+    let (code, _, _) = request(&client, "GET", &format!("{cms}/keep"), None).await;
+    assert_eq!(code, 200);
     unconfigure(&client, VWC, "deny.test.example.com").await;
     // A denial keeps the webhook's reason and details; a success code becomes 400.
-    configure(
+    configure_hook(
         &client,
         VWC,
         "deny-invalid.test.example.com",
-        vec![webhook(
-            "deny-invalid.test.example.com",
-            hook.url("/deny-invalid"),
-            &hook.ca_bundle,
-            json!({}),
-        )],
+        &hook,
+        "/deny-invalid",
     )
     .await;
     let (code, _, status) = request(
@@ -512,39 +498,17 @@ async fn denials_failures_timeouts_and_warnings() {
     );
     assert_eq!(status["details"]["kind"], "ConfigMap");
     unconfigure(&client, VWC, "deny-invalid.test.example.com").await;
-    configure(
+    configure_hook(
         &client,
         VWC,
         "deny-200.test.example.com",
-        vec![webhook(
-            "deny-200.test.example.com",
-            hook.url("/deny-success-code"),
-            &hook.ca_bundle,
-            json!({}),
-        )],
+        &hook,
+        "/deny-success-code",
     )
     .await;
     let (code, _, status) = request(&client, "POST", cms, Some(configmap("y", json!({})))).await;
     assert_eq!(code, 400, "{status}");
     unconfigure(&client, VWC, "deny-200.test.example.com").await;
-    configure(
-        &client,
-        VWC,
-        "deny.test.example.com",
-        vec![webhook(
-            "deny.test.example.com",
-            hook.url("/deny"),
-            &hook.ca_bundle,
-            json!({}),
-        )],
-    )
-    .await;
-    // A collection delete calls the webhook for each object: denied, nothing removed.
-    let (code, _, status) = request(&client, "DELETE", cms, None).await;
-    assert_eq!(code, 403, "{status}");
-    let (code, _, _) = request(&client, "GET", &format!("{cms}/keep"), None).await;
-    assert_eq!(code, 200);
-    unconfigure(&client, VWC, "deny.test.example.com").await;
 
     // Unreachable, failurePolicy Fail then Ignore.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -616,18 +580,7 @@ async fn denials_failures_timeouts_and_warnings() {
         )
     );
     unconfigure(&client, VWC, "x509.test.example.com").await;
-    configure(
-        &client,
-        VWC,
-        "error.test.example.com",
-        vec![webhook(
-            "error.test.example.com",
-            hook.url("/error"),
-            &hook.ca_bundle,
-            json!({}),
-        )],
-    )
-    .await;
+    configure_hook(&client, VWC, "error.test.example.com", &hook, "/error").await;
     let (code, _, status) = request(&client, "POST", cms, Some(configmap("e", json!({})))).await;
     assert_eq!(code, 500);
     let message = status["message"].as_str().expect("message");
@@ -667,18 +620,7 @@ async fn denials_failures_timeouts_and_warnings() {
     unconfigure(&client, VWC, "slow.test.example.com").await;
 
     // Warnings become Warning headers.
-    configure(
-        &client,
-        VWC,
-        "warn.test.example.com",
-        vec![webhook(
-            "warn.test.example.com",
-            hook.url("/warn"),
-            &hook.ca_bundle,
-            json!({}),
-        )],
-    )
-    .await;
+    configure_hook(&client, VWC, "warn.test.example.com", &hook, "/warn").await;
     let (code, warnings, _) = request(&client, "POST", cms, Some(configmap("w", json!({})))).await;
     assert_eq!(code, 201);
     assert_eq!(
@@ -701,18 +643,7 @@ async fn denials_failures_timeouts_and_warnings() {
     unconfigure(&client, VWC, "warn.test.example.com").await;
 
     // A patch that breaks validation: refused, nothing stored.
-    configure(
-        &client,
-        MWC,
-        "bad.test.example.com",
-        vec![webhook(
-            "bad.test.example.com",
-            hook.url("/badpatch"),
-            &hook.ca_bundle,
-            json!({}),
-        )],
-    )
-    .await;
+    configure_hook(&client, MWC, "bad.test.example.com", &hook, "/badpatch").await;
     let (code, _, status) = request(&client, "POST", cms, Some(configmap("b", json!({})))).await;
     assert!(code == 400 || code == 422, "{code} {status}");
     let (code, _, _) = request(&client, "GET", &format!("{cms}/b"), None).await;
@@ -1078,18 +1009,7 @@ async fn concurrent_patches_through_webhooks_all_apply() {
     let client = env.client();
     namespace(&client, "ref-adm", true).await;
     let cms = "/api/v1/namespaces/ref-adm/configmaps";
-    configure(
-        &client,
-        VWC,
-        "allow.test.example.com",
-        vec![webhook(
-            "allow.test.example.com",
-            hook.url("/allow"),
-            &hook.ca_bundle,
-            json!({}),
-        )],
-    )
-    .await;
+    configure_hook(&client, VWC, "allow.test.example.com", &hook, "/allow").await;
     let (code, _, _) = request(&client, "POST", cms, Some(configmap("shared", json!({})))).await;
     assert_eq!(code, 201);
     let patches = (0..8).map(|i| {
