@@ -43,6 +43,37 @@ fn n<'a>(ns: &'a str, args: &[&'a str]) -> Vec<&'a str> {
     all
 }
 
+/// Writes `content` to `file`, runs `kubectl replace --force -f file` (its output must hold
+/// `printed`) and checks that the object `kind/name` came back under a new uid.
+fn replace_force(
+    run: &mut Run<'_>,
+    ns: &str,
+    file: &std::path::Path,
+    content: &str,
+    (kind, name): (&str, &str),
+    printed: &[&str],
+) -> anyhow::Result<()> {
+    let uid_of = |run: &mut Run<'_>| {
+        json_of(run, &n(ns, &["get", kind, name]))
+            .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_string))
+    };
+    std::fs::write(file, content)?;
+    let path = file.display().to_string();
+    let old_uid = uid_of(run);
+    run.ok_contains(&n(ns, &["replace", "--force", "-f", &path]), printed);
+    let new_uid = uid_of(run);
+    run.failures.check(
+        old_uid.is_some() && new_uid.is_some() && old_uid != new_uid,
+        || {
+            format!(
+                "[{}] replace --force of {kind}/{name} keeps the uid: {old_uid:?} -> {new_uid:?}",
+                run.tag
+            )
+        },
+    );
+    Ok(())
+}
+
 /// Runs `kubectl args -o json` and parses the output (a failure is recorded).
 fn json_of(run: &mut Run<'_>, args: &[&str]) -> Option<Value> {
     let mut all = args.to_vec();
@@ -888,56 +919,31 @@ fn prune_steps(run: &mut Run<'_>, ns: &str, dir: &Path) -> anyhow::Result<()> {
 }
 
 fn replace_and_edit_steps(run: &mut Run<'_>, ns: &str, dir: &Path) -> anyhow::Result<()> {
-    let uid_of = |run: &mut Run<'_>, kind: &str, name: &str| {
-        json_of(run, &n(ns, &["get", kind, name]))
-            .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_string))
-    };
-
     // replace --force: delete then create; a new object (uid), the file's content.
-    let cm = dir.join("cm.yaml");
-    let cm_path = cm.display().to_string();
-    std::fs::write(&cm, configmap("green"))?;
-    let old_uid = uid_of(run, "configmap", "diffme");
-    run.ok_contains(
-        &n(ns, &["replace", "--force", "-f", &cm_path]),
+    replace_force(
+        run,
+        ns,
+        &dir.join("cm.yaml"),
+        &configmap("green"),
+        ("configmap", "diffme"),
         &["configmap \"diffme\" deleted", "configmap/diffme replaced"],
-    );
-    let new_uid = uid_of(run, "configmap", "diffme");
-    run.failures.check(
-        old_uid.is_some() && new_uid.is_some() && old_uid != new_uid,
-        || {
-            format!(
-                "[{}] replace --force keeps the uid: {old_uid:?} -> {new_uid:?}",
-                run.tag
-            )
-        },
-    );
+    )?;
     run.jsonpath(
         &n(ns, &["get", "configmap", "diffme"]),
         "{.data.color}",
         "green",
     );
-    let dep = dir.join("dep.yaml");
-    let dep_path = dep.display().to_string();
-    std::fs::write(&dep, deployment(3))?;
-    let old_uid = uid_of(run, "deployment", "api");
-    run.ok_contains(
-        &n(ns, &["replace", "--force", "-f", &dep_path]),
+    replace_force(
+        run,
+        ns,
+        &dir.join("dep.yaml"),
+        &deployment(3),
+        ("deployment", "api"),
         &[
             "deployment.apps \"api\" deleted",
             "deployment.apps/api replaced",
         ],
-    );
-    let new_uid = uid_of(run, "deployment", "api");
-    run.failures.check(
-        old_uid.is_some() && new_uid.is_some() && old_uid != new_uid,
-        || {
-            format!(
-                "[{}] replace --force of the Deployment keeps the uid: {old_uid:?} -> {new_uid:?}",
-                run.tag
-            )
-        },
-    );
+    )?;
     run.jsonpath(
         &n(ns, &["get", "deployment", "api"]),
         "{.spec.replicas} {.metadata.generation} {.spec.template.spec.containers[0].resources.limits.cpu}",
