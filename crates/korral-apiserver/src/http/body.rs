@@ -147,17 +147,50 @@ pub fn error_response(err: &ApiError) -> Response<Body> {
 
 /// Adds `Warning: 299 - "..."` headers.
 pub fn add_warnings(response: &mut Response<Body>, warnings: &[String]) {
-    for w in warnings {
-        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
-            response.headers_mut().append(header::WARNING, v);
-        }
+    for v in warnings.iter().filter_map(|w| warning_value(w)) {
+        response.headers_mut().append(header::WARNING, v);
     }
+}
+
+/// Puts `warning` before the `Warning` headers a response already has.
+pub fn prepend_warning(response: &mut Response<Body>, warning: &str) {
+    let Some(first) = warning_value(warning) else {
+        return;
+    };
+    let headers = response.headers_mut();
+    let later: Vec<HeaderValue> = headers.get_all(header::WARNING).iter().cloned().collect();
+    headers.insert(header::WARNING, first);
+    for v in later {
+        headers.append(header::WARNING, v);
+    }
+}
+
+/// A `Warning` header value (`299 - "text"`, quotes and backslashes escaped).
+fn warning_value(text: &str) -> Option<HeaderValue> {
+    let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+    HeaderValue::from_str(&format!("299 - \"{escaped}\"")).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prepended_warning_comes_first() {
+        let mut response = json_response(StatusCode::OK, &serde_json::json!({}));
+        add_warnings(&mut response, &["a".to_string(), "b \"q\"".to_string()]);
+        prepend_warning(&mut response, "first");
+        let got: Vec<&str> = response
+            .headers()
+            .get_all(header::WARNING)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        assert_eq!(
+            got,
+            ["299 - \"first\"", "299 - \"a\"", "299 - \"b \\\"q\\\"\""]
+        );
+    }
     use futures::StreamExt;
     use http_body::Frame;
     use http_body_util::StreamBody;

@@ -212,17 +212,7 @@ pub async fn serve(
     .await?;
     if let Some(warning) = deprecation {
         // Recorded when the request starts, so it comes before the other warnings.
-        let others: Vec<_> = response
-            .headers()
-            .get_all(header::WARNING)
-            .iter()
-            .cloned()
-            .collect();
-        response.headers_mut().remove(header::WARNING);
-        body::add_warnings(&mut response, &[warning]);
-        for value in others {
-            response.headers_mut().append(header::WARNING, value);
-        }
+        body::prepend_warning(&mut response, &warning);
     }
     Ok(response)
 }
