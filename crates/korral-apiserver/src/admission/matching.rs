@@ -285,85 +285,36 @@ mod tests {
         use super::super::Operation::{Create, Delete, Update};
         let o = objects();
         let deployments = ("apps", "v1", "deployments");
-        let rule = |resources: Value, scope: &str| json!({"operations": ["CREATE", "UPDATE"], "apiGroups": ["apps"], "apiVersions": ["*"], "resources": resources, "scope": scope});
-        assert!(selects(
-            &o,
-            deployments,
-            None,
-            Create,
-            rule(json!(["deployments"]), "*")
-        ));
-        assert!(!selects(
-            &o,
-            deployments,
-            None,
-            Delete,
-            rule(json!(["deployments"]), "*")
-        ));
-        // A subresource is matched only by a rule naming it.
-        assert!(!selects(
-            &o,
-            deployments,
-            Some("status"),
-            Update,
-            rule(json!(["deployments"]), "*")
-        ));
-        assert!(selects(
-            &o,
-            deployments,
-            Some("status"),
-            Update,
-            rule(json!(["deployments/status"]), "*")
-        ));
-        assert!(selects(
-            &o,
-            deployments,
-            Some("status"),
-            Update,
-            rule(json!(["*/status"]), "*")
-        ));
-        assert!(selects(
-            &o,
-            deployments,
-            Some("status"),
-            Update,
-            rule(json!(["deployments/*"]), "*")
-        ));
-        assert!(selects(
-            &o,
-            deployments,
-            Some("status"),
-            Update,
-            rule(json!(["*/*"]), "*")
-        ));
-        assert!(!selects(
-            &o,
-            deployments,
-            Some("status"),
-            Update,
-            rule(json!(["*"]), "*")
-        ));
-        assert!(selects(
-            &o,
-            deployments,
-            None,
-            Update,
-            rule(json!(["*"]), "*")
-        ));
-        // Scope.
-        assert!(selects(
-            &o,
-            deployments,
-            None,
-            Create,
-            rule(json!(["*"]), "Namespaced")
-        ));
+        let rule = |resources: &[&str], scope: &str| json!({"operations": ["CREATE", "UPDATE"], "apiGroups": ["apps"], "apiVersions": ["*"], "resources": resources, "scope": scope});
+        // (subresource, operation, rule resources, rule scope, selected)
+        let cases: [(Option<&'static str>, _, &[&str], &str, bool); 10] = [
+            (None, Create, &["deployments"], "*", true),
+            (None, Delete, &["deployments"], "*", false),
+            // A subresource is matched only by a rule naming it.
+            (Some("status"), Update, &["deployments"], "*", false),
+            (Some("status"), Update, &["deployments/status"], "*", true),
+            (Some("status"), Update, &["*/status"], "*", true),
+            (Some("status"), Update, &["deployments/*"], "*", true),
+            (Some("status"), Update, &["*/*"], "*", true),
+            (Some("status"), Update, &["*"], "*", false),
+            (None, Update, &["*"], "*", true),
+            // Scope.
+            (None, Create, &["*"], "Namespaced", true),
+        ];
+        for (sub, op, resources, scope, want) in cases {
+            assert_eq!(
+                selects(&o, deployments, sub, op, rule(resources, scope)),
+                want,
+                "{sub:?} {} {resources:?} {scope}",
+                op.as_str()
+            );
+        }
         assert!(!selects(
             &o,
             deployments,
             None,
             Create,
-            rule(json!(["*"]), "Cluster")
+            rule(&["*"], "Cluster")
         ));
         let crb = ("rbac.authorization.k8s.io", "v1", "clusterrolebindings");
         let any = json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"});
