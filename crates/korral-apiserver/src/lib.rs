@@ -71,11 +71,16 @@ pub mod fuzzing {
         original: &Value,
         body: &[u8],
     ) -> Result<Value, crate::ApiError> {
-        let registry = crate::registry::Registry::with_builtins();
-        let info = registry
-            .get("apps", "v1", "deployments")
+        // Built once: the fuzzers call this thousands of times.
+        static DEPLOYMENTS: std::sync::LazyLock<
+            Option<std::sync::Arc<crate::registry::ResourceInfo>>,
+        > = std::sync::LazyLock::new(|| {
+            crate::registry::Registry::with_builtins().get("apps", "v1", "deployments")
+        });
+        let info = DEPLOYMENTS
+            .as_ref()
             .ok_or_else(|| crate::ApiError::internal("deployments are not served"))?;
-        let strategy = crate::patch::BuiltinStrategy::new(&info);
+        let strategy = crate::patch::BuiltinStrategy::new(info);
         let kind = match kind {
             "merge" => crate::patch::PatchType::Merge,
             "strategic" => crate::patch::PatchType::Strategic,
