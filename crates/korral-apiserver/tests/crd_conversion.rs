@@ -562,6 +562,34 @@ async fn stored_versions_and_deprecated_versions_follow_upstream() {
         ["299 - \"ref.example.com/v1 Widget is deprecated; use ref.example.com/v2 Widget\""]
     );
 
+    // A version no longer served answers 404 and leaves discovery; its objects stay readable
+    // through the served one.
+    let mut unserved = version("v1", false, "size");
+    unserved["served"] = json!(false);
+    let patch = json!({"spec": {"versions": [unserved, version("v2", true, "replicas")]}});
+    let (code, _, crd) = request(
+        &client,
+        "PATCH",
+        CRD,
+        Some("application/merge-patch+json"),
+        Some(patch),
+    )
+    .await;
+    assert_eq!(code, 200, "{crd}");
+    let (code, _, _) = request(&client, "GET", &format!("{V1}/new"), None, None).await;
+    assert_eq!(code, 404, "v1 is not served");
+    let (code, _, group) = request(&client, "GET", "/apis/ref.example.com", None, None).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        group["versions"].as_array().map(Vec::len),
+        Some(1),
+        "{group}"
+    );
+    assert_eq!(group["versions"][0]["version"], "v2");
+    let (code, _, old) = request(&client, "GET", &format!("{V2}/old"), None, None).await;
+    assert_eq!(code, 200);
+    assert_eq!(old["spec"], json!({"replicas": 2}));
+
     // v1 cannot leave spec.versions while objects may still be stored in it...
     let patch = json!({"spec": {"versions": [version("v2", true, "replicas")]}});
     let (code, _, status) = request(
