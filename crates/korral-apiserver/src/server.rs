@@ -336,7 +336,7 @@ impl ApiServer {
             }),
             header_read_timeout: config.header_read_timeout,
         });
-        let mut tasks = vec![
+        let tasks = vec![
             tokio::spawn(accept_loop(
                 listener,
                 acceptor,
@@ -344,14 +344,12 @@ impl ApiServer {
                 front,
                 shutdown_rx.clone(),
             )),
-            tokio::spawn(controllers::run(objects.clone(), shutdown_rx.clone())),
-        ];
-        if config.simulation {
-            tasks.push(tokio::spawn(crate::simulate::run(
+            tokio::spawn(controllers::run(
                 objects.clone(),
                 shutdown_rx.clone(),
-            )));
-        }
+                config.simulation,
+            )),
+        ];
         tracing::info!(%url, "korral apiserver ready");
         Ok(Self {
             url,

@@ -38,6 +38,8 @@ pub(super) enum Work {
     Disruption(String),
     /// A ClusterRole changed: bring the aggregated ClusterRoles up to date.
     RoleAggregation,
+    /// Simulated workload controllers, scheduler and kubelet (see [`crate::simulate`]).
+    Workload(crate::simulate::Work),
 }
 
 /// The parts of a storage key (`/<group or core>/<resource>/[<namespace>/]<name>`).

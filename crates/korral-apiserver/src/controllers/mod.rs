@@ -25,6 +25,11 @@
 //!
 //! * **ClusterRole aggregation**: any ClusterRole change brings the aggregated ClusterRoles up
 //!   to date through the write pipeline (see [`crate::auth::aggregation`]).
+//! * **Workload simulation** (when the server simulates workloads): Deployments, ReplicaSets,
+//!   StatefulSets, Jobs, DaemonSets, the scheduler, the kubelet and Endpoints
+//!   ([`crate::simulate`]). Its work is kept in its own ordered queue (owners before what they
+//!   own) and runs one item at a time beside the other controllers' work, a bounded number of
+//!   items per turn so the feed is read again between them.
 //!
 //! On start (and when the watch lags behind) the index is rebuilt from a snapshot, which also
 //! picks up work left over from before a restart. Failed work is retried with backoff; a
@@ -59,8 +64,10 @@ use index::{Index, KeyParts, Work, crd_prefixes, has_finalizer, owner_uids};
 const CONCURRENCY: usize = 32;
 /// Most events applied before queued work gets a turn.
 const MAX_DRAIN: usize = 4096;
+/// Most workload simulation items run per turn of the loop.
+const WORKLOAD_PER_TURN: usize = 64;
 /// First retry delay after a failure; doubles per attempt.
-const RETRY_BASE: Duration = Duration::from_millis(50);
+const RETRY_BASE: Duration = Duration::from_millis(20);
 /// Longest retry delay.
 const RETRY_MAX: Duration = Duration::from_secs(5);
 /// How often everything still being torn down is looked at again.
@@ -69,9 +76,10 @@ const RESYNC: Duration = Duration::from_secs(5);
 /// re-registered them.
 const CRD_GONE_RECHECK: Duration = Duration::from_secs(1);
 
-/// Runs the built-in controllers (garbage collector, namespace lifecycle, CRD cleanup) until
+/// Runs the built-in controllers (garbage collector, namespace lifecycle, CRD cleanup, quota and
+/// budget status, role aggregation, and with `simulation` the workload simulation) until
 /// `shutdown` turns `true` or its sender is dropped.
-pub async fn run(objects: Arc<Objects>, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(objects: Arc<Objects>, mut shutdown: watch::Receiver<bool>, simulation: bool) {
     if *shutdown.borrow() {
         return;
     }
@@ -79,6 +87,7 @@ pub async fn run(objects: Arc<Objects>, mut shutdown: watch::Receiver<bool>) {
         objects,
         index: Index::default(),
         queue: HashSet::new(),
+        workload: simulation.then(BTreeSet::new),
         retries: HashMap::new(),
         later: Vec::new(),
         seen: 0,
@@ -121,6 +130,9 @@ struct Controller {
     objects: Arc<Objects>,
     index: Index,
     queue: HashSet<Work>,
+    /// Queued workload simulation work, in the order it runs; `None` when the server does not
+    /// simulate workloads.
+    workload: Option<BTreeSet<crate::simulate::Work>>,
     retries: HashMap<Work, Retry>,
     /// Work scheduled for later regardless of success.
     later: Vec<(Instant, Work)>,
@@ -163,7 +175,7 @@ impl Controller {
                 }
             }
             self.move_due(Instant::now());
-            if !self.queue.is_empty() {
+            if self.has_work() {
                 self.process_queue().await;
                 continue;
             }
@@ -207,6 +219,9 @@ impl Controller {
                     let snapshot = storage.snapshot();
                     self.index = Index::rebuild(&snapshot, &mut self.queue);
                     self.queue.insert(Work::RoleAggregation);
+                    if let Some(workload) = self.workload.as_mut() {
+                        crate::simulate::initial_work(&snapshot, workload);
+                    }
                     self.seen = snapshot.revision;
                     for event in &feed.backlog {
                         self.apply(event);
@@ -248,6 +263,9 @@ impl Controller {
         }
         self.seen = event.revision;
         self.index.apply(event, &mut self.queue);
+        if let Some(workload) = self.workload.as_mut() {
+            crate::simulate::event_work(&self.objects, event, workload);
+        }
         if event.key.starts_with(&self.cluster_roles) {
             self.queue.insert(Work::RoleAggregation);
         }
@@ -277,13 +295,35 @@ impl Controller {
         }
     }
 
+    /// Whether any work is queued.
+    fn has_work(&self) -> bool {
+        !self.queue.is_empty() || self.workload.as_ref().is_some_and(|w| !w.is_empty())
+    }
+
+    /// Queues one work item (workload simulation work in its own ordered queue).
+    fn enqueue(&mut self, work: Work) {
+        match (work, self.workload.as_mut()) {
+            (Work::Workload(item), Some(workload)) => {
+                workload.insert(item);
+            }
+            (Work::Workload(_), None) => {}
+            (work, _) => {
+                self.queue.insert(work);
+            }
+        }
+    }
+
     /// Moves retries and scheduled work that are due into the queue.
     fn move_due(&mut self, now: Instant) {
         if !self.retries.is_empty() {
-            for (work, retry) in &self.retries {
-                if retry.due <= now {
-                    self.queue.insert(work.clone());
-                }
+            let due: Vec<Work> = self
+                .retries
+                .iter()
+                .filter(|(_, retry)| retry.due <= now)
+                .map(|(work, _)| work.clone())
+                .collect();
+            for work in due {
+                self.enqueue(work);
             }
         }
         if !self.later.is_empty() {
@@ -307,22 +347,43 @@ impl Controller {
             .min()
     }
 
-    /// Runs everything queued, concurrently, and records follow-ups and failures.
+    /// Runs everything queued for the controllers, concurrently, beside up to
+    /// [`WORKLOAD_PER_TURN`] workload simulation items one after another in their order, and
+    /// records follow-ups and failures.
     async fn process_queue(&mut self) {
         let batch: Vec<Work> = self.queue.drain().collect();
+        let mut workload = Vec::new();
+        if let Some(pending) = self.workload.as_mut() {
+            while workload.len() < WORKLOAD_PER_TURN
+                && let Some(item) = pending.pop_first()
+            {
+                workload.push(item);
+            }
+        }
         let objects = &*self.objects;
         let index = &self.index;
-        let results: Vec<(Work, Outcome)> = futures::stream::iter(batch)
+        let controllers = futures::stream::iter(batch)
             .map(|work| async move {
                 let outcome = execute(objects, index, &work).await;
                 (work, outcome)
             })
             .buffer_unordered(CONCURRENCY)
-            .collect()
-            .await;
+            .collect::<Vec<(Work, Outcome)>>();
+        let simulated = async move {
+            let mut done = Vec::with_capacity(workload.len());
+            for item in workload {
+                let outcome = simulate(objects, &item).await;
+                done.push((Work::Workload(item), outcome));
+            }
+            done
+        };
+        let (mut results, simulated) = futures::join!(controllers, simulated);
+        results.extend(simulated);
         let now = Instant::now();
         for (work, outcome) in results {
-            self.queue.extend(outcome.follow_ups);
+            for follow_up in outcome.follow_ups {
+                self.enqueue(follow_up);
+            }
             if outcome.retry {
                 let attempts = self.retries.get(&work).map_or(0, |r| r.attempts) + 1;
                 let delay = RETRY_BASE
@@ -339,6 +400,29 @@ impl Controller {
                 self.retries.remove(&work);
             }
         }
+    }
+}
+
+/// Runs one workload simulation item; a failure is retried, except when storage is closing.
+async fn simulate(objects: &Objects, item: &crate::simulate::Work) -> Outcome {
+    let retry = match crate::simulate::execute(objects, item).await {
+        Ok(()) => false,
+        Err(error) if error.code == 503 => {
+            tracing::debug!(?item, %error, "storage closing; simulation work dropped");
+            false
+        }
+        Err(error) if error.code == 409 => {
+            tracing::debug!(?item, %error, "simulation work conflicted; retrying");
+            true
+        }
+        Err(error) => {
+            tracing::warn!(?item, %error, "simulation work failed; retrying");
+            true
+        }
+    };
+    Outcome {
+        follow_ups: Vec::new(),
+        retry,
     }
 }
 
@@ -362,6 +446,7 @@ async fn execute(objects: &Objects, index: &Index, work: &Work) -> Outcome {
             }
             Ok(Vec::new())
         }
+        Work::Workload(item) => return simulate(objects, item).await,
     };
     match result {
         Ok(follow_ups) => Outcome {

@@ -11,13 +11,15 @@
 //!   ([`pods`]).
 //! * Services with a selector get Endpoints ([`endpoints`]).
 //!
-//! Like the built-in controllers ([`crate::controllers`]) it is event-driven: one task watches
-//! storage, turns each event into [`Work`] (the object itself and whatever depends on it), and
-//! runs the queued work in a fixed order against the current state, writing through
-//! [`crate::objects::Objects`] so watchers see ordinary events and resourceVersions. Deleting
-//! an owner removes its dependents through the garbage collector. On start every stored
-//! workload is queued, so a durable server picks up where it stopped. Failed work (a write
-//! conflict, say) is retried on fresh state with backoff; nothing polls.
+//! The simulation has no loop of its own: it runs on the built-in controllers' loop
+//! ([`crate::controllers`]), which watches storage once for everything. [`initial_work`] and
+//! [`event_work`] turn the stored state and each storage event into [`Work`] (the object
+//! itself and whatever depends on it); the loop runs that work in [`Work`]'s order against the
+//! current state through [`execute`], one item at a time (each item re-reads what it needs,
+//! and pod IPs are handed out from what is stored), retrying failures with backoff. Writes go
+//! through [`crate::objects::Objects`] so watchers see ordinary events and resourceVersions.
+//! Deleting an owner removes its dependents through the garbage collector. On start every
+//! stored workload is queued, so a durable server picks up where it stopped; nothing polls.
 
 mod access;
 pub mod daemonset;
@@ -30,23 +32,12 @@ pub mod pods;
 pub mod replicaset;
 pub mod statefulset;
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
-use std::time::Duration;
-
-use tokio::sync::broadcast::{self, error::RecvError};
-use tokio::sync::watch;
-use tokio::time::Instant;
+use std::collections::BTreeSet;
 
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
-use crate::storage::{Event, collection_prefix};
-
-/// First retry delay after a failure; doubles per attempt.
-const RETRY_BASE: Duration = Duration::from_millis(20);
-/// Longest retry delay.
-const RETRY_MAX: Duration = Duration::from_secs(5);
+use crate::storage::{Event, Snapshot, collection_prefix};
 
 /// One unit of simulated controller work, in the order a batch runs it (owners before what
 /// they own, so one pass sees the newest desired state).
@@ -72,233 +63,75 @@ pub enum Work {
     Services(String),
 }
 
-/// Runs the simulation until `shutdown` turns `true` or its sender is dropped.
-pub async fn run(objects: Arc<Objects>, mut shutdown: watch::Receiver<bool>) {
-    if *shutdown.borrow() {
+/// Queues the work the stored state calls for when the loop (re)starts: the node, every
+/// stored workload, and the Services of stored Endpoints (their Service may have gone while
+/// the server was down).
+pub(crate) fn initial_work(snapshot: &Snapshot, queue: &mut BTreeSet<Work>) {
+    queue.insert(Work::Node);
+    for (group, resource) in WATCHED {
+        let prefix = collection_prefix(group, resource, None);
+        for (key, _) in snapshot.range(&prefix, None) {
+            queue.extend(work_for(group, resource, key));
+        }
+    }
+    let prefix = collection_prefix("", "endpoints", None);
+    for (key, _) in snapshot.range(&prefix, None) {
+        queue.extend(work_for("", "services", key));
+    }
+}
+
+/// Queues every pod not bound to a node yet: a change of the node (uncordoned, say) may let
+/// the scheduler place them now.
+fn queue_unbound_pods(objects: &Objects, queue: &mut BTreeSet<Work>) {
+    let snapshot = objects.storage().snapshot();
+    let prefix = collection_prefix("", "pods", None);
+    for (key, pod) in snapshot.range(&prefix, None) {
+        let bound = meta::path(pod, "spec.nodeName")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        if !bound {
+            queue.extend(work_for("", "pods", key));
+        }
+    }
+}
+
+/// Queues the work one storage event calls for: the object's own, its controller's, and for
+/// Pods the Services of their namespace.
+pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<Work>) {
+    if event.key.starts_with("/core/nodes/") {
+        if meta::name(&event.object) == pods::NODE_NAME {
+            queue.insert(Work::Node);
+            queue_unbound_pods(objects, queue);
+        }
         return;
     }
-    let mut sim = Simulator {
-        objects,
-        queue: BTreeSet::new(),
-        retries: HashMap::new(),
-        seen: 0,
+    let Some((group, resource, ns, _)) = split_key(&event.key) else {
+        return;
     };
-    sim.run(&mut shutdown).await;
-    tracing::debug!("workload simulation stopped");
-}
-
-/// A failed work item waiting to be retried.
-#[derive(Debug, Clone, Copy)]
-struct Retry {
-    attempts: u32,
-    due: Instant,
-}
-
-struct Simulator {
-    objects: Arc<Objects>,
-    queue: BTreeSet<Work>,
-    retries: HashMap<Work, Retry>,
-    /// Every event up to this revision has been turned into work.
-    seen: u64,
-}
-
-impl Simulator {
-    async fn run(&mut self, shutdown: &mut watch::Receiver<bool>) {
-        let Some(mut live) = self.subscribe(shutdown).await else {
-            return;
-        };
-        loop {
-            if *shutdown.borrow() {
-                return;
-            }
-            // Take in everything already buffered before working.
-            loop {
-                match live.try_recv() {
-                    Ok(event) => self.apply(&event),
-                    Err(broadcast::error::TryRecvError::Empty) => break,
-                    Err(broadcast::error::TryRecvError::Lagged(_)) => {
-                        match self.subscribe(shutdown).await {
-                            Some(feed) => live = feed,
-                            None => return,
-                        }
-                    }
-                    Err(broadcast::error::TryRecvError::Closed) => return,
-                }
-            }
-            let now = Instant::now();
-            for (work, retry) in &self.retries {
-                if retry.due <= now {
-                    self.queue.insert(work.clone());
-                }
-            }
-            if let Some(work) = self.queue.pop_first() {
-                let result = tokio::select! {
-                    r = execute(&self.objects, &work) => r,
-                    _ = shutdown.changed() => return,
-                };
-                self.record(work, result);
-                continue;
-            }
-            let next_due = self.retries.values().map(|r| r.due).min();
-            tokio::select! {
-                changed = shutdown.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                }
-                received = live.recv() => match received {
-                    Ok(event) => self.apply(&event),
-                    Err(RecvError::Lagged(_)) => match self.subscribe(shutdown).await {
-                        Some(feed) => live = feed,
-                        None => return,
-                    },
-                    Err(RecvError::Closed) => return,
-                },
-                () = tokio::time::sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() => {}
-            }
+    if group == "core" && resource == "endpoints" {
+        queue.extend(work_for("", "services", &event.key));
+        return;
+    }
+    let group = if group == "core" { "" } else { group };
+    let Some(work) = work_for(group, resource, &event.key) else {
+        return;
+    };
+    queue.insert(work);
+    for obj in std::iter::once(&event.object).chain(event.previous.iter()) {
+        if let Some((kind, name, _)) = access::controller_of(obj) {
+            let (ns, name) = (ns.to_string(), name.to_string());
+            queue.extend(match kind {
+                "ReplicaSet" => Some(Work::ReplicaSet(ns, name)),
+                "Deployment" => Some(Work::Deployment(ns, name)),
+                "StatefulSet" => Some(Work::StatefulSet(ns, name)),
+                "Job" => Some(Work::Job(ns, name)),
+                "DaemonSet" => Some(Work::DaemonSet(ns, name)),
+                _ => None,
+            });
         }
     }
-
-    fn record(&mut self, work: Work, result: Result<(), ApiError>) {
-        match result {
-            Ok(()) => {
-                self.retries.remove(&work);
-            }
-            Err(error) => {
-                let attempts = self.retries.get(&work).map_or(0, |r| r.attempts) + 1;
-                if error.code == 409 {
-                    tracing::debug!(?work, %error, "simulation work conflicted; retrying");
-                } else if error.code == 503 {
-                    tracing::debug!(?work, %error, "storage closing; simulation work dropped");
-                    self.retries.remove(&work);
-                    return;
-                } else {
-                    tracing::warn!(?work, %error, attempts, "simulation work failed; retrying");
-                }
-                let delay = RETRY_BASE
-                    .saturating_mul(1 << attempts.min(10))
-                    .min(RETRY_MAX);
-                self.retries.insert(
-                    work,
-                    Retry {
-                        attempts,
-                        due: Instant::now() + delay,
-                    },
-                );
-            }
-        }
-    }
-
-    /// Subscribes to storage and queues every stored workload (taken after subscribing, so
-    /// nothing is missed); `None` on shutdown.
-    async fn subscribe(
-        &mut self,
-        shutdown: &mut watch::Receiver<bool>,
-    ) -> Option<broadcast::Receiver<Arc<Event>>> {
-        let storage = self.objects.storage().clone();
-        loop {
-            if *shutdown.borrow() {
-                return None;
-            }
-            match storage.watch(storage.revision()) {
-                Ok(feed) => {
-                    let snapshot = storage.snapshot();
-                    self.queue.insert(Work::Node);
-                    for (group, resource) in WATCHED {
-                        let prefix = collection_prefix(group, resource, None);
-                        for (key, _) in snapshot.range(&prefix, None) {
-                            if let Some(work) = work_for(group, resource, key) {
-                                self.queue.insert(work);
-                            }
-                        }
-                    }
-                    // Endpoints whose Service may have gone while the server was down.
-                    let prefix = collection_prefix("", "endpoints", None);
-                    for (key, _) in snapshot.range(&prefix, None) {
-                        if let Some(work) = work_for("", "services", key) {
-                            self.queue.insert(work);
-                        }
-                    }
-                    self.seen = snapshot.revision;
-                    for event in &feed.backlog {
-                        self.apply(event);
-                    }
-                    return Some(feed.live);
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "simulation cannot watch storage; retrying");
-                    tokio::select! {
-                        changed = shutdown.changed() => {
-                            if changed.is_err() {
-                                return None;
-                            }
-                        }
-                        () = tokio::time::sleep(Duration::from_millis(100)) => {}
-                    }
-                }
-            }
-        }
-    }
-
-    /// Queues every pod not bound to a node yet: a change of the node (uncordoned, say) may
-    /// let the scheduler place them now.
-    fn queue_unbound_pods(&mut self) {
-        let snapshot = self.objects.storage().snapshot();
-        let prefix = collection_prefix("", "pods", None);
-        for (key, pod) in snapshot.range(&prefix, None) {
-            let bound = meta::path(pod, "spec.nodeName")
-                .and_then(serde_json::Value::as_str)
-                .is_some_and(|n| !n.is_empty());
-            if !bound && let Some(work) = work_for("", "pods", key) {
-                self.queue.insert(work);
-            }
-        }
-    }
-
-    /// Queues the work one storage event calls for.
-    fn apply(&mut self, event: &Event) {
-        if event.revision <= self.seen {
-            return;
-        }
-        self.seen = event.revision;
-        if event.key.starts_with("/core/nodes/") {
-            if meta::name(&event.object) == pods::NODE_NAME {
-                self.queue.insert(Work::Node);
-                self.queue_unbound_pods();
-            }
-            return;
-        }
-        let Some((group, resource, ns, _)) = split_key(&event.key) else {
-            return;
-        };
-        if group == "core" && resource == "endpoints" {
-            if let Some(work) = work_for("", "services", &event.key) {
-                self.queue.insert(work);
-            }
-            return;
-        }
-        let group = if group == "core" { "" } else { group };
-        let Some(work) = work_for(group, resource, &event.key) else {
-            return;
-        };
-        self.queue.insert(work);
-        // What depends on this object: its controller, and for Pods the Services.
-        for obj in std::iter::once(&event.object).chain(event.previous.iter()) {
-            if let Some((kind, name, _)) = access::controller_of(obj) {
-                let owner = match kind {
-                    "ReplicaSet" => Some(Work::ReplicaSet(ns.to_string(), name.to_string())),
-                    "Deployment" => Some(Work::Deployment(ns.to_string(), name.to_string())),
-                    "StatefulSet" => Some(Work::StatefulSet(ns.to_string(), name.to_string())),
-                    "Job" => Some(Work::Job(ns.to_string(), name.to_string())),
-                    "DaemonSet" => Some(Work::DaemonSet(ns.to_string(), name.to_string())),
-                    _ => None,
-                };
-                self.queue.extend(owner);
-            }
-        }
-        if resource == "pods" {
-            self.queue.insert(Work::Services(ns.to_string()));
-        }
+    if resource == "pods" {
+        queue.insert(Work::Services(ns.to_string()));
     }
 }
 
@@ -335,7 +168,7 @@ fn work_for(group: &str, resource: &str, key: &str) -> Option<Work> {
 }
 
 /// Runs one work item against the current state.
-async fn execute(objects: &Objects, work: &Work) -> Result<(), ApiError> {
+pub(crate) async fn execute(objects: &Objects, work: &Work) -> Result<(), ApiError> {
     match work {
         Work::Node => pods::ensure_node(objects).await,
         Work::Deployment(ns, name) => deployment::reconcile(objects, ns, name).await,
