@@ -994,6 +994,67 @@ impl Objects {
         }
     }
 
+    /// Rewrites the status of the stored object `name` (if it is still the incarnation `uid`)
+    /// with `change` applied to the current object, through the `/status` write pipeline (the
+    /// kind's status rules and validation, admission for `opts.requester`), as a controller's
+    /// read-modify-write that is retried on conflicts (upstream's `RetryOnConflict`). Answers
+    /// `None` when the object is gone or `change` leaves it as it is (nothing is written).
+    pub(crate) async fn update_status_with<F>(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        uid: &str,
+        opts: &WriteOptions,
+        change: F,
+    ) -> Result<Option<Written>, ApiError>
+    where
+        F: Fn(&mut Value) + Send + Sync + 'static,
+    {
+        /// Attempts before the conflict is answered (the caller retries later).
+        const ATTEMPTS: usize = 8;
+        let change = Arc::new(change);
+        let key = Self::key(info, namespace, name);
+        let mut last = ApiError::conflict(&info.group, &info.resource, name);
+        for _ in 0..ATTEMPTS {
+            let Some(current) = self.storage.get(&key).filter(|c| meta::uid(c) == uid) else {
+                return Ok(None);
+            };
+            let mut next = (*current).clone();
+            change(&mut next);
+            if next == *current {
+                return Ok(None);
+            }
+            let (change, uid) = (change.clone(), uid.to_string());
+            let gone = ApiError::not_found(&info.group, &info.resource, name);
+            let result = self
+                .write_existing(
+                    info,
+                    namespace,
+                    name,
+                    opts,
+                    Part::Status,
+                    Track::update(opts, Track::part(Part::Status)),
+                    move |cur| {
+                        if meta::uid(cur) != uid {
+                            return Err(gone);
+                        }
+                        let mut next = cur.clone();
+                        change(&mut next);
+                        Ok((next, String::new()))
+                    },
+                )
+                .await;
+            match result {
+                Ok(written) => return Ok(Some(written)),
+                Err(e) if e.code == 404 => return Ok(None),
+                Err(e) if e.code == 409 => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
     /// Whether a write that went through admission webhooks met a concurrent change (a 409
     /// from the guarded write after the webhooks) and should be tried again, as upstream's
     /// optimistic update loop does (bounded here, so a hot object cannot hold a request forever).

@@ -1095,3 +1095,132 @@ async fn cordoned_node_leaves_new_pods_pending_until_uncordoned() {
     .await
     .expect("scheduled after uncordon");
 }
+
+/// The simulated controllers, scheduler and kubelet write through the write pipeline as
+/// upstream's components: admission sees the ReplicaSet controller's identity, a refused
+/// create shows as the ReplicaSet's `ReplicaFailure` condition until admission lets it
+/// through, and the managed fields name the component (status written through `/status`).
+#[tokio::test]
+async fn simulated_writes_go_through_admission_as_upstreams_components() {
+    let env = sim_env().await;
+    let client = env.client();
+    let policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+    let bindings = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+    let post = |path: &'static str, body: serde_json::Value| {
+        let client = client.clone();
+        async move {
+            raw(
+                &client,
+                "POST",
+                path,
+                Some("application/json"),
+                body.to_string().into_bytes(),
+            )
+            .await
+        }
+    };
+    let (code, body) = post(
+        policies,
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "no-blocked-pods"},
+            "spec": {
+                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]},
+                "validations": [{
+                    "expression": "!has(object.metadata.labels) || !('blocked' in object.metadata.labels)",
+                    "messageExpression": "'blocked pod from ' + request.userInfo.username",
+                }],
+            },
+        }),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = post(
+        bindings,
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "no-blocked-pods"},
+            "spec": {"policyName": "no-blocked-pods", "validationActions": ["Deny"]},
+        }),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let replicasets: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let mut blocked = serde_json::to_value(deployment("blocked", 1, "nginx")).expect("json");
+    blocked["spec"]["template"]["metadata"]["labels"]["blocked"] = json!("yes");
+    let blocked: Deployment = serde_json::from_value(blocked).expect("deployment");
+    deployments
+        .create(&PostParams::default(), &blocked)
+        .await
+        .expect("deployment");
+    let failure = || {
+        let replicasets = replicasets.clone();
+        async move {
+            let list = replicasets
+                .list(&ListParams::default().labels("app=blocked"))
+                .await
+                .ok()?;
+            let rs = list.items.into_iter().next()?;
+            rs.status?
+                .conditions?
+                .into_iter()
+                .find(|c| c.type_.as_deref() == Some("ReplicaFailure"))
+        }
+    };
+    wait_until(WAIT, "the ReplicaSet reports its refused create", || {
+        let failure = failure();
+        async move { failure.await.is_some() }
+    })
+    .await
+    .expect("ReplicaFailure");
+    let condition = failure().await.expect("condition");
+    assert_eq!(condition.status.as_deref(), Some("True"));
+    assert_eq!(condition.reason.as_deref(), Some("FailedCreate"));
+    let message = condition.message.unwrap_or_default();
+    assert!(
+        message.contains(
+            "ValidatingAdmissionPolicy 'no-blocked-pods' with binding 'no-blocked-pods' denied request: blocked pod from system:serviceaccount:kube-system:replicaset-controller"
+        ),
+        "{message}"
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    assert!(pods_with(&pods, "app=blocked").await.is_empty());
+
+    // Admission lets the pods through once the binding is gone: the condition goes.
+    let (code, body) = raw(
+        &client,
+        "DELETE",
+        &format!("{bindings}/no-blocked-pods"),
+        None,
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    wait_deployment_ready(&env, "blocked", 1).await;
+    wait_until(WAIT, "the ReplicaFailure condition is removed", || {
+        let failure = failure();
+        async move { failure.await.is_none() }
+    })
+    .await
+    .expect("condition removed");
+
+    // Who wrote what: the controller created the pod, the kubelet wrote its status.
+    let pod = pods_with(&pods, "app=blocked").await.remove(0);
+    let managers: Vec<(String, Option<String>)> = pod
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| (m.manager.unwrap_or_default(), m.subresource))
+        .collect();
+    assert!(
+        managers.contains(&("kube-controller-manager".to_string(), None)),
+        "{managers:?}"
+    );
+    assert!(
+        managers.contains(&("kubelet".to_string(), Some("status".to_string()))),
+        "{managers:?}"
+    );
+}

@@ -1,31 +1,101 @@
 //! Reading and writing objects for the simulated controllers.
 //!
 //! Reads come straight from storage (always current: a write is visible once it returns), so
-//! the controllers need no upstream-style "expectations". Writes go through [`Objects`] (create,
-//! update with a resourceVersion precondition, delete with a uid precondition) so defaults,
-//! validation and generation handling apply and watchers see ordinary events; status writes
-//! are atomic read-modify-writes on storage that only touch `status`.
+//! the controllers need no upstream-style "expectations". Every write goes through the write
+//! pipeline as the [`Actor`] making it, with upstream's identity and field manager: creates,
+//! updates with a resourceVersion precondition and deletes with a uid precondition through
+//! [`Objects`], status through the `/status` rules ([`update_status`]). Defaults, validation,
+//! generation handling and admission (webhooks and policies included) apply as they do to the
+//! writes of upstream's controllers, scheduler and kubelet, and watchers see ordinary events.
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::auth::UserInfo;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::{DeleteOptions, Objects, Part, Propagation, WriteOptions};
 use crate::registry::ResourceInfo;
-use crate::storage::{Object, Write, collection_prefix, object_key};
+use crate::storage::{Object, collection_prefix, object_key};
+
+/// Who makes a simulated write: upstream's controllers (with kube-controller-manager's
+/// per-controller service accounts), the scheduler and the kubelet of the simulated node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Actor {
+    /// The Deployment controller.
+    Deployment,
+    /// The ReplicaSet controller.
+    ReplicaSet,
+    /// The StatefulSet controller.
+    StatefulSet,
+    /// The Job controller.
+    Job,
+    /// The DaemonSet controller.
+    DaemonSet,
+    /// The Endpoints controller.
+    Endpoints,
+    /// The EndpointSlice controller.
+    EndpointSlice,
+    /// The scheduler.
+    Scheduler,
+    /// The simulated node's kubelet.
+    Kubelet,
+}
+
+impl Actor {
+    /// The identity upstream's component authenticates as.
+    pub fn user(self) -> UserInfo {
+        let controller = match self {
+            Self::Deployment => "deployment-controller",
+            Self::ReplicaSet => "replicaset-controller",
+            Self::StatefulSet => "statefulset-controller",
+            Self::Job => "job-controller",
+            Self::DaemonSet => "daemon-set-controller",
+            Self::Endpoints => "endpoint-controller",
+            Self::EndpointSlice => "endpointslice-controller",
+            Self::Scheduler => {
+                return UserInfo {
+                    name: "system:kube-scheduler".into(),
+                    groups: vec![crate::auth::user::AUTHENTICATED_GROUP.into()],
+                    ..UserInfo::default()
+                };
+            }
+            Self::Kubelet => {
+                return UserInfo {
+                    name: format!("system:node:{}", super::pods::NODE_NAME),
+                    groups: vec![
+                        "system:nodes".into(),
+                        crate::auth::user::AUTHENTICATED_GROUP.into(),
+                    ],
+                    ..UserInfo::default()
+                };
+            }
+        };
+        UserInfo::service_account("kube-system", controller, "")
+    }
+
+    /// The field manager of its writes (upstream's component name).
+    pub fn field_manager(self) -> &'static str {
+        match self {
+            Self::Scheduler => "kube-scheduler",
+            Self::Kubelet => "kubelet",
+            _ => FIELD_MANAGER,
+        }
+    }
+
+    fn write_options(self) -> WriteOptions {
+        WriteOptions {
+            field_manager: Some(self.field_manager().to_string()),
+            requester: Some(self.user()),
+            ..WriteOptions::default()
+        }
+    }
+}
 
 /// The field manager of the simulated controllers' writes (upstream's controllers run in
 /// `kube-controller-manager`).
 pub const FIELD_MANAGER: &str = "kube-controller-manager";
-
-fn write_options() -> WriteOptions {
-    WriteOptions {
-        field_manager: Some(FIELD_MANAGER.to_string()),
-        ..WriteOptions::default()
-    }
-}
 
 /// A served resource, by group, version and plural.
 pub fn info(
@@ -164,24 +234,26 @@ pub fn set_condition(conditions: &mut Vec<Value>, mut condition: Value, time_fie
     }
 }
 
-/// Creates an object through the API layer (defaults, validation, uid, events).
+/// Creates an object through the write pipeline as `actor`.
 pub async fn create(
     objects: &Objects,
+    actor: Actor,
     info: &Arc<ResourceInfo>,
     ns: Option<&str>,
     obj: Value,
 ) -> Result<Object, ApiError> {
     Ok(objects
-        .create(info, ns, obj, &write_options())
+        .create(info, ns, obj, &actor.write_options())
         .await?
         .object)
 }
 
-/// Replaces an object through the API layer; `obj` carries the resourceVersion it was read
-/// at, so a concurrent change makes this fail with 409 (the work item is then retried on
-/// fresh state).
+/// Replaces an object through the write pipeline as `actor`; `obj` carries the
+/// resourceVersion it was read at, so a concurrent change makes this fail with 409 (the work
+/// item is then retried on fresh state).
 pub async fn replace(
     objects: &Objects,
+    actor: Actor,
     info: &Arc<ResourceInfo>,
     obj: Value,
 ) -> Result<Object, ApiError> {
@@ -194,22 +266,24 @@ pub async fn replace(
             &name,
             obj,
             Part::Main,
-            &write_options(),
+            &actor.write_options(),
         )
         .await?
         .object)
 }
 
-/// Deletes this incarnation of `obj` (uid precondition) with background propagation;
-/// already gone counts as done.
+/// Deletes this incarnation of `obj` (uid precondition) with background propagation as
+/// `actor`; already gone counts as done.
 pub async fn delete(
     objects: &Objects,
+    actor: Actor,
     info: &Arc<ResourceInfo>,
     obj: &Value,
 ) -> Result<(), ApiError> {
     let opts = DeleteOptions {
         propagation: Some(Propagation::Background),
         precondition_uid: Some(meta::uid(obj).to_string()),
+        requester: Some(actor.user()),
         ..DeleteOptions::default()
     };
     match objects
@@ -222,58 +296,46 @@ pub async fn delete(
     }
 }
 
-/// Atomically rewrites the object at `key` (if it is still the one with `uid` and not being
-/// deleted) with `change`; nothing is written when `change` leaves it equal.
-pub async fn modify<F>(
+/// Rewrites the status of `obj` (while it is still the same incarnation) with `change`
+/// applied to the current object, through the `/status` write pipeline as `actor`; nothing is
+/// written when `change` leaves it as it is.
+pub async fn update_status<F>(
     objects: &Objects,
-    key: String,
-    uid: String,
+    actor: Actor,
+    info: &Arc<ResourceInfo>,
+    obj: &Value,
     change: F,
 ) -> Result<(), ApiError>
 where
-    F: FnOnce(&mut Value) + Send + 'static,
+    F: Fn(&mut Value) + Send + Sync + 'static,
 {
     objects
-        .storage()
-        .update(
-            key,
-            Box::new(move |cur| {
-                let Some(cur) = cur else {
-                    return Ok(Write::Unchanged);
-                };
-                if meta::uid(cur) != uid {
-                    return Ok(Write::Unchanged);
-                }
-                let mut next = (**cur).clone();
-                change(&mut next);
-                if next == **cur {
-                    return Ok(Write::Unchanged);
-                }
-                Ok(Write::Put(next))
-            }),
+        .update_status_with(
+            info,
+            meta::namespace(obj),
+            meta::name(obj),
+            meta::uid(obj),
+            &actor.write_options(),
+            change,
         )
         .await
         .map(|_| ())
 }
 
-/// Writes `status` of the object at `key` (if it is still the one with `uid`).
+/// Writes `status` of `obj` (see [`update_status`]).
 pub async fn write_status(
     objects: &Objects,
-    key: String,
-    uid: &str,
+    actor: Actor,
+    info: &Arc<ResourceInfo>,
+    obj: &Value,
     status: Value,
 ) -> Result<(), ApiError> {
-    modify(objects, key, uid.to_string(), move |obj| {
+    update_status(objects, actor, info, obj, move |obj| {
         if let Some(map) = obj.as_object_mut() {
-            map.insert("status".into(), status);
+            map.insert("status".into(), status.clone());
         }
     })
     .await
-}
-
-/// The storage key of an object as stored.
-pub fn key_of(group: &str, resource: &str, obj: &Value) -> String {
-    object_key(group, resource, meta::namespace(obj), meta::name(obj))
 }
 
 #[cfg(test)]

@@ -44,14 +44,21 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         meta::path(&ds, "spec.updateStrategy.type").and_then(Value::as_str) == Some("OnDelete");
     match active.split_first() {
         None => {
-            access::create(objects, &pod_info, Some(ns), new_pod(&ds, &hash)).await?;
+            access::create(
+                objects,
+                access::Actor::DaemonSet,
+                &pod_info,
+                Some(ns),
+                new_pod(&ds, &hash),
+            )
+            .await?;
         }
         Some((first, extra)) => {
             for pod in extra {
-                access::delete(objects, &pod_info, pod).await?;
+                access::delete(objects, access::Actor::DaemonSet, &pod_info, pod).await?;
             }
             if !on_delete && revision(first) != Some(hash.as_str()) {
-                access::delete(objects, &pod_info, first).await?;
+                access::delete(objects, access::Actor::DaemonSet, &pod_info, first).await?;
             }
         }
     }
@@ -141,8 +148,9 @@ async fn write_status(objects: &Objects, ns: &str, ds: &Value, hash: &str) -> Re
     }
     access::write_status(
         objects,
-        access::key_of("apps", "daemonsets", ds),
-        meta::uid(ds),
+        access::Actor::DaemonSet,
+        &access::info(objects, "apps", "v1", "daemonsets")?,
+        ds,
         status,
     )
     .await

@@ -65,7 +65,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
             // Keep the new ReplicaSet's revision the newest (a rollback reuses an old one).
             let next = annotate(&rs, &d, max_old_revision + 1, desired, max_surge);
             if next != *rs {
-                access::replace(objects, &rs_info, next).await?
+                access::replace(objects, access::Actor::Deployment, &rs_info, next).await?
             } else {
                 rs
             }
@@ -97,7 +97,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
                 max_old_revision + 1,
                 max_surge,
             );
-            match access::create(objects, &rs_info, Some(ns), rs).await {
+            match access::create(objects, access::Actor::Deployment, &rs_info, Some(ns), rs).await {
                 Ok(rs) => {
                     created_new = true;
                     rs
@@ -110,10 +110,11 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
                         && !(controlled_by(&existing, &uid) && same_template(&existing, &template))
                     {
                         let count = collision.unwrap_or(0) + 1;
-                        access::modify(
+                        access::update_status(
                             objects,
-                            access::key_of("apps", "deployments", &d),
-                            uid.clone(),
+                            access::Actor::Deployment,
+                            &access::info(objects, "apps", "v1", "deployments")?,
+                            &d,
                             move |d| {
                                 meta::set_path(d, "status.collisionCount", json!(count));
                             },
@@ -137,7 +138,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         let mut next = (*d).clone();
         set_annotation(&mut next, REVISION, &rev);
         let d_info = access::info(objects, "apps", "v1", "deployments")?;
-        access::replace(objects, &d_info, next).await?;
+        access::replace(objects, access::Actor::Deployment, &d_info, next).await?;
     }
     let d = access::get(objects, "apps", "deployments", ns, name).unwrap_or(d);
     let all: Vec<Object> = access::list(objects, "apps", "replicasets", ns)
@@ -181,7 +182,7 @@ async fn scale(
         meta::set_path(&mut next, "spec.replicas", json!(new_target));
         set_annotation(&mut next, DESIRED, &desired.to_string());
         set_annotation(&mut next, MAX, &(desired + max_surge).to_string());
-        access::replace(objects, rs_info, next).await?;
+        access::replace(objects, access::Actor::Deployment, rs_info, next).await?;
     }
     let new_available = access::int(new_rs, "status.availableReplicas", 0);
     let scale_old = recreate || new_available >= desired;
@@ -190,7 +191,7 @@ async fn scale(
             if access::int(rs, "spec.replicas", 1) != 0 {
                 let mut next = (**rs).clone();
                 meta::set_path(&mut next, "spec.replicas", json!(0));
-                access::replace(objects, rs_info, next).await?;
+                access::replace(objects, access::Actor::Deployment, rs_info, next).await?;
             }
         }
     }
@@ -484,8 +485,9 @@ async fn write_status(
     }
     access::write_status(
         objects,
-        access::key_of("apps", "deployments", d),
-        meta::uid(d),
+        access::Actor::Deployment,
+        &access::info(objects, "apps", "v1", "deployments")?,
+        d,
         status,
     )
     .await

@@ -30,7 +30,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         if let Some(ep) = existing
             && managed(&ep)
         {
-            access::delete(objects, &info, &ep).await?;
+            access::delete(objects, access::Actor::Endpoints, &info, &ep).await?;
         }
         return Ok(());
     };
@@ -57,12 +57,12 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
             }
             let mut next = (*ep).clone();
             fill(&mut next, labels, subsets);
-            access::replace(objects, &info, next).await?;
+            access::replace(objects, access::Actor::Endpoints, &info, next).await?;
         }
         None => {
             let mut ep = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name, "namespace": ns}});
             fill(&mut ep, labels, subsets);
-            access::create(objects, &info, Some(ns), ep).await?;
+            access::create(objects, access::Actor::Endpoints, &info, Some(ns), ep).await?;
         }
     }
     Ok(())

@@ -37,7 +37,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         .filter(|s| !access::labels_of(s, "spec.selector").is_empty());
     let Some(service) = service else {
         for slice in &existing {
-            access::delete(objects, &info, slice).await?;
+            access::delete(objects, access::Actor::EndpointSlice, &info, slice).await?;
         }
         return Ok(());
     };
@@ -72,19 +72,33 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
                 }
                 if slice.get("addressType") != desired.get("addressType") {
                     // The address type never changes: replace the slice.
-                    access::delete(objects, &info, &slice).await?;
-                    access::create(objects, &info, Some(ns), desired).await?;
+                    access::delete(objects, access::Actor::EndpointSlice, &info, &slice).await?;
+                    access::create(
+                        objects,
+                        access::Actor::EndpointSlice,
+                        &info,
+                        Some(ns),
+                        desired,
+                    )
+                    .await?;
                 } else {
-                    access::replace(objects, &info, next).await?;
+                    access::replace(objects, access::Actor::EndpointSlice, &info, next).await?;
                 }
             }
         }
         None => {
-            access::create(objects, &info, Some(ns), desired).await?;
+            access::create(
+                objects,
+                access::Actor::EndpointSlice,
+                &info,
+                Some(ns),
+                desired,
+            )
+            .await?;
         }
     }
     for extra in rest {
-        access::delete(objects, &info, &extra).await?;
+        access::delete(objects, access::Actor::EndpointSlice, &info, &extra).await?;
     }
     Ok(())
 }

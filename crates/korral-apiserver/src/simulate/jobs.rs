@@ -63,7 +63,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     let mut active_count = active.len();
     if suspended {
         for pod in &active {
-            access::delete(objects, &pod_info, pod).await?;
+            access::delete(objects, access::Actor::Job, &pod_info, pod).await?;
         }
         active_count = 0;
         access::set_condition(
@@ -101,13 +101,26 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
                     .filter(|i| !busy.contains(i) && !succeeded_indexes.contains(i))
                     .take(missing);
                 for index in free {
-                    access::create(objects, &pod_info, Some(ns), new_pod(&job, Some(index)))
-                        .await?;
+                    access::create(
+                        objects,
+                        access::Actor::Job,
+                        &pod_info,
+                        Some(ns),
+                        new_pod(&job, Some(index)),
+                    )
+                    .await?;
                     active_count += 1;
                 }
             } else {
                 for _ in 0..missing {
-                    access::create(objects, &pod_info, Some(ns), new_pod(&job, None)).await?;
+                    access::create(
+                        objects,
+                        access::Actor::Job,
+                        &pod_info,
+                        Some(ns),
+                        new_pod(&job, None),
+                    )
+                    .await?;
                     active_count += 1;
                 }
             }
@@ -152,8 +165,9 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     }
     access::write_status(
         objects,
-        access::key_of("batch", "jobs", &job),
-        meta::uid(&job),
+        access::Actor::Job,
+        &access::info(objects, "batch", "v1", "jobs")?,
+        &job,
         status,
     )
     .await

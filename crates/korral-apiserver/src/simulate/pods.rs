@@ -13,11 +13,14 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::access::{self, controller_of};
+use std::sync::Arc;
+
+use super::access::{self, Actor, controller_of};
 use super::names;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
+use crate::registry::ResourceInfo;
 use crate::storage::{collection_prefix, object_key};
 
 /// The simulated node's name.
@@ -58,7 +61,7 @@ pub async fn ensure_node(objects: &Objects) -> Result<(), ApiError> {
                 },
                 "spec": {"podCIDR": "10.244.0.0/16", "podCIDRs": ["10.244.0.0/16"]},
             });
-            access::create(objects, &info, None, node).await?
+            access::create(objects, access::Actor::Kubelet, &info, None, node).await?
         }
     };
     if meta::path(&node, "status.conditions").is_some() {
@@ -97,7 +100,7 @@ pub async fn ensure_node(objects: &Objects) -> Result<(), ApiError> {
             "systemUUID": meta::uid(&node),
         },
     });
-    access::write_status(objects, key, meta::uid(&node), status).await
+    access::write_status(objects, access::Actor::Kubelet, &info, &node, status).await
 }
 
 /// Moves one Pod one step along its lifecycle.
@@ -114,40 +117,60 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     if matches!(phase, "Succeeded" | "Failed") {
         return Ok(());
     }
-    let key = access::key_of("", "pods", &pod);
-    let uid = meta::uid(&pod).to_string();
+    let info = access::info(objects, "", "v1", "pods")?;
     let node = meta::path(&pod, "spec.nodeName")
         .and_then(Value::as_str)
         .unwrap_or("");
     if node.is_empty() && node_cordoned(objects) && !tolerates_unschedulable(&pod) {
         // The scheduler finds no node: the pod waits, as upstream's does.
-        return access::modify(objects, key, uid, mark_unschedulable).await;
+        return access::update_status(objects, Actor::Scheduler, &info, &pod, mark_unschedulable)
+            .await;
     }
-    if node.is_empty() || access::condition_status(&pod, "PodScheduled") != Some("True") {
-        // The scheduler binds the pod.
-        return access::modify(objects, key, uid, |pod| {
-            if meta::path(pod, "spec.nodeName").and_then(Value::as_str).unwrap_or("").is_empty() {
-                meta::set_path(pod, "spec.nodeName", json!(NODE_NAME));
-            }
-            let now = meta::now_rfc3339();
-            meta::set_path(pod, "status.phase", json!("Pending"));
-            meta::set_path(
-                pod,
-                "status.conditions",
-                json!([{"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}]),
-            );
-        })
-        .await;
+    if node.is_empty() {
+        // The scheduler binds the pod through `pods/binding` (which also sets `PodScheduled`).
+        return bind(objects, &info, &pod).await;
     }
     if phase != "Running" {
         let ip = free_pod_ip(objects);
-        return access::modify(objects, key, uid, move |pod| run(pod, &ip)).await;
+        return access::update_status(objects, Actor::Kubelet, &info, &pod, move |pod| {
+            run(pod, &ip);
+        })
+        .await;
     }
     let job_pod = controller_of(&pod).is_some_and(|(kind, _, _)| kind == "Job");
     if job_pod {
-        return access::modify(objects, key, uid, complete).await;
+        return access::update_status(objects, Actor::Kubelet, &info, &pod, complete).await;
     }
     Ok(())
+}
+
+/// The scheduler's binding of a pod to the simulated node; a pod bound meanwhile (by the
+/// scheduler or a client) counts as done.
+async fn bind(objects: &Objects, info: &Arc<ResourceInfo>, pod: &Value) -> Result<(), ApiError> {
+    let Some(action) = crate::kinds::actions::find(info, Some("binding")) else {
+        return Ok(());
+    };
+    let binding = json!({
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": meta::name(pod), "namespace": meta::namespace(pod), "uid": meta::uid(pod)},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": NODE_NAME},
+    });
+    let answer = crate::kinds::actions::serve(
+        objects,
+        info,
+        action,
+        meta::namespace(pod),
+        meta::name(pod),
+        binding,
+        false,
+    )
+    .await;
+    match answer {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Whether the simulated node is cordoned (`spec.unschedulable: true`).

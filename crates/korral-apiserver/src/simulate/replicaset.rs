@@ -6,9 +6,16 @@
 
 use serde_json::{Value, json};
 
+use std::sync::Arc;
+
 use super::access::{self, controlled_by, pod_active, pod_ready};
 use crate::error::ApiError;
 use crate::meta;
+use crate::registry::ResourceInfo;
+use crate::storage::Object;
+
+/// The condition a ReplicaSet reports while it cannot create or delete its Pods.
+const REPLICA_FAILURE: &str = "ReplicaFailure";
 
 /// Brings one ReplicaSet's Pods to `spec.replicas` and writes its status.
 pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
@@ -25,10 +32,8 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         .filter(|p| pod_active(p))
         .collect();
     let pod_info = access::info(objects, "", "v1", "pods")?;
-    if active.len() < desired {
-        for _ in active.len()..desired {
-            access::create(objects, &pod_info, Some(ns), pod_from_template(&rs)).await?;
-        }
+    let managed = if active.len() < desired {
+        create_pods(objects, &pod_info, &rs, desired - active.len()).await
     } else if active.len() > desired {
         // Not scheduled, then not ready, then newest first (upstream's ActivePods ordering).
         active.sort_by(|a, b| {
@@ -44,11 +49,55 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
                 .then_with(|| created(b).cmp(created(a)))
                 .then_with(|| meta::name(a).cmp(meta::name(b)))
         });
-        for pod in active.iter().take(active.len() - desired) {
-            access::delete(objects, &pod_info, pod).await?;
-        }
+        delete_pods(objects, &pod_info, &active[desired..]).await
+    } else {
+        Ok(())
+    };
+    // As upstream: a failure to create or delete Pods shows as the `ReplicaFailure` condition
+    // (and the work is retried); success removes it.
+    let failure = managed.as_ref().err().map(|e| {
+        let reason = if active.len() < desired {
+            "FailedCreate"
+        } else {
+            "FailedDelete"
+        };
+        (reason, e.message.clone())
+    });
+    write_status(objects, &rs, failure).await?;
+    managed
+}
+
+/// Creates `count` Pods from the ReplicaSet's template; stops at the first refusal.
+async fn create_pods(
+    objects: &Objects,
+    pod_info: &Arc<ResourceInfo>,
+    rs: &Value,
+    count: usize,
+) -> Result<(), ApiError> {
+    let ns = meta::namespace(rs);
+    for _ in 0..count {
+        access::create(
+            objects,
+            access::Actor::ReplicaSet,
+            pod_info,
+            ns,
+            pod_from_template(rs),
+        )
+        .await?;
     }
-    write_status(objects, &rs).await
+    Ok(())
+}
+
+/// Deletes the given Pods; stops at the first refusal.
+async fn delete_pods(
+    objects: &Objects,
+    pod_info: &Arc<ResourceInfo>,
+    pods: &[Object],
+) -> Result<(), ApiError> {
+    for pod in pods {
+        access::delete(objects, access::Actor::ReplicaSet, pod_info, pod).await?;
+    }
+    Ok(())
 }
 
 fn created(obj: &Value) -> &str {
@@ -87,8 +136,13 @@ fn pod_from_template(rs: &Value) -> Value {
     })
 }
 
-/// Writes the ReplicaSet's status from its Pods as stored now.
-async fn write_status(objects: &Objects, rs: &Value) -> Result<(), ApiError> {
+/// Writes the ReplicaSet's status from its Pods as stored now, with the `ReplicaFailure`
+/// condition (`reason`, `message`) of a failed create or delete, or without it.
+async fn write_status(
+    objects: &Objects,
+    rs: &Value,
+    failure: Option<(&str, String)>,
+) -> Result<(), ApiError> {
     let ns = meta::namespace(rs).unwrap_or("");
     let pods: Vec<_> = owned_pods(objects, ns, meta::uid(rs))
         .into_iter()
@@ -111,7 +165,29 @@ async fn write_status(objects: &Objects, rs: &Value) -> Result<(), ApiError> {
     status["readyReplicas"] = json!(ready);
     status["availableReplicas"] = json!(ready);
     status["observedGeneration"] = json!(access::generation(rs));
+    let mut conditions: Vec<Value> = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    match failure {
+        // Set once; a later failure leaves the first one standing (as upstream).
+        Some((reason, message)) if !conditions.iter().any(|c| c["type"] == REPLICA_FAILURE) => {
+            conditions.push(json!({
+                "type": REPLICA_FAILURE, "status": "True",
+                "lastTransitionTime": meta::now_rfc3339(),
+                "reason": reason, "message": message,
+            }));
+        }
+        Some(_) => {}
+        None => conditions.retain(|c| c["type"] != REPLICA_FAILURE),
+    }
     if let Some(map) = status.as_object_mut() {
+        if conditions.is_empty() {
+            map.remove("conditions");
+        } else {
+            map.insert("conditions".into(), Value::Array(conditions));
+        }
         // Upstream omits zero counts (omitempty) except replicas.
         for field in ["fullyLabeledReplicas", "readyReplicas", "availableReplicas"] {
             if map.get(field) == Some(&json!(0)) {
@@ -124,8 +200,9 @@ async fn write_status(objects: &Objects, rs: &Value) -> Result<(), ApiError> {
     }
     access::write_status(
         objects,
-        access::key_of("apps", "replicasets", rs),
-        meta::uid(rs),
+        access::Actor::ReplicaSet,
+        &access::info(objects, "apps", "v1", "replicasets")?,
+        rs,
         status,
     )
     .await

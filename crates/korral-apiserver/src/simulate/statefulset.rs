@@ -52,6 +52,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
             None => {
                 access::create(
                     objects,
+                    access::Actor::StatefulSet,
                     &pod_info,
                     Some(ns),
                     new_pod(&sts, ordinal, &update_revision),
@@ -63,7 +64,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
             }
             Some(pod) if !parallel && !pod_up(pod) => {
                 if meta::path(pod, "status.phase").and_then(Value::as_str) == Some("Failed") {
-                    access::delete(objects, &pod_info, pod).await?;
+                    access::delete(objects, access::Actor::StatefulSet, &pod_info, pod).await?;
                 }
                 return write_status(objects, ns, &sts, &update_revision).await;
             }
@@ -74,7 +75,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     let extra: Vec<&Object> = pods.range(replicas..).rev().map(|(_, p)| p).collect();
     for pod in extra {
         if !meta::is_deleting(pod) {
-            access::delete(objects, &pod_info, pod).await?;
+            access::delete(objects, access::Actor::StatefulSet, &pod_info, pod).await?;
         }
         if !parallel {
             return write_status(objects, ns, &sts, &update_revision).await;
@@ -93,7 +94,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
             .map(|(_, p)| p)
             .find(|p| pod_revision(p) != Some(update_revision.as_str()));
         if let Some(pod) = stale {
-            access::delete(objects, &pod_info, pod).await?;
+            access::delete(objects, access::Actor::StatefulSet, &pod_info, pod).await?;
         }
     }
     write_status(objects, ns, &sts, &update_revision).await
@@ -202,8 +203,9 @@ async fn write_status(
     }
     access::write_status(
         objects,
-        access::key_of("apps", "statefulsets", sts),
-        meta::uid(sts),
+        access::Actor::StatefulSet,
+        &access::info(objects, "apps", "v1", "statefulsets")?,
+        sts,
         status,
     )
     .await
