@@ -403,6 +403,7 @@ pub struct Objects {
     registry: Arc<Registry>,
     pages: Mutex<PageSnapshots>,
     webhook_services: crate::admission::ServiceMap,
+    authorization: crate::server::AuthorizationMode,
 }
 
 fn generate_suffix() -> String {
@@ -493,7 +494,15 @@ impl Objects {
             registry,
             pages: Mutex::new(PageSnapshots::default()),
             webhook_services: Default::default(),
+            authorization: crate::server::AuthorizationMode::default(),
         }
+    }
+
+    /// The same layer under the server's authorization mode, which admission plugins that
+    /// authorize (CertificateApproval, CertificateSigning) consult.
+    pub fn with_authorization(mut self, mode: crate::server::AuthorizationMode) -> Self {
+        self.authorization = mode;
+        self
     }
 
     /// Where admission webhook services are reached (`namespace/name:port` → local address).
@@ -518,6 +527,7 @@ impl Objects {
             storage: self.storage.clone(),
             user: None,
             subresource: None,
+            authorization: self.authorization,
         }
     }
 

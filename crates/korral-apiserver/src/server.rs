@@ -252,7 +252,10 @@ impl ApiServer {
         for (_, obj) in snapshot.range(&prefix, None) {
             crd::register(&registry, obj);
         }
-        let objects = Arc::new(Objects::new(storage.clone(), registry.clone()));
+        let objects = Arc::new(
+            Objects::new(storage.clone(), registry.clone())
+                .with_authorization(config.authorization),
+        );
         for (service, address) in &config.webhook_services {
             objects.webhook_services().insert_key(service, *address);
         }

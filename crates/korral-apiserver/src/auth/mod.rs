@@ -35,7 +35,17 @@ pub use user::UserInfo;
 use crate::error::ApiError;
 use crate::objects::Objects;
 use crate::server::AuthorizationMode;
-use crate::storage::object_key;
+use crate::storage::{Storage, object_key};
+
+/// Decides whether `attrs` is allowed under `mode`, against the roles and bindings in
+/// `storage` now (the authorizer the request filter uses, for admission plugins that authorize
+/// the requester again: CertificateApproval, CertificateSigning).
+pub fn authorize(mode: AuthorizationMode, storage: &dyn Storage, attrs: &Attributes) -> Decision {
+    match mode {
+        AuthorizationMode::AlwaysAllow => Decision::allow(""),
+        AuthorizationMode::Rbac => rbac::authorize(&storage.snapshot(), attrs),
+    }
+}
 
 /// The server's authenticator and authorizer.
 pub struct Auth {
@@ -140,10 +150,7 @@ impl Auth {
 
     /// Decides whether `attrs` is allowed under the server's mode.
     pub fn authorize(&self, attrs: &Attributes) -> Decision {
-        match self.mode {
-            AuthorizationMode::AlwaysAllow => Decision::allow(""),
-            AuthorizationMode::Rbac => rbac::authorize(&self.objects.storage().snapshot(), attrs),
-        }
+        authorize(self.mode, self.objects.storage().as_ref(), attrs)
     }
 
     /// Authorizes `attrs`: 403 `Forbidden` with upstream's message when denied.

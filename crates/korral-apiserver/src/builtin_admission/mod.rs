@@ -3,6 +3,7 @@
 //!
 //! Plugins speak about kinds (as upstream's do); the generic store only calls [`validate`].
 
+mod certificates;
 mod limit_ranger;
 mod pod_security;
 pub(crate) mod quota;
@@ -173,6 +174,8 @@ pub(crate) fn validate(
             ));
         }
     }
+    // CertificateApproval, CertificateSigning and CertificateSubjectRestriction.
+    certificates::validate(info, obj, old, ctx)?;
     // ResourceQuota runs last, on creates in a namespace.
     if old.is_none() && info.namespaced {
         quota::admit(&ctx.storage.snapshot(), &info.group, &info.resource, obj)?;

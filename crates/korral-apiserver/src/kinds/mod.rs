@@ -38,6 +38,7 @@ use schemars::JsonSchema;
 use schemars::SchemaGenerator;
 
 use crate::registry::{NameRule, ResourceInfo, ScalePaths, standard_verbs};
+pub(crate) use certificates::request_organizations;
 pub(crate) use flowcontrol::mandatory_configuration;
 pub(crate) use printer::Printer;
 pub(crate) use scheduling::system_priority_classes;

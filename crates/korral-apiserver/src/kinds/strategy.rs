@@ -43,6 +43,8 @@ pub(crate) struct Context {
     pub user: Option<UserInfo>,
     /// The subresource an update writes (`status`, `approval`); `None` for the main resource.
     pub subresource: Option<&'static str>,
+    /// How the server authorizes: admission plugins that authorize the requester consult it.
+    pub authorization: crate::server::AuthorizationMode,
 }
 
 /// How deleting an existing object proceeds.

@@ -155,6 +155,24 @@ pub(super) fn check_request(request: &[u8]) -> Result<(), String> {
     })
 }
 
+/// The organizations (`O`) of a PEM certificate request's subject, as upstream's `ParseCSR`
+/// reads them; the error is Go's message when the request does not parse.
+pub(super) fn subject_organizations(request: &[u8]) -> Result<Vec<String>, String> {
+    let block = match decode(request) {
+        Some((block, _)) if block.kind == "CERTIFICATE REQUEST" => block,
+        _ => return Err("PEM block type must be CERTIFICATE REQUEST".to_string()),
+    };
+    let (_, csr) = X509CertificationRequest::from_der(&block.bytes)
+        .map_err(|_| "asn1: structure error: malformed certificate request".to_string())?;
+    Ok(csr
+        .certification_request_info
+        .subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok())
+        .map(str::to_string)
+        .collect())
+}
+
 /// Upstream's `validateCertificate` of `status.certificate`: empty, or only `CERTIFICATE`
 /// blocks without headers, each holding parsable certificates, at least one block.
 pub(super) fn check_certificates(pem: &[u8]) -> Result<(), String> {
@@ -257,6 +275,32 @@ pub(super) mod tests {
         assert_eq!(
             check_request(tampered.as_bytes()),
             Err("x509: ECDSA verification failure".to_string())
+        );
+    }
+
+    #[test]
+    fn subject_organizations_are_read_from_the_request() {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("p");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "alice");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, "system:masters");
+        let pem = params
+            .serialize_request(&key)
+            .expect("csr")
+            .pem()
+            .expect("pem");
+        assert_eq!(
+            subject_organizations(pem.as_bytes()),
+            Ok(vec!["system:masters".to_string()])
+        );
+        assert_eq!(subject_organizations(csr_pem().as_bytes()), Ok(Vec::new()));
+        assert_eq!(
+            subject_organizations(b"nope"),
+            Err("PEM block type must be CERTIFICATE REQUEST".to_string())
         );
     }
 
