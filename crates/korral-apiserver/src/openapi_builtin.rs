@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::error::ApiError;
 use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
+use crate::validation::enums::{self, At, Enum};
 use crate::validation::schema;
 
 /// Component schemas by model name, every model a built-in kind refers to included.
@@ -22,7 +23,72 @@ static DEFINITIONS: LazyLock<Map<String, Value>> = LazyLock::new(build);
 fn build() -> Map<String, Value> {
     let mut generator = SchemaSettings::openapi3().into_generator();
     crate::kinds::collect_schemas(&mut generator);
-    generator.take_definitions(true)
+    let mut definitions = generator.take_definitions(true);
+    publish_enums(&mut definitions);
+    definitions
+}
+
+/// Publishes the values of the enumerated properties as upstream's OpenAPI does (the
+/// generated schemas carry none): `enum` on the property (on its `items` for a list, its
+/// `additionalProperties` for a map), sorted, and for a property of the enum type itself a
+/// "Possible enum values" paragraph appended to its description, one line per value.
+fn publish_enums(definitions: &mut Map<String, Value>) {
+    for field in enums::fields() {
+        let Some(property) = definitions
+            .get_mut(&field.model())
+            .and_then(|model| model.get_mut("properties"))
+            .and_then(|properties| properties.get_mut(field.property()))
+        else {
+            continue;
+        };
+        let target = match field.at() {
+            At::Field => Some(&mut *property),
+            At::Items => property.get_mut("items"),
+            At::Values => property.get_mut("additionalProperties"),
+        };
+        if let Some(Value::Object(target)) = target {
+            target.insert("enum".into(), published_values(field.values()));
+        }
+        if field.at() == At::Field
+            && let Value::Object(property) = property
+        {
+            let description = property
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let description = with_enum_paragraph(description, field.values());
+            property.insert("description".into(), Value::String(description));
+        }
+    }
+}
+
+/// The values as upstream's OpenAPI lists them: sorted as Go sorts their quoted literals.
+fn published_values(values: &Enum) -> Value {
+    let mut sorted: Vec<&str> = values.values().collect();
+    sorted.sort_by_cached_key(|v| format!("{v}\""));
+    Value::Array(
+        sorted
+            .into_iter()
+            .map(|v| Value::String(v.to_owned()))
+            .collect(),
+    )
+}
+
+/// `description` followed by upstream's paragraph listing the values, each line
+/// `` - `"Value"` what it means``, lines sorted.
+fn with_enum_paragraph(description: &str, values: &Enum) -> String {
+    let mut lines: Vec<String> = values
+        .described()
+        .iter()
+        .map(|(value, text)| format!(" - `{value:?}` {text}").trim_end().to_owned())
+        .collect();
+    lines.sort();
+    let paragraph = format!("Possible enum values:\n{}", lines.join("\n"));
+    if description.is_empty() {
+        paragraph
+    } else {
+        format!("{description}\n\n{paragraph}")
+    }
 }
 
 /// Field validation of a built-in object: the fields upstream's types do not know are dropped,
@@ -423,6 +489,115 @@ mod tests {
             "metadata": {"name": "c"}, "data": {"k": "v"}, "binaryData": {}, "immutable": false});
         let model = model_for("", "v1", "ConfigMap").expect("model");
         assert!(prune_unknown(&model, &mut cm).is_empty());
+    }
+
+    #[test]
+    fn enum_properties_carry_upstreams_values_and_paragraph() {
+        let pod_spec = schema("io.k8s.api.core.v1.PodSpec").expect("pod spec");
+        let restart = &pod_spec["properties"]["restartPolicy"];
+        assert_eq!(
+            restart["enum"],
+            serde_json::json!(["Always", "Never", "OnFailure"])
+        );
+        assert_eq!(restart["type"], "string");
+        let description = restart["description"].as_str().expect("description");
+        assert!(description.starts_with("Restart policy for all containers within the pod."));
+        assert!(
+            description.ends_with(
+                "#restart-policy\n\nPossible enum values:\n - `\"Always\"`\n - `\"Never\"`\n - `\"OnFailure\"`"
+            ),
+            "{description}"
+        );
+        let container = schema("io.k8s.api.core.v1.Container").expect("container");
+        let pull = &container["properties"]["imagePullPolicy"];
+        assert_eq!(
+            pull["enum"],
+            serde_json::json!(["Always", "IfNotPresent", "Never"])
+        );
+        assert!(pull["description"].as_str().is_some_and(|d| d.ends_with(
+            "Possible enum values:\n - `\"Always\"` means that kubelet always attempts to pull the latest image. Container will fail If the pull fails.\n - `\"IfNotPresent\"` means that kubelet pulls if the image isn't present on disk. Container will fail if the image isn't present and the pull fails.\n - `\"Never\"` means that kubelet never pulls an image, but only uses a local image. Container will fail if the image isn't present"
+        )));
+        // Lists carry the values on their items, maps on their values, without a paragraph.
+        let claim = schema("io.k8s.api.core.v1.PersistentVolumeClaimSpec").expect("claim");
+        let modes = &claim["properties"]["accessModes"];
+        assert_eq!(
+            modes["items"]["enum"],
+            serde_json::json!([
+                "ReadOnlyMany",
+                "ReadWriteMany",
+                "ReadWriteOnce",
+                "ReadWriteOncePod"
+            ])
+        );
+        assert!(modes.get("enum").is_none());
+        assert!(
+            !modes["description"]
+                .as_str()
+                .unwrap_or("")
+                .contains("Possible enum values")
+        );
+        let status = schema("io.k8s.api.core.v1.PersistentVolumeClaimStatus").expect("status");
+        assert_eq!(
+            status["properties"]["allocatedResourceStatuses"]["additionalProperties"]["enum"][0],
+            "ControllerResizeInProgress"
+        );
+        // Go sorts the quoted literals: the empty value first.
+        let service = schema("io.k8s.api.core.v1.ServiceSpec").expect("service spec");
+        assert_eq!(
+            service["properties"]["ipFamilies"]["items"]["enum"],
+            serde_json::json!(["", "IPv4", "IPv6"])
+        );
+        let apps = schema("io.k8s.api.apps.v1.DeploymentStrategy").expect("strategy");
+        assert_eq!(
+            apps["properties"]["type"]["enum"],
+            serde_json::json!(["Recreate", "RollingUpdate"])
+        );
+    }
+
+    #[test]
+    fn every_enum_of_the_table_lands_on_a_string_property() {
+        for field in enums::fields() {
+            let model = field.model();
+            let property = schema(&model)
+                .and_then(|m| m.get("properties"))
+                .and_then(|p| p.get(field.property()))
+                .unwrap_or_else(|| panic!("{model}.{} is not in the schemas", field.property()));
+            let target = match field.at() {
+                At::Field => property,
+                At::Items => &property["items"],
+                At::Values => &property["additionalProperties"],
+            };
+            assert_eq!(target["type"], "string", "{model}.{}", field.property());
+            let published = target["enum"].as_array().expect("enum");
+            assert_eq!(published.len(), field.values().values().count());
+            if field.at() == At::Field {
+                let description = property["description"].as_str().unwrap_or("");
+                assert_eq!(
+                    description.matches("Possible enum values:").count(),
+                    1,
+                    "{model}.{}",
+                    field.property()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn enum_paragraph_without_a_description_is_the_paragraph_alone() {
+        assert_eq!(
+            with_enum_paragraph("", &enums::PATH_TYPE).lines().next(),
+            Some("Possible enum values:")
+        );
+        assert_eq!(
+            published_values(&enums::SIGNAL)
+                .as_array()
+                .map(|a| a[..3].to_vec()),
+            Some(vec![
+                serde_json::json!("SIGABRT"),
+                serde_json::json!("SIGALRM"),
+                serde_json::json!("SIGBUS")
+            ])
+        );
     }
 
     #[test]

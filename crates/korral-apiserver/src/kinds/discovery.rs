@@ -10,6 +10,7 @@ use super::printer::{AGE, Column, Printer, age, text};
 use super::strategy::{Context, Strategy};
 use crate::error::Cause;
 use crate::kinds::workload::immutable;
+use crate::validation::enums::{self, Order};
 use crate::validation::names::{
     child, dns1123_label, dns1123_subdomain, go_quote, index, invalid_rendered,
     validate_qualified_name,
@@ -102,11 +103,11 @@ fn validate_endpoint_slice(obj: &Value) -> Vec<Cause> {
     let address_type = obj.get("addressType").and_then(Value::as_str).unwrap_or("");
     match address_type {
         "" => errs.push(Cause::required("addressType", "")),
-        "IPv4" | "IPv6" | "FQDN" => {}
-        other => errs.push(Cause::not_supported(
+        t if enums::ADDRESS_TYPE.contains(t) => {}
+        other => errs.push(enums::ADDRESS_TYPE.not_supported(
             "addressType",
             &json!(other),
-            &[json!("FQDN"), json!("IPv4"), json!("IPv6")],
+            Order::Sorted,
         )),
     }
     errs.extend(endpoints(list(obj, "endpoints"), address_type));
@@ -261,12 +262,10 @@ fn ports(items: &[Value]) -> Vec<Cause> {
         }
         match port.get("protocol").filter(|v| !v.is_null()) {
             None => errs.push(Cause::required(child(&at, "protocol"), "")),
-            Some(p) if matches!(p.as_str(), Some("TCP" | "UDP" | "SCTP")) => {}
-            Some(p) => errs.push(Cause::not_supported(
-                child(&at, "protocol"),
-                p,
-                &[json!("SCTP"), json!("TCP"), json!("UDP")],
-            )),
+            Some(p) if p.as_str().is_some_and(|p| enums::PROTOCOL.contains(p)) => {}
+            Some(p) => {
+                errs.push(enums::PROTOCOL.not_supported(child(&at, "protocol"), p, Order::Sorted))
+            }
         }
         if let Some(app) = port.get("appProtocol").and_then(Value::as_str) {
             for msg in validate_qualified_name(app) {

@@ -10,6 +10,7 @@ use super::strategy::{Context, Strategy, strip_status};
 use crate::error::Cause;
 use crate::kinds::workload::{int_or_percent, nonnegative_fields};
 use crate::registry::ResourceInfo;
+use crate::validation::enums::{self, Order};
 use crate::validation::names::{child, invalid_rendered};
 use crate::validation::selectors::validate_label_selector;
 
@@ -158,12 +159,14 @@ fn pdb_spec(spec: &Value, path: &str) -> Vec<Cause> {
         errs.extend(validate_label_selector(selector, &child(path, "selector")));
     }
     if let Some(policy) = set(spec, "unhealthyPodEvictionPolicy")
-        && !matches!(policy.as_str(), Some("AlwaysAllow" | "IfHealthyBudget"))
+        && !policy
+            .as_str()
+            .is_some_and(|p| enums::UNHEALTHY_POD_EVICTION_POLICY_TYPE.contains(p))
     {
-        errs.push(Cause::not_supported(
+        errs.push(enums::UNHEALTHY_POD_EVICTION_POLICY_TYPE.not_supported(
             child(path, "unhealthyPodEvictionPolicy"),
             policy,
-            &[json!("AlwaysAllow"), json!("IfHealthyBudget")],
+            Order::Sorted,
         ));
     }
     errs

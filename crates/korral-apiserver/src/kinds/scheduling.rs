@@ -12,6 +12,7 @@ use super::strategy::{Context, Strategy};
 use crate::error::{ApiError, Cause};
 use crate::meta;
 use crate::storage::collection_prefix;
+use crate::validation::enums::{self, Order};
 use crate::validation::names::invalid_value;
 
 const GROUP: &str = "scheduling.k8s.io";
@@ -197,12 +198,14 @@ fn validate_priority_class(obj: &Value) -> Vec<Cause> {
         ));
     }
     if let Some(policy) = obj.get("preemptionPolicy").filter(|v| !v.is_null())
-        && !matches!(policy.as_str(), Some("PreemptLowerPriority" | "Never"))
+        && !policy
+            .as_str()
+            .is_some_and(|p| enums::PREEMPTION_POLICY.contains(p))
     {
-        errs.push(Cause::not_supported(
+        errs.push(enums::PREEMPTION_POLICY.not_supported(
             "preemptionPolicy",
             policy,
-            &[json!("PreemptLowerPriority"), json!("Never")],
+            Order::Declared,
         ));
     }
     errs

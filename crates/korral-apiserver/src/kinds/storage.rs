@@ -13,6 +13,7 @@ use crate::error::{ApiError, Cause};
 use crate::objects::FieldValidation;
 use crate::quantity;
 use crate::registry::ResourceInfo;
+use crate::validation::enums::{self, Order};
 use crate::validation::names::{
     child, dns1123_subdomain, go_quote, index, invalid_rendered, invalid_value,
     validate_qualified_name,
@@ -313,11 +314,14 @@ fn storage_class(obj: &Value) -> Vec<Cause> {
     }
     match obj.get("volumeBindingMode").filter(|v| !v.is_null()) {
         None => errs.push(Cause::required("volumeBindingMode", "")),
-        Some(mode) if matches!(mode.as_str(), Some("Immediate" | "WaitForFirstConsumer")) => {}
-        Some(mode) => errs.push(Cause::not_supported(
+        Some(mode)
+            if mode
+                .as_str()
+                .is_some_and(|m| enums::VOLUME_BINDING_MODE.contains(m)) => {}
+        Some(mode) => errs.push(enums::VOLUME_BINDING_MODE.not_supported(
             "volumeBindingMode",
             mode,
-            &[json!("Immediate"), json!("WaitForFirstConsumer")],
+            Order::Sorted,
         )),
     }
     errs

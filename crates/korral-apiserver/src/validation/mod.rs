@@ -2,6 +2,7 @@
 
 pub mod cel;
 pub mod duplicates;
+pub(crate) mod enums;
 pub mod names;
 pub(crate) mod network;
 pub mod podspec;

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::error::Cause;
 use crate::quantity::{self, QuantityError};
+use crate::validation::enums::{self, Enum, Order};
 use crate::validation::names::{
     self, NameRule, child, dns1123_label, dns1123_subdomain, index, invalid_value, key,
     validate_label_key, validate_label_value,
@@ -166,13 +167,21 @@ fn not_supported(field: &str, value: &Value, supported: &[&str]) -> Cause {
     Cause::not_supported(field, value, &supported)
 }
 
-/// Checks an enum-like string field: `Required` when empty, `NotSupported` when unknown.
-fn one_of(v: &Value, field: &str, path: &str, supported: &[&str], out: &mut Vec<Cause>) {
+/// Checks an enumerated string field: `Required` when empty, `NotSupported` (listing the
+/// values in `order`) when unknown.
+fn one_of(
+    v: &Value,
+    field: &str,
+    path: &str,
+    supported: &Enum,
+    order: Order,
+    out: &mut Vec<Cause>,
+) {
     let value = str_at(v, field);
     if value.is_empty() {
         out.push(Cause::required(child(path, field), ""));
-    } else if !supported.contains(&value) {
-        out.push(not_supported(&child(path, field), &json!(value), supported));
+    } else if !supported.contains(value) {
+        out.push(supported.not_supported(child(path, field), &json!(value), order));
     }
 }
 
@@ -273,14 +282,16 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
         spec,
         "restartPolicy",
         base,
-        &["Always", "OnFailure", "Never"],
+        &enums::RESTART_POLICY,
+        Order::Declared,
         &mut out,
     );
     one_of(
         spec,
         "dnsPolicy",
         base,
-        &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
+        &enums::DNS_POLICY,
+        Order::Declared,
         &mut out,
     );
     if let Some(selector) = set_at(spec, "nodeSelector") {
@@ -359,7 +370,8 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
             spec,
             "preemptionPolicy",
             base,
-            &["PreemptLowerPriority", "Never"],
+            &enums::PREEMPTION_POLICY,
+            Order::Declared,
             &mut out,
         );
     }
@@ -627,7 +639,8 @@ fn validate_container_common(
         c,
         "terminationMessagePolicy",
         path,
-        &["File", "FallbackToLogsOnError"],
+        &enums::TERMINATION_MESSAGE_POLICY,
+        Order::Declared,
         out,
     );
     validate_container_ports(list_at(c, "ports"), &child(path, "ports"), out);
@@ -638,7 +651,8 @@ fn validate_container_common(
         c,
         "imagePullPolicy",
         path,
-        &["Always", "IfNotPresent", "Never"],
+        &enums::PULL_POLICY,
+        Order::Sorted,
         out,
     );
     if let Some(resources) = set_at(c, "resources") {
@@ -1048,10 +1062,13 @@ fn validate_volume_mounts(
         }
         if set_at(m, "mountPropagation").is_some() {
             let mode = str_at(m, "mountPropagation");
-            let supported = ["Bidirectional", "HostToContainer", "None"];
             let field = child(path, "mountPropagation");
-            if !supported.contains(&mode) {
-                out.push(not_supported(&field, &json!(mode), &supported));
+            if !enums::MOUNT_PROPAGATION_MODE.contains(mode) {
+                out.push(enums::MOUNT_PROPAGATION_MODE.not_supported(
+                    field,
+                    &json!(mode),
+                    Order::Sorted,
+                ));
             } else if mode == "Bidirectional"
                 && c.get("securityContext")
                     .and_then(|s| s.get("privileged"))
@@ -1159,18 +1176,12 @@ fn validate_volume_source(v: &Value, path: &str, out: &mut Vec<Cause>) {
                 }
                 if set_at(s, "type").is_some() {
                     let t = str_at(s, "type");
-                    let supported = [
-                        "",
-                        "BlockDevice",
-                        "CharDevice",
-                        "Directory",
-                        "DirectoryOrCreate",
-                        "File",
-                        "FileOrCreate",
-                        "Socket",
-                    ];
-                    if !supported.contains(&t) {
-                        out.push(not_supported(&child(&spath, "type"), &json!(t), &supported));
+                    if !enums::HOST_PATH_TYPE.contains(t) {
+                        out.push(enums::HOST_PATH_TYPE.not_supported(
+                            child(&spath, "type"),
+                            &json!(t),
+                            Order::Sorted,
+                        ));
                     }
                 }
             }
@@ -1353,11 +1364,11 @@ fn validate_handler(
                     &child(&hpath, "port"),
                 ));
                 let scheme = str_at(handler, "scheme");
-                if !["HTTP", "HTTPS"].contains(&scheme) {
-                    out.push(not_supported(
-                        &child(&hpath, "scheme"),
+                if !enums::URI_SCHEME.contains(scheme) {
+                    out.push(enums::URI_SCHEME.not_supported(
+                        child(&hpath, "scheme"),
                         &json!(scheme),
-                        &["HTTP", "HTTPS"],
+                        Order::Declared,
                     ));
                 }
                 for header in list_at(handler, "httpHeaders") {
@@ -1787,12 +1798,12 @@ fn validate_topology_spread(constraints: &[Value], path: &str, out: &mut Vec<Cau
             ));
         }
         let action = str_at(c, "whenUnsatisfiable");
-        let actions = ["DoNotSchedule", "ScheduleAnyway"];
-        if !actions.contains(&action) {
-            out.push(not_supported(
-                &child(&cpath, "whenUnsatisfiable"),
+        let actions = &enums::UNSATISFIABLE_CONSTRAINT_ACTION;
+        if !actions.contains(action) {
+            out.push(actions.not_supported(
+                child(&cpath, "whenUnsatisfiable"),
                 &json!(action),
-                &actions,
+                Order::Declared,
             ));
         }
         let repeated = constraints[i + 1..].iter().any(|other| {
@@ -1878,18 +1889,14 @@ fn seccomp_profile(sc: &Value, path: &str, out: &mut Vec<Cause>) {
     };
     let ppath = child(path, "seccompProfile");
     let kind = str_at(profile, "type");
-    let supported = ["Localhost", "RuntimeDefault", "Unconfined"];
+    let supported = &enums::SECCOMP_PROFILE_TYPE;
     if kind.is_empty() {
         out.push(Cause::required(
             child(&ppath, "type"),
             "type is required when seccompProfile is set",
         ));
-    } else if !supported.contains(&kind) {
-        out.push(not_supported(
-            &child(&ppath, "type"),
-            &json!(kind),
-            &supported,
-        ));
+    } else if !supported.contains(kind) {
+        out.push(supported.not_supported(child(&ppath, "type"), &json!(kind), Order::Sorted));
     }
     let local = set_at(profile, "localhostProfile");
     if kind == "Localhost" {
@@ -1915,11 +1922,11 @@ fn validate_security_context(sc: &Value, path: &str, out: &mut Vec<Cause>) {
     id_field(sc, "runAsGroup", path, out);
     if set_at(sc, "procMount").is_some() {
         let mount = str_at(sc, "procMount");
-        if !["Default", "Unmasked"].contains(&mount) {
-            out.push(not_supported(
-                &child(path, "procMount"),
+        if !enums::PROC_MOUNT_TYPE.contains(mount) {
+            out.push(enums::PROC_MOUNT_TYPE.not_supported(
+                child(path, "procMount"),
                 &json!(mount),
-                &["Default", "Unmasked"],
+                Order::Declared,
             ));
         }
     }
@@ -1967,11 +1974,11 @@ fn validate_pod_security_context(sc: &Value, path: &str, out: &mut Vec<Cause>) {
     }
     if set_at(sc, "fsGroupChangePolicy").is_some() {
         let policy = str_at(sc, "fsGroupChangePolicy");
-        if !["Always", "OnRootMismatch"].contains(&policy) {
-            out.push(not_supported(
-                &child(path, "fsGroupChangePolicy"),
+        if !enums::POD_FS_GROUP_CHANGE_POLICY.contains(policy) {
+            out.push(enums::POD_FS_GROUP_CHANGE_POLICY.not_supported(
+                child(path, "fsGroupChangePolicy"),
                 &json!(policy),
-                &["Always", "OnRootMismatch"],
+                Order::Sorted,
             ));
         }
     }
@@ -2114,12 +2121,11 @@ pub(crate) fn validate_tolerations(tolerations: &[Value], path: &str) -> Vec<Cau
                 &["Equal", "Exists"],
             )),
         }
-        if !effect.is_empty() && !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect)
-        {
-            out.push(not_supported(
-                &child(&tpath, "effect"),
+        if !effect.is_empty() && !enums::TAINT_EFFECT.contains(effect) {
+            out.push(enums::TAINT_EFFECT.not_supported(
+                child(&tpath, "effect"),
                 &json!(effect),
-                &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+                Order::Declared,
             ));
         }
     }

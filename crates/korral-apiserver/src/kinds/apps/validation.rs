@@ -13,6 +13,7 @@ use crate::kinds::workload::{
 use crate::objects::FieldValidation;
 use crate::quantity;
 use crate::registry::ResourceInfo;
+use crate::validation::enums::{self, Order};
 use crate::validation::names::{child, invalid_value};
 use crate::validation::selectors::validate_controller_selector;
 
@@ -155,11 +156,7 @@ fn deployment_strategy(strategy: &Value, path: &str) -> Vec<Cause> {
             )],
             Some(rolling) => rolling_update(rolling, &child(path, "rollingUpdate")),
         },
-        _ => vec![Cause::not_supported(
-            path,
-            strategy,
-            &[Value::from("Recreate"), Value::from("RollingUpdate")],
-        )],
+        _ => vec![enums::DEPLOYMENT_STRATEGY_TYPE.not_supported(path, strategy, Order::Declared)],
     }
 }
 
@@ -293,10 +290,10 @@ fn daemon_set_spec(spec: &Value) -> Vec<Cause> {
                     errs.extend(rolling_update(rolling, &child(path, "rollingUpdate")))
                 }
             },
-            _ => errs.push(Cause::not_supported(
+            _ => errs.push(enums::STATEFUL_SET_UPDATE_STRATEGY_TYPE.not_supported(
                 path,
                 strategy,
-                &[Value::from("OnDelete"), Value::from("RollingUpdate")],
+                Order::Sorted,
             )),
         }
     }

@@ -15,6 +15,7 @@ use crate::objects::FieldValidation;
 use crate::quantity;
 use crate::registry::ResourceInfo;
 use crate::selector::from_label_selector_json;
+use crate::validation::enums::{self, Order};
 use crate::validation::names::{child, invalid_value};
 use crate::validation::selectors::validate_label_selector;
 
@@ -150,10 +151,10 @@ fn job_spec_rest(spec: &Value, path: &str) -> Vec<Cause> {
                     ));
                 }
             }
-            _ => errs.push(Cause::not_supported(
+            _ => errs.push(enums::COMPLETION_MODE.not_supported(
                 child(path, "completionMode"),
                 mode,
-                &[Value::from("NonIndexed"), Value::from("Indexed")],
+                Order::Declared,
             )),
         }
     }
@@ -244,18 +245,16 @@ fn cron_job_spec(spec: &Value) -> Vec<Cause> {
     ));
     match spec.get("concurrencyPolicy") {
         None | Some(Value::Null) => errs.push(Cause::required("spec.concurrencyPolicy", "")),
-        Some(p) if matches!(p.as_str(), Some("Allow" | "Forbid" | "Replace")) => {}
+        Some(p)
+            if p.as_str()
+                .is_some_and(|p| enums::CONCURRENCY_POLICY.contains(p)) => {}
         Some(p) if p.as_str() == Some("") => {
             errs.push(Cause::required("spec.concurrencyPolicy", ""))
         }
-        Some(p) => errs.push(Cause::not_supported(
+        Some(p) => errs.push(enums::CONCURRENCY_POLICY.not_supported(
             "spec.concurrencyPolicy",
             p,
-            &[
-                Value::from("Allow"),
-                Value::from("Forbid"),
-                Value::from("Replace"),
-            ],
+            Order::Declared,
         )),
     }
     let job = meta::path(spec, "jobTemplate.spec").unwrap_or(&Value::Null);

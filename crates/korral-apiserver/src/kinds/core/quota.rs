@@ -10,6 +10,7 @@ use crate::kinds::strategy::{Context, Strategy};
 use crate::objects::FieldValidation;
 use crate::quantity::{self, Quantity};
 use crate::registry::ResourceInfo;
+use crate::validation::enums::{self, Order};
 use crate::validation::names::{invalid_value, validate_label_key};
 use crate::validation::podspec::{resource_name, resource_quantity};
 use crate::{ApiError, meta};
@@ -47,16 +48,6 @@ const INTEGER_RESOURCES: [&str; 9] = [
     "persistentvolumeclaims",
     "services.nodeports",
     "services.loadbalancers",
-];
-/// The quota scopes, sorted.
-const SCOPES: [&str; 7] = [
-    "BestEffort",
-    "CrossNamespacePodAffinity",
-    "NotBestEffort",
-    "NotTerminating",
-    "PriorityClass",
-    "Terminating",
-    "VolumeAttributesClass",
 ];
 /// The standard LimitRange types.
 const LIMIT_TYPES: [&str; 3] = ["Pod", "Container", "PersistentVolumeClaim"];
@@ -152,12 +143,11 @@ fn validate_quota(obj: &Value) -> Vec<Cause> {
         .flatten()
         .enumerate()
     {
-        if !SCOPES.contains(&scope.as_str().unwrap_or("")) {
-            let supported: Vec<Value> = SCOPES.iter().map(|s| json!(s)).collect();
-            errs.push(Cause::not_supported(
+        if !enums::RESOURCE_QUOTA_SCOPE.contains(scope.as_str().unwrap_or("")) {
+            errs.push(enums::RESOURCE_QUOTA_SCOPE.not_supported(
                 format!("spec.scopes[{i}]"),
                 scope,
-                &supported,
+                Order::Sorted,
             ));
         }
     }

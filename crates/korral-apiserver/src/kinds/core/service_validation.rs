@@ -7,18 +7,21 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use crate::error::Cause;
+use crate::validation::enums::{self, Enum, Order};
 use crate::validation::names::{dns1123_label, dns1123_subdomain, invalid_value, validate_labels};
 use crate::validation::network::{IP_MESSAGE, parse_ip_sloppy};
 use crate::validation::ports::{port_num, port_num_or_name};
 
-/// The Service types upstream supports, sorted as its `NotSupported` message lists them.
-const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
-/// The protocols of a service port, sorted.
-const PROTOCOLS: [&str; 3] = ["SCTP", "TCP", "UDP"];
-/// The session affinities, sorted.
-const AFFINITIES: [&str; 2] = ["ClientIP", "None"];
-/// The traffic policies (external and internal), sorted.
-const TRAFFIC_POLICIES: [&str; 2] = ["Cluster", "Local"];
+/// The Service types upstream supports.
+const TYPES: &Enum = &enums::SERVICE_TYPE;
+/// The protocols of a service port.
+const PROTOCOLS: &Enum = &enums::PROTOCOL;
+/// The session affinities.
+const AFFINITIES: &Enum = &enums::SERVICE_AFFINITY;
+/// The external traffic policies.
+const EXTERNAL_TRAFFIC_POLICIES: &Enum = &enums::SERVICE_EXTERNAL_TRAFFIC_POLICY;
+/// The internal traffic policies.
+const INTERNAL_TRAFFIC_POLICIES: &Enum = &enums::SERVICE_INTERNAL_TRAFFIC_POLICY;
 /// The longest ClientIP session affinity timeout (one day).
 const MAX_CLIENT_IP_TIMEOUT: i64 = 86400;
 
@@ -27,10 +30,9 @@ fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-/// A `NotSupported` cause listing `supported`.
-fn not_supported(field: &str, value: &Value, supported: &[&str]) -> Cause {
-    let supported: Vec<Value> = supported.iter().map(|s| json!(s)).collect();
-    Cause::not_supported(field, value, &supported)
+/// A `NotSupported` cause listing `supported`, sorted (upstream lists sets).
+fn not_supported(field: &str, value: &Value, supported: &Enum) -> Cause {
+    supported.not_supported(field, value, Order::Sorted)
 }
 
 /// The Service's type as defaulted (`ClusterIP` when absent).
@@ -147,8 +149,8 @@ pub(super) fn validate_service(obj: &Value) -> Vec<Cause> {
         let a = affinity.as_str().unwrap_or("");
         if a.is_empty() {
             errs.push(Cause::required("spec.sessionAffinity", ""));
-        } else if !AFFINITIES.contains(&a) {
-            errs.push(not_supported("spec.sessionAffinity", affinity, &AFFINITIES));
+        } else if !AFFINITIES.contains(a) {
+            errs.push(not_supported("spec.sessionAffinity", affinity, AFFINITIES));
         } else if a == "ClientIP" {
             let timeout = spec
                 .get("sessionAffinityConfig")
@@ -177,11 +179,11 @@ pub(super) fn validate_service(obj: &Value) -> Vec<Cause> {
     }
 
     match spec.get("type") {
-        Some(t) if !TYPES.contains(&t.as_str().unwrap_or("")) => {
+        Some(t) if !TYPES.contains(t.as_str().unwrap_or("")) => {
             if t.as_str().is_some_and(str::is_empty) {
                 errs.push(Cause::required("spec.type", ""));
             } else {
-                errs.push(not_supported("spec.type", t, &TYPES));
+                errs.push(not_supported("spec.type", t, TYPES));
             }
         }
         _ => {}
@@ -262,8 +264,8 @@ fn validate_port(
         Some(p) if p.as_str().is_some_and(str::is_empty) => {
             errs.push(Cause::required(format!("{path}.protocol"), ""));
         }
-        Some(p) if !PROTOCOLS.contains(&p.as_str().unwrap_or("")) => {
-            errs.push(not_supported(&format!("{path}.protocol"), p, &PROTOCOLS));
+        Some(p) if !PROTOCOLS.contains(p.as_str().unwrap_or("")) => {
+            errs.push(not_supported(&format!("{path}.protocol"), p, PROTOCOLS));
         }
         Some(_) => {}
     }
@@ -290,11 +292,11 @@ fn traffic_policies(spec: &Value, ty: &str) -> Vec<Cause> {
                 "may only be set for externally-accessible services",
             ));
         }
-        Some(p) if external && !TRAFFIC_POLICIES.contains(&p.as_str().unwrap_or("")) => {
+        Some(p) if external && !EXTERNAL_TRAFFIC_POLICIES.contains(p.as_str().unwrap_or("")) => {
             errs.push(not_supported(
                 "spec.externalTrafficPolicy",
                 p,
-                &TRAFFIC_POLICIES,
+                EXTERNAL_TRAFFIC_POLICIES,
             ));
         }
         None if external => errs.push(Cause::required("spec.externalTrafficPolicy", "")),
@@ -314,12 +316,12 @@ fn traffic_policies(spec: &Value, ty: &str) -> Vec<Cause> {
     }
     if ty != "ExternalName"
         && let Some(p) = spec.get("internalTrafficPolicy").filter(|v| !v.is_null())
-        && !TRAFFIC_POLICIES.contains(&p.as_str().unwrap_or(""))
+        && !INTERNAL_TRAFFIC_POLICIES.contains(p.as_str().unwrap_or(""))
     {
         errs.push(not_supported(
             "spec.internalTrafficPolicy",
             p,
-            &TRAFFIC_POLICIES,
+            INTERNAL_TRAFFIC_POLICIES,
         ));
     }
     errs

@@ -12,20 +12,16 @@ use crate::kinds::strategy::{Context, Strategy};
 use crate::kinds::workload::immutable;
 use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
+use crate::validation::enums::{self, Enum, Order};
 use crate::validation::names::invalid_value;
 use crate::{ApiError, meta, quantity};
 
-/// The access modes, sorted as upstream's `NotSupported` lists them.
-const ACCESS_MODES: [&str; 4] = [
-    "ReadOnlyMany",
-    "ReadWriteMany",
-    "ReadWriteOnce",
-    "ReadWriteOncePod",
-];
-/// The volume modes, sorted.
-const VOLUME_MODES: [&str; 2] = ["Block", "Filesystem"];
-/// The reclaim policies, sorted.
-const RECLAIM_POLICIES: [&str; 3] = ["Delete", "Recycle", "Retain"];
+/// The access modes.
+const ACCESS_MODES: &Enum = &enums::PERSISTENT_VOLUME_ACCESS_MODE;
+/// The volume modes.
+const VOLUME_MODES: &Enum = &enums::PERSISTENT_VOLUME_MODE;
+/// The reclaim policies.
+const RECLAIM_POLICIES: &Enum = &enums::PERSISTENT_VOLUME_RECLAIM_POLICY;
 /// The volume sources a PersistentVolume may name (exactly one of them).
 const PV_SOURCES: [&str; 21] = [
     "hostPath",
@@ -81,8 +77,8 @@ fn access_modes(spec: &Value, required_detail: &str) -> Vec<Cause> {
         errs.push(Cause::required("spec.accessModes", required_detail));
     }
     for mode in modes.into_iter().flatten() {
-        if !ACCESS_MODES.contains(&mode.as_str().unwrap_or("")) {
-            errs.push(not_supported("spec.accessModes", mode, &ACCESS_MODES));
+        if !ACCESS_MODES.contains(mode.as_str().unwrap_or("")) {
+            errs.push(ACCESS_MODES.not_supported("spec.accessModes", mode, Order::Sorted));
         }
     }
     if let Some(modes) = modes
@@ -100,8 +96,8 @@ fn access_modes(spec: &Value, required_detail: &str) -> Vec<Cause> {
 /// `volumeMode` when set: supported.
 fn volume_mode(spec: &Value) -> Option<Cause> {
     let mode = spec.get("volumeMode").filter(|m| !m.is_null())?;
-    (!VOLUME_MODES.contains(&mode.as_str().unwrap_or("")))
-        .then(|| not_supported("spec.volumeMode", mode, &VOLUME_MODES))
+    (!VOLUME_MODES.contains(mode.as_str().unwrap_or("")))
+        .then(|| VOLUME_MODES.not_supported("spec.volumeMode", mode, Order::Sorted))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -141,12 +137,12 @@ fn validate_pv(obj: &Value) -> Vec<Cause> {
     if let Some(policy) = spec
         .get("persistentVolumeReclaimPolicy")
         .filter(|p| !p.is_null())
-        && !RECLAIM_POLICIES.contains(&policy.as_str().unwrap_or(""))
+        && !RECLAIM_POLICIES.contains(policy.as_str().unwrap_or(""))
     {
-        errs.push(not_supported(
+        errs.push(RECLAIM_POLICIES.not_supported(
             "spec.persistentVolumeReclaimPolicy",
             policy,
-            &RECLAIM_POLICIES,
+            Order::Sorted,
         ));
     }
     let mut sources = 0;

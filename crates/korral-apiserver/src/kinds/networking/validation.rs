@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::error::Cause;
 use crate::kinds::workload::immutable;
+use crate::validation::enums::{self, Order};
 use crate::validation::names::{
     child, dns1035_label, dns1123_label, dns1123_subdomain, go_quote, index, invalid_rendered,
     invalid_value, path_segment_name, too_long,
@@ -193,14 +194,10 @@ fn http_path_rule(p: &Value, path: &str) -> Vec<Cause> {
                 errs.push(absolute());
             }
         }
-        _ => errs.push(Cause::not_supported(
+        _ => errs.push(enums::PATH_TYPE.not_supported(
             child(path, "pathType"),
             path_type,
-            &[
-                json!("Exact"),
-                json!("ImplementationSpecific"),
-                json!("Prefix"),
-            ],
+            Order::Sorted,
         )),
     }
     errs.extend(ingress_backend(
@@ -442,12 +439,8 @@ pub(super) fn network_policy_spec(spec: &Value, path: &str) -> Vec<Cause> {
         return errs;
     }
     for (i, t) in types.iter().enumerate() {
-        if !matches!(t.as_str(), Some("Ingress" | "Egress")) {
-            errs.push(Cause::not_supported(
-                index(&types_path, i),
-                t,
-                &[json!("Ingress"), json!("Egress")],
-            ));
+        if !t.as_str().is_some_and(|t| enums::POLICY_TYPE.contains(t)) {
+            errs.push(enums::POLICY_TYPE.not_supported(index(&types_path, i), t, Order::Declared));
         }
     }
     errs
@@ -458,12 +451,14 @@ pub(super) fn network_policy_spec(spec: &Value, path: &str) -> Vec<Cause> {
 fn network_policy_port(port: &Value, path: &str) -> Vec<Cause> {
     let mut errs = Vec::new();
     if let Some(protocol) = set(port, "protocol")
-        && !matches!(protocol.as_str(), Some("TCP" | "UDP" | "SCTP"))
+        && !protocol
+            .as_str()
+            .is_some_and(|p| enums::PROTOCOL.contains(p))
     {
-        errs.push(Cause::not_supported(
+        errs.push(enums::PROTOCOL.not_supported(
             child(path, "protocol"),
             protocol,
-            &[json!("TCP"), json!("UDP"), json!("SCTP")],
+            Order::Declared,
         ));
     }
     let end_port = set(port, "endPort");
