@@ -1,5 +1,7 @@
-//! `pods/eviction` honours PodDisruptionBudgets (429 as upstream when a budget would be
-//! violated), whose status the server keeps current; `pods/binding` assigns a node once.
+//! `pods/eviction` honours PodDisruptionBudgets as upstream decides it: from the budget's
+//! status, which the server's disruption controller keeps current (429 when it allows no
+//! disruption; unready pods by the budget's `unhealthyPodEvictionPolicy`); `pods/binding`
+//! assigns a node once.
 
 mod common;
 
@@ -73,6 +75,19 @@ async fn evictions_respect_disruption_budgets() {
     assert_eq!(body["status"], "Success");
     let (code, _) = send(&env, "GET", &format!("{PODS}/web-1"), None).await;
     assert_eq!(code, 404, "the evicted pod is gone");
+    // The eviction spent the budget's one disruption in its status at once.
+    let (_, b) = send(&env, "GET", &format!("{budgets}/pdb"), None).await;
+    assert_eq!(b["status"]["disruptionsAllowed"], 0, "{b}");
+    assert_eq!(
+        b["status"]["conditions"][0]["reason"], "InsufficientPods",
+        "{b}"
+    );
+    wait_until(WAIT, "the controller counts the pod gone", || async {
+        let (_, b) = send(&env, "GET", &format!("{budgets}/pdb"), None).await;
+        b["status"]["currentHealthy"] == 1
+    })
+    .await
+    .expect("status");
 
     let (code, refused) = send(
         &env,
@@ -180,6 +195,14 @@ async fn concurrent_evictions_spend_an_allowed_disruption_once() {
         for name in &names {
             ready_pod(&env, name).await;
         }
+        // Evictions decide from the budget's status: wait for it to count the round's pods.
+        wait_until(WAIT, "the budget sees the round's pods", || async {
+            let (_, b) = send(&env, "GET", &format!("{budgets}/pdb"), None).await;
+            b["status"]["currentHealthy"] == PODS_PER_ROUND
+                && b["status"]["disruptionsAllowed"] == 1
+        })
+        .await
+        .expect("status");
         // `kubectl drain` evicts every pod of the node at once.
         let answers = futures::future::join_all(names.iter().map(|name| {
             let path = format!("{PODS}/{name}/eviction");
@@ -242,4 +265,141 @@ async fn concurrent_evictions_spend_an_allowed_disruption_once() {
     assert!(b["status"].get("disruptedPods").is_none(), "{b}");
     let (code, _) = send(&env, "GET", &format!("{PODS}/web-b"), None).await;
     assert_eq!(code, 200);
+}
+
+/// A pod labelled `labels`, Ready or not, in `namespace`.
+async fn labelled_pod(env: &TestEnv, namespace: &str, name: &str, labels: Value, ready: bool) {
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]},
+        "status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}});
+    let path = format!("/api/v1/namespaces/{namespace}/pods");
+    let (code, body) = send(env, "POST", &path, Some(pod)).await;
+    assert_eq!(code, 201, "{body}");
+}
+
+/// Creates a budget in `namespace` and waits until its status is current with `settled`.
+async fn settled_budget(
+    env: &TestEnv,
+    namespace: &str,
+    budget: Value,
+    settled: fn(&Value) -> bool,
+) {
+    let budgets = format!("/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets");
+    let name = budget["metadata"]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let (code, body) = send(env, "POST", &budgets, Some(budget)).await;
+    assert_eq!(code, 201, "{body}");
+    wait_until(WAIT, "the budget's status", || async {
+        let (_, b) = send(env, "GET", &format!("{budgets}/{name}"), None).await;
+        b["status"]["observedGeneration"] == b["metadata"]["generation"] && settled(&b["status"])
+    })
+    .await
+    .expect("status");
+}
+
+async fn evict_in(env: &TestEnv, namespace: &str, name: &str) -> (u16, Value) {
+    let path = format!("/api/v1/namespaces/{namespace}/pods/{name}/eviction");
+    send(env, "POST", &path, Some(eviction(name))).await
+}
+
+async fn namespace(env: &TestEnv, name: &str) {
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    let (code, body) = send(env, "POST", "/api/v1/namespaces", Some(ns)).await;
+    assert_eq!(code, 201, "{body}");
+}
+
+#[tokio::test]
+async fn unready_pods_go_by_the_unhealthy_pod_eviction_policy() {
+    let env = TestEnv::builder()
+        .simulation(false)
+        .start()
+        .await
+        .expect("env");
+    // Two pods, one of them unready, under a budget needing both: none may be disrupted.
+    for (ns, policy) in [("default-policy", None), ("always", Some("AlwaysAllow"))] {
+        namespace(&env, ns).await;
+        labelled_pod(&env, ns, "well", json!({"app": "web"}), true).await;
+        labelled_pod(&env, ns, "sick", json!({"app": "web"}), false).await;
+        let mut spec = json!({"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}});
+        if let Some(policy) = policy {
+            spec["unhealthyPodEvictionPolicy"] = json!(policy);
+        }
+        settled_budget(
+            &env,
+            ns,
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "pdb"}, "spec": spec}),
+            |s| s["currentHealthy"] == 1 && s["desiredHealthy"] == 2,
+        )
+        .await;
+    }
+    // IfHealthyBudget (the default): the budget is not satisfied, so the unready pod stays.
+    let (code, refused) = evict_in(&env, "default-policy", "sick").await;
+    assert_eq!(code, 429, "{refused}");
+    assert_eq!(
+        refused["details"]["causes"][0]["message"],
+        "The disruption budget pdb needs 2 healthy pods and has 1 currently"
+    );
+    // AlwaysAllow: the unready pod goes, spending nothing; the ready one is still guarded.
+    let (code, body) = evict_in(&env, "always", "sick").await;
+    assert_eq!(code, 201, "{body}");
+    let (code, refused) = evict_in(&env, "always", "well").await;
+    assert_eq!(code, 429, "{refused}");
+}
+
+#[tokio::test]
+async fn budgets_guard_the_pods_their_selector_selects() {
+    let env = TestEnv::builder()
+        .simulation(false)
+        .start()
+        .await
+        .expect("env");
+    // policy/v1: an empty selector selects every pod of the namespace.
+    namespace(&env, "everything").await;
+    labelled_pod(&env, "everything", "a", json!({"x": "y"}), true).await;
+    settled_budget(
+        &env,
+        "everything",
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "all"}, "spec": {"maxUnavailable": 0, "selector": {}}}),
+        |s| s["currentHealthy"] == 1,
+    )
+    .await;
+    let (code, refused) = evict_in(&env, "everything", "a").await;
+    assert_eq!(code, 429, "{refused}");
+    // No selector selects nothing.
+    namespace(&env, "nothing").await;
+    labelled_pod(&env, "nothing", "a", json!({"x": "y"}), true).await;
+    settled_budget(
+        &env,
+        "nothing",
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "none"}, "spec": {"maxUnavailable": 0}}),
+        |s| s["expectedPods"] == 0,
+    )
+    .await;
+    let (code, body) = evict_in(&env, "nothing", "a").await;
+    assert_eq!(code, 201, "{body}");
+    // Two budgets over one pod: upstream's 500 Status, without a reason.
+    labelled_pod(&env, "everything", "b", json!({"x": "y"}), true).await;
+    settled_budget(
+        &env,
+        "everything",
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "xy"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"x": "y"}}}}),
+        |s| s["currentHealthy"] == 2,
+    )
+    .await;
+    let (code, body) = evict_in(&env, "everything", "b").await;
+    assert_eq!(code, 500, "{body}");
+    assert!(body.get("reason").is_none(), "{body}");
+    assert_eq!(
+        body["message"],
+        "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    );
 }

@@ -1,7 +1,7 @@
 //! PodDisruptionBudget status, as upstream's disruption controller computes it: the pods a
 //! budget selects, how many are healthy, how many must stay healthy, and how many may be
-//! disrupted now. Read by the in-process controller (to keep `status` current) and by the
-//! eviction subresource (to decide with the live state).
+//! disrupted now. Computed by the in-process controller (to keep `status` current); the
+//! eviction subresource decides from that status and records its disruptions in it.
 
 use std::collections::BTreeMap;
 
@@ -176,37 +176,24 @@ pub(crate) fn counts(snapshot: &Snapshot, budget: &Value) -> Counts {
 /// condition.
 pub(crate) fn status(snapshot: &Snapshot, budget: &Value) -> Value {
     let c = counts(snapshot, budget);
-    let allowed = c.disruptions_allowed > 0;
-    let (condition_status, reason) = if allowed {
-        ("True", "SufficientPods")
-    } else {
-        ("False", "InsufficientPods")
-    };
     let generation = meta::path(budget, "metadata.generation")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let previous = meta::path(budget, "status.conditions")
+    let previous: Vec<Value> = meta::path(budget, "status.conditions")
         .and_then(Value::as_array)
-        .and_then(|c| c.iter().find(|c| c["type"] == "DisruptionAllowed"));
-    let since = previous
-        .filter(|p| p["status"] == condition_status)
-        .and_then(|p| p.get("lastTransitionTime").cloned())
-        .unwrap_or_else(|| json!(meta::now_rfc3339()));
+        .and_then(|c| c.iter().find(|c| c["type"] == "DisruptionAllowed"))
+        .cloned()
+        .into_iter()
+        .collect();
     let mut status = json!({
         "observedGeneration": generation,
         "disruptionsAllowed": c.disruptions_allowed,
         "currentHealthy": c.current_healthy,
         "desiredHealthy": c.desired_healthy,
         "expectedPods": c.expected,
-        "conditions": [{
-            "type": "DisruptionAllowed",
-            "status": condition_status,
-            "observedGeneration": generation,
-            "lastTransitionTime": since,
-            "reason": reason,
-            "message": "",
-        }],
+        "conditions": previous,
     });
+    set_disruption_allowed(&mut status, c.disruptions_allowed > 0);
     let disrupted = pending_disruptions(
         budget,
         &selected_pods(snapshot, budget),
@@ -219,8 +206,9 @@ pub(crate) fn status(snapshot: &Snapshot, budget: &Value) -> Value {
 }
 
 /// Records in a budget the eviction of `pod` (upstream's eviction does so before it deletes
-/// the pod): `status.disruptedPods[pod]` now, one disruption fewer allowed.
-pub(crate) fn record_disruption(budget: &mut Value, pod: &str, allowed: i64) {
+/// the pod, once its status allowed the disruption): one disruption fewer allowed (the
+/// `DisruptionAllowed` condition turning `False` at none), `status.disruptedPods[pod]` now.
+pub(crate) fn record_disruption(budget: &mut Value, pod: &str) {
     let Some(object) = budget.as_object_mut() else {
         return;
     };
@@ -228,16 +216,60 @@ pub(crate) fn record_disruption(budget: &mut Value, pod: &str, allowed: i64) {
     if !status.is_object() {
         *status = json!({});
     }
-    let disrupted = status
-        .as_object_mut()
-        .map(|s| s.entry("disruptedPods").or_insert_with(|| json!({})));
-    if let Some(map) = disrupted {
-        if !map.is_object() {
-            *map = json!({});
-        }
-        map[pod] = json!(meta::now_rfc3339());
+    let allowed = status
+        .get("disruptionsAllowed")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let allowed = (allowed - 1).max(0);
+    status["disruptionsAllowed"] = json!(allowed);
+    if allowed == 0 {
+        set_disruption_allowed(status, false);
     }
-    status["disruptionsAllowed"] = json!((allowed - 1).max(0));
+    let disrupted = &mut status["disruptedPods"];
+    if !disrupted.is_object() {
+        *disrupted = json!({});
+    }
+    disrupted[pod] = json!(meta::now_rfc3339());
+}
+
+/// Upstream's `UpdateDisruptionAllowedCondition` on a status: the `DisruptionAllowed`
+/// condition set as `SetStatusCondition` does (the transition time moves only when the status
+/// does).
+fn set_disruption_allowed(status: &mut Value, allowed: bool) {
+    let observed = status
+        .get("observedGeneration")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let (condition_status, reason) = if allowed {
+        ("True", "SufficientPods")
+    } else {
+        ("False", "InsufficientPods")
+    };
+    let conditions = &mut status["conditions"];
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let Some(list) = conditions.as_array_mut() else {
+        return;
+    };
+    let previous = list.iter().position(|c| c["type"] == "DisruptionAllowed");
+    let since = previous
+        .and_then(|i| list.get(i))
+        .filter(|c| c["status"] == condition_status)
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(meta::now_rfc3339()));
+    let condition = json!({
+        "type": "DisruptionAllowed",
+        "status": condition_status,
+        "observedGeneration": observed,
+        "lastTransitionTime": since,
+        "reason": reason,
+        "message": "",
+    });
+    match previous.and_then(|i| list.get_mut(i)) {
+        Some(slot) => *slot = condition,
+        None => list.push(condition),
+    }
 }
 
 #[cfg(test)]
@@ -290,8 +322,14 @@ mod tests {
         let mut budget = json!({"metadata": {"name": "pdb", "namespace": "ns"},
             "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}});
         assert_eq!(counts(&state, &budget).disruptions_allowed, 1);
-        record_disruption(&mut budget, "a", 1);
+        budget["status"] = status(&state, &budget);
+        record_disruption(&mut budget, "a");
         assert_eq!(budget["status"]["disruptionsAllowed"], 0);
+        let condition = &budget["status"]["conditions"][0];
+        assert_eq!(
+            (&condition["status"], &condition["reason"]),
+            (&json!("False"), &json!("InsufficientPods"))
+        );
         assert!(budget["status"]["disruptedPods"]["a"].is_string());
         let c = counts(&state, &budget);
         assert_eq!((c.current_healthy, c.disruptions_allowed), (1, 0));

@@ -18,6 +18,7 @@ pub(crate) mod custom;
 mod discovery;
 pub(crate) mod disruption;
 mod events;
+mod eviction;
 mod flowcontrol;
 pub(crate) mod lists;
 mod networking;
