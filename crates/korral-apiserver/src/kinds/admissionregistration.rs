@@ -14,6 +14,7 @@ use crate::error::{ApiError, Cause};
 use crate::meta;
 use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
+use crate::validation::enums::{self, Order};
 use crate::validation::names::{
     child, dns1035_label, dns1123_subdomain, go_quote, index, invalid_rendered,
     validate_qualified_name,
@@ -361,8 +362,20 @@ fn validate_webhook(
     for (j, rule) in rules.iter().enumerate() {
         validate_rule_with_operations(errs, rule, &index(&child(path, "rules"), j));
     }
-    check_enum(errs, hook, "failurePolicy", path, &["Fail", "Ignore"]);
-    check_enum(errs, hook, "matchPolicy", path, &["Equivalent", "Exact"]);
+    check_enum(
+        errs,
+        hook,
+        "failurePolicy",
+        path,
+        &enums::FAILURE_POLICY_TYPE.sorted(),
+    );
+    check_enum(
+        errs,
+        hook,
+        "matchPolicy",
+        path,
+        &enums::MATCH_POLICY_TYPE.sorted(),
+    );
     match hook.get("sideEffects").and_then(Value::as_str) {
         None => errs.push(Cause::required(
             child(path, "sideEffects"),
@@ -398,7 +411,7 @@ fn validate_webhook(
             hook,
             "reinvocationPolicy",
             path,
-            &["IfNeeded", "Never"],
+            &enums::REINVOCATION_POLICY_TYPE.sorted(),
         );
     }
 }
@@ -435,13 +448,12 @@ fn validate_rule_with_operations(errs: &mut Vec<Cause>, rule: &Value, path: &str
             "if '*' is present, must not specify other operations",
         ));
     }
-    const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
     for (i, op) in ops.iter().enumerate() {
-        if !OPERATIONS.contains(op) {
-            errs.push(Cause::not_supported(
+        if !enums::OPERATION_TYPE.contains(op) {
+            errs.push(enums::OPERATION_TYPE.not_supported(
                 index(&ops_path, i),
                 &json!(op),
-                &values(OPERATIONS),
+                Order::Sorted,
             ));
         }
     }
@@ -480,15 +492,14 @@ fn validate_rule(errs: &mut Vec<Cause>, rule: &Value, path: &str) {
         }
     }
     validate_resources(errs, &strings(rule, "resources"), &child(path, "resources"));
-    if let Some(scope) = rule.get("scope").and_then(Value::as_str) {
-        const SCOPES: &[&str] = &["*", "Cluster", "Namespaced"];
-        if !SCOPES.contains(&scope) {
-            errs.push(Cause::not_supported(
-                child(path, "scope"),
-                &json!(scope),
-                &values(SCOPES),
-            ));
-        }
+    if let Some(scope) = rule.get("scope").and_then(Value::as_str)
+        && !enums::SCOPE_TYPE.contains(scope)
+    {
+        errs.push(enums::SCOPE_TYPE.not_supported(
+            child(path, "scope"),
+            &json!(scope),
+            Order::Sorted,
+        ));
     }
 }
 
@@ -801,7 +812,13 @@ fn default_match_resources(m: &mut Map<String, Value>) {
 
 /// A policy's match resources at `path` (`require_rules` for a policy's constraints).
 fn validate_match_resources(errs: &mut Vec<Cause>, m: &Value, path: &str, require_rules: bool) {
-    check_enum(errs, m, "matchPolicy", path, &["Equivalent", "Exact"]);
+    check_enum(
+        errs,
+        m,
+        "matchPolicy",
+        path,
+        &enums::MATCH_POLICY_TYPE.sorted(),
+    );
     for key in ["namespaceSelector", "objectSelector"] {
         if let Some(sel) = m.get(key) {
             errs.extend(validate_label_selector(sel, &child(path, key)));
@@ -840,7 +857,7 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
         spec,
         "failurePolicy",
         "spec",
-        &["Fail", "Ignore"],
+        &enums::FAILURE_POLICY_TYPE.sorted(),
     );
     if let Some(pk) = spec.get("paramKind").filter(|p| p.is_object()) {
         if text(pk, "kind").is_empty() {
@@ -979,14 +996,13 @@ fn validate_binding(obj: &Value) -> Vec<Cause> {
         errs.push(Cause::required("spec.validationActions", ""));
     }
     let mut seen = std::collections::HashSet::new();
-    const ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
     for (i, action) in actions.iter().enumerate() {
         let at = index("spec.validationActions", i);
         if !seen.insert(*action) {
             errs.push(Cause::duplicate(&at, &json!(action)));
         }
-        if !ACTIONS.contains(action) {
-            errs.push(Cause::not_supported(&at, &json!(action), &values(ACTIONS)));
+        if !enums::VALIDATION_ACTION.contains(action) {
+            errs.push(enums::VALIDATION_ACTION.not_supported(&at, &json!(action), Order::Sorted));
         }
     }
     if actions.contains(&"Deny") && actions.contains(&"Warn") {

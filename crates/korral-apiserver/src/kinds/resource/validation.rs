@@ -8,10 +8,26 @@ use serde_json::{Value, json};
 
 use crate::error::Cause;
 use crate::meta;
+use crate::validation::enums::{self, Enum};
 use crate::validation::names::{
     child, dns1123_label, dns1123_subdomain, go_quote, index, invalid_rendered, invalid_value,
     too_long, validate_annotations, validate_label_key, validate_label_value, validate_labels,
 };
+
+/// Upstream's `field.NotSupported` for the string `value`, rendered as Go quotes it, listing
+/// `supported` sorted.
+fn unsupported(field: String, value: &str, supported: &Enum) -> Cause {
+    let listed: Vec<String> = supported.sorted().into_iter().map(go_quote).collect();
+    Cause::new(
+        "FieldValueNotSupported",
+        field,
+        format!(
+            "Unsupported value: {}: supported values: {}",
+            go_quote(value),
+            listed.join(", ")
+        ),
+    )
+}
 
 /// `DeviceRequestsMaxSize` (also constraints, configs and selectors).
 const MAX_REQUESTS: usize = 32;
@@ -234,14 +250,11 @@ fn exact_request(request: &Value, path: &str) -> Vec<Cause> {
             &json!(count),
             "must be greater than zero",
         )),
-        "All" | "ExactCount" => {}
-        other => errs.push(Cause::new(
-            "FieldValueNotSupported",
+        mode if enums::DEVICE_ALLOCATION_MODE.contains(mode) => {}
+        other => errs.push(unsupported(
             child(path, "allocationMode"),
-            format!(
-                "Unsupported value: {}: supported values: \"All\", \"ExactCount\"",
-                go_quote(other)
-            ),
+            other,
+            &enums::DEVICE_ALLOCATION_MODE,
         )),
     }
     for (i, toleration) in items(request, "tolerations").iter().enumerate() {
@@ -291,24 +304,18 @@ fn device_toleration(toleration: &Value, path: &str) -> Vec<Cause> {
             }
         }
         "" => errs.push(Cause::required(child(path, "operator"), "")),
-        other => errs.push(Cause::new(
-            "FieldValueNotSupported",
+        other => errs.push(unsupported(
             child(path, "operator"),
-            format!(
-                "Unsupported value: {}: supported values: \"Equal\", \"Exists\"",
-                go_quote(other)
-            ),
+            other,
+            &enums::DEVICE_TOLERATION_OPERATOR,
         )),
     }
     let effect = text(toleration, "effect");
-    if !effect.is_empty() && !matches!(effect, "NoExecute" | "NoSchedule" | "None") {
-        errs.push(Cause::new(
-            "FieldValueNotSupported",
+    if !effect.is_empty() && !enums::DEVICE_TAINT_EFFECT.contains(effect) {
+        errs.push(unsupported(
             child(path, "effect"),
-            format!(
-                "Unsupported value: {}: supported values: \"NoExecute\", \"NoSchedule\", \"None\"",
-                go_quote(effect)
-            ),
+            effect,
+            &enums::DEVICE_TAINT_EFFECT,
         ));
     }
     errs
