@@ -290,7 +290,7 @@ fn daemon_set_spec(spec: &Value) -> Vec<Cause> {
                     errs.extend(rolling_update(rolling, &child(path, "rollingUpdate")))
                 }
             },
-            _ => errs.push(enums::STATEFUL_SET_UPDATE_STRATEGY_TYPE.not_supported(
+            _ => errs.push(enums::DAEMON_SET_UPDATE_STRATEGY_TYPE.not_supported(
                 path,
                 strategy,
                 Order::Sorted,
