@@ -291,6 +291,9 @@ impl ApiServer {
         let addr = listener
             .local_addr()
             .map_err(|source| StartError::Bind { addr, source })?;
+        ensure_kubernetes_service(&objects, addr.port())
+            .await
+            .map_err(StartError::Bootstrap)?;
         let host = match addr.ip() {
             IpAddr::V6(ip) => format!("[{ip}]"),
             IpAddr::V4(ip) => ip.to_string(),
@@ -561,6 +564,61 @@ async fn bootstrap(objects: &Objects) -> Result<(), crate::error::ApiError> {
         }
     }
     Ok(())
+}
+
+/// The `kubernetes` Service in `default`, as upstream's control plane keeps it: on the first
+/// address of the service range (`10.96.0.1`), port 443 named `https` forwarding to the port
+/// the server listens on, labels `component=apiserver` and `provider=kubernetes`, no selector.
+/// Created when missing; its ports follow the server's port across restarts.
+async fn ensure_kubernetes_service(objects: &Objects, port: u16) -> Result<(), ApiError> {
+    let Some(info) = objects.registry().get("", "v1", "services") else {
+        return Err(ApiError::internal("services are not registered"));
+    };
+    let ports = json!([{"name": "https", "protocol": "TCP", "port": 443, "targetPort": port}]);
+    let service = match objects.get(&info, Some("default"), "kubernetes") {
+        Ok(existing) => {
+            if existing.pointer("/spec/ports") == Some(&ports) {
+                return Ok(());
+            }
+            let mut next = (*existing).clone();
+            next["spec"]["ports"] = ports;
+            return objects
+                .update(
+                    &info,
+                    Some("default"),
+                    "kubernetes",
+                    next,
+                    crate::objects::Part::Main,
+                    &WriteOptions::default(),
+                )
+                .await
+                .map(|_| ());
+        }
+        Err(e) if e.code == 404 => json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": "kubernetes",
+                "namespace": "default",
+                "labels": {"component": "apiserver", "provider": "kubernetes"},
+            },
+            "spec": {
+                "type": "ClusterIP",
+                "clusterIP": "10.96.0.1",
+                "sessionAffinity": "None",
+                "ports": ports,
+            },
+        }),
+        Err(e) => return Err(e),
+    };
+    match objects
+        .create(&info, Some("default"), service, &WriteOptions::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Connection- and request-level limits applied in front of [`http::handle`].

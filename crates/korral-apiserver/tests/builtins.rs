@@ -179,3 +179,46 @@ async fn discovery_and_openapi_documents() {
     let (status, _) = raw(&client, "GET", "/readyz", None, vec![]).await;
     assert_eq!(status, 200);
 }
+
+#[tokio::test]
+async fn the_kubernetes_service_is_served_on_the_first_service_address() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    // Twice on one data directory: the second server listens on another free port and the
+    // Service follows it.
+    for _ in 0..2 {
+        let env = TestEnv::builder()
+            .server_config(korral_apiserver::ServerConfig::durable(&data))
+            .start()
+            .await
+            .expect("env");
+        let port = env.server().addr().port();
+        let api: Api<Service> = Api::namespaced(env.client(), "default");
+        let svc = serde_json::to_value(api.get("kubernetes").await.expect("kubernetes service"))
+            .expect("json");
+        assert_eq!(
+            svc["metadata"]["labels"],
+            json!({"component": "apiserver", "provider": "kubernetes"})
+        );
+        assert_eq!(svc["spec"]["type"], "ClusterIP");
+        assert_eq!(svc["spec"]["clusterIP"], "10.96.0.1");
+        assert_eq!(svc["spec"]["clusterIPs"], json!(["10.96.0.1"]));
+        assert_eq!(svc["spec"].get("selector"), None);
+        assert_eq!(
+            svc["spec"]["ports"],
+            json!([{"name": "https", "protocol": "TCP", "port": 443, "targetPort": port}])
+        );
+        // Nobody else gets its address.
+        let taken: Service = serde_json::from_value(json!({
+            "metadata": {"name": "impostor"},
+            "spec": {"clusterIP": "10.96.0.1", "ports": [{"port": 80}]}
+        }))
+        .expect("svc");
+        let err = api
+            .create(&PostParams::default(), &taken)
+            .await
+            .expect_err("10.96.0.1 is taken");
+        assert_eq!(code(err), 422);
+        env.shutdown().await;
+    }
+}

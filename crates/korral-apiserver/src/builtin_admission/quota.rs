@@ -338,6 +338,79 @@ pub(crate) fn usage(
     used
 }
 
+/// Upstream's pod constraint (a backward-compatibility rule of its pod evaluator): when a quota
+/// limits cpu or memory, every container and init container must state that request or limit
+/// itself, unless the pod sets pod-level resources (`spec.resources`). Answers what is missing
+/// as upstream words it, `limits.memory for: a,b; requests.cpu for: a` (resources and
+/// container names sorted), or `None`.
+fn missing_compute(pod: &Value, limits: &BTreeMap<String, Quantity>) -> Option<String> {
+    const CHECKED: [&str; 6] = [
+        "cpu",
+        "memory",
+        "requests.cpu",
+        "requests.memory",
+        "limits.cpu",
+        "limits.memory",
+    ];
+    let pod_level = ["requests", "limits"].iter().any(|kind| {
+        meta::path(pod, &format!("spec.resources.{kind}"))
+            .and_then(Value::as_object)
+            .is_some_and(|m| {
+                m.keys()
+                    .any(|k| k == "cpu" || k == "memory" || k.starts_with("hugepages-"))
+            })
+    });
+    if pod_level {
+        return None;
+    }
+    let required: Vec<&str> = limits
+        .keys()
+        .map(String::as_str)
+        .filter(|k| CHECKED.contains(k))
+        .collect();
+    if required.is_empty() {
+        return None;
+    }
+    let mut missing: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for container in ["containers", "initContainers"]
+        .iter()
+        .filter_map(|f| meta::path(pod, &format!("spec.{f}")))
+        .filter_map(Value::as_array)
+        .flatten()
+    {
+        let states = |kind: &str, name: &str| {
+            meta::path(container, &format!("resources.{kind}"))
+                .and_then(|l| l.get(name))
+                .is_some()
+        };
+        let name = container.get("name").and_then(Value::as_str).unwrap_or("");
+        for &resource in &required {
+            let stated = match resource {
+                "cpu" | "requests.cpu" => states("requests", "cpu"),
+                "memory" | "requests.memory" => states("requests", "memory"),
+                "limits.cpu" => states("limits", "cpu"),
+                _ => states("limits", "memory"),
+            };
+            if !stated {
+                missing.entry(resource).or_default().insert(name);
+            }
+        }
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    Some(
+        missing
+            .iter()
+            .map(|(resource, names)| {
+                let names: Vec<&str> = names.iter().copied().collect();
+                format!("{resource} for: {}", names.join(","))
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
 /// `a=1,b=2` as upstream prints resource lists in quota messages.
 fn pretty(list: &BTreeMap<String, Quantity>) -> String {
     list.iter()
@@ -365,30 +438,15 @@ pub(crate) fn admit(
     let refuse = |why: String| ApiError::forbidden_object(group, resource, meta::name(obj), &why);
     for quota in quotas.iter().filter(|q| tracks(q, group, resource, obj)) {
         let limits = hard(quota);
-        if group.is_empty() && resource == "pods" {
-            let missing: Vec<&str> = limits
-                .keys()
-                .filter(|k| {
-                    matches!(
-                        k.as_str(),
-                        "requests.cpu"
-                            | "requests.memory"
-                            | "limits.cpu"
-                            | "limits.memory"
-                            | "cpu"
-                            | "memory"
-                    )
-                })
-                .filter(|k| !consumed.contains_key(*k) && !pod_is_terminal(obj))
-                .map(String::as_str)
-                .collect();
-            if !missing.is_empty() {
-                return Err(refuse(format!(
-                    "failed quota: {}: must specify {}",
-                    meta::name(quota),
-                    missing.join(",")
-                )));
-            }
+        if group.is_empty()
+            && resource == "pods"
+            && !pod_is_terminal(obj)
+            && let Some(missing) = missing_compute(obj, &limits)
+        {
+            return Err(refuse(format!(
+                "failed quota: {}: must specify {missing}",
+                meta::name(quota)
+            )));
         }
         let requested: BTreeMap<String, Quantity> = consumed
             .iter()
@@ -524,7 +582,29 @@ mod tests {
             admit(&state, "", "pods", &bare)
                 .expect_err("missing")
                 .message,
-            "pods \"p\" is forbidden: failed quota: compute: must specify limits.memory,requests.cpu"
+            "pods \"p\" is forbidden: failed quota: compute: must specify limits.memory for: c; requests.cpu for: c"
+        );
+        // Each container must state them; the message names those that do not.
+        let partial = json!({"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {
+                "initContainers": [{"name": "init"}],
+                "containers": [
+                    {"name": "b", "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "1Mi"}}},
+                    {"name": "a", "resources": {"requests": {"cpu": "100m"}}}]}});
+        assert_eq!(
+            admit(&state, "", "pods", &partial)
+                .expect_err("missing")
+                .message,
+            "pods \"p\" is forbidden: failed quota: compute: must specify limits.memory for: a,init; requests.cpu for: init"
+        );
+        // Pod-level resources stand in for the containers'.
+        let pod_level = json!({"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "64Mi"}},
+                "containers": [{"name": "c"}]}});
+        assert!(
+            !admit(&state, "", "pods", &pod_level)
+                .err()
+                .is_some_and(|e| e.message.contains("must specify"))
         );
         let big = json!({"metadata": {"name": "p", "namespace": "ns"},
             "spec": {"containers": [{"name": "c", "resources": {
