@@ -77,12 +77,18 @@ pub fn check_head(uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {
 /// The `Status` reply replacing hyper's bodiless answer to an unparseable head, when `buf` is
 /// one (`HTTP/1.x 400|414|431 ...` with `content-length: 0`); `None` otherwise.
 fn replacement(buf: &[u8]) -> Option<Vec<u8>> {
+    // Every write of every response passes here (list bodies in 64 KiB chunks): look at the
+    // status line before searching for the end of a head.
+    let code = buf
+        .strip_prefix(b"HTTP/1.1 ")
+        .or_else(|| buf.strip_prefix(b"HTTP/1.0 "))?
+        .get(..3)?;
+    if !matches!(code, b"400" | b"414" | b"431") {
+        return None;
+    }
+    let code = std::str::from_utf8(code).ok()?;
     let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = std::str::from_utf8(&buf[..head_end]).ok()?;
-    let rest = head
-        .strip_prefix("HTTP/1.1 ")
-        .or_else(|| head.strip_prefix("HTTP/1.0 "))?;
-    let code = rest.get(..3)?;
     let bodiless = head
         .split("\r\n")
         .skip(1)
