@@ -1004,17 +1004,19 @@ impl Objects {
         }
     }
 
-    /// Rewrites the status of the stored object `name` (if it is still the incarnation `uid`)
-    /// with `change` applied to the current object, through the `/status` write pipeline (the
-    /// kind's status rules and validation, admission for `opts.requester`), as a controller's
+    /// Rewrites the stored object `name` (if it is still the incarnation `uid`) with `change`
+    /// applied to the current object, through the write pipeline of `part` (the kind's update
+    /// rules and validation, admission for `opts.requester`), as a controller's
     /// read-modify-write that is retried on conflicts (upstream's `RetryOnConflict`). Answers
     /// `None` when the object is gone or `change` leaves it as it is (nothing is written).
-    pub(crate) async fn update_status_with<F>(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn update_with<F>(
         &self,
         info: &Arc<ResourceInfo>,
         namespace: Option<&str>,
         name: &str,
         uid: &str,
+        part: Part,
         opts: &WriteOptions,
         change: F,
     ) -> Result<Option<Written>, ApiError>
@@ -1043,8 +1045,8 @@ impl Objects {
                     namespace,
                     name,
                     opts,
-                    Part::Status,
-                    Track::update(opts, Track::part(Part::Status)),
+                    part,
+                    Track::update(opts, Track::part(part)),
                     move |cur| {
                         if meta::uid(cur) != uid {
                             return Err(gone);

@@ -662,3 +662,208 @@ async fn insecure_http_serves_loopback_without_a_token() {
         .await
         .expect("create over http");
 }
+
+async fn send(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        body.to_string().into_bytes()
+    };
+    raw(client, method, path, Some("application/json"), bytes).await
+}
+
+/// `namespaces/finalize` as upstream: update only (discovery and 405 for other verbs), it
+/// changes `spec.finalizers` but not the status, and a terminating namespace whose last spec
+/// finalizer goes is removed (how users unstick a namespace held by a gone controller).
+#[tokio::test]
+async fn namespace_finalize_subresource() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let (code, discovery) = send(&client, "GET", "/api/v1", serde_json::Value::Null).await;
+    assert_eq!(code, 200);
+    // As k8s-reference/builtin/discovery-core-v1-full.json lists it.
+    let captured = json!({"name": "namespaces/finalize", "singularName": "", "namespaced": false, "kind": "Namespace", "verbs": ["update"]});
+    let entry = |doc: &serde_json::Value| {
+        doc["resources"].as_array().and_then(|r| {
+            r.iter()
+                .find(|e| e["name"] == "namespaces/finalize")
+                .cloned()
+        })
+    };
+    assert_eq!(entry(&discovery), Some(captured));
+
+    let (code, created) = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": "stuck"}, "spec": {"finalizers": ["example.com/agent"]}}),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    let (code, _) = send(
+        &client,
+        "DELETE",
+        "/api/v1/namespaces/stuck",
+        serde_json::Value::Null,
+    )
+    .await;
+    assert_eq!(code, 200);
+    // The namespace controller removes only its own `kubernetes` finalizer, if any.
+    let (code, status) = send(
+        &client,
+        "GET",
+        "/api/v1/namespaces/stuck/finalize",
+        serde_json::Value::Null,
+    )
+    .await;
+    assert_eq!(
+        (code, status["reason"].as_str()),
+        (405, Some("MethodNotAllowed")),
+        "{status}"
+    );
+    let (code, status) = send(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/stuck/finalize",
+        json!({"spec": {"finalizers": []}}),
+    )
+    .await;
+    assert_eq!(code, 405, "{status}");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let held = namespaces
+        .get("stuck")
+        .await
+        .expect("held by its spec finalizer");
+    assert_eq!(
+        held.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Terminating")
+    );
+    let mut finalize = serde_json::to_value(&held).expect("json");
+    finalize["spec"]["finalizers"] = json!([]);
+    finalize["status"] = json!({"phase": "Active"});
+    let (code, answer) = send(
+        &client,
+        "PUT",
+        "/api/v1/namespaces/stuck/finalize",
+        finalize,
+    )
+    .await;
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(
+        answer["status"]["phase"], "Terminating",
+        "the status is not the finalizer's"
+    );
+    wait_until(WAIT, "the finalized namespace is gone", || {
+        let namespaces = namespaces.clone();
+        async move { namespaces.get_opt("stuck").await.ok().flatten().is_none() }
+    })
+    .await
+    .expect("namespace removed");
+}
+
+/// The garbage collector writes through the write pipeline as upstream's
+/// (`generic-garbage-collector`): admission can refuse its orphaning of a dependent, which then
+/// keeps its owner reference (and the owner its `orphan` finalizer) until admission allows it.
+#[tokio::test]
+async fn garbage_collector_writes_pass_admission() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let (code, body) = send(
+        &client,
+        "POST",
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "keep-owners"},
+            "spec": {
+                "matchConstraints": {"resourceRules": [{"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+                "validations": [{"expression": "request.userInfo.username != 'system:serviceaccount:kube-system:generic-garbage-collector'"}],
+            },
+        }),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = send(
+        &client,
+        "POST",
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "keep-owners"},
+            "spec": {"policyName": "keep-owners", "validationActions": ["Deny"]},
+        }),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let owner = cms
+        .create(&PostParams::default(), &cm("owner", json!({}), json!({})))
+        .await
+        .expect("owner");
+    let mut dependent = cm("dependent", json!({}), json!({}));
+    dependent.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: "owner".into(),
+            uid: owner.metadata.uid.clone().unwrap_or_default(),
+            ..Default::default()
+        },
+    ]);
+    cms.create(&PostParams::default(), &dependent)
+        .await
+        .expect("dependent");
+    cms.delete(
+        "owner",
+        &DeleteParams {
+            propagation_policy: Some(kube::api::PropagationPolicy::Orphan),
+            ..DeleteParams::default()
+        },
+    )
+    .await
+    .expect("orphan delete");
+    // Refused: the GC's update of the dependent is retried; nothing changes meanwhile.
+    wait_until(WAIT, "the owner waits with its orphan finalizer", || {
+        let cms = cms.clone();
+        async move {
+            cms.get_opt("owner").await.ok().flatten().is_some_and(|o| {
+                o.metadata
+                    .finalizers
+                    .unwrap_or_default()
+                    .contains(&"orphan".to_string())
+            })
+        }
+    })
+    .await
+    .expect("owner held");
+    let kept = cms.get("dependent").await.expect("dependent");
+    assert_eq!(kept.metadata.owner_references.map(|r| r.len()), Some(1));
+    let (code, _) = send(
+        &client,
+        "DELETE",
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/keep-owners",
+        serde_json::Value::Null,
+    )
+    .await;
+    assert_eq!(code, 200);
+    wait_until(WAIT, "orphaned once admission allows it", || {
+        let cms = cms.clone();
+        async move {
+            let owner_gone = cms.get_opt("owner").await.ok().flatten().is_none();
+            let orphan = cms
+                .get_opt("dependent")
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|d| d.metadata.owner_references.unwrap_or_default().is_empty());
+            owner_gone && orphan
+        }
+    })
+    .await
+    .expect("orphaned");
+}

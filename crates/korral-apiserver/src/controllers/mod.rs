@@ -38,6 +38,7 @@
 mod index;
 #[cfg(test)]
 mod tests;
+mod writes;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -54,11 +55,13 @@ use crate::crd;
 use crate::error::ApiError;
 use crate::kinds::disruption;
 use crate::meta;
-use crate::objects::{DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Objects, Propagation};
-use crate::registry::ResourceInfo;
+use crate::objects::{
+    DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Objects, Part, Propagation,
+};
 use crate::storage::{Event, EventType, Object, Write, collection_prefix, object_key};
 
 use index::{Index, KeyParts, Work, crd_prefixes, has_finalizer, owner_uids};
+use writes::{Writer, modify, resource_info};
 
 /// How many work items (and deletes within one item) run at once.
 const CONCURRENCY: usize = 32;
@@ -530,10 +533,24 @@ async fn collect_dependent(
         }
     } else if waiting {
         tracing::debug!(key, "deleting dependent of a foreground deletion");
-        delete_object(objects, key, &obj, Propagation::Foreground).await?;
+        delete_object(
+            objects,
+            Writer::GarbageCollector,
+            key,
+            &obj,
+            Propagation::Foreground,
+        )
+        .await?;
     } else {
         tracing::debug!(key, "deleting dependent whose owners are gone");
-        delete_object(objects, key, &obj, Propagation::Background).await?;
+        delete_object(
+            objects,
+            Writer::GarbageCollector,
+            key,
+            &obj,
+            Propagation::Background,
+        )
+        .await?;
     }
     Ok(Vec::new())
 }
@@ -559,7 +576,14 @@ async fn finish_owner(objects: &Objects, index: &Index, key: &str) -> Result<Vec
             .await;
         first_error(results)?;
         tracing::debug!(key, "orphaned dependents");
-        remove_finalizer(objects, key, &uid, ORPHAN_FINALIZER).await?;
+        remove_finalizer(
+            objects,
+            Writer::GarbageCollector,
+            key,
+            &uid,
+            ORPHAN_FINALIZER,
+        )
+        .await?;
         return Ok(Vec::new());
     }
     if has_finalizer(&obj, FOREGROUND_FINALIZER) {
@@ -574,7 +598,14 @@ async fn finish_owner(objects: &Objects, index: &Index, key: &str) -> Result<Vec
             .collect();
         if remaining.is_empty() {
             tracing::debug!(key, "foreground deletion complete");
-            remove_finalizer(objects, key, &uid, FOREGROUND_FINALIZER).await?;
+            remove_finalizer(
+                objects,
+                Writer::GarbageCollector,
+                key,
+                &uid,
+                FOREGROUND_FINALIZER,
+            )
+            .await?;
             return Ok(Vec::new());
         }
         return Ok(remaining.into_iter().map(Work::Dependent).collect());
@@ -626,47 +657,34 @@ async fn clean_namespace(
         deleting = targets.len(),
         "deleting namespace contents"
     );
-    delete_all(objects, targets).await?;
+    delete_all(objects, Writer::Namespace, targets).await?;
     Ok(Vec::new())
 }
 
-/// Removes the `kubernetes` spec finalizer of an empty terminating namespace, deleting it
-/// when nothing else holds it.
+/// Removes the `kubernetes` spec finalizer of an empty terminating namespace through its
+/// `finalize` subresource (as upstream's namespace controller); the namespace goes once
+/// nothing else holds it.
 async fn finalize_namespace(objects: &Objects, key: &str, uid: &str) -> Result<(), ApiError> {
-    let uid = uid.to_string();
-    objects
-        .storage()
-        .update(
-            key.to_string(),
-            Box::new(move |cur| {
-                let Some(cur) = cur else {
-                    return Ok(Write::Unchanged);
-                };
-                if meta::uid(cur) != uid || !meta::is_deleting(cur) {
-                    return Ok(Write::Unchanged);
-                }
-                let spec_finalizers: Vec<Value> = meta::path(cur, "spec.finalizers")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                let kept: Vec<Value> = spec_finalizers
-                    .iter()
-                    .filter(|f| f.as_str() != Some("kubernetes"))
-                    .cloned()
-                    .collect();
-                if kept.is_empty() && meta::finalizers(cur).is_empty() {
-                    return Ok(Write::Delete);
-                }
-                if kept.len() == spec_finalizers.len() {
-                    return Ok(Write::Unchanged);
-                }
-                let mut next = (**cur).clone();
-                meta::set_path(&mut next, "spec.finalizers", Value::Array(kept));
-                Ok(Write::Put(next))
-            }),
-        )
-        .await
-        .map(|_| ())
+    modify(
+        objects,
+        Writer::Namespace,
+        key,
+        uid,
+        Part::Subresource("finalize"),
+        |namespace| {
+            if !meta::is_deleting(namespace) {
+                return;
+            }
+            let finalizers = namespace
+                .get_mut("spec")
+                .and_then(|spec| spec.get_mut("finalizers"))
+                .and_then(Value::as_array_mut);
+            if let Some(finalizers) = finalizers {
+                finalizers.retain(|f| f.as_str() != Some("kubernetes"));
+            }
+        },
+    )
+    .await
 }
 
 /// Deletes the custom resources of a CRD being deleted, then releases the CRD.
@@ -693,7 +711,14 @@ async fn clean_crd(objects: &Objects, key: &str) -> Result<Vec<Work>, ApiError> 
             crd = meta::name(&crd_obj),
             "custom resources gone; releasing CRD"
         );
-        remove_finalizer(objects, key, meta::uid(&crd_obj), crd::CLEANUP_FINALIZER).await?;
+        remove_finalizer(
+            objects,
+            Writer::CrdFinalizer,
+            key,
+            meta::uid(&crd_obj),
+            crd::CLEANUP_FINALIZER,
+        )
+        .await?;
         crd::unregister(objects.registry(), &crd_obj);
         return Ok(Vec::new());
     }
@@ -703,7 +728,7 @@ async fn clean_crd(objects: &Objects, key: &str) -> Result<Vec<Work>, ApiError> 
         deleting = targets.len(),
         "deleting custom resources"
     );
-    delete_all(objects, targets).await?;
+    delete_all(objects, Writer::CrdFinalizer, targets).await?;
     Ok(Vec::new())
 }
 
@@ -716,10 +741,14 @@ fn first_error(results: Vec<Result<(), ApiError>>) -> Result<(), ApiError> {
 }
 
 /// Deletes objects concurrently with background propagation.
-async fn delete_all(objects: &Objects, targets: Vec<(String, Object)>) -> Result<(), ApiError> {
+async fn delete_all(
+    objects: &Objects,
+    writer: Writer,
+    targets: Vec<(String, Object)>,
+) -> Result<(), ApiError> {
     let results: Vec<Result<(), ApiError>> = futures::stream::iter(targets)
         .map(|(key, obj)| async move {
-            delete_object(objects, &key, &obj, Propagation::Background).await
+            delete_object(objects, writer, &key, &obj, Propagation::Background).await
         })
         .buffer_unordered(CONCURRENCY)
         .collect()
@@ -727,20 +756,11 @@ async fn delete_all(objects: &Objects, targets: Vec<(String, Object)>) -> Result
     first_error(results)
 }
 
-/// The resource served for a storage collection (any version: they share storage).
-fn resource_info(objects: &Objects, parts: &KeyParts<'_>) -> Option<Arc<ResourceInfo>> {
-    let infos = objects.registry().versions_of(parts.group, parts.resource);
-    infos
-        .iter()
-        .find(|i| i.custom.as_ref().is_some_and(|c| c.is_storage(&i.version)))
-        .or_else(|| infos.first())
-        .cloned()
-}
-
 /// Deletes the object `obj` stored at `key` (only that incarnation: the uid is a
 /// precondition) through [`Objects::delete`]; already gone counts as success.
 async fn delete_object(
     objects: &Objects,
+    writer: Writer,
     key: &str,
     obj: &Value,
     propagation: Propagation,
@@ -770,7 +790,7 @@ async fn delete_object(
     let opts = DeleteOptions {
         propagation: Some(propagation),
         precondition_uid: (!uid.is_empty()).then(|| uid.to_string()),
-        ..DeleteOptions::default()
+        ..writer.delete_options()
     };
     match objects
         .delete(&info, parts.namespace, parts.name, &opts)
@@ -788,44 +808,41 @@ async fn remove_owner_refs(
     key: &str,
     uids: Vec<String>,
 ) -> Result<(), ApiError> {
-    objects
-        .storage()
-        .update(
-            key.to_string(),
-            Box::new(move |cur| {
-                let Some(cur) = cur else {
-                    return Ok(Write::Unchanged);
-                };
-                let refs = meta::owner_references(cur);
-                let kept: Vec<Value> = refs
-                    .iter()
-                    .filter(|r| {
-                        r.get("uid")
-                            .and_then(Value::as_str)
-                            .is_none_or(|u| !uids.iter().any(|x| x == u))
-                    })
-                    .cloned()
-                    .collect();
-                if kept.len() == refs.len() {
-                    return Ok(Write::Unchanged);
+    let Some(obj) = objects.storage().get(key) else {
+        return Ok(());
+    };
+    modify(
+        objects,
+        Writer::GarbageCollector,
+        key,
+        meta::uid(&obj),
+        Part::Main,
+        move |obj| {
+            let refs = meta::owner_references(obj);
+            let kept: Vec<Value> = refs
+                .iter()
+                .filter(|r| {
+                    r.get("uid")
+                        .and_then(Value::as_str)
+                        .is_none_or(|u| !uids.iter().any(|x| x == u))
+                })
+                .cloned()
+                .collect();
+            if kept.len() == refs.len() {
+                return;
+            }
+            if let Some(md) = meta::metadata_mut(obj) {
+                if kept.is_empty() {
+                    md.remove("ownerReferences");
+                } else {
+                    md.insert("ownerReferences".into(), Value::Array(kept));
                 }
-                let mut next = (**cur).clone();
-                if let Some(md) = meta::metadata_mut(&mut next) {
-                    if kept.is_empty() {
-                        md.remove("ownerReferences");
-                    } else {
-                        md.insert("ownerReferences".into(), Value::Array(kept));
-                    }
-                }
-                Ok(Write::Put(next))
-            }),
-        )
-        .await
-        .map(|_| ())
+            }
+        },
+    )
+    .await
 }
 
-/// Removes one finalizer from the object at `key` (if it is still the object with `uid`);
-/// an object being deleted whose last finalizer goes is removed from storage.
 /// Writes the current `status` (hard and used) of every ResourceQuota in a namespace whose
 /// status is out of date.
 async fn update_quotas(objects: &Objects, namespace: &str) -> Result<Vec<Work>, ApiError> {
@@ -836,26 +853,19 @@ async fn update_quotas(objects: &Objects, namespace: &str) -> Result<Vec<Work>, 
             continue;
         }
         let key = object_key("", "resourcequotas", Some(namespace), meta::name(&current));
-        let uid = meta::uid(&current).to_string();
-        objects
-            .storage()
-            .update(
-                key,
-                Box::new(move |cur| {
-                    let Some(cur) = cur.filter(|c| meta::uid(c) == uid) else {
-                        return Ok(Write::Unchanged);
-                    };
-                    if cur.get("status") == Some(&status) {
-                        return Ok(Write::Unchanged);
-                    }
-                    let mut next = (**cur).clone();
-                    if let Some(map) = next.as_object_mut() {
-                        map.insert("status".into(), status);
-                    }
-                    Ok(Write::Put(next))
-                }),
-            )
-            .await?;
+        modify(
+            objects,
+            Writer::ResourceQuota,
+            &key,
+            meta::uid(&current),
+            Part::Status,
+            move |quota| {
+                if let Some(map) = quota.as_object_mut() {
+                    map.insert("status".into(), status.clone());
+                }
+            },
+        )
+        .await?;
     }
     Ok(Vec::new())
 }
@@ -878,61 +888,42 @@ async fn update_budgets(objects: &Objects, namespace: &str) -> Result<Vec<Work>,
         // Only over the budget the status was computed from: an eviction may have recorded a
         // disruption since (its event queues this work again).
         let seen = meta::resource_version(&current).to_string();
-        objects
-            .storage()
-            .update(
-                key,
-                Box::new(move |cur| {
-                    let Some(cur) = cur.filter(|c| meta::resource_version(c) == seen) else {
-                        return Ok(Write::Unchanged);
-                    };
-                    if cur.get("status") == Some(&status) {
-                        return Ok(Write::Unchanged);
-                    }
-                    let mut next = (**cur).clone();
-                    if let Some(map) = next.as_object_mut() {
-                        map.insert("status".into(), status);
-                    }
-                    Ok(Write::Put(next))
-                }),
-            )
-            .await?;
+        modify(
+            objects,
+            Writer::Disruption,
+            &key,
+            meta::uid(&current),
+            Part::Status,
+            move |budget| {
+                if meta::resource_version(budget) != seen {
+                    return;
+                }
+                if let Some(map) = budget.as_object_mut() {
+                    map.insert("status".into(), status.clone());
+                }
+            },
+        )
+        .await?;
     }
     Ok(Vec::new())
 }
 
+/// Removes one finalizer from the object at `key` (if it is still the object with `uid`)
+/// through the write pipeline; an object being deleted whose last finalizer goes is removed.
 async fn remove_finalizer(
     objects: &Objects,
+    writer: Writer,
     key: &str,
     uid: &str,
     finalizer: &'static str,
 ) -> Result<(), ApiError> {
-    let uid = uid.to_string();
-    objects
-        .storage()
-        .update(
-            key.to_string(),
-            Box::new(move |cur| {
-                let Some(cur) = cur else {
-                    return Ok(Write::Unchanged);
-                };
-                if meta::uid(cur) != uid {
-                    return Ok(Write::Unchanged);
-                }
-                let mut finalizers = meta::finalizers(cur);
-                let before = finalizers.len();
-                finalizers.retain(|f| f != finalizer);
-                if finalizers.len() == before {
-                    return Ok(Write::Unchanged);
-                }
-                if finalizers.is_empty() && meta::is_deleting(cur) {
-                    return Ok(Write::Delete);
-                }
-                let mut next = (**cur).clone();
-                meta::set_finalizers(&mut next, &finalizers);
-                Ok(Write::Put(next))
-            }),
-        )
-        .await
-        .map(|_| ())
+    modify(objects, writer, key, uid, Part::Main, move |obj| {
+        let mut finalizers = meta::finalizers(obj);
+        let before = finalizers.len();
+        finalizers.retain(|f| f != finalizer);
+        if finalizers.len() != before {
+            meta::set_finalizers(obj, &finalizers);
+        }
+    })
+    .await
 }

@@ -108,7 +108,9 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     for info in &resources {
         entries.push(resource_entry(info));
         for sub in info.strategy.subresources() {
-            entries.push(sub_entry(info, sub, &info.kind, None));
+            let mut entry = sub_entry(info, sub, &info.kind, None);
+            entry["verbs"] = json!(info.strategy.subresource_verbs(sub));
+            entries.push(entry);
         }
         if info.status_subresource {
             entries.push(sub_entry(info, "status", &info.kind, None));
@@ -188,7 +190,7 @@ fn discovery_version(registry: &Registry, group: &str, version: &str) -> Value {
             for sub in info.strategy.subresources() {
                 subs.push(json!({"subresource": sub,
                     "responseKind": response_kind("", "", &info.kind),
-                    "verbs": ["get", "patch", "update"]}));
+                    "verbs": info.strategy.subresource_verbs(sub)}));
             }
             if info.status_subresource {
                 subs.push(json!({"subresource": "status",

@@ -244,7 +244,18 @@ async fn serve_resource(
             .await;
         }
         Some(sub) => match info.strategy.subresources().iter().find(|s| **s == sub) {
-            Some(name) => Part::Subresource(name),
+            Some(name) => {
+                let verb = match *method {
+                    Method::GET => "get",
+                    Method::PATCH => "patch",
+                    Method::PUT => "update",
+                    _ => "",
+                };
+                if !info.strategy.subresource_verbs(name).contains(&verb) {
+                    return Err(ApiError::method_not_allowed());
+                }
+                Part::Subresource(name)
+            }
             None => return Err(ApiError::unknown_resource()),
         },
     };

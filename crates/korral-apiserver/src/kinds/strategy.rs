@@ -85,6 +85,12 @@ pub(crate) trait Strategy: Debug + Send + Sync {
         &[]
     }
 
+    /// The verbs one of [`Strategy::subresources`] serves (upstream's `finalize` is update
+    /// only); others answer 405.
+    fn subresource_verbs(&self, _subresource: &str) -> &'static [&'static str] {
+        &["get", "patch", "update"]
+    }
+
     /// Field validation against the kind's schema. Built-in kinds drop the fields upstream's
     /// types do not know (refused under `Strict`, warned about under `Warn`); a value of the wrong
     /// JSON type is a 400. Returns the warnings.

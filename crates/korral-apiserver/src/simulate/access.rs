@@ -310,11 +310,12 @@ where
     F: Fn(&mut Value) + Send + Sync + 'static,
 {
     objects
-        .update_status_with(
+        .update_with(
             info,
             meta::namespace(obj),
             meta::name(obj),
             meta::uid(obj),
+            Part::Status,
             &actor.write_options(),
             change,
         )
