@@ -353,7 +353,9 @@ impl ApiServer {
             tokio::spawn(controllers::run(
                 objects.clone(),
                 shutdown_rx.clone(),
-                config.simulation,
+                config.simulation.then(|| crate::simulate::Cluster {
+                    ca_bundle: ca_pem.clone(),
+                }),
             )),
         ];
         tracing::info!(%url, "korral apiserver ready");

@@ -1224,3 +1224,90 @@ async fn simulated_writes_go_through_admission_as_upstreams_components() {
         "{managers:?}"
     );
 }
+
+/// Every namespace gets the `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap with
+/// the server's CA bundle, as kube-controller-manager keeps them: re-created when deleted,
+/// restored when changed.
+#[tokio::test]
+async fn namespaces_get_the_default_service_account_and_root_ca() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+    let env = sim_env().await;
+    let client = env.client();
+    let ca = env.server().ca_pem().expect("TLS server").to_string();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "team"}})).expect("ns"),
+        )
+        .await
+        .expect("namespace");
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "team");
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
+    let root_ca = || {
+        let config_maps = config_maps.clone();
+        let ca = ca.clone();
+        async move {
+            config_maps
+                .get_opt("kube-root-ca.crt")
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|cm| {
+                    cm.data.and_then(|d| d.get("ca.crt").cloned()) == Some(ca)
+                        && cm
+                            .metadata
+                            .annotations
+                            .and_then(|a| a.get("kubernetes.io/description").cloned())
+                            .is_some_and(|d| d.starts_with("Contains a CA bundle"))
+                })
+        }
+    };
+    wait_until(WAIT, "the default service account and the root CA", || {
+        let accounts = accounts.clone();
+        let root_ca = root_ca();
+        async move { accounts.get_opt("default").await.ok().flatten().is_some() && root_ca.await }
+    })
+    .await
+    .expect("namespace kept");
+    // The existing namespaces got them too.
+    let default_cms: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
+    wait_until(WAIT, "kube-system has the root CA", || {
+        let default_cms = default_cms.clone();
+        async move {
+            default_cms
+                .get_opt("kube-root-ca.crt")
+                .await
+                .ok()
+                .flatten()
+                .is_some()
+        }
+    })
+    .await
+    .expect("kube-system");
+
+    // Deleted: re-created. Changed: restored.
+    accounts
+        .delete("default", &DeleteParams::default())
+        .await
+        .expect("delete account");
+    wait_until(WAIT, "the default service account is back", || {
+        let accounts = accounts.clone();
+        async move { accounts.get_opt("default").await.ok().flatten().is_some() }
+    })
+    .await
+    .expect("account re-created");
+    config_maps
+        .patch(
+            "kube-root-ca.crt",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"ca.crt": "tampered", "extra": "x"}})),
+        )
+        .await
+        .expect("tamper");
+    wait_until(WAIT, "the root CA is restored", root_ca)
+        .await
+        .expect("restored");
+    let restored = config_maps.get("kube-root-ca.crt").await.expect("cm");
+    assert_eq!(restored.data.map(|d| d.len()), Some(1));
+}

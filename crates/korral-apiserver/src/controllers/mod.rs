@@ -82,7 +82,11 @@ const CRD_GONE_RECHECK: Duration = Duration::from_secs(1);
 /// Runs the built-in controllers (garbage collector, namespace lifecycle, CRD cleanup, quota and
 /// budget status, role aggregation, and with `simulation` the workload simulation) until
 /// `shutdown` turns `true` or its sender is dropped.
-pub async fn run(objects: Arc<Objects>, mut shutdown: watch::Receiver<bool>, simulation: bool) {
+pub async fn run(
+    objects: Arc<Objects>,
+    mut shutdown: watch::Receiver<bool>,
+    simulation: Option<crate::simulate::Cluster>,
+) {
     if *shutdown.borrow() {
         return;
     }
@@ -90,7 +94,8 @@ pub async fn run(objects: Arc<Objects>, mut shutdown: watch::Receiver<bool>, sim
         objects,
         index: Index::default(),
         queue: HashSet::new(),
-        workload: simulation.then(BTreeSet::new),
+        workload: simulation.as_ref().map(|_| BTreeSet::new()),
+        cluster: simulation.unwrap_or_default(),
         retries: HashMap::new(),
         later: Vec::new(),
         seen: 0,
@@ -136,6 +141,8 @@ struct Controller {
     /// Queued workload simulation work, in the order it runs; `None` when the server does not
     /// simulate workloads.
     workload: Option<BTreeSet<crate::simulate::Work>>,
+    /// What the simulated components know of the cluster.
+    cluster: crate::simulate::Cluster,
     retries: HashMap<Work, Retry>,
     /// Work scheduled for later regardless of success.
     later: Vec<(Instant, Work)>,
@@ -365,9 +372,10 @@ impl Controller {
         }
         let objects = &*self.objects;
         let index = &self.index;
+        let cluster = &self.cluster;
         let controllers = futures::stream::iter(batch)
             .map(|work| async move {
-                let outcome = execute(objects, index, &work).await;
+                let outcome = execute(objects, cluster, index, &work).await;
                 (work, outcome)
             })
             .buffer_unordered(CONCURRENCY)
@@ -375,7 +383,7 @@ impl Controller {
         let simulated = async move {
             let mut done = Vec::with_capacity(workload.len());
             for item in workload {
-                let outcome = simulate(objects, &item).await;
+                let outcome = simulate(objects, cluster, &item).await;
                 done.push((Work::Workload(item), outcome));
             }
             done
@@ -407,8 +415,12 @@ impl Controller {
 }
 
 /// Runs one workload simulation item; a failure is retried, except when storage is closing.
-async fn simulate(objects: &Objects, item: &crate::simulate::Work) -> Outcome {
-    let retry = match crate::simulate::execute(objects, item).await {
+async fn simulate(
+    objects: &Objects,
+    cluster: &crate::simulate::Cluster,
+    item: &crate::simulate::Work,
+) -> Outcome {
+    let retry = match crate::simulate::execute(objects, cluster, item).await {
         Ok(()) => false,
         Err(error) if error.code == 503 => {
             tracing::debug!(?item, %error, "storage closing; simulation work dropped");
@@ -430,7 +442,12 @@ async fn simulate(objects: &Objects, item: &crate::simulate::Work) -> Outcome {
 }
 
 /// Runs one work item against the current state.
-async fn execute(objects: &Objects, index: &Index, work: &Work) -> Outcome {
+async fn execute(
+    objects: &Objects,
+    cluster: &crate::simulate::Cluster,
+    index: &Index,
+    work: &Work,
+) -> Outcome {
     let result = match work {
         Work::Dependent(key) => collect_dependent(objects, index, key).await,
         Work::Owner(key) => finish_owner(objects, index, key).await,
@@ -449,7 +466,7 @@ async fn execute(objects: &Objects, index: &Index, work: &Work) -> Outcome {
             }
             Ok(Vec::new())
         }
-        Work::Workload(item) => return simulate(objects, item).await,
+        Work::Workload(item) => return simulate(objects, cluster, item).await,
     };
     match result {
         Ok(follow_ups) => Outcome {

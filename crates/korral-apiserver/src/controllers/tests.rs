@@ -32,7 +32,7 @@ struct Controllers {
 impl Controllers {
     fn start(objects: &Arc<Objects>) -> Self {
         let (stop, rx) = watch::channel(false);
-        let task = tokio::spawn(run(objects.clone(), rx, false));
+        let task = tokio::spawn(run(objects.clone(), rx, None));
         Self { stop, task }
     }
 
@@ -591,7 +591,7 @@ async fn stops_on_shutdown_and_when_the_sender_is_dropped() {
     let objects = new_objects();
     Controllers::start(&objects).stop().await;
     let (stop, rx) = watch::channel(false);
-    let task = tokio::spawn(run(objects.clone(), rx, false));
+    let task = tokio::spawn(run(objects.clone(), rx, None));
     drop(stop);
     tokio::time::timeout(Duration::from_secs(5), task)
         .await

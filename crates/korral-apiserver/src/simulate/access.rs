@@ -37,6 +37,10 @@ pub enum Actor {
     Endpoints,
     /// The EndpointSlice controller.
     EndpointSlice,
+    /// The ServiceAccounts controller.
+    ServiceAccounts,
+    /// The root CA certificate publisher.
+    RootCaPublisher,
     /// The scheduler.
     Scheduler,
     /// The simulated node's kubelet.
@@ -54,6 +58,8 @@ impl Actor {
             Self::DaemonSet => "daemon-set-controller",
             Self::Endpoints => "endpoint-controller",
             Self::EndpointSlice => "endpointslice-controller",
+            Self::ServiceAccounts => "service-account-controller",
+            Self::RootCaPublisher => "root-ca-cert-publisher",
             Self::Scheduler => {
                 return UserInfo {
                     name: "system:kube-scheduler".into(),

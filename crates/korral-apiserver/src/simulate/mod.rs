@@ -10,6 +10,8 @@
 //! * Pods (owned or bare) are scheduled onto one simulated Node, then run and turn Ready
 //!   ([`pods`]).
 //! * Services with a selector get Endpoints ([`endpoints`]).
+//! * Every namespace gets the `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap
+//!   ([`namespaces`]).
 //!
 //! The simulation has no loop of its own: it runs on the built-in controllers' loop
 //! ([`crate::controllers`]), which watches storage once for everything. [`initial_work`] and
@@ -28,6 +30,7 @@ pub mod endpoints;
 mod endpointslices;
 pub mod jobs;
 pub mod names;
+pub mod namespaces;
 pub mod pods;
 pub mod replicaset;
 pub mod statefulset;
@@ -45,6 +48,8 @@ use crate::storage::{Event, Snapshot, collection_prefix};
 pub enum Work {
     /// Register the simulated node.
     Node,
+    /// Keep a namespace's default ServiceAccount and root CA ConfigMap.
+    Namespace(String),
     /// Reconcile a Deployment.
     Deployment(String, String),
     /// Reconcile a StatefulSet.
@@ -68,6 +73,10 @@ pub enum Work {
 /// the server was down).
 pub(crate) fn initial_work(snapshot: &Snapshot, queue: &mut BTreeSet<Work>) {
     queue.insert(Work::Node);
+    let prefix = collection_prefix("", "namespaces", None);
+    for (_, namespace) in snapshot.range(&prefix, None) {
+        queue.insert(Work::Namespace(meta::name(namespace).to_string()));
+    }
     for (group, resource) in WATCHED {
         let prefix = collection_prefix(group, resource, None);
         for (key, _) in snapshot.range(&prefix, None) {
@@ -98,6 +107,10 @@ fn queue_unbound_pods(objects: &Objects, queue: &mut BTreeSet<Work>) {
 /// Queues the work one storage event calls for: the object's own, its controller's, and for
 /// Pods the Services of their namespace.
 pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<Work>) {
+    if event.key.starts_with("/core/namespaces/") {
+        queue.insert(Work::Namespace(meta::name(&event.object).to_string()));
+        return;
+    }
     if event.key.starts_with("/core/nodes/") {
         if meta::name(&event.object) == pods::NODE_NAME {
             queue.insert(Work::Node);
@@ -110,6 +123,10 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
     };
     if group == "core" && resource == "endpoints" {
         queue.extend(work_for("", "services", &event.key));
+        return;
+    }
+    if namespaces::maintains(group, resource, meta::name(&event.object)) {
+        queue.insert(Work::Namespace(ns.to_string()));
         return;
     }
     let group = if group == "core" { "" } else { group };
@@ -167,10 +184,23 @@ fn work_for(group: &str, resource: &str, key: &str) -> Option<Work> {
     })
 }
 
+/// What the simulated components know of the cluster beyond its stored objects.
+#[derive(Debug, Clone, Default)]
+pub struct Cluster {
+    /// The PEM CA bundle clients verify the server with (published in every namespace as
+    /// `kube-root-ca.crt`); `None` for a server without TLS.
+    pub ca_bundle: Option<String>,
+}
+
 /// Runs one work item against the current state.
-pub(crate) async fn execute(objects: &Objects, work: &Work) -> Result<(), ApiError> {
+pub(crate) async fn execute(
+    objects: &Objects,
+    cluster: &Cluster,
+    work: &Work,
+) -> Result<(), ApiError> {
     match work {
         Work::Node => pods::ensure_node(objects).await,
+        Work::Namespace(name) => namespaces::reconcile(objects, cluster, name).await,
         Work::Deployment(ns, name) => deployment::reconcile(objects, ns, name).await,
         Work::StatefulSet(ns, name) => statefulset::reconcile(objects, ns, name).await,
         Work::Job(ns, name) => jobs::reconcile(objects, ns, name).await,
