@@ -3,6 +3,7 @@
 //! rules of its validation (see [`validation`]). Nothing allocates devices: claims stay
 //! pending unless a client writes their status.
 
+mod cel;
 mod validation;
 
 use k8s_openapi::api::resource::v1 as api;
@@ -104,7 +105,14 @@ struct DeviceClasses;
 
 impl Strategy for DeviceClasses {
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
-        validation::class_spec(obj.get("spec").unwrap_or(&Value::Null))
+        validation::class_spec(obj.get("spec").unwrap_or(&Value::Null), None)
+    }
+
+    fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
+        validation::class_spec(
+            obj.get("spec").unwrap_or(&Value::Null),
+            Some(old.get("spec").unwrap_or(&Value::Null)),
+        )
     }
 }
 

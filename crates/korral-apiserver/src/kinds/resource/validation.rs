@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 
+use super::cel::Verdict;
 use crate::error::Cause;
 use crate::meta;
 use crate::validation::enums::{self, Enum};
@@ -237,6 +238,7 @@ fn exact_request(request: &Value, path: &str) -> Vec<Cause> {
     errs.extend(selectors(
         items(request, "selectors"),
         &child(path, "selectors"),
+        false,
     ));
     let count = request.get("count").and_then(Value::as_i64).unwrap_or(0);
     match text(request, "allocationMode") {
@@ -266,18 +268,26 @@ fn exact_request(request: &Value, path: &str) -> Vec<Cause> {
     errs
 }
 
-/// `validateSelectorSlice`: each selector has a `cel` expression of bounded length.
-fn selectors(list: &[Value], path: &str) -> Vec<Cause> {
+/// `validateSelectorSlice`: each selector has a `cel` expression of bounded length that
+/// compiles in the device environment (unless `stored`: kept unchanged from the stored object).
+fn selectors(list: &[Value], path: &str, stored: bool) -> Vec<Cause> {
     each(list, MAX_REQUESTS, path, None, |selector, at| {
         let Some(cel) = selector.get("cel").filter(|c| !c.is_null()) else {
             return vec![Cause::required(child(at, "cel"), "")];
         };
+        if stored {
+            return Vec::new();
+        }
         let expression = text(cel, "expression");
         let at = child(&child(at, "cel"), "expression");
         if expression.len() > MAX_EXPRESSION {
             return vec![too_long(&at, MAX_EXPRESSION as i64)];
         }
-        Vec::new()
+        match super::cel::check(expression) {
+            Verdict::Valid => Vec::new(),
+            Verdict::Invalid(detail) => vec![invalid_value(&at, &json!(expression), &detail)],
+            Verdict::TooComplex => vec![Cause::forbidden(at, "too complex, exceeds cost limit")],
+        }
     })
 }
 
@@ -383,9 +393,11 @@ pub(super) fn opaque_config(config: &Value, path: &str) -> Vec<Cause> {
     errs
 }
 
-/// Upstream's `validateDeviceClassSpec` (selectors and configuration).
-pub(super) fn class_spec(spec: &Value) -> Vec<Cause> {
-    let mut errs = selectors(items(spec, "selectors"), "spec.selectors");
+/// Upstream's `validateDeviceClassSpec` (selectors and configuration); on update, selectors
+/// exactly as stored are not compiled again.
+pub(super) fn class_spec(spec: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let stored = old.is_some_and(|old| old.get("selectors") == spec.get("selectors"));
+    let mut errs = selectors(items(spec, "selectors"), "spec.selectors", stored);
     errs.extend(each(
         items(spec, "config"),
         MAX_REQUESTS,

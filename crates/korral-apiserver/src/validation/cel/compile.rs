@@ -85,7 +85,10 @@ impl CelCache {
     }
 }
 
-fn compile_uncached(source: &str) -> Result<Compiled, CompileError> {
+/// Parses `source` in `env` (its macros) with the limits every expression has: its length,
+/// its nesting, and the depth of its tree; the parser runs on a thread with a generous stack.
+/// Nothing is checked of the references: the caller bounds the program's cost.
+pub fn parse_in(env: &Arc<Env>, source: &str) -> Result<Program, CompileError> {
     if source.len() > MAX_EXPRESSION_BYTES {
         return Err(CompileError(format!(
             "expression of {} bytes exceeds the limit of {MAX_EXPRESSION_BYTES} bytes",
@@ -99,13 +102,14 @@ fn compile_uncached(source: &str) -> Result<Compiled, CompileError> {
         )));
     }
     let owned = source.to_string();
+    let env = env.clone();
     // The parser recurses per nesting level and per chained operator: run it on a thread with a
     // generous stack, and drop over-deep trees there too (dropping recurses as well).
     let handle = std::thread::Builder::new()
         .name("cel-compile".into())
         .stack_size(PARSER_STACK)
         .spawn(move || -> Result<Program, CompileError> {
-            let program = env()
+            let program = env
                 .compile(&owned)
                 .map_err(|e| CompileError(e.to_string()))?;
             let depth = ast_depth(program.expression());
@@ -117,9 +121,13 @@ fn compile_uncached(source: &str) -> Result<Compiled, CompileError> {
             Ok(program)
         })
         .map_err(|e| CompileError(format!("starting the compiler: {e}")))?;
-    let program = handle
+    handle
         .join()
-        .map_err(|_| CompileError("the compiler failed".into()))??;
+        .map_err(|_| CompileError("the compiler failed".into()))?
+}
+
+fn compile_uncached(source: &str) -> Result<Compiled, CompileError> {
+    let program = parse_in(env(), source)?;
     // Every reference must be known to the cost model: probe it with placeholder shapes.
     let probe = [("self", Shape::opaque(1)), ("oldSelf", Shape::opaque(1))];
     if let Err(e) = cost::estimate(program.expression(), &probe) {

@@ -297,9 +297,15 @@ struct Bound {
     shape: Shape,
 }
 
+/// Costs of functions an environment adds to the standard ones: the work of a call and its
+/// result's shape given its arguments' shapes (receiver first), or `None` for a function the
+/// environment does not declare either.
+pub type Library = dyn Fn(&str, &[Shape]) -> Option<(u64, Shape)> + Sync;
+
 /// Variables in scope and their shapes.
 struct Scope<'a> {
     vars: Vec<(&'a str, Shape)>,
+    library: Option<&'a Library>,
 }
 
 impl Scope<'_> {
@@ -330,6 +336,21 @@ const TYPE_NAMES: [&str; 10] = [
 pub fn estimate(expr: &IdedExpr, vars: &[(&str, Shape)]) -> Result<u64, Unbounded> {
     let mut scope = Scope {
         vars: vars.iter().map(|(n, s)| (*n, s.clone())).collect(),
+        library: None,
+    };
+    Ok(bound(expr, &mut scope)?.cost)
+}
+
+/// [`estimate`] in an environment whose `library` declares functions beyond the standard ones
+/// (consulted only for the names the standard table does not know).
+pub fn estimate_with<'a>(
+    expr: &'a IdedExpr,
+    vars: &[(&'a str, Shape)],
+    library: &'a Library,
+) -> Result<u64, Unbounded> {
+    let mut scope = Scope {
+        vars: vars.to_vec(),
+        library: Some(library),
     };
     Ok(bound(expr, &mut scope)?.cost)
 }
@@ -510,7 +531,13 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                 cost = add(cost, b.cost);
                 args.push(b.shape);
             }
-            let (mut work, shape) = call_bound(&call.func_name, &args)?;
+            let (mut work, shape) = match call_bound(&call.func_name, &args) {
+                Err(Unbounded::Undeclared(name)) => scope
+                    .library
+                    .and_then(|library| library(&name, &args))
+                    .ok_or(Unbounded::Undeclared(name))?,
+                other => other?,
+            };
             // A macro's accumulator (`@result`, a name rules cannot spell) is appended to in
             // place by `map`/`filter`: appending costs the new part, not a copy of the whole.
             if call.func_name == "_+_"
