@@ -1670,7 +1670,12 @@ fn weight(term: &Value, path: &str, out: &mut Vec<Cause>) {
 
 /// `ValidateNodeSelectorTerm`: label expressions (values checked in required terms only, as
 /// upstream allows any value in preferred ones) and field expressions on `metadata.name`.
-fn node_selector_term(term: &Value, check_values: bool, path: &str, out: &mut Vec<Cause>) {
+pub(crate) fn node_selector_term(
+    term: &Value,
+    check_values: bool,
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
     for (i, expression) in list_at(term, "matchExpressions").iter().enumerate() {
         let epath = index(&child(path, "matchExpressions"), i);
         let operator = str_at(expression, "operator");

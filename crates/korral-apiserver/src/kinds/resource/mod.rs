@@ -4,6 +4,8 @@
 //! pending unless a client writes their status.
 
 mod cel;
+mod slice;
+mod status;
 mod validation;
 
 use k8s_openapi::api::resource::v1 as api;
@@ -132,7 +134,7 @@ impl Strategy for Claims {
 
     fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
         match ctx.subresource {
-            Some("status") => validation::claim_status(obj, old),
+            Some("status") => status::claim_status(obj, old),
             _ => validation::immutable_spec(obj, old),
         }
     }

@@ -17,7 +17,7 @@ use crate::validation::names::{
 
 /// Upstream's `field.NotSupported` for the string `value`, rendered as Go quotes it, listing
 /// `supported` sorted.
-fn unsupported(field: String, value: &str, supported: &Enum) -> Cause {
+pub(super) fn unsupported(field: String, value: &str, supported: &Enum) -> Cause {
     let listed: Vec<String> = supported.sorted().into_iter().map(go_quote).collect();
     Cause::new(
         "FieldValueNotSupported",
@@ -40,13 +40,13 @@ const MAX_EXPRESSION: usize = 10 * 1024;
 const MAX_PARAMETERS: usize = 10 * 1024;
 /// `ResourceSliceMaxDevices`.
 const MAX_DEVICES: usize = 128;
+/// `ResourceSliceMaxDevicesWithTaintsOrConsumesCounters`.
+const MAX_DEVICES_WITH_TAINTS_OR_COUNTERS: usize = 64;
 /// `PoolNameMaxLength`.
 const MAX_POOL_NAME: usize = 253;
-/// The most reservations a claim may have.
-const MAX_RESERVED_FOR: usize = 256;
 
 /// The array at `field` of `obj`.
-fn items<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
+pub(super) fn items<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
     obj.get(field)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
@@ -54,17 +54,17 @@ fn items<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
 }
 
 /// The string at `field` of `obj` (empty when absent).
-fn text<'a>(obj: &'a Value, field: &str) -> &'a str {
+pub(super) fn text<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Whether `field` of `obj` is set (present and not null).
-fn set(obj: &Value, field: &str) -> bool {
+pub(super) fn set(obj: &Value, field: &str) -> bool {
     obj.get(field).is_some_and(|v| !v.is_null())
 }
 
 /// Upstream's `field.TooMany`.
-fn too_many(path: &str, actual: usize, max: usize) -> Cause {
+pub(super) fn too_many(path: &str, actual: usize, max: usize) -> Cause {
     let unit = if max == 1 { "item" } else { "items" };
     Cause::new(
         "FieldValueTooMany",
@@ -75,7 +75,7 @@ fn too_many(path: &str, actual: usize, max: usize) -> Cause {
 
 /// Upstream's `validateSlice`/`validateSet`: at most `max` items (which stops validation),
 /// each item checked, and with a key, no key twice.
-fn each<'a>(
+pub(super) fn each<'a>(
     list: &'a [Value],
     max: usize,
     path: &str,
@@ -104,17 +104,17 @@ fn each<'a>(
 }
 
 /// The `name` of an item.
-fn name_of(item: &Value) -> &str {
+pub(super) fn name_of(item: &Value) -> &str {
     text(item, "name")
 }
 
 /// A string item itself.
-fn string_of(item: &Value) -> &str {
+pub(super) fn string_of(item: &Value) -> &str {
     item.as_str().unwrap_or("")
 }
 
 /// `ValidateDNS1123Label` of a request or device name.
-fn label(value: &str, path: &str) -> Vec<Cause> {
+pub(super) fn label(value: &str, path: &str) -> Vec<Cause> {
     if value.is_empty() {
         return vec![Cause::required(path, "")];
     }
@@ -125,7 +125,7 @@ fn label(value: &str, path: &str) -> Vec<Cause> {
 }
 
 /// `ValidateDNS1123Subdomain` of a device class name.
-fn subdomain(value: &str, path: &str) -> Vec<Cause> {
+pub(super) fn subdomain(value: &str, path: &str) -> Vec<Cause> {
     dns1123_subdomain(value)
         .into_iter()
         .map(|msg| invalid_value(path, &json!(value), &msg))
@@ -133,7 +133,7 @@ fn subdomain(value: &str, path: &str) -> Vec<Cause> {
 }
 
 /// `validatePoolName`: required, at most 253 characters, DNS subdomains separated by slashes.
-fn pool_name(name: &str, path: &str) -> Vec<Cause> {
+pub(super) fn pool_name(name: &str, path: &str) -> Vec<Cause> {
     if name.is_empty() {
         return vec![Cause::required(path, "")];
     }
@@ -182,7 +182,7 @@ pub(super) fn claim_spec(spec: &Value, path: &str) -> Vec<Cause> {
 }
 
 /// The names a claim's references may use: `request` or `request/subrequest`.
-fn request_names(requests: &[Value]) -> Vec<String> {
+pub(super) fn request_names(requests: &[Value]) -> Vec<String> {
     let mut names = Vec::new();
     for request in requests {
         let name = name_of(request);
@@ -292,7 +292,7 @@ fn selectors(list: &[Value], path: &str, stored: bool) -> Vec<Cause> {
 }
 
 /// Upstream's `validateDeviceToleration`.
-fn device_toleration(toleration: &Value, path: &str) -> Vec<Cause> {
+pub(super) fn device_toleration(toleration: &Value, path: &str) -> Vec<Cause> {
     let mut errs = Vec::new();
     let key = text(toleration, "key");
     if !key.is_empty() {
@@ -332,7 +332,7 @@ fn device_toleration(toleration: &Value, path: &str) -> Vec<Cause> {
 }
 
 /// The `requests` a constraint or configuration refers to: names of the claim's requests.
-fn request_refs(item: &Value, path: &str, names: &[String]) -> Vec<Cause> {
+pub(super) fn request_refs(item: &Value, path: &str, names: &[String]) -> Vec<Cause> {
     each(
         items(item, "requests"),
         MAX_REQUESTS,
@@ -354,10 +354,20 @@ fn request_refs(item: &Value, path: &str, names: &[String]) -> Vec<Cause> {
     )
 }
 
-/// Upstream's `validateDeviceConstraint` (the attribute's name is not checked).
+/// Upstream's `validateDeviceConstraint`: request references and a fully qualified attribute.
 fn constraint(item: &Value, path: &str, names: &[String]) -> Vec<Cause> {
     let mut errs = request_refs(item, path, names);
-    if !set(item, "matchAttribute") && !set(item, "distinctAttribute") {
+    if set(item, "matchAttribute") {
+        errs.extend(super::slice::fully_qualified_name(
+            text(item, "matchAttribute"),
+            &child(path, "matchAttribute"),
+        ));
+    } else if set(item, "distinctAttribute") {
+        errs.extend(super::slice::fully_qualified_name(
+            text(item, "distinctAttribute"),
+            &child(path, "distinctAttribute"),
+        ));
+    } else {
         errs.push(Cause::required(child(path, "matchAttribute"), ""));
     }
     errs
@@ -405,44 +415,6 @@ pub(super) fn class_spec(spec: &Value, old: Option<&Value>) -> Vec<Cause> {
         None,
         opaque_config,
     ));
-    errs
-}
-
-/// Upstream's `validateResourceClaimStatusUpdate`, for the reservations and the allocation's
-/// immutability.
-pub(super) fn claim_status(obj: &Value, old: &Value) -> Vec<Cause> {
-    let status = obj.get("status").unwrap_or(&Value::Null);
-    let reserved = items(status, "reservedFor");
-    let mut errs = each(
-        reserved,
-        MAX_RESERVED_FOR,
-        "status.reservedFor",
-        Some(|r: &Value| text(r, "uid")),
-        |r, at| {
-            ["resource", "name", "uid"]
-                .iter()
-                .filter(|f| text(r, f).is_empty())
-                .map(|f| Cause::required(child(at, f), ""))
-                .collect()
-        },
-    );
-    let allocation = status.get("allocation").filter(|a| !a.is_null());
-    if !reserved.is_empty() && allocation.is_none() {
-        errs.push(Cause::forbidden(
-            "status.reservedFor",
-            "may not be specified when `allocated` is not set",
-        ));
-    }
-    let old_allocation = meta::path(old, "status.allocation").filter(|a| !a.is_null());
-    if let (Some(new), Some(before)) = (allocation, old_allocation)
-        && new != before
-    {
-        errs.push(invalid_rendered(
-            "status.allocation",
-            "\"object\"",
-            "field is immutable",
-        ));
-    }
     errs
 }
 
@@ -526,25 +498,33 @@ pub(super) fn slice_spec(spec: &Value, old: Option<&Value>) -> Vec<Cause> {
         ));
     }
     let per_device = spec.get("perDeviceNodeSelection").and_then(Value::as_bool) == Some(true);
+    let devices = items(spec, "devices");
+    let advanced = devices
+        .iter()
+        .any(|d| !items(d, "taints").is_empty() || !items(d, "consumesCounters").is_empty());
+    let max_devices = if advanced {
+        MAX_DEVICES_WITH_TAINTS_OR_COUNTERS
+    } else {
+        MAX_DEVICES
+    };
+    let old_devices = old.map(|o| items(o, "devices")).unwrap_or(&[]);
     errs.extend(each(
-        items(spec, "devices"),
-        MAX_DEVICES,
+        devices,
+        max_devices,
         "spec.devices",
         Some(name_of),
         |device, at| {
-            let mut errs = label(name_of(device), &child(at, "name"));
-            let placed = ["nodeName", "nodeSelector", "allNodes"]
-                .iter()
-                .any(|f| set(device, f));
-            if placed && !per_device {
-                errs.push(invalid_rendered(
-                    at,
-                    "null",
-                    "`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec",
-                ));
-            }
-            errs
+            let name = name_of(device);
+            let old_device = old_devices.iter().find(|d| name_of(d) == name);
+            super::slice::device(device, old_device, at, per_device)
         },
+    ));
+    errs.extend(each(
+        items(spec, "sharedCounters"),
+        super::slice::MAX_COUNTER_SETS,
+        "spec.sharedCounters",
+        Some(name_of),
+        super::slice::counter_set,
     ));
     errs
 }
@@ -567,6 +547,7 @@ fn node_selection(spec: &Value) -> Vec<Cause> {
     }
     if let Some(selector) = spec.get("nodeSelector").filter(|s| !s.is_null()) {
         chosen.push("`nodeSelector`");
+        errs.extend(super::slice::node_selector(selector, "spec.nodeSelector"));
         if items(selector, "nodeSelectorTerms").len() != 1 {
             errs.push(invalid_rendered(
                 "spec.nodeSelector.nodeSelectorTerms",
@@ -671,18 +652,6 @@ mod tests {
         assert_eq!(
             messages(&slice_spec(&new, Some(&old))),
             vec!["spec.driver: Invalid value: \"b.example.com\": field is immutable"]
-        );
-    }
-
-    #[test]
-    fn reservations_need_an_allocation() {
-        let obj = json!({"status": {"reservedFor": [{"resource": "pods", "name": "p"}]}});
-        assert_eq!(
-            messages(&claim_status(&obj, &json!({}))),
-            vec![
-                "status.reservedFor[0].uid: Required value",
-                "status.reservedFor: Forbidden: may not be specified when `allocated` is not set",
-            ]
         );
     }
 }
