@@ -404,9 +404,12 @@ pub struct Objects {
     pages: Mutex<PageSnapshots>,
     webhook_services: crate::admission::ServiceMap,
     authorization: crate::server::AuthorizationMode,
+    /// The optional built-in admission plugins to run.
+    plugins: crate::builtin_admission::Plugins,
 }
 
-fn generate_suffix() -> String {
+/// Five random characters of upstream's safe alphabet (generated names, token volumes).
+pub(crate) fn generate_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let bytes = *uuid::Uuid::new_v4().as_bytes();
     bytes
@@ -495,6 +498,7 @@ impl Objects {
             pages: Mutex::new(PageSnapshots::default()),
             webhook_services: Default::default(),
             authorization: crate::server::AuthorizationMode::default(),
+            plugins: crate::builtin_admission::Plugins::default(),
         }
     }
 
@@ -502,6 +506,12 @@ impl Objects {
     /// authorize (CertificateApproval, CertificateSigning) consult.
     pub fn with_authorization(mut self, mode: crate::server::AuthorizationMode) -> Self {
         self.authorization = mode;
+        self
+    }
+
+    /// The same layer running these optional built-in admission plugins.
+    pub fn with_admission_plugins(mut self, plugins: crate::builtin_admission::Plugins) -> Self {
+        self.plugins = plugins;
         self
     }
 
@@ -528,6 +538,7 @@ impl Objects {
             user: None,
             subresource: None,
             authorization: self.authorization,
+            plugins: self.plugins,
         }
     }
 
@@ -831,6 +842,7 @@ impl Objects {
         };
         info.strategy.prepare_for_create(info, &mut obj, &ctx);
         Self::validate_meta(info, &obj)?;
+        crate::builtin_admission::await_prerequisites(info, &obj, &ctx).await;
         let warnings =
             Self::decode_and_validate(info, &mut obj, None, opts.field_validation, &ctx)?;
         if let Track::Update(manager, subresource) = &track {

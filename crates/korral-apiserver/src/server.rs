@@ -254,7 +254,12 @@ impl ApiServer {
         }
         let objects = Arc::new(
             Objects::new(storage.clone(), registry.clone())
-                .with_authorization(config.authorization),
+                .with_authorization(config.authorization)
+                .with_admission_plugins(crate::builtin_admission::Plugins {
+                    // As envtest, the test control plane runs without it; a simulating server
+                    // keeps every namespace's `default` ServiceAccount and runs it as a cluster.
+                    service_account: config.simulation,
+                }),
         );
         for (service, address) in &config.webhook_services {
             objects.webhook_services().insert_key(service, *address);

@@ -1311,3 +1311,125 @@ async fn namespaces_get_the_default_service_account_and_root_ca() {
     let restored = config_maps.get("kube-root-ca.crt").await.expect("cm");
     assert_eq!(restored.data.map(|d| d.len()), Some(1));
 }
+
+/// With the simulation (a cluster's controllers), the ServiceAccount admission plugin runs as
+/// on a cluster: a Pod's service account must exist (a ReplicaSet reports the refusal), and its
+/// token, CA and namespace are mounted unless automounting is off. Without it (as envtest),
+/// nothing is required or mounted.
+#[tokio::test]
+async fn service_account_admission_runs_with_the_simulation() {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let env = sim_env().await;
+    let client = env.client();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = |name: &str, account: Option<&str>| -> Pod {
+        let mut spec = json!({"containers": [{"name": "main", "image": "nginx"}], "initContainers": [{"name": "init", "image": "busybox"}]});
+        if let Some(account) = account {
+            spec["serviceAccountName"] = json!(account);
+        }
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("pod")
+    };
+    // The default account of a namespace is waited for, so a first pod right after start runs.
+    let created = pods
+        .create(&PostParams::default(), &pod("first", None))
+        .await
+        .expect("pod as default");
+    let spec = serde_json::to_value(created.spec.clone()).expect("spec");
+    assert_eq!(spec["serviceAccountName"], "default");
+    let volume = spec["volumes"]
+        .as_array()
+        .and_then(|v| {
+            v.iter().find(|v| {
+                v["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("kube-api-access-"))
+            })
+        })
+        .cloned()
+        .expect("token volume");
+    assert_eq!(
+        volume["projected"]["sources"],
+        json!([
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+        ])
+    );
+    assert_eq!(volume["projected"]["defaultMode"], 420);
+    let mount = json!([{"name": volume["name"], "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]);
+    assert_eq!(spec["containers"][0]["volumeMounts"], mount);
+    assert_eq!(spec["initContainers"][0]["volumeMounts"], mount);
+
+    // A missing account is refused with upstream's words.
+    let err = pods
+        .create(&PostParams::default(), &pod("lost", Some("robot")))
+        .await
+        .expect_err("missing account");
+    let kube::Error::Api(status) = err else {
+        panic!("not a Status: {err:?}");
+    };
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        status.message,
+        "pods \"lost\" is forbidden: error looking up service account default/robot: serviceaccount \"robot\" not found"
+    );
+    // A Deployment running as it waits (FailedCreate) until the account exists.
+    let mut robot = serde_json::to_value(deployment("robot", 1, "nginx")).expect("json");
+    robot["spec"]["template"]["spec"]["serviceAccountName"] = json!("robot");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    deployments
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(robot).expect("deployment"),
+        )
+        .await
+        .expect("deployment");
+    let replicasets: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    wait_until(WAIT, "the ReplicaSet reports the missing account", || {
+        let replicasets = replicasets.clone();
+        async move {
+            replicasets
+                .list(&ListParams::default().labels("app=robot"))
+                .await
+                .ok()
+                .and_then(|l| l.items.into_iter().next())
+                .and_then(|rs| rs.status?.conditions)
+                .is_some_and(|c| {
+                    c.iter().any(|c| {
+                        c.reason.as_deref() == Some("FailedCreate")
+                            && c.message
+                                .as_deref()
+                                .is_some_and(|m| m.contains("serviceaccount \"robot\" not found"))
+                    })
+                })
+        }
+    })
+    .await
+    .expect("FailedCreate");
+    // Automounting turned off on the account: no volume.
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    accounts
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": "robot"}, "automountServiceAccountToken": false}),
+            )
+            .expect("sa"),
+        )
+        .await
+        .expect("account");
+    wait_deployment_ready(&env, "robot", 1).await;
+    let robot_pod = pods_with(&pods, "app=robot").await.remove(0);
+    let spec = serde_json::to_value(robot_pod.spec).expect("spec");
+    assert!(spec.get("volumes").is_none(), "{spec}");
+
+    // Without the simulation, as envtest: no account needed, nothing mounted.
+    let plain = TestEnv::start().await.expect("env");
+    let plain_pods: Api<Pod> = Api::namespaced(plain.client(), "default");
+    let created = plain_pods
+        .create(&PostParams::default(), &pod("free", Some("nobody")))
+        .await
+        .expect("no ServiceAccount plugin");
+    let spec = serde_json::to_value(created.spec).expect("spec");
+    assert!(spec.get("volumes").is_none(), "{spec}");
+}

@@ -7,6 +7,7 @@ mod certificates;
 mod limit_ranger;
 mod pod_security;
 pub(crate) mod quota;
+mod service_account;
 
 use serde_json::Value;
 
@@ -15,6 +16,27 @@ use crate::kinds::Context;
 use crate::meta;
 use crate::registry::ResourceInfo;
 use crate::storage::{Object, collection_prefix, object_key};
+
+/// The built-in admission plugins a server may run or not (the others always run).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Plugins {
+    /// ServiceAccount: a Pod's service account must exist, and its API token, CA and namespace
+    /// are mounted into every container (upstream's default; envtest disables it).
+    pub service_account: bool,
+}
+
+/// What the plugins may wait for before an object is created (outside the write): the
+/// ServiceAccount plugin gives a new namespace's `default` account a moment to appear, as
+/// upstream's does.
+pub(crate) async fn await_prerequisites(info: &ResourceInfo, obj: &Value, ctx: &Context) {
+    if ctx.plugins.service_account
+        && info.group.is_empty()
+        && !info.is_custom()
+        && info.kind == "Pod"
+    {
+        service_account::await_default_account(obj, ctx.storage.as_ref()).await;
+    }
+}
 
 /// Runs the mutating plugins on an object about to be created, after the kind's defaults:
 /// Priority (a Pod's priority from its PriorityClass, or the global default class),
@@ -31,6 +53,9 @@ pub(crate) fn mutate(
     }
     match info.kind.as_str() {
         "Pod" => {
+            if ctx.plugins.service_account {
+                service_account::admit(info, obj, &ctx.storage.snapshot())?;
+            }
             priority(info, obj, ctx)?;
             if let Some(namespace) = meta::namespace(obj).map(str::to_string) {
                 let ranges = limit_ranger::limit_ranges(&ctx.storage.snapshot(), &namespace);

@@ -45,6 +45,8 @@ pub(crate) struct Context {
     pub subresource: Option<&'static str>,
     /// How the server authorizes: admission plugins that authorize the requester consult it.
     pub authorization: crate::server::AuthorizationMode,
+    /// The optional built-in admission plugins this server runs.
+    pub plugins: crate::builtin_admission::Plugins,
 }
 
 /// How deleting an existing object proceeds.
