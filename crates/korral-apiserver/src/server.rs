@@ -533,43 +533,8 @@ async fn bootstrap(objects: &Objects) -> Result<(), crate::error::ApiError> {
             }
         }
     }
-    // The mandatory API priority and fairness configuration (upstream's APF bootstrap); a
-    // status they come with is written through `/status`, as upstream's APF controller does.
-    for (resource, mut obj) in crate::kinds::mandatory_configuration() {
-        let Some(info) = objects
-            .registry()
-            .get("flowcontrol.apiserver.k8s.io", "v1", resource)
-        else {
-            continue;
-        };
-        let name = crate::meta::name(&obj).to_string();
-        if objects.get(&info, None, &name).is_ok() {
-            continue;
-        }
-        let status = obj.as_object_mut().and_then(|o| o.remove("status"));
-        let created = match objects
-            .create(&info, None, obj, &WriteOptions::default())
-            .await
-        {
-            Ok(written) => written.object,
-            Err(e) if e.code == 409 => continue,
-            Err(e) => return Err(e),
-        };
-        if let Some(status) = status {
-            let mut next = (*created).clone();
-            next["status"] = status;
-            objects
-                .update(
-                    &info,
-                    None,
-                    &name,
-                    next,
-                    crate::objects::Part::Status,
-                    &WriteOptions::default(),
-                )
-                .await?;
-        }
-    }
+    // The API priority and fairness configuration (upstream's APF bootstrap and ensurer).
+    crate::kinds::ensure_flow_control_configuration(objects).await?;
     Ok(())
 }
 

@@ -40,7 +40,7 @@ use schemars::SchemaGenerator;
 
 use crate::registry::{NameRule, ResourceInfo, ScalePaths, standard_verbs};
 pub(crate) use certificates::request_organizations;
-pub(crate) use flowcontrol::mandatory_configuration;
+pub(crate) use flowcontrol::ensure_configuration as ensure_flow_control_configuration;
 pub(crate) use printer::Printer;
 pub(crate) use scheduling::system_priority_classes;
 pub(crate) use storage::is_default_class;

@@ -1,8 +1,11 @@
 //! `flowcontrol.apiserver.k8s.io/v1`: FlowSchemas and PriorityLevelConfigurations, stored with
-//! upstream's defaults and validation, and the mandatory `exempt` and `catch-all` objects of
-//! both kinds every server starts with (upstream's APF configuration bootstrap). The server
-//! does not enforce them: API priority and fairness is not simulated.
+//! upstream's defaults and validation, and the mandatory and suggested objects of both kinds
+//! every server keeps from its start (upstream's APF configuration bootstrap, see
+//! [`bootstrap`] and [`ensurer`]). The server does not enforce them: API priority and fairness
+//! is not simulated.
 
+mod bootstrap;
+mod ensurer;
 mod validation;
 
 use k8s_openapi::api::flowcontrol::v1 as api;
@@ -14,14 +17,12 @@ use super::strategy::{Context, Strategy};
 use crate::error::Cause;
 use crate::meta;
 use crate::registry::ResourceInfo;
+pub(crate) use ensurer::ensure_configuration;
 
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 
 /// The annotation the bootstrap objects carry: the server keeps their spec up to date.
 const AUTO_UPDATE: &str = "apf.kubernetes.io/autoupdate-spec";
-
-/// The names of the mandatory objects (of both kinds).
-const MANDATORY: [&str; 2] = ["exempt", "catch-all"];
 
 /// The kinds of `flowcontrol.apiserver.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
@@ -45,55 +46,6 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .generation()
         .printer(PRIORITY_LEVELS),
     ]
-}
-
-/// An object of this group with the given kind, name and spec, as the bootstrap creates it.
-fn bootstrap_object(kind: &str, name: &str, spec: Value) -> Value {
-    json!({
-        "apiVersion": format!("{GROUP}/v1"),
-        "kind": kind,
-        "metadata": {"name": name, "annotations": {AUTO_UPDATE: "true"}},
-        "spec": spec,
-    })
-}
-
-/// The mandatory PriorityLevelConfigurations, then the mandatory FlowSchemas, with their
-/// resources, as objects to create at start (upstream's `MandatoryPriorityLevelConfigurations`
-/// and `MandatoryFlowSchemas`). The FlowSchemas carry the status upstream's APF controller
-/// gives them (their `Dangling` condition: the priority level exists), to be written through
-/// `/status` once created.
-pub(crate) fn mandatory_configuration() -> Vec<(&'static str, Value)> {
-    let levels = MANDATORY.iter().filter_map(|name| {
-        validation::mandatory_priority_level(name).map(|spec| {
-            let obj = bootstrap_object("PriorityLevelConfiguration", name, spec);
-            ("prioritylevelconfigurations", obj)
-        })
-    });
-    let schemas = MANDATORY.iter().filter_map(|name| {
-        validation::mandatory_flow_schema(name).map(|spec| {
-            let mut obj = bootstrap_object("FlowSchema", name, spec);
-            obj["status"] = found_status(&obj);
-            ("flowschemas", obj)
-        })
-    });
-    levels.chain(schemas).collect()
-}
-
-/// The status upstream's APF controller gives a FlowSchema whose priority level exists (its
-/// `Dangling` condition).
-fn found_status(schema: &Value) -> Value {
-    let level = meta::path(schema, "spec.priorityLevelConfiguration.name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    json!({"conditions": [{
-        "type": "Dangling",
-        "status": "False",
-        "lastTransitionTime": meta::now_rfc3339(),
-        "reason": "Found",
-        "message": format!(
-            "This FlowSchema references the PriorityLevelConfiguration object named \"{level}\" and it exists"
-        ),
-    }]})
 }
 
 /// Sets `key` of `map` to `value` when absent, null or zero.
@@ -284,7 +236,6 @@ const PRIORITY_LEVELS: Printer = Printer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::strategy::strip_status;
 
     #[test]
     fn defaults_as_upstream() {
@@ -310,20 +261,33 @@ mod tests {
         assert_eq!(fs["spec"]["matchingPrecedence"], 1000);
     }
 
+    /// Every bootstrap object, as stored: levels, then schemas.
+    fn bootstrap_objects() -> Vec<Value> {
+        use bootstrap::{Class, flow_schemas, priority_levels};
+        let all = [Class::Mandatory, Class::Suggested];
+        let levels = all.into_iter().flat_map(priority_levels);
+        let schemas = all.into_iter().flat_map(flow_schemas);
+        levels
+            .map(|b| (b, "PriorityLevelConfiguration"))
+            .chain(schemas.map(|b| (b, "FlowSchema")))
+            .map(|(b, kind)| json!({"kind": kind, "metadata": {"name": b.name}, "spec": b.spec}))
+            .collect()
+    }
+
     #[test]
     fn bootstrap_objects_are_valid_and_defaulted() {
-        let objects = mandatory_configuration();
-        assert_eq!(objects.len(), 4);
-        for (_, obj) in &objects {
+        let objects = bootstrap_objects();
+        assert_eq!(objects.len(), 21);
+        for obj in &objects {
             let mut defaulted = obj.clone();
             match obj["kind"].as_str() {
                 Some("FlowSchema") => {
                     FlowSchemas.default(&mut defaulted);
-                    assert!(validation::validate_flow_schema(obj).is_empty());
+                    assert!(validation::validate_flow_schema(obj).is_empty(), "{obj}");
                 }
                 _ => {
                     PriorityLevels.default(&mut defaulted);
-                    assert!(validation::validate_priority_level(obj).is_empty());
+                    assert!(validation::validate_priority_level(obj).is_empty(), "{obj}");
                 }
             }
             assert_eq!(&defaulted, obj, "bootstrap objects are stored as given");
@@ -332,16 +296,16 @@ mod tests {
 
     #[test]
     fn cells_as_upstream_prints_them() {
-        let objects: Vec<Value> = mandatory_configuration()
-            .into_iter()
-            .map(|(_, mut obj)| {
-                strip_status(&mut obj);
-                obj
-            })
-            .collect();
-        let catch_all_level = &objects[1];
+        let objects = bootstrap_objects();
+        let named = |kind: &str, name: &str| {
+            objects
+                .iter()
+                .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+                .cloned()
+                .unwrap_or_default()
+        };
         assert_eq!(
-            (PRIORITY_LEVELS.cells)(catch_all_level)[..5],
+            (PRIORITY_LEVELS.cells)(&named("PriorityLevelConfiguration", "catch-all"))[..5],
             [
                 json!("Limited"),
                 json!(5),
@@ -350,14 +314,22 @@ mod tests {
                 json!("<none>")
             ]
         );
-        let mut catch_all = objects[3].clone();
+        assert_eq!(
+            (PRIORITY_LEVELS.cells)(&named("PriorityLevelConfiguration", "workload-high"))[..5],
+            [json!("Limited"), json!(40), json!(128), json!(6), json!(50)]
+        );
+        let mut catch_all = named("FlowSchema", "catch-all");
         assert_eq!(
             (FLOW_SCHEMAS.cells)(&catch_all)[..3],
             [json!("catch-all"), json!(10000), json!("ByUser")]
         );
         assert_eq!((FLOW_SCHEMAS.cells)(&catch_all)[4], "?");
-        catch_all["status"] = found_status(&catch_all);
+        catch_all["status"] =
+            json!({"conditions": [ensurer::dangling_condition("catch-all", true)]});
         assert_eq!((FLOW_SCHEMAS.cells)(&catch_all)[4], "False");
-        assert_eq!((FLOW_SCHEMAS.cells)(&objects[2])[2], "<none>");
+        assert_eq!(
+            (FLOW_SCHEMAS.cells)(&named("FlowSchema", "exempt"))[2],
+            "<none>"
+        );
     }
 }

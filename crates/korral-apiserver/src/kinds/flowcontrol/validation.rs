@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::bootstrap::{mandatory_flow_schema, mandatory_priority_level};
 use crate::error::Cause;
 use crate::meta;
 use crate::validation::names::{
@@ -34,54 +35,6 @@ const VERBS: [&str; 9] = [
 
 /// The prefix of a bad namespace's message.
 const NS_INTRO: &str = "each member of this list must be '*' or a DNS-1123 label; ";
-
-/// The mandatory FlowSchemas' specs (upstream's `MandatoryFlowSchema*`, defaulted), by name.
-pub(super) fn mandatory_flow_schema(name: &str) -> Option<Value> {
-    let everything = json!({
-        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
-            "clusterScope": true, "namespaces": ["*"]}],
-        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-    });
-    let rule = |groups: &[&str]| {
-        let mut rule = everything.clone();
-        rule["subjects"] = groups
-            .iter()
-            .map(|g| json!({"kind": "Group", "group": {"name": g}}))
-            .collect();
-        rule
-    };
-    match name {
-        "exempt" => Some(json!({
-            "matchingPrecedence": 1,
-            "priorityLevelConfiguration": {"name": "exempt"},
-            "rules": [rule(&["system:masters"])],
-        })),
-        "catch-all" => Some(json!({
-            "matchingPrecedence": 10000,
-            "priorityLevelConfiguration": {"name": "catch-all"},
-            "distinguisherMethod": {"type": "ByUser"},
-            "rules": [rule(&["system:unauthenticated", "system:authenticated"])],
-        })),
-        _ => None,
-    }
-}
-
-/// The mandatory PriorityLevelConfigurations' specs (upstream's
-/// `MandatoryPriorityLevelConfiguration*`, defaulted), by name.
-pub(super) fn mandatory_priority_level(name: &str) -> Option<Value> {
-    match name {
-        "exempt" => Some(json!({
-            "type": "Exempt",
-            "exempt": {"nominalConcurrencyShares": 0, "lendablePercent": 0},
-        })),
-        "catch-all" => Some(json!({
-            "type": "Limited",
-            "limited": {"nominalConcurrencyShares": 5, "lendablePercent": 0,
-                "limitResponse": {"type": "Reject"}},
-        })),
-        _ => None,
-    }
-}
 
 /// A value without its `null` members, as Go's typed objects compare (a null pointer is an
 /// absent one).
