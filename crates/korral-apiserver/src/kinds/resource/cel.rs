@@ -521,7 +521,7 @@ impl Checker<'_> {
                 _ => self.no_overload(id, name, None, args),
             },
             ("_[_]", None) => match args {
-                [Ty::List(t), i] if matches!(i, Ty::Int | Ty::Uint | Ty::Dyn) => (**t).clone(),
+                [Ty::List(t), Ty::Int | Ty::Uint | Ty::Dyn] => (**t).clone(),
                 [Ty::Map(k, v), key] if key.fits(k) => (**v).clone(),
                 [Ty::Dyn, _] => Ty::Dyn,
                 _ => self.no_overload(id, name, None, args),
