@@ -10,7 +10,7 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use support::{CmdOutput, Failures, Options, Server, Storage, kubectl_binaries, run_with_timeout};
+use support::{CmdOutput, Failures, Options, Server, Storage, for_each_kubectl, run_with_timeout};
 
 fn deployment(name: &str, replicas: u32, containers: &str) -> String {
     format!(
@@ -330,16 +330,5 @@ fn scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
 
 #[test]
 fn kubectl_apply_server_side_and_client_side() {
-    let kubectls = kubectl_binaries();
-    if kubectls.is_empty() {
-        eprintln!("skipped: kubectl not found");
-        return;
-    }
-    let mut failures = Failures::default();
-    for kubectl in &kubectls {
-        if let Err(e) = scenario(kubectl, &mut failures) {
-            failures.add(format!("[{}] scenario aborted: {e:#}", kubectl.display()));
-        }
-    }
-    failures.finish("kubectl_apply_server_side_and_client_side");
+    for_each_kubectl("kubectl_apply_server_side_and_client_side", scenario);
 }

@@ -11,7 +11,7 @@ mod support;
 use std::path::Path;
 
 use base64::Engine;
-use support::{CmdOutput, Failures, Options, Run, Server, Storage, kubectl_binaries};
+use support::{CmdOutput, Failures, Options, Run, Server, Storage, for_each_kubectl};
 
 /// A CertificateSigningRequest manifest for `name`, with a fresh key's PKCS#10 request.
 fn manifest(name: &str) -> anyhow::Result<String> {
@@ -145,16 +145,5 @@ fn scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
 
 #[test]
 fn kubectl_certificate_approve_and_deny() {
-    let kubectls = kubectl_binaries();
-    if kubectls.is_empty() {
-        eprintln!("skipped: kubectl not found");
-        return;
-    }
-    let mut failures = Failures::default();
-    for kubectl in &kubectls {
-        if let Err(e) = scenario(kubectl, &mut failures) {
-            failures.add(format!("[{}] scenario aborted: {e:#}", kubectl.display()));
-        }
-    }
-    failures.finish("kubectl_certificate_approve_and_deny");
+    for_each_kubectl("kubectl_certificate_approve_and_deny", scenario);
 }

@@ -112,31 +112,7 @@ fn json_at(run: &mut Run<'_>, args: &[&str], path: &str) -> Option<Value> {
 
 /// Polls (at most [`SETTLE`]) until `kubectl args -o jsonpath=path` prints `want`.
 fn wait_for(run: &mut Run<'_>, args: &[&str], path: &str, want: &str) -> bool {
-    let jp = format!("jsonpath={path}");
-    let mut all = args.to_vec();
-    all.extend(["-o", jp.as_str()]);
-    let mut last = None;
-    let done = poll(SETTLE, || {
-        let out = run.server.kubectl(run.kubectl, &all).ok()?;
-        let ok = out.success() && out.stdout.trim() == want;
-        last = Some(out);
-        ok.then_some(())
-    })
-    .is_some();
-    let out = last.unwrap_or_else(|| CmdOutput {
-        command: format!("kubectl {}", all.join(" ")),
-        status: None,
-        stdout: String::new(),
-        stderr: String::new(),
-    });
-    run.expect(
-        done,
-        &format!(
-            "`kubectl {}` prints {want:?} within {SETTLE:?}",
-            all.join(" ")
-        ),
-        &out,
-    )
+    run.wait_for(args, path, want, SETTLE)
 }
 
 /// Whitespace-separated words of the first stdout line starting with `first`.

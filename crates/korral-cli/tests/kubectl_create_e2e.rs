@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::Value;
-use support::{CmdOutput, Failures, Options, Run, Server, Storage, kubectl_binaries, poll};
+use support::{CmdOutput, Failures, Options, Run, Server, Storage, for_each_kubectl};
 
 /// How long the quota controller and the workload simulation may take to catch up.
 const SETTLE: Duration = Duration::from_secs(30);
@@ -51,31 +51,7 @@ fn json_of(run: &mut Run<'_>, args: &[&str]) -> Option<Value> {
 
 /// Polls (at most [`SETTLE`]) until `kubectl args -o jsonpath=path` prints `want`.
 fn wait_for(run: &mut Run<'_>, args: &[&str], path: &str, want: &str) -> bool {
-    let jp = format!("jsonpath={path}");
-    let mut all = args.to_vec();
-    all.extend(["-o", jp.as_str()]);
-    let mut last = None;
-    let done = poll(SETTLE, || {
-        let out = run.server.kubectl(run.kubectl, &all).ok()?;
-        let ok = out.success() && out.stdout.trim() == want;
-        last = Some(out);
-        ok.then_some(())
-    })
-    .is_some();
-    let out = last.unwrap_or_else(|| CmdOutput {
-        command: format!("kubectl {}", all.join(" ")),
-        status: None,
-        stdout: String::new(),
-        stderr: String::new(),
-    });
-    run.expect(
-        done,
-        &format!(
-            "`kubectl {}` prints {want:?} within {SETTLE:?}",
-            all.join(" ")
-        ),
-        &out,
-    )
+    run.wait_for(args, path, want, SETTLE)
 }
 
 /// One table of `kubectl get` output: its header words and its rows' words.
@@ -831,16 +807,5 @@ fn scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
 
 #[test]
 fn kubectl_create_service_quota_secret_and_get_all() {
-    let kubectls = kubectl_binaries();
-    if kubectls.is_empty() {
-        eprintln!("skipped: kubectl not found");
-        return;
-    }
-    let mut failures = Failures::default();
-    for kubectl in &kubectls {
-        if let Err(e) = scenario(kubectl, &mut failures) {
-            failures.add(format!("[{}] scenario aborted: {e:#}", kubectl.display()));
-        }
-    }
-    failures.finish("kubectl_create_service_quota_secret_and_get_all");
+    for_each_kubectl("kubectl_create_service_quota_secret_and_get_all", scenario);
 }

@@ -9,7 +9,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{CmdOutput, Failures, Options, Run, Server, Storage, kubectl_binaries};
+use support::{CmdOutput, Failures, Options, Run, Server, Storage, for_each_kubectl};
 
 const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -291,16 +291,5 @@ fn scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
 
 #[test]
 fn kubectl_explain_scale_tables_and_validation() {
-    let kubectls = kubectl_binaries();
-    if kubectls.is_empty() {
-        eprintln!("skipped: kubectl not found");
-        return;
-    }
-    let mut failures = Failures::default();
-    for kubectl in &kubectls {
-        if let Err(e) = scenario(kubectl, &mut failures) {
-            failures.add(format!("[{}] scenario aborted: {e:#}", kubectl.display()));
-        }
-    }
-    failures.finish("kubectl_explain_scale_tables_and_validation");
+    for_each_kubectl("kubectl_explain_scale_tables_and_validation", scenario);
 }

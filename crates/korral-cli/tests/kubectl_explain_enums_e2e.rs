@@ -11,7 +11,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{Failures, Options, Run, Server, Storage, kubectl_binaries};
+use support::{Failures, Options, Run, Server, Storage, for_each_kubectl};
 
 /// The first kubectl minor version whose `explain` prints the `ENUM:` section.
 const ENUM_SECTION_SINCE: u32 = 30;
@@ -116,16 +116,8 @@ fn scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
 
 #[test]
 fn kubectl_explain_lists_enum_values_of_builtin_fields() {
-    let kubectls = kubectl_binaries();
-    if kubectls.is_empty() {
-        eprintln!("skipped: kubectl not found");
-        return;
-    }
-    let mut failures = Failures::default();
-    for kubectl in &kubectls {
-        if let Err(e) = scenario(kubectl, &mut failures) {
-            failures.add(format!("[{}] scenario aborted: {e:#}", kubectl.display()));
-        }
-    }
-    failures.finish("kubectl_explain_lists_enum_values_of_builtin_fields");
+    for_each_kubectl(
+        "kubectl_explain_lists_enum_values_of_builtin_fields",
+        scenario,
+    );
 }

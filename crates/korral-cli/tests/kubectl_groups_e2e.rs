@@ -10,7 +10,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{CmdOutput, Failures, Options, Run, Server, Storage, kubectl_binaries};
+use support::{CmdOutput, Failures, Options, Run, Server, Storage, for_each_kubectl};
 
 const STORAGE_CLASS: &str = r#"apiVersion: storage.k8s.io/v1
 kind: StorageClass
@@ -150,16 +150,5 @@ fn scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
 
 #[test]
 fn kubectl_creates_and_lists_builtin_groups() {
-    let kubectls = kubectl_binaries();
-    if kubectls.is_empty() {
-        eprintln!("skipped: kubectl not found");
-        return;
-    }
-    let mut failures = Failures::default();
-    for kubectl in &kubectls {
-        if let Err(e) = scenario(kubectl, &mut failures) {
-            failures.add(format!("[{}] scenario aborted: {e:#}", kubectl.display()));
-        }
-    }
-    failures.finish("kubectl_creates_and_lists_builtin_groups");
+    for_each_kubectl("kubectl_creates_and_lists_builtin_groups", scenario);
 }

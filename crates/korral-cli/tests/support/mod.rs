@@ -610,6 +610,27 @@ impl Failures {
     }
 }
 
+/// Runs `scenario` with every kubectl binary there is ([`kubectl_binaries`]: the default one
+/// and 1.27), then fails the test `what` listing every failure and every aborted scenario;
+/// skipped (with a note) when no kubectl is installed.
+pub fn for_each_kubectl(
+    what: &str,
+    mut scenario: impl FnMut(&Path, &mut Failures) -> anyhow::Result<()>,
+) {
+    let kubectls = kubectl_binaries();
+    if kubectls.is_empty() {
+        eprintln!("skipped: kubectl not found");
+        return;
+    }
+    let mut failures = Failures::default();
+    for kubectl in &kubectls {
+        if let Err(e) = scenario(kubectl, &mut failures) {
+            failures.add(format!("[{}] scenario aborted: {e:#}", kubectl.display()));
+        }
+    }
+    failures.finish(what);
+}
+
 /// One kubectl binary's steps against one server: failing checks are collected in
 /// `failures`, tagged with `tag`.
 pub struct Run<'a> {
@@ -624,6 +645,36 @@ pub struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// Polls (at most `within`) until `kubectl args -o jsonpath=path` prints `want`; records
+    /// a failure with the last output otherwise.
+    pub fn wait_for(&mut self, args: &[&str], path: &str, want: &str, within: Duration) -> bool {
+        let jp = format!("jsonpath={path}");
+        let mut all = args.to_vec();
+        all.extend(["-o", jp.as_str()]);
+        let mut last = None;
+        let done = poll(within, || {
+            let out = self.server.kubectl(self.kubectl, &all).ok()?;
+            let ok = out.success() && out.stdout.trim() == want;
+            last = Some(out);
+            ok.then_some(())
+        })
+        .is_some();
+        let out = last.unwrap_or_else(|| CmdOutput {
+            command: format!("kubectl {}", all.join(" ")),
+            status: None,
+            stdout: String::new(),
+            stderr: String::new(),
+        });
+        self.expect(
+            done,
+            &format!(
+                "`kubectl {}` prints {want:?} within {within:?}",
+                all.join(" ")
+            ),
+            &out,
+        )
+    }
+
     /// Runs kubectl; a failure to run it is recorded.
     pub fn k(&mut self, args: &[&str]) -> CmdOutput {
         match self.server.kubectl(self.kubectl, args) {
