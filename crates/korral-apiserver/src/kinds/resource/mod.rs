@@ -1,7 +1,8 @@
 //! `resource.k8s.io/v1` (dynamic resource allocation): DeviceClasses, ResourceClaims,
-//! ResourceClaimTemplates and ResourceSlices, stored with upstream's defaults and the basic
-//! rules of its validation (see [`validation`]). Nothing allocates devices: claims stay
-//! pending unless a client writes their status.
+//! ResourceClaimTemplates and ResourceSlices, stored with upstream's defaults and validation
+//! (see [`validation`], [`cel`] for device selectors, [`slice`] for devices, [`status`] for
+//! claim status). Nothing allocates devices: claims stay pending unless a client writes their
+//! status.
 
 mod cel;
 mod slice;

@@ -1,8 +1,9 @@
-//! The basic rules of upstream's `pkg/apis/resource/validation` for resource.k8s.io/v1:
-//! requests and their names, device classes and selectors, allocation modes, tolerations,
-//! constraints and opaque configuration of claims; class selectors and configuration; a slice's
-//! driver, pool, node selection and devices; immutable specs. CEL selector expressions are
-//! not compiled, and device attributes, capacities, taints and counters are not checked.
+//! Upstream's `pkg/apis/resource/validation` for resource.k8s.io/v1: requests and their names,
+//! device classes and CEL selectors (compiled by [`super::cel`]), allocation modes,
+//! tolerations, constraints and opaque configuration of claims; class selectors, configuration
+//! and extended resource names; a slice's driver, pool, node selection, shared counters and
+//! devices (their details in [`super::slice`]); immutable specs. Claim status is in
+//! [`super::status`].
 
 use serde_json::{Value, json};
 
@@ -415,7 +416,25 @@ pub(super) fn class_spec(spec: &Value, old: Option<&Value>) -> Vec<Cause> {
         None,
         opaque_config,
     ));
+    if let Some(name) = spec.get("extendedResourceName").and_then(Value::as_str)
+        && !is_extended_resource_name(name)
+    {
+        errs.push(invalid_value(
+            "spec.extendedResourceName",
+            &json!(name),
+            "must be a valid extended resource name",
+        ));
+    }
     errs
+}
+
+/// Upstream's `IsExtendedResourceName`: outside the native (`kubernetes.io`) domain, and a
+/// qualified name once prefixed with `requests.`.
+fn is_extended_resource_name(name: &str) -> bool {
+    let native = !name.contains('/') || name.contains("kubernetes.io/");
+    !native
+        && !name.starts_with("requests.")
+        && validate_label_key(&format!("requests.{name}")).is_empty()
 }
 
 /// Upstream's `ValidateResourceClaimTemplate` spec: the template's metadata, then its claim
@@ -620,6 +639,23 @@ mod tests {
                 "spec.devices.config[0].opaque.parameters: Invalid value: \"<value omitted>\": must be a valid JSON object",
             ]
         );
+    }
+
+    #[test]
+    fn classes_name_extended_resources_and_compile_selectors() {
+        let spec = json!({"extendedResourceName": "gpu",
+            "selectors": [{"cel": {"expression": "device.driver == 'a'"}}, {"cel": {"expression": "device.x"}}]});
+        let got = messages(&class_spec(&spec, None));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].starts_with("spec.selectors[1].cel.expression: Invalid value: \"device.x\": compilation failed: ERROR: <input>:1:7: undefined field 'x'"), "{got:?}");
+        assert_eq!(
+            got[1],
+            "spec.extendedResourceName: Invalid value: \"gpu\": must be a valid extended resource name"
+        );
+        // Unchanged selectors are not compiled again on update; changed ones are.
+        assert_eq!(messages(&class_spec(&spec, Some(&spec))).len(), 1);
+        let fine = json!({"extendedResourceName": "example.com/gpu"});
+        assert!(class_spec(&fine, Some(&spec)).is_empty());
     }
 
     #[test]
