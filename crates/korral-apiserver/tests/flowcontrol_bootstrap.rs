@@ -187,16 +187,21 @@ async fn the_suggested_and_mandatory_configuration_is_there_after_start() {
         );
         assert_eq!(schema["metadata"]["generation"], 1, "{name}");
         assert_eq!(dangling(schema), ("False".into(), "Found".into()), "{name}");
-        let mut managers: Vec<&str> = schema["metadata"]["managedFields"]
+        // The producer's create and the APF controller's forced apply of `/status`.
+        let mut managers: Vec<(&str, &str)> = schema["metadata"]["managedFields"]
             .as_array()
-            .map(|m| m.iter().filter_map(|e| e["manager"].as_str()).collect())
+            .map(|m| {
+                m.iter()
+                    .filter_map(|e| Some((e["manager"].as_str()?, e["operation"].as_str()?)))
+                    .collect()
+            })
             .unwrap_or_default();
         managers.sort_unstable();
         assert_eq!(
             managers,
             [
-                "api-priority-and-fairness-config-consumer-v1",
-                "api-priority-and-fairness-config-producer-v1"
+                ("api-priority-and-fairness-config-consumer-v1", "Apply"),
+                ("api-priority-and-fairness-config-producer-v1", "Update")
             ],
             "{name}"
         );
@@ -244,8 +249,16 @@ async fn the_suggested_and_mandatory_configuration_is_there_after_start() {
         }])
     );
 
-    // Upstream's Table cells.
+    // Upstream's Table cells; FlowSchema rows by matching precedence, then name.
     let table = get_table(&env, FLOW_SCHEMAS).await;
+    let order: Vec<&str> = table["rows"]
+        .as_array()
+        .map(|rows| rows.iter().filter_map(|r| r["cells"][0].as_str()).collect())
+        .unwrap_or_default();
+    let mut want: Vec<(i64, &str)> = EXPECTED_SCHEMAS.iter().map(|s| (s.2, s.0)).collect();
+    want.sort_unstable();
+    assert_eq!(order, want.iter().map(|(_, n)| *n).collect::<Vec<_>>());
+    assert_eq!(order[..3], ["exempt", "probes", "system-leader-election"]);
     let row = table["rows"]
         .as_array()
         .and_then(|rows| rows.iter().find(|r| r["cells"][0] == "probes"))

@@ -567,11 +567,16 @@ pub fn list_view_response(
             list_body::response(&envelope, items)
         }
         View::Table(include) => {
+            let mut rows: Vec<_> = items.collect();
+            if let Some(order) = info.strategy.table_row_order() {
+                rows.sort_by(|a, b| order(a, b));
+            }
             let envelope =
                 list_body::Envelope::from_map(table::envelope(&info, metadata, true), "rows");
             list_body::response(
                 &envelope,
-                items.map(move |o| table::row(&info, &o, include)),
+                rows.into_iter()
+                    .map(move |o| table::row(&info, &o, include)),
             )
         }
         View::Metadata => {

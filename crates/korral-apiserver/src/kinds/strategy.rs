@@ -181,6 +181,12 @@ pub(crate) trait Strategy: Debug + Send + Sync {
 
     /// Keeps derived server state in step with a removed object.
     fn after_delete(&self, _registry: &Registry, _obj: &Value) {}
+
+    /// The order of a listed `Table`'s rows, for a kind whose upstream list printer sorts them
+    /// (FlowSchemas by matching precedence); `None` keeps the list's order.
+    fn table_row_order(&self) -> Option<fn(&Value, &Value) -> std::cmp::Ordering> {
+        None
+    }
 }
 
 /// Removes `status` from an object.

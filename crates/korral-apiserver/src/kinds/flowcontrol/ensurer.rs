@@ -14,7 +14,8 @@ use super::bootstrap::{self, Bootstrap, Class};
 use super::{AUTO_UPDATE, GROUP};
 use crate::error::ApiError;
 use crate::meta;
-use crate::objects::{DeleteOptions, ListOptions, Objects, Part, WriteOptions};
+use crate::objects::{DeleteOptions, ListOptions, Objects, Part, PatchBody, WriteOptions};
+use crate::patch::PatchType;
 use crate::registry::ResourceInfo;
 
 /// The field manager of the objects' writes (upstream's producer).
@@ -250,7 +251,7 @@ pub(super) fn dangling_condition(level: &str, exists: bool) -> Value {
     })
 }
 
-/// Writes the FlowSchema's `Dangling` condition through `/status` when its status, reason or
+/// Applies the FlowSchema's `Dangling` condition through `/status` when its status, reason or
 /// message differ from what the controller would write (so a restart leaves a right one, and
 /// its time, alone).
 async fn write_dangling(
@@ -282,15 +283,23 @@ async fn write_dangling(
     if position.is_some_and(|i| same(&conditions[i])) {
         return Ok(());
     }
-    let mut next_conditions = conditions;
-    match position {
-        Some(i) => next_conditions[i] = wanted,
-        None => next_conditions.push(wanted),
-    }
-    let mut next = (*current).clone();
-    next["status"] = json!({"conditions": next_conditions});
+    // As the controller: a forced server-side apply of the one condition it owns.
+    let apply = json!({
+        "apiVersion": format!("{GROUP}/v1"),
+        "kind": "FlowSchema",
+        "metadata": {"name": name},
+        "status": {"conditions": [wanted]},
+    });
+    let body = PatchBody {
+        kind: PatchType::Apply,
+        bytes: apply.to_string().into_bytes(),
+    };
+    let opts = WriteOptions {
+        force: true,
+        ..options(CONSUMER)
+    };
     match objects
-        .update(schemas, None, name, next, Part::Status, &options(CONSUMER))
+        .patch(schemas, None, name, body, Part::Status, &opts)
         .await
     {
         Err(e) if e.code == 409 || e.code == 404 => Ok(()),

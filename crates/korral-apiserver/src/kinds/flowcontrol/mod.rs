@@ -8,6 +8,8 @@ mod bootstrap;
 mod ensurer;
 mod validation;
 
+use std::cmp::Ordering;
+
 use k8s_openapi::api::flowcontrol::v1 as api;
 use serde_json::{Map, Value, json};
 
@@ -92,6 +94,15 @@ impl Strategy for FlowSchemas {
         validation::validate_flow_schema(obj)
     }
 
+    /// Upstream's `printFlowSchemaList` sorts by `FlowSchemaSequence`: matching precedence,
+    /// then name.
+    fn table_row_order(&self) -> Option<fn(&Value, &Value) -> Ordering> {
+        Some(|a, b| {
+            let key = |o: &Value| (int(o, "spec.matchingPrecedence"), meta::name(o).to_string());
+            key(a).cmp(&key(b))
+        })
+    }
+
     fn validate_update(&self, obj: &Value, _old: &Value, ctx: &Context) -> Vec<Cause> {
         match ctx.subresource {
             Some("status") => validation::validate_status(obj),
@@ -147,7 +158,7 @@ impl Strategy for PriorityLevels {
 }
 
 /// `NAME PRIORITYLEVEL MATCHINGPRECEDENCE DISTINGUISHERMETHOD AGE MISSINGPL`, as upstream's
-/// `printFlowSchema` (upstream also sorts the rows by precedence; these come by name).
+/// `printFlowSchema` (a list's rows are sorted by [`FlowSchemas`]' `table_row_order`).
 const FLOW_SCHEMAS: Printer = Printer {
     columns: &[
         Column::new(
