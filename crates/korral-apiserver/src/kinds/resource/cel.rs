@@ -5,7 +5,9 @@
 //! (string), `attributes` (map of domain to map of attribute name to a value of any type),
 //! `capacity` (map of domain to map of capacity name to `kubernetes.Quantity`) and
 //! `allowMultipleAllocations` (bool). Besides the standard library and the string extensions it
-//! has the Kubernetes quantity and semver libraries and `cel.bind`.
+//! has the Kubernetes quantity, semver, regex (`find`, `findAll`) and lists (`isSorted`, `sum`,
+//! `min`, `max`, `indexOf`, `lastIndexOf`) libraries and `cel.bind`; the other Kubernetes
+//! libraries (URLs, IPs and CIDRs, sets, format) are not declared.
 //!
 //! Nothing evaluates selectors here (nothing allocates devices), so a selector is compiled and
 //! checked as upstream does at admission: it must parse, every reference must be declared, the
@@ -178,7 +180,29 @@ fn library_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
     let total = args
         .iter()
         .fold(1u64, |acc, s| acc.saturating_add(s.weight));
+    let weight = |i: usize| args.get(i).map_or(1, |s| s.weight);
     match name {
+        // The regex library: linear in text × pattern, as `matches`.
+        "find" => Some((
+            total.saturating_add(weight(0).saturating_mul(weight(1))),
+            Shape::opaque(weight(0)),
+        )),
+        "findAll" => {
+            let text = weight(0);
+            let shape = Shape {
+                len: text,
+                weight: text.saturating_mul(2),
+                fields: BTreeMap::new(),
+                items: Some(Arc::new(Shape::opaque(text))),
+            };
+            Some((total.saturating_add(text.saturating_mul(weight(1))), shape))
+        }
+        // The lists library walks its list once (sorting compares within it).
+        "isSorted" | "sum" | "min" | "max" => {
+            let list = args.first().cloned().unwrap_or_default();
+            let item = list.items.as_deref().cloned().unwrap_or_else(Shape::scalar);
+            Some((total.saturating_mul(2), item))
+        }
         "quantity" | "semver" | "add" | "sub" => Some((total, Shape::opaque(MAX_ATTRIBUTE_VALUE))),
         "isQuantity" | "isSemver" | "compareTo" | "isGreaterThan" | "isLessThan" | "sign"
         | "isInteger" | "asInteger" | "asApproximateFloat" | "major" | "minor" | "patch" => {
@@ -567,6 +591,12 @@ impl Checker<'_> {
                 _ => Ty::Str,
             },
             ("join", Some(Ty::List(_) | Ty::Dyn)) => Ty::Str,
+            ("find", Some(Ty::Str | Ty::Dyn)) => Ty::Str,
+            ("findAll", Some(Ty::Str | Ty::Dyn)) => Ty::List(Box::new(Ty::Str)),
+            ("isSorted", Some(Ty::List(_) | Ty::Dyn)) => Ty::Bool,
+            ("sum" | "min" | "max", Some(Ty::List(t))) => (**t).clone(),
+            ("sum" | "min" | "max", Some(Ty::Dyn)) => Ty::Dyn,
+            ("indexOf" | "lastIndexOf", Some(Ty::List(_))) => Ty::Int,
             ("compareTo", Some(Ty::Quantity | Ty::Semver | Ty::Dyn)) => Ty::Int,
             ("isGreaterThan" | "isLessThan", Some(Ty::Quantity | Ty::Semver | Ty::Dyn)) => Ty::Bool,
             ("major" | "minor" | "patch", Some(Ty::Semver | Ty::Dyn)) => Ty::Int,
@@ -577,9 +607,9 @@ impl Checker<'_> {
             (
                 "matches" | "contains" | "startsWith" | "endsWith" | "lowerAscii" | "upperAscii"
                 | "trim" | "replace" | "substring" | "charAt" | "split" | "indexOf" | "lastIndexOf"
-                | "join" | "compareTo" | "isGreaterThan" | "isLessThan" | "major" | "minor"
-                | "patch" | "sign" | "asInteger" | "isInteger" | "asApproximateFloat" | "add"
-                | "sub",
+                | "join" | "find" | "findAll" | "isSorted" | "sum" | "min" | "max" | "compareTo"
+                | "isGreaterThan" | "isLessThan" | "major" | "minor" | "patch" | "sign"
+                | "asInteger" | "isInteger" | "asApproximateFloat" | "add" | "sub",
                 Some(t),
             ) => {
                 let t = t.clone();
@@ -619,6 +649,9 @@ mod tests {
             "has(device.attributes.x)",
             "device.attributes['d'].exists(k, k.startsWith('x'))",
             "device.attributes['d'].name",
+            "device.driver.find('[a-z]+') == 'gpu'",
+            "device.driver.findAll('[a-z]+').size() > 1",
+            "[1, 2, 3].isSorted() && [1, 2].sum() == 3",
         ] {
             assert_eq!(check(valid), Verdict::Valid, "{valid}");
         }
@@ -663,5 +696,13 @@ mod tests {
         let costly = "device.attributes.all(a, device.attributes.all(b, device.attributes.all(c, \
                       device.attributes.all(d, device.attributes.all(e, a + b + c + d + e != '')))))";
         assert_eq!(check(costly), Verdict::TooComplex);
+        // Upstream's own example of a selector over the cost limit.
+        let list = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]";
+        let upstream = format!(
+            "{list}.all(x, {list}.all(y, {list}.all(z, {list}.all(z1, int('1'.find('[0-9]*')) < 100))))"
+        );
+        assert_eq!(check(&upstream), Verdict::TooComplex);
+        let three = format!("{list}.all(x, {list}.all(y, {list}.all(z, int('1') < 100)))");
+        assert_eq!(check(&three), Verdict::Valid);
     }
 }
