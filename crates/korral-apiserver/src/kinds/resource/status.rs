@@ -10,7 +10,9 @@ use super::validation::{
 };
 use crate::error::Cause;
 use crate::meta;
-use crate::validation::names::{child, index, invalid_rendered, invalid_value, too_long};
+use crate::validation::names::{
+    child, index, invalid_rendered, invalid_value, too_long, validate_label_key,
+};
 
 /// `ResourceClaimReservedForMaxSize`.
 const MAX_RESERVED_FOR: usize = 256;
@@ -22,6 +24,10 @@ const MAX_ALLOCATION_CONFIG: usize = 64;
 const MAX_CONDITIONS: usize = 8;
 /// `AllocatedDeviceStatusDataMaxLength`.
 const MAX_DATA: usize = 10 * 1024;
+/// The longest condition reason (`maxReasonLen`).
+const MAX_CONDITION_REASON: usize = 1024;
+/// The longest condition message (`maxMessageLen`).
+const MAX_CONDITION_MESSAGE: usize = 32 * 1024;
 /// `NetworkDeviceDataInterfaceNameMaxLength`.
 const MAX_INTERFACE_NAME: usize = 256;
 /// `NetworkDeviceDataHardwareAddressMaxLength`.
@@ -194,6 +200,81 @@ fn interface_address(value: &str, path: &str) -> Vec<Cause> {
     )]
 }
 
+/// `metav1validation.ValidateConditions`: unique types, each condition well formed.
+fn conditions_of(conditions: &[Value], path: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    for (i, condition) in conditions.iter().enumerate() {
+        let at = index(path, i);
+        let kind = text(condition, "type");
+        if conditions[..i].iter().any(|c| text(c, "type") == kind) {
+            errs.push(Cause::duplicate(child(&at, "type"), &json!(kind)));
+        }
+        for msg in validate_label_key(kind) {
+            errs.push(invalid_value(&child(&at, "type"), &json!(kind), &msg));
+        }
+        let status = text(condition, "status");
+        if !["True", "False", "Unknown"].contains(&status) {
+            let supported = [json!("False"), json!("True"), json!("Unknown")];
+            errs.push(Cause::not_supported(
+                child(&at, "status"),
+                &json!(status),
+                &supported,
+            ));
+        }
+        if let Some(generation) = condition.get("observedGeneration").and_then(Value::as_i64)
+            && generation < 0
+        {
+            errs.push(invalid_value(
+                &child(&at, "observedGeneration"),
+                &json!(generation),
+                "must be greater than or equal to zero",
+            ));
+        }
+        if text(condition, "lastTransitionTime").is_empty() {
+            errs.push(Cause::required(
+                child(&at, "lastTransitionTime"),
+                "must be set",
+            ));
+        }
+        let reason = text(condition, "reason");
+        if reason.is_empty() {
+            errs.push(Cause::required(child(&at, "reason"), "must be set"));
+        } else {
+            if !is_condition_reason(reason) {
+                errs.push(invalid_value(
+                    &child(&at, "reason"),
+                    &json!(reason),
+                    "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')",
+                ));
+            }
+            if reason.len() > MAX_CONDITION_REASON {
+                errs.push(too_long(&child(&at, "reason"), MAX_CONDITION_REASON as i64));
+            }
+        }
+        if text(condition, "message").len() > MAX_CONDITION_MESSAGE {
+            errs.push(too_long(
+                &child(&at, "message"),
+                MAX_CONDITION_MESSAGE as i64,
+            ));
+        }
+    }
+    errs
+}
+
+/// Matches `[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?`.
+fn is_condition_reason(reason: &str) -> bool {
+    let b = reason.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(first), Some(last)) => {
+            first.is_ascii_alphabetic()
+                && (last.is_ascii_alphanumeric() || *last == b'_')
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b',' | b':'))
+        }
+        _ => false,
+    }
+}
+
 /// `validateDeviceStatus`: a device the allocation names, with bounded data.
 fn device_status(device: &Value, path: &str, allocated: &[String]) -> Vec<Cause> {
     let mut errs =
@@ -219,6 +300,7 @@ fn device_status(device: &Value, path: &str, allocated: &[String]) -> Vec<Cause>
             MAX_CONDITIONS,
         ));
     }
+    errs.extend(conditions_of(conditions, &child(path, "conditions")));
     if let Some(data) = device.get("data").filter(|d| !d.is_null()) {
         let at = child(path, "data");
         if data.to_string().len() > MAX_DATA {
@@ -372,6 +454,8 @@ mod tests {
             }},
             "devices": [
                 {"driver": "gpu.example.com", "pool": "p", "device": "d0",
+                 "conditions": [{"type": "Ready", "status": "Yes", "reason": "1bad",
+                     "lastTransitionTime": "2024-01-01T00:00:00Z"}],
                  "networkData": {"ips": ["10.0.0.1/24", "10.0.0.1"]}},
                 {"driver": "gpu.example.com", "pool": "p", "device": "d9"},
             ],
@@ -380,6 +464,8 @@ mod tests {
         assert_eq!(
             got,
             vec![
+                "status.devices[0].conditions[0].status: Unsupported value: \"Yes\": supported values: \"False\", \"True\", \"Unknown\"",
+                "status.devices[0].conditions[0].reason: Invalid value: \"1bad\": a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')",
                 "status.devices[0].networkData.ips[1]: Invalid value: \"10.0.0.1\": must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)",
                 "status.devices[1]: Invalid value: gpu.example.com/p/d9: must be an allocated device in the claim",
                 "status.allocation.devices.results[1].shareID: Invalid value: \"ABC\": error validating uid: invalid UUID length: 3",
