@@ -17,9 +17,9 @@
 //! (the engine itself is dynamically typed): it reports what cel-go's checker reports for the
 //! types this environment has, with its messages.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use cel::Env;
 use cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue};
@@ -97,8 +97,30 @@ fn env() -> &'static Arc<Env> {
     &ENV
 }
 
-/// Checks a selector expression as upstream's `CompileCELExpression` does.
+/// Verdicts kept (a verdict depends on the expression alone); emptied when full.
+const CACHE_ENTRIES: usize = 4096;
+
+/// Checks a selector expression as upstream's `CompileCELExpression` does (remembering the
+/// verdicts of recent expressions: a claim can hold hundreds of selectors).
 pub(super) fn check(expression: &str) -> Verdict {
+    static CACHE: LazyLock<Mutex<HashMap<String, Verdict>>> = LazyLock::new(Mutex::default);
+    if let Some(hit) = CACHE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(expression)
+    {
+        return hit.clone();
+    }
+    let verdict = check_uncached(expression);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() >= CACHE_ENTRIES {
+        cache.clear();
+    }
+    cache.insert(expression.to_string(), verdict.clone());
+    verdict
+}
+
+fn check_uncached(expression: &str) -> Verdict {
     let program = match parse_in(env(), expression) {
         Ok(p) => p,
         // cel-go indents the source snippet with a space.
