@@ -6,8 +6,9 @@
 //! `capacity` (map of domain to map of capacity name to `kubernetes.Quantity`) and
 //! `allowMultipleAllocations` (bool). Besides the standard library and the string extensions it
 //! has the Kubernetes quantity, semver, regex (`find`, `findAll`) and lists (`isSorted`, `sum`,
-//! `min`, `max`, `indexOf`, `lastIndexOf`) libraries and `cel.bind`; the other Kubernetes
-//! libraries (URLs, IPs and CIDRs, sets, format) are not declared.
+//! `min`, `max`, `indexOf`, `lastIndexOf`) libraries, optional values (`.?field`, `[?key]`,
+//! `optional.of`/`none`, `hasValue`, `value`, `orValue`, `or`) and `cel.bind`; the other
+//! Kubernetes libraries (URLs, IPs and CIDRs, sets, format) are not declared.
 //!
 //! Nothing evaluates selectors here (nothing allocates devices), so a selector is compiled and
 //! checked as upstream does at admission: it must parse, every reference must be declared, the
@@ -146,7 +147,7 @@ fn check_uncached(expression: &str) -> Verdict {
             "must evaluate to bool or the unknown type, not {ty}"
         ));
     }
-    let vars = [("device", device_shape())];
+    let vars = [("device", device_shape()), ("optional", Shape::scalar())];
     match cost::estimate_with(program.expression(), &vars, &library_cost) {
         Ok(c) if c > MAX_COST => Verdict::TooComplex,
         Ok(_) => Verdict::Valid,
@@ -225,6 +226,12 @@ fn library_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
             let item = list.items.as_deref().cloned().unwrap_or_else(Shape::scalar);
             Some((total.saturating_mul(2), item))
         }
+        // Optional values: no bigger than what they wrap.
+        "_?._" | "_[?_]" | "value" | "of" | "ofNonZeroValue" | "orValue" | "or" => {
+            let largest = args.iter().map(|a| a.weight).max().unwrap_or(1);
+            Some((total, Shape::opaque(largest)))
+        }
+        "hasValue" | "none" => Some((1, Shape::scalar())),
         "quantity" | "semver" | "add" | "sub" => Some((total, Shape::opaque(MAX_ATTRIBUTE_VALUE))),
         "isQuantity" | "isSemver" | "compareTo" | "isGreaterThan" | "isLessThan" | "sign"
         | "isInteger" | "asInteger" | "asApproximateFloat" | "major" | "minor" | "patch" => {
@@ -251,6 +258,10 @@ enum Ty {
     Quantity,
     Semver,
     Device,
+    /// An optional value (cel-go's optional types).
+    Optional(Box<Ty>),
+    /// The `optional` namespace of `optional.of(..)` and `optional.none()`.
+    OptionalNamespace,
 }
 
 impl fmt::Display for Ty {
@@ -270,6 +281,8 @@ impl fmt::Display for Ty {
             Ty::Quantity => f.write_str("kubernetes.Quantity"),
             Ty::Semver => f.write_str("kubernetes.Semver"),
             Ty::Device => f.write_str("kubernetes.DRADevice"),
+            Ty::Optional(t) => write!(f, "optional_type({t})"),
+            Ty::OptionalNamespace => f.write_str("optional"),
         }
     }
 }
@@ -453,7 +466,12 @@ impl Checker<'_> {
             Expr::Unspecified => Ty::Dyn,
             Expr::Comprehension(c) => self.comprehension(e.id, c),
             Expr::Call(call) => {
-                let target = call.target.as_ref().map(|t| self.check(t));
+                let target = call.target.as_ref().map(|t| match &t.expr {
+                    Expr::Ident(n) if n == "optional" && self.lookup(n).is_none() => {
+                        Ty::OptionalNamespace
+                    }
+                    _ => self.check(t),
+                });
                 let args: Vec<Ty> = call.args.iter().map(|a| self.check(a)).collect();
                 self.call(e.id, &call.func_name, target, &args)
             }
@@ -613,6 +631,38 @@ impl Checker<'_> {
                 _ => Ty::Str,
             },
             ("join", Some(Ty::List(_) | Ty::Dyn)) => Ty::Str,
+            ("_?._", None) => match args {
+                [Ty::Map(_, v), _] => Ty::Optional(v.clone()),
+                [Ty::Device, _] => Ty::Optional(Box::new(Ty::Dyn)),
+                [Ty::Dyn, _] => Ty::Optional(Box::new(Ty::Dyn)),
+                [other, _] => {
+                    let message = format!("type '{other}' does not support field selection");
+                    self.error(id, &message)
+                }
+                _ => self.no_overload(id, name, None, args),
+            },
+            ("_[?_]", None) => match args {
+                [Ty::List(t), Ty::Int | Ty::Uint | Ty::Dyn] => Ty::Optional(t.clone()),
+                [Ty::Map(k, v), key] if key.fits(k) => Ty::Optional(v.clone()),
+                [Ty::Dyn, _] => Ty::Optional(Box::new(Ty::Dyn)),
+                _ => self.no_overload(id, name, None, args),
+            },
+            ("of" | "ofNonZeroValue", Some(Ty::OptionalNamespace)) if args.len() == 1 => {
+                Ty::Optional(Box::new(args[0].clone()))
+            }
+            ("none", Some(Ty::OptionalNamespace)) if args.is_empty() => {
+                Ty::Optional(Box::new(Ty::Dyn))
+            }
+            ("hasValue", Some(Ty::Optional(_))) => Ty::Bool,
+            ("value", Some(Ty::Optional(t))) => (**t).clone(),
+            ("orValue", Some(Ty::Optional(t))) => match args {
+                [x] if x.fits(t) => t.join(x),
+                _ => self.no_overload(id, name, target.as_ref(), args),
+            },
+            ("or", Some(Ty::Optional(t))) => match args {
+                [Ty::Optional(u)] if u.fits(t) => Ty::Optional(Box::new(t.join(u))),
+                _ => self.no_overload(id, name, target.as_ref(), args),
+            },
             ("find", Some(Ty::Str | Ty::Dyn)) => Ty::Str,
             ("findAll", Some(Ty::Str | Ty::Dyn)) => Ty::List(Box::new(Ty::Str)),
             ("isSorted", Some(Ty::List(_) | Ty::Dyn)) => Ty::Bool,
@@ -674,6 +724,9 @@ mod tests {
             "device.driver.find('[a-z]+') == 'gpu'",
             "device.driver.findAll('[a-z]+').size() > 1",
             "[1, 2, 3].isSorted() && [1, 2].sum() == 3",
+            "device.attributes['gpu.example.com'].?model.orValue('') == 'a100'",
+            "device.attributes[?'gpu.example.com'].hasValue()",
+            "optional.of(device.driver).value() == 'x' || optional.none().hasValue()",
         ] {
             assert_eq!(check(valid), Verdict::Valid, "{valid}");
         }
@@ -704,6 +757,10 @@ mod tests {
         assert_eq!(
             invalid("device.capacity['x'].memory"),
             "must evaluate to bool or the unknown type, not kubernetes.Quantity"
+        );
+        assert_eq!(
+            invalid("device.attributes['x'].?model"),
+            "must evaluate to bool or the unknown type, not optional_type(dyn)"
         );
         assert_eq!(
             invalid("device.attributes"),

@@ -377,6 +377,12 @@ fn constraint(item: &Value, path: &str, names: &[String]) -> Vec<Cause> {
 /// Upstream's `validateDeviceConfiguration`: an `opaque` configuration with a driver name and
 /// JSON object parameters.
 pub(super) fn opaque_config(config: &Value, path: &str) -> Vec<Cause> {
+    opaque_config_stored(config, path, false)
+}
+
+/// [`opaque_config`]; `stored` parameters (unchanged from the stored object) may exceed the
+/// size limit introduced after they were written.
+fn opaque_config_stored(config: &Value, path: &str, stored: bool) -> Vec<Cause> {
     let Some(opaque) = config.get("opaque").filter(|o| !o.is_null()) else {
         return vec![Cause::required(child(path, "opaque"), "")];
     };
@@ -391,7 +397,7 @@ pub(super) fn opaque_config(config: &Value, path: &str) -> Vec<Cause> {
                 .get("parameters")
                 .map(|p| p.to_string().len())
                 .unwrap_or(0);
-            if size > MAX_PARAMETERS {
+            if !stored && size > MAX_PARAMETERS {
                 errs.push(too_long(&at, MAX_PARAMETERS as i64));
             }
         }
@@ -409,12 +415,13 @@ pub(super) fn opaque_config(config: &Value, path: &str) -> Vec<Cause> {
 pub(super) fn class_spec(spec: &Value, old: Option<&Value>) -> Vec<Cause> {
     let stored = old.is_some_and(|old| old.get("selectors") == spec.get("selectors"));
     let mut errs = selectors(items(spec, "selectors"), "spec.selectors", stored);
+    let stored = old.is_some_and(|old| old.get("config") == spec.get("config"));
     errs.extend(each(
         items(spec, "config"),
         MAX_REQUESTS,
         "spec.config",
         None,
-        opaque_config,
+        |c, at| opaque_config_stored(c, at, stored),
     ));
     if let Some(name) = spec.get("extendedResourceName").and_then(Value::as_str)
         && !is_extended_resource_name(name)
