@@ -698,12 +698,21 @@ impl Objects {
 
     fn validate_meta(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
-        let causes = names::validate_object_meta(
+        let mut causes = names::validate_object_meta(
             &meta,
             info.namespaced,
             names_rule(info.name_rule),
             "metadata",
         );
+        if info.strategy.finalizer_names() == crate::kinds::FinalizerNames::Standard {
+            causes.extend(names::validate_kube_finalizer_names(
+                &meta::finalizers(obj)
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+                "metadata.finalizers",
+            ));
+        }
         if causes.is_empty() {
             Ok(())
         } else {

@@ -100,7 +100,7 @@ fn json_patch() -> impl Strategy<Value = Value> {
 fn deployment() -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "d", "namespace": "default", "labels": {"app": "d"}, "finalizers": ["a"]},
+        "metadata": {"name": "d", "namespace": "default", "labels": {"app": "d"}, "finalizers": ["example.com/a"]},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}}, "template": {
             "metadata": {"labels": {"app": "d"}},
             "spec": {"containers": [

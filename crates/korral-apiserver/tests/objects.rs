@@ -867,3 +867,85 @@ async fn garbage_collector_writes_pass_admission() {
     .await
     .expect("orphaned");
 }
+
+/// Namespace rules as upstream: the immortal namespaces cannot be deleted, `spec.finalizers`
+/// and the finalizers of built-in objects must be standard or domain-qualified (custom
+/// resources only get a warning), and a namespace's phase follows its deletion.
+#[tokio::test]
+async fn namespace_and_finalizer_name_rules() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    for immortal in ["default", "kube-system", "kube-public"] {
+        let (code, status) = send(
+            &client,
+            "DELETE",
+            &format!("/api/v1/namespaces/{immortal}"),
+            serde_json::Value::Null,
+        )
+        .await;
+        assert_eq!(code, 403, "{status}");
+        assert_eq!(
+            status["message"],
+            format!("namespaces \"{immortal}\" is forbidden: this namespace may not be deleted")
+        );
+    }
+    let (code, status) = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": "fin"}, "spec": {"finalizers": ["hold", "example.com/ok"]}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "message": "Invalid value: \"hold\": name is neither a standard finalizer name nor is it fully qualified", "field": "spec.finalizers"}])
+    );
+    let (code, status) = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        json!({"metadata": {"name": "held", "finalizers": ["example.com/a", "hold"]}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "ConfigMap \"held\" is invalid: metadata.finalizers[1]: Invalid value: \"hold\": name is neither a standard finalizer name nor is it fully qualified"
+    );
+    // The phase follows the deletion timestamp.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let live = namespaces.get("default").await.expect("default");
+    let mut terminating = serde_json::to_value(&live).expect("json");
+    terminating["status"]["phase"] = json!("Terminating");
+    let (code, status) = send(
+        &client,
+        "PUT",
+        "/api/v1/namespaces/default/status",
+        terminating,
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["details"]["causes"][0]["message"],
+        "Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty"
+    );
+    assert_eq!(status["details"]["causes"][0]["field"], "status.Phase");
+    // Custom resources: accepted with upstream's warning.
+    install_widget_crd(&env).await;
+    let (code, warnings, body) = request(
+        &client,
+        "POST",
+        "/apis/ref.example.org/v1/namespaces/default/widgets",
+        None,
+        Some(json!({"apiVersion": "ref.example.org/v1", "kind": "Widget", "metadata": {"name": "w", "finalizers": ["hold"]}, "spec": {"replicas": 1}})),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        warnings,
+        vec![
+            "299 - \"metadata.finalizers[0]: \\\"hold\\\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers\"".to_string()
+        ]
+    );
+}

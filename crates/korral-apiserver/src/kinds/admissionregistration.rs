@@ -162,6 +162,11 @@ struct Webhooks {
 }
 
 impl Strategy for Webhooks {
+    fn finalizer_names(&self) -> super::FinalizerNames {
+        // Upstream validates these with the generic `ValidateObjectMeta`.
+        super::FinalizerNames::Qualified
+    }
+
     /// A `caBundle` that is not base64 makes the object undecodable (400), as upstream's
     /// decoder answers for a `[]byte` field.
     fn decode(
@@ -775,6 +780,11 @@ fn validate_match_conditions(errs: &mut Vec<Cause>, hook: &Value, path: &str) {
 struct Policy;
 
 impl Strategy for Policy {
+    fn finalizer_names(&self) -> super::FinalizerNames {
+        // Upstream validates these with the generic `ValidateObjectMeta`.
+        super::FinalizerNames::Qualified
+    }
+
     fn default(&self, obj: &mut Value) {
         if let Some(map) = obj.as_object_mut() {
             or_insert(map, "status", json!({}));
@@ -961,6 +971,11 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
 struct Binding;
 
 impl Strategy for Binding {
+    fn finalizer_names(&self) -> super::FinalizerNames {
+        // Upstream validates these with the generic `ValidateObjectMeta`.
+        super::FinalizerNames::Qualified
+    }
+
     fn default(&self, obj: &mut Value) {
         if let Some(m) = obj
             .get_mut("spec")

@@ -16,6 +16,11 @@ use crate::registry::Registry;
 struct CrdStrategy;
 
 impl Strategy for CrdStrategy {
+    fn finalizer_names(&self) -> super::FinalizerNames {
+        // Upstream validates these with the generic `ValidateObjectMeta`.
+        super::FinalizerNames::Qualified
+    }
+
     fn default(&self, obj: &mut Value) {
         crate::defaults::apply_builtin_defaults(
             "apiextensions.k8s.io",

@@ -41,6 +41,16 @@ impl CustomResourceStrategy {
 }
 
 impl Strategy for CustomResourceStrategy {
+    fn finalizer_names(&self) -> super::FinalizerNames {
+        super::FinalizerNames::PreferQualified
+    }
+
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        let finalizers = crate::meta::finalizers(obj);
+        let names: Vec<&str> = finalizers.iter().map(String::as_str).collect();
+        crate::validation::names::unqualified_finalizer_warnings(&names, "metadata.finalizers")
+    }
+
     fn decode(
         &self,
         info: &ResourceInfo,

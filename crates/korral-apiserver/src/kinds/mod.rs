@@ -44,7 +44,7 @@ pub(crate) use flowcontrol::ensure_configuration as ensure_flow_control_configur
 pub(crate) use printer::Printer;
 pub(crate) use scheduling::system_priority_classes;
 pub(crate) use storage::is_default_class;
-pub(crate) use strategy::{Context, DeletePlan, Strategy};
+pub(crate) use strategy::{Context, DeletePlan, FinalizerNames, Strategy};
 
 /// One built-in kind in one group version, as a real kube-apiserver registers it.
 pub(crate) struct KindDef {

@@ -49,6 +49,20 @@ pub(crate) struct Context {
     pub plugins: crate::builtin_admission::Plugins,
 }
 
+/// How a kind checks `metadata.finalizers` names beyond their being qualified names (which
+/// every kind requires).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FinalizerNames {
+    /// A name without a domain must be a standard finalizer (`kubernetes`, `orphan`,
+    /// `foregroundDeletion`): the kinds validated through upstream's core `ValidateObjectMeta`.
+    Standard,
+    /// Any qualified name (upstream's generic `ValidateObjectMeta`: CRDs, admission
+    /// configurations).
+    Qualified,
+    /// Any qualified name, with a warning for a name without a domain (custom resources).
+    PreferQualified,
+}
+
 /// How deleting an existing object proceeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DeletePlan {
@@ -120,6 +134,11 @@ pub(crate) trait Strategy: Debug + Send + Sync {
     /// Validates an update against the stored object (immutable fields included).
     fn validate_update(&self, obj: &Value, _old: &Value, ctx: &Context) -> Vec<Cause> {
         self.validate(obj, ctx)
+    }
+
+    /// How this kind's `metadata.finalizers` names are checked beyond being qualified names.
+    fn finalizer_names(&self) -> FinalizerNames {
+        FinalizerNames::Standard
     }
 
     /// Warnings for a valid object being created (`Warning` headers).

@@ -677,6 +677,51 @@ pub fn validate_finalizers(finalizers: &[&str], path: &str) -> Vec<Cause> {
     errs
 }
 
+/// The finalizers a name without a domain may be (upstream's `standardFinalizers`).
+const STANDARD_FINALIZERS: [&str; 3] = [
+    "kubernetes",
+    FINALIZER_ORPHAN_DEPENDENTS,
+    FINALIZER_DELETE_DEPENDENTS,
+];
+
+/// Whether a finalizer name has no domain and is not one of the standard finalizers.
+fn unqualified_nonstandard(finalizer: &str) -> bool {
+    !finalizer.contains('/') && !STANDARD_FINALIZERS.contains(&finalizer)
+}
+
+/// Upstream's `validateKubeFinalizerName` over `metadata.finalizers` of a built-in kind: a name
+/// without a domain must be one of the standard finalizers.
+pub fn validate_kube_finalizer_names(finalizers: &[&str], path: &str) -> Vec<Cause> {
+    finalizers
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| unqualified_nonstandard(f))
+        .map(|(i, f)| {
+            invalid_rendered(
+                &index(path, i),
+                &go_quote(f),
+                "name is neither a standard finalizer name nor is it fully qualified",
+            )
+        })
+        .collect()
+}
+
+/// The warnings upstream answers for a custom resource's finalizers without a domain.
+pub fn unqualified_finalizer_warnings(finalizers: &[&str], path: &str) -> Vec<String> {
+    finalizers
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| unqualified_nonstandard(f))
+        .map(|(i, f)| {
+            format!(
+                "{}: {}: prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers",
+                index(path, i),
+                go_quote(f)
+            )
+        })
+        .collect()
+}
+
 /// Upstream `schema.ParseGroupVersion`: `(group, version)` or the error message.
 pub(crate) fn parse_group_version(gv: &str) -> Result<(String, String), String> {
     if gv.is_empty() || gv == "/" {
