@@ -87,6 +87,76 @@ pub(crate) fn ipv6(value: &str) -> Vec<String> {
     }
 }
 
+/// Upstream's `ValidateNonSpecialIP` (Endpoints, EndpointSlices, external IPs): the messages for
+/// an address that does not parse, or that is unspecified, loopback or link-local (an
+/// IPv4-mapped IPv6 address counts as its IPv4 address, as in Go).
+pub(crate) fn non_special_ip(value: &str) -> Vec<String> {
+    let Some(ip) = parse_ip_sloppy(value) else {
+        return vec!["must be a valid IP address".to_string()];
+    };
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    let mut msgs = Vec::new();
+    if ip.is_unspecified() {
+        msgs.push(format!("may not be unspecified ({value})"));
+    }
+    if ip.is_loopback() {
+        msgs.push("may not be in the loopback range (127.0.0.0/8, ::1/128)".to_string());
+    }
+    let (link_local, link_local_multicast) = match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            (
+                o[0] == 169 && o[1] == 254,
+                o[0] == 224 && o[1] == 0 && o[2] == 0,
+            )
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            (s[0] & 0xffc0 == 0xfe80, s[0] & 0xff0f == 0xff02)
+        }
+    };
+    if link_local {
+        msgs.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)".to_string());
+    }
+    if link_local_multicast {
+        msgs.push(
+            "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".to_string(),
+        );
+    }
+    msgs
+}
+
+/// Upstream's `GetWarningsForIP` for an address that parsed: a non-standard form (leading
+/// zeros, IPv4-mapped IPv6) or a non-canonical IPv6 form earns a warning naming `path`.
+pub(crate) fn ip_warnings(path: &str, value: &str) -> Vec<String> {
+    let Some(ip) = parse_ip_sloppy(value) else {
+        return Vec::new();
+    };
+    let strict = value.parse::<IpAddr>().ok();
+    let mapped = match strict {
+        Some(IpAddr::V6(v6)) => v6.to_ipv4_mapped(),
+        _ => None,
+    };
+    if strict.is_none() || mapped.is_some() {
+        let preferred = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        return vec![format!(
+            "{path}: non-standard IP address {value:?} will be considered invalid in a future Kubernetes release: use \"{preferred}\""
+        )];
+    }
+    match strict {
+        Some(IpAddr::V6(v6)) if v6.to_string() != value => vec![format!(
+            "{path}: IPv6 address {value:?} should be in RFC 5952 canonical format (\"{v6}\")"
+        )],
+        _ => Vec::new(),
+    }
+}
+
 /// Whether the CIDR `inner` is a strict subset of the CIDR `outer` (both already parsed):
 /// same family, longer prefix, and its network address inside `outer`.
 pub(crate) fn strict_subset(outer: (IpAddr, u8), inner: (IpAddr, u8)) -> bool {
@@ -143,6 +213,43 @@ mod tests {
         assert!(!ipv4("2001:db8::1").is_empty());
         assert!(ipv6("2001:db8::1").is_empty());
         assert!(!ipv6("10.1.0.5").is_empty());
+    }
+
+    #[test]
+    fn special_addresses_are_named() {
+        assert!(non_special_ip("10.0.0.1").is_empty());
+        assert_eq!(
+            non_special_ip("x"),
+            vec!["must be a valid IP address".to_string()]
+        );
+        assert_eq!(
+            non_special_ip("0.0.0.0"),
+            vec!["may not be unspecified (0.0.0.0)".to_string()]
+        );
+        assert_eq!(non_special_ip("::ffff:127.0.0.1").len(), 1);
+        assert_eq!(non_special_ip("::1").len(), 1);
+        assert_eq!(non_special_ip("fe80::1").len(), 1);
+        assert_eq!(non_special_ip("224.0.0.5").len(), 1);
+        assert_eq!(non_special_ip("ff02::1").len(), 1);
+        assert!(non_special_ip("224.0.1.5").is_empty());
+    }
+
+    #[test]
+    fn odd_address_forms_are_warned_about() {
+        assert!(ip_warnings("ip", "10.0.0.1").is_empty());
+        assert_eq!(
+            ip_warnings("ip", "010.0.0.1"),
+            vec!["ip: non-standard IP address \"010.0.0.1\" will be considered invalid in a future Kubernetes release: use \"10.0.0.1\"".to_string()]
+        );
+        assert_eq!(
+            ip_warnings("ip", "::ffff:10.0.0.1"),
+            vec!["ip: non-standard IP address \"::ffff:10.0.0.1\" will be considered invalid in a future Kubernetes release: use \"10.0.0.1\"".to_string()]
+        );
+        assert_eq!(
+            ip_warnings("ip", "2001:DB8::1"),
+            vec!["ip: IPv6 address \"2001:DB8::1\" should be in RFC 5952 canonical format (\"2001:db8::1\")".to_string()]
+        );
+        assert!(ip_warnings("ip", "2001:db8::1").is_empty());
     }
 
     #[test]

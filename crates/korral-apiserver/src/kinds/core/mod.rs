@@ -2,9 +2,11 @@
 
 mod config_data;
 mod configmap;
+mod endpoints;
 pub(crate) mod go_diff;
 mod go_json;
 mod namespace;
+mod node;
 mod pod;
 mod print;
 mod quota;
@@ -20,8 +22,9 @@ mod volumes;
 use k8s_openapi::api::core::v1 as api;
 
 use super::KindDef;
+use super::events::EventStrategy;
 use super::lists::{ListAt, ListRule};
-use super::strategy::{Defaulted, Plain};
+use super::strategy::Plain;
 use crate::registry::NameRule;
 
 /// Node: `spec.podCIDRs` is a set, `status.addresses` keyed by `type`.
@@ -85,13 +88,14 @@ pub(super) fn kinds() -> Vec<KindDef> {
             "v1",
             "endpoints",
             "Endpoints",
-            Defaulted::new("", "Endpoints"),
+            endpoints::EndpointsStrategy,
         )
         .schema::<api::Endpoints>()
         .short(&["ep"])
         .printer(print::ENDPOINTS),
-        KindDef::new("", "v1", "events", "Event", Plain)
+        KindDef::new("", "v1", "events", "Event", EventStrategy::CORE)
             .schema::<api::Event>()
+            .names(NameRule::PathSegment)
             .short(&["ev"])
             .printer(print::EVENTS)
             .fields(&[
@@ -131,7 +135,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .fields(&["status.phase"])
         .printer(print::NAMESPACES)
         .without_delete_collection(),
-        KindDef::new("", "v1", "nodes", "Node", Plain)
+        KindDef::new("", "v1", "nodes", "Node", node::NodeStrategy)
             .schema::<api::Node>()
             .lists(NODE_LISTS)
             .cluster_scoped()
