@@ -26,12 +26,22 @@ async fn send(env: &TestEnv, method: &str, path: &str, body: Option<Value>) -> (
 const PODS: &str = "/api/v1/namespaces/default/pods";
 
 async fn ready_pod(env: &TestEnv, name: &str) {
-    let pod = json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": "web"}},
-        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
-    let (code, body) = send(env, "POST", PODS, Some(pod)).await;
-    assert_eq!(code, 201, "{body}");
+    labelled_pod(env, "default", name, json!({"app": "web"}), true).await;
+}
+
+/// Creates `pod` in `namespace`, then writes `status` through `/status` (a new Pod's status is
+/// the server's, as a kubelet's writes come after the create).
+async fn create_with_status(env: &TestEnv, namespace: &str, pod: Value, status: Value) {
+    let path = format!("/api/v1/namespaces/{namespace}/pods");
+    let (code, mut created) = send(env, "POST", &path, Some(pod)).await;
+    assert_eq!(code, 201, "{created}");
+    created["status"] = status;
+    let name = created["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (code, body) = send(env, "PUT", &format!("{path}/{name}/status"), Some(created)).await;
+    assert_eq!(code, 200, "{body}");
 }
 
 fn eviction(name: &str) -> Value {
@@ -271,12 +281,10 @@ async fn concurrent_evictions_spend_an_allowed_disruption_once() {
 async fn labelled_pod(env: &TestEnv, namespace: &str, name: &str, labels: Value, ready: bool) {
     let pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": labels},
-        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]},
-        "status": {"phase": "Running",
-            "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}});
-    let path = format!("/api/v1/namespaces/{namespace}/pods");
-    let (code, body) = send(env, "POST", &path, Some(pod)).await;
-    assert_eq!(code, 201, "{body}");
+        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]}});
+    let status = json!({"phase": "Running",
+        "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]});
+    create_with_status(env, namespace, pod, status).await;
 }
 
 /// Creates a budget in `namespace` and waits until its status is current with `settled`.

@@ -645,3 +645,20 @@ async fn ephemeral_containers_and_resize_subresources_change_only_their_part() {
         "Invalid value: \"Burstable\": Pod QOS Class may not change as a result of resizing"
     );
 }
+
+/// A new Pod's status is the server's, whatever the client sends (`Pending` with its QoS
+/// class, as upstream's strategy resets it); status is written through `/status` afterwards.
+#[tokio::test]
+async fn a_client_sent_status_is_dropped_on_create() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "seeded"},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        "status": {"phase": "Running", "podIP": "10.0.0.9", "conditions": [{"type": "Ready", "status": "True"}]}});
+    let (code, created) = send(&client, "POST", "/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        created["status"],
+        json!({"phase": "Pending", "qosClass": "BestEffort"})
+    );
+}

@@ -40,9 +40,10 @@ fn validate_spec(spec: &Value) -> Vec<Cause> {
 }
 
 impl Strategy for PodStrategy {
-    fn prepare_for_create(&self, _info: &ResourceInfo, _obj: &mut Value, _ctx: &Context) {
-        // The status a client sends on create is kept (upstream resets it to Pending; the
-        // simulation and tests rely on seeding it).
+    fn prepare_for_create(&self, _info: &ResourceInfo, obj: &mut Value, _ctx: &Context) {
+        // As upstream's strategy: a new Pod's status is the server's (`Pending` and its QoS
+        // class, filled in by the defaults); what a client sends is dropped.
+        crate::kinds::strategy::strip_status(obj);
     }
 
     /// Quantities are read as upstream's decoder reads them (a JSON number is a quantity too)
