@@ -557,6 +557,21 @@ async fn nodes_as_upstream() {
     );
     absent(&env, &format!("{NODES}/bad")).await;
 
+    // The legacy taints annotation holds JSON taints, each valid.
+    let annotated = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "annotated", "annotations": {"scheduler.alpha.kubernetes.io/taints": "[{\"key\": \"a\"}]"}},
+    });
+    assert_invalid(
+        &send(&env, "POST", NODES, &annotated).await,
+        "Node \"annotated\" is invalid: metadata.annotations.scheduler.alpha.kubernetes.io/taints[0].effect: Required value",
+        &[(
+            "FieldValueRequired",
+            "metadata.annotations.scheduler.alpha.kubernetes.io/taints[0].effect",
+            "Required value",
+        )],
+    );
+
     // Pod CIDRs and the provider ID are set once.
     let answer = raw(
         &env.client(),

@@ -1,7 +1,8 @@
 //! `v1/Node`: upstream's node strategy (`pkg/registry/core/node/strategy.go`) and its
 //! `ValidateNode` / `ValidateNodeUpdate`: taints, capacity and allocatable quantities, pod CIDRs
 //! (one per IP family, set once), the provider ID (set once), the external ID (fixed), unique
-//! status addresses and the removed dynamic kubelet config (`configSource`, `status.config`).
+//! status addresses, the removed dynamic kubelet config (`configSource`, `status.config`) and the
+//! legacy `scheduler.alpha.kubernetes.io/taints` annotation.
 //!
 //! Nodes may carry their status on create. Through `/status` only `ValidateNodeUpdate` runs;
 //! through the main resource `ValidateNode` runs too, so some causes (resources, taints) are
@@ -186,7 +187,7 @@ fn go_strings(items: &[&str]) -> String {
 
 /// Upstream's `ValidateNode` (object metadata aside: the store checks it).
 fn validate_node(obj: &Value) -> Vec<Cause> {
-    let mut errs = Vec::new();
+    let mut errs = validate_node_annotations(obj);
     let taints = list(at(obj, "spec", "taints"));
     if !taints.is_empty() {
         errs.extend(validate_taints(taints, "metadata.taints"));
@@ -235,6 +236,91 @@ fn validate_node(obj: &Value) -> Vec<Cause> {
         }
     }
     errs
+}
+
+/// The legacy annotation holding serialized taints.
+const TAINTS_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/taints";
+
+/// Upstream's `ValidateNodeSpecificAnnotations` for the taints annotation: JSON taints (Go's
+/// decoding error otherwise), each valid as a spec taint.
+fn validate_node_annotations(obj: &Value) -> Vec<Cause> {
+    let raw = text(at(obj, "metadata", "annotations").and_then(|a| a.get(TAINTS_ANNOTATION)));
+    if raw.is_empty() {
+        return Vec::new();
+    }
+    match annotation_taints(raw) {
+        Err(msg) => vec![invalid_rendered(
+            "metadata.annotations",
+            &go_quote(TAINTS_ANNOTATION),
+            &msg,
+        )],
+        Ok(taints) if taints.is_empty() => Vec::new(),
+        Ok(taints) => validate_taints(
+            &taints,
+            &format!("metadata.annotations.{TAINTS_ANNOTATION}"),
+        ),
+    }
+}
+
+/// Go's name of a JSON value's type in `cannot unmarshal X into ...`.
+fn go_json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The taints of the annotation as Go's `json.Unmarshal` into `[]core.Taint` reads them (field
+/// names matched case-insensitively), or Go's error.
+fn annotation_taints(raw: &str) -> Result<Vec<Value>, String> {
+    super::go_json::check(raw.as_bytes())?;
+    let value: Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+    let items = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(items) => items,
+        other => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type []core.Taint",
+                go_json_type(&other)
+            ));
+        }
+    };
+    let mut taints = Vec::with_capacity(items.len());
+    for item in items {
+        let mut taint = serde_json::Map::new();
+        match item {
+            Value::Null => {}
+            Value::Object(fields) => {
+                for (name, value) in fields {
+                    let Some(field) = ["key", "value", "effect", "timeAdded"]
+                        .into_iter()
+                        .find(|f| f.eq_ignore_ascii_case(&name))
+                    else {
+                        continue;
+                    };
+                    if field != "timeAdded" && !value.is_string() && !value.is_null() {
+                        return Err(format!(
+                            "json: cannot unmarshal {} into Go struct field Taint.{field} of type string",
+                            go_json_type(&value)
+                        ));
+                    }
+                    taint.insert(field.to_string(), value);
+                }
+            }
+            other => {
+                return Err(format!(
+                    "json: cannot unmarshal {} into Go value of type core.Taint",
+                    go_json_type(&other)
+                ));
+            }
+        }
+        taints.push(Value::Object(taint));
+    }
+    Ok(taints)
 }
 
 /// Upstream's `validateNodeTaints`: qualified keys, label values, a known effect, unique by key
@@ -334,7 +420,8 @@ fn is_integer_resource(name: &str) -> bool {
 
 /// Upstream's `ValidateNodeUpdate` (object metadata aside).
 fn validate_node_update(obj: &Value, old: &Value) -> Vec<Cause> {
-    let mut errs = validate_resources(obj);
+    let mut errs = validate_node_annotations(obj);
+    errs.extend(validate_resources(obj));
     let addresses = list(at(obj, "status", "addresses"));
     for (i, address) in addresses.iter().enumerate() {
         if addresses[..i].contains(address) {
@@ -543,6 +630,39 @@ mod tests {
         for (obj, want) in cases {
             assert_eq!(summaries(validate_node(obj)), *want, "{obj}");
         }
+    }
+
+    #[test]
+    fn legacy_taints_annotation() {
+        let with = |raw: &str| json!({"metadata": {"annotations": {TAINTS_ANNOTATION: raw}}});
+        let check = |raw: &str| summaries(validate_node_annotations(&with(raw)));
+        assert!(check("").is_empty());
+        assert!(check("null").is_empty());
+        assert!(check(r#"[{"key": "a", "effect": "NoSchedule"}]"#).is_empty());
+        assert_eq!(
+            check("[{"),
+            [
+                "metadata.annotations: Invalid value: \"scheduler.alpha.kubernetes.io/taints\": unexpected end of JSON input"
+            ]
+        );
+        assert_eq!(
+            check("{}"),
+            [
+                "metadata.annotations: Invalid value: \"scheduler.alpha.kubernetes.io/taints\": json: cannot unmarshal object into Go value of type []core.Taint"
+            ]
+        );
+        assert_eq!(
+            check(r#"[{"Key": 1}]"#),
+            [
+                "metadata.annotations: Invalid value: \"scheduler.alpha.kubernetes.io/taints\": json: cannot unmarshal number into Go struct field Taint.key of type string"
+            ]
+        );
+        assert_eq!(
+            check(r#"[{"KEY": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "Never"}]"#),
+            [
+                "metadata.annotations.scheduler.alpha.kubernetes.io/taints[1].effect: Unsupported value: \"Never\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""
+            ]
+        );
     }
 
     #[test]
