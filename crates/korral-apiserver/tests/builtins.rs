@@ -112,7 +112,31 @@ async fn services_get_a_cluster_ip_that_updates_keep() {
         .replace("svc", &PostParams::default(), &replaced)
         .await
         .expect("replace");
-    assert_eq!(updated.spec.and_then(|s| s.cluster_ip), Some(ip));
+    assert_eq!(updated.spec.and_then(|s| s.cluster_ip), Some(ip.clone()));
+    // Services are selectable by `spec.clusterIP` and `spec.type`, as upstream's.
+    let by_ip = api
+        .list(&kube::api::ListParams::default().fields(&format!("spec.clusterIP={ip}")))
+        .await
+        .expect("list by clusterIP");
+    let names: Vec<_> = by_ip
+        .items
+        .iter()
+        .filter_map(|s| s.metadata.name.clone())
+        .collect();
+    assert_eq!(names, vec!["svc".to_string()]);
+    let by_type = api
+        .list(
+            &kube::api::ListParams::default()
+                .fields("spec.type=ClusterIP,metadata.name!=kubernetes"),
+        )
+        .await
+        .expect("list by type");
+    assert_eq!(by_type.items.len(), 2);
+    let none = api
+        .list(&kube::api::ListParams::default().fields("spec.type=NodePort"))
+        .await
+        .expect("list NodePort");
+    assert!(none.items.is_empty());
 }
 
 #[tokio::test]

@@ -211,6 +211,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .status()
         .scale()
         .generation()
+        .fields(&["status.replicas"])
         .printer(print::REPLICATION_CONTROLLERS),
         KindDef::new(
             "",
@@ -246,6 +247,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .printer(print::SERVICES)
         .in_all()
         .status()
+        .fields(&["spec.clusterIP", "spec.type"])
         .names(NameRule::Label),
     ]
 }

@@ -24,6 +24,9 @@ use crate::validation::names::{
 use crate::validation::network::{CIDR_MESSAGE, parse_cidr_sloppy};
 use crate::validation::podspec::config_map_key;
 
+/// A naming rule: the messages for a value that breaks it.
+type NameRule = fn(&str) -> Vec<String>;
+
 /// The strategy of `v1/Node`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct NodeStrategy;
@@ -160,7 +163,7 @@ fn text(value: Option<&Value>) -> &str {
     value.and_then(Value::as_str).unwrap_or("")
 }
 
-fn list<'a>(value: Option<&'a Value>) -> &'a [Value] {
+fn list(value: Option<&Value>) -> &[Value] {
     value.and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
@@ -519,7 +522,7 @@ fn validate_config_source(source: &Value, path: &str, in_status: bool) -> Vec<Ca
                 ));
             }
         }
-        let checks: [(&str, fn(&str) -> Vec<String>); 3] = [
+        let checks: [(&str, NameRule); 3] = [
             ("namespace", dns1123_label),
             ("name", dns1123_subdomain),
             ("kubeletConfigKey", config_map_key),
