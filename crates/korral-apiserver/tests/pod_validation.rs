@@ -662,3 +662,109 @@ async fn a_client_sent_status_is_dropped_on_create() {
         json!({"phase": "Pending", "qosClass": "BestEffort"})
     );
 }
+
+/// Writes through `pods/status` follow `ValidatePodStatusUpdate`: a terminated container of a
+/// `Never` pod stays terminated, the QoS class is fixed, IPs are valid (one per family) and
+/// custom condition types are qualified names; a rejected write changes nothing. The singular
+/// `podIP` wins over a list that disagrees, as upstream's conversion reads them.
+#[tokio::test]
+async fn status_writes_follow_upstreams_status_rules() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "job-pod"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}});
+    let (code, created) = send(&client, "POST", "/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(code, 201, "{created}");
+    let path = "/api/v1/namespaces/default/pods/job-pod/status";
+
+    let mut done = created.clone();
+    done["status"] = json!({"phase": "Succeeded", "podIP": "10.0.0.5", "podIPs": [{"ip": "10.0.0.6"}],
+        "containerStatuses": [{"name": "c", "image": "busybox", "imageID": "", "ready": false,
+            "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]});
+    let (code, stored) = send(&client, "PUT", path, &done).await;
+    assert_eq!(code, 200, "{stored}");
+    assert_eq!(stored["status"]["podIPs"], json!([{"ip": "10.0.0.5"}]));
+    assert_eq!(
+        stored["status"]["qosClass"], "BestEffort",
+        "kept from the stored status"
+    );
+
+    let mut bad = stored.clone();
+    bad["status"]["qosClass"] = json!("Guaranteed");
+    bad["status"]["podIP"] = json!("10.0.0.5");
+    bad["status"]["podIPs"] = json!([{"ip": "10.0.0.5"}, {"ip": "10.0.0.7"}]);
+    bad["status"]["conditions"] = json!([{"type": "not valid!", "status": "True"}]);
+    bad["status"]["containerStatuses"][0]["state"] =
+        json!({"running": {"startedAt": "2026-01-01T00:00:00Z"}});
+    let (code, body) = send(&client, "PUT", path, &bad).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(body["reason"], "Invalid");
+    let causes: Vec<(String, String)> = body["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| {
+            (
+                c["field"].as_str().unwrap_or("").to_string(),
+                c["message"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    for (field, message) in [
+        (
+            "status.qosClass",
+            "Invalid value: \"Guaranteed\": field is immutable",
+        ),
+        (
+            "status.containerStatuses[0].state",
+            "Forbidden: may not be transitioned to non-terminated state",
+        ),
+        (
+            "status.podIPs",
+            "Invalid value: []core.PodIP{core.PodIP{IP:\"10.0.0.5\"}, core.PodIP{IP:\"10.0.0.7\"}}: may specify no more than one IP for each IP family",
+        ),
+    ] {
+        assert!(
+            causes.iter().any(|(f, m)| f == field && m == message),
+            "{field}: {message} not in {causes:#?}"
+        );
+    }
+    assert!(
+        causes
+            .iter()
+            .any(|(f, _)| f == "metadata.conditions[0].Type"),
+        "{causes:#?}"
+    );
+    let (code, now) = send(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/pods/job-pod",
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        now["status"], stored["status"],
+        "the rejected write changed nothing"
+    );
+    assert_eq!(
+        now["metadata"]["resourceVersion"],
+        stored["metadata"]["resourceVersion"]
+    );
+
+    // The mirror-pod annotation may not be added by an update.
+    let mut mirror = now.clone();
+    mirror["metadata"]["annotations"] = json!({"kubernetes.io/config.mirror": "x"});
+    let (code, body) = send(
+        &client,
+        "PUT",
+        "/api/v1/namespaces/default/pods/job-pod",
+        &mirror,
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["message"],
+        "Forbidden: may not add mirror pod annotation"
+    );
+}

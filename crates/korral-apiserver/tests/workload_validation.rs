@@ -201,3 +201,106 @@ async fn job_templates_are_immutable_and_cron_schedules_parsed() {
     let (code, body) = post(&env, "/apis/batch/v1/namespaces/default/cronjobs", &valid).await;
     assert_eq!(code, 201, "{body}");
 }
+
+/// Status writes of the apps/v1 workloads follow upstream's status rules (counters not
+/// negative, none above `status.replicas`, available not above ready, `collisionCount` never
+/// decremented) and a refused write changes nothing; DaemonSets carry upstream's template
+/// generation annotation, bumped when the template changes.
+#[tokio::test]
+async fn workload_status_writes_and_daemon_set_template_generation() {
+    let env = TestEnv::start().await.expect("env");
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let (code, created) = post(&env, deployments, &deployment("web", 2, "web", "web")).await;
+    assert_eq!(code, 201, "{created}");
+    let status_path = format!("{deployments}/web/status");
+    let mut good = created.clone();
+    good["status"] =
+        json!({"replicas": 2, "readyReplicas": 2, "availableReplicas": 1, "collisionCount": 3});
+    let (code, stored) = put(&env, &status_path, &good).await;
+    assert_eq!(code, 200, "{stored}");
+
+    let mut bad = stored.clone();
+    bad["status"] = json!({"replicas": 1, "updatedReplicas": -1, "readyReplicas": 1,
+                           "availableReplicas": 2, "collisionCount": 2});
+    let answer = put(&env, &status_path, &bad).await;
+    assert_invalid(
+        &answer,
+        "Deployment.apps \"web\" is invalid: [status.updatedReplicas: Invalid value: -1: must be greater than or equal to 0, status.availableReplicas: Invalid value: 2: cannot be greater than status.replicas, status.availableReplicas: Invalid value: 2: cannot be greater than readyReplicas, status.collisionCount: Invalid value: 2: cannot be decremented]",
+        &[
+            (
+                "FieldValueInvalid",
+                "Invalid value: -1: must be greater than or equal to 0",
+                "status.updatedReplicas",
+            ),
+            (
+                "FieldValueInvalid",
+                "Invalid value: 2: cannot be greater than status.replicas",
+                "status.availableReplicas",
+            ),
+            (
+                "FieldValueInvalid",
+                "Invalid value: 2: cannot be greater than readyReplicas",
+                "status.availableReplicas",
+            ),
+            (
+                "FieldValueInvalid",
+                "Invalid value: 2: cannot be decremented",
+                "status.collisionCount",
+            ),
+        ],
+    );
+    let (_, now) = put(&env, &status_path, &stored).await;
+    assert_eq!(
+        now["status"], stored["status"],
+        "the refused write changed nothing"
+    );
+
+    // A StatefulSet's bound on available replicas names `status.readyReplicas`.
+    let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                 "template": {"metadata": {"labels": {"app": "db"}},
+                              "spec": {"containers": [{"name": "c", "image": "postgres"}]}}}});
+    let statefulsets = "/apis/apps/v1/namespaces/default/statefulsets";
+    let (code, created) = post(&env, statefulsets, &sts).await;
+    assert_eq!(code, 201, "{created}");
+    let mut bad = created.clone();
+    bad["status"] = json!({"replicas": 3, "readyReplicas": 1, "availableReplicas": 2});
+    let (code, body) = put(&env, &format!("{statefulsets}/db/status"), &bad).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["message"],
+        "Invalid value: 2: cannot be greater than status.readyReplicas"
+    );
+
+    // DaemonSets: generation annotation 1 on create, +1 on a template change only.
+    let ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                 "template": {"metadata": {"labels": {"app": "agent"}},
+                              "spec": {"containers": [{"name": "c", "image": "agent:1"}]}}}});
+    let daemonsets = "/apis/apps/v1/namespaces/default/daemonsets";
+    let (code, created) = post(&env, daemonsets, &ds).await;
+    assert_eq!(code, 201, "{created}");
+    let annotation = |o: &Value| {
+        o["metadata"]["annotations"]["deprecated.daemonset.template.generation"].clone()
+    };
+    assert_eq!(annotation(&created), json!("1"));
+    let mut relabelled = created.clone();
+    relabelled["metadata"]["labels"] = json!({"team": "infra"});
+    let (code, same) = put(&env, &format!("{daemonsets}/agent"), &relabelled).await;
+    assert_eq!(code, 200, "{same}");
+    assert_eq!(annotation(&same), json!("1"));
+    let mut retemplated = same.clone();
+    retemplated["spec"]["template"]["spec"]["containers"][0]["image"] = json!("agent:2");
+    let (code, bumped) = put(&env, &format!("{daemonsets}/agent"), &retemplated).await;
+    assert_eq!(code, 200, "{bumped}");
+    assert_eq!(annotation(&bumped), json!("2"));
+    let mut negative = bumped.clone();
+    negative["status"] = json!({"currentNumberScheduled": 0, "numberMisscheduled": -1,
+                                "desiredNumberScheduled": 0, "numberReady": 0});
+    let (code, body) = put(&env, &format!("{daemonsets}/agent/status"), &negative).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["field"],
+        "status.numberMisscheduled"
+    );
+}

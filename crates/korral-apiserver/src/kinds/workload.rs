@@ -123,6 +123,64 @@ pub(crate) fn immutable(new: &Value, old: &Value, field: &str, path: &str) -> Op
     })
 }
 
+/// The bounds upstream puts on the counters a pod controller reports in its status
+/// (`ValidateDeploymentStatus`, `ValidateReplicaSetStatus`, `ValidateStatefulSetStatus`,
+/// `validateDaemonSetStatus`, `ValidateReplicationControllerStatus`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StatusRules {
+    /// The counters that may not be negative, in upstream's order.
+    pub(crate) nonnegative: &'static [&'static str],
+    /// The counters that may not exceed `status.replicas`, in upstream's order.
+    pub(crate) at_most_replicas: &'static [&'static str],
+    /// Upstream's message when `availableReplicas` exceeds `readyReplicas` (`None`: no rule).
+    pub(crate) available_over_ready: Option<&'static str>,
+    /// Whether `collisionCount` may not be decremented (`IsDecremented`).
+    pub(crate) collision_count: bool,
+}
+
+/// The status rules of a pod controller's status write; `old` is the stored object.
+pub(crate) fn validate_status(obj: &Value, old: &Value, rules: &StatusRules) -> Vec<Cause> {
+    let null = Value::Null;
+    let status = obj.get("status").unwrap_or(&null);
+    let mut errs = nonnegative_fields(status, rules.nonnegative, "status");
+    let count = |s: &Value, f: &str| s.get(f).and_then(Value::as_i64);
+    let replicas = count(status, "replicas").unwrap_or(0);
+    for field in rules.at_most_replicas {
+        let value = count(status, field).unwrap_or(0);
+        if value > replicas {
+            errs.push(invalid_value(
+                &child("status", field),
+                &Value::from(value),
+                "cannot be greater than status.replicas",
+            ));
+        }
+    }
+    if let Some(message) = rules.available_over_ready {
+        let available = count(status, "availableReplicas").unwrap_or(0);
+        if available > count(status, "readyReplicas").unwrap_or(0) {
+            errs.push(invalid_value(
+                "status.availableReplicas",
+                &Value::from(available),
+                message,
+            ));
+        }
+    }
+    let old_status = old.get("status").unwrap_or(&null);
+    if rules.collision_count
+        && let Some(before) = count(old_status, "collisionCount")
+    {
+        let now = count(status, "collisionCount");
+        if now.is_none_or(|n| n < before) {
+            errs.push(invalid_value(
+                "status.collisionCount",
+                &Value::from(now.unwrap_or(0)),
+                "cannot be decremented",
+            ));
+        }
+    }
+    errs
+}
+
 /// `spec` with upstream's defaults filled into its `template` (tests build specs as clients
 /// send them; validation sees them defaulted).
 #[cfg(test)]

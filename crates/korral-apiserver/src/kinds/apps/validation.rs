@@ -7,8 +7,8 @@ use crate::ApiError;
 use crate::error::Cause;
 use crate::kinds::strategy::{Context, Strategy};
 use crate::kinds::workload::{
-    canonicalize_template, immutable, int_or_percent, is_zero, nonnegative, nonnegative_fields,
-    restart_policy_in, validate_template,
+    StatusRules, canonicalize_template, immutable, int_or_percent, is_zero, nonnegative,
+    nonnegative_fields, restart_policy_in, validate_status, validate_template,
 };
 use crate::objects::FieldValidation;
 use crate::quantity;
@@ -31,6 +31,16 @@ pub(super) enum Workload {
 }
 
 impl Workload {
+    /// The rules of the status its controller reports.
+    fn status_rules(self) -> &'static StatusRules {
+        match self {
+            Self::Deployment => &DEPLOYMENT_STATUS,
+            Self::ReplicaSet => &REPLICA_SET_STATUS,
+            Self::StatefulSet => &STATEFUL_SET_STATUS,
+            Self::DaemonSet => &DAEMON_SET_STATUS,
+        }
+    }
+
     fn kind(self) -> &'static str {
         match self {
             Self::Deployment => "Deployment",
@@ -41,11 +51,135 @@ impl Workload {
     }
 }
 
+/// Upstream's `ValidateDeploymentStatus` (and `terminatingReplicas`, not negative when set).
+const DEPLOYMENT_STATUS: StatusRules = StatusRules {
+    nonnegative: &[
+        "observedGeneration",
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "unavailableReplicas",
+        "terminatingReplicas",
+        "collisionCount",
+    ],
+    at_most_replicas: &["updatedReplicas", "readyReplicas", "availableReplicas"],
+    available_over_ready: Some("cannot be greater than readyReplicas"),
+    collision_count: true,
+};
+
+/// Upstream's `ValidateReplicaSetStatus`.
+const REPLICA_SET_STATUS: StatusRules = StatusRules {
+    nonnegative: &[
+        "replicas",
+        "fullyLabeledReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "observedGeneration",
+        "terminatingReplicas",
+    ],
+    at_most_replicas: &["fullyLabeledReplicas", "readyReplicas", "availableReplicas"],
+    available_over_ready: Some("cannot be greater than readyReplicas"),
+    collision_count: false,
+};
+
+/// Upstream's `ValidateStatefulSetStatus`.
+const STATEFUL_SET_STATUS: StatusRules = StatusRules {
+    nonnegative: &[
+        "replicas",
+        "readyReplicas",
+        "currentReplicas",
+        "updatedReplicas",
+        "availableReplicas",
+        "observedGeneration",
+        "collisionCount",
+    ],
+    at_most_replicas: &[
+        "readyReplicas",
+        "currentReplicas",
+        "updatedReplicas",
+        "availableReplicas",
+    ],
+    available_over_ready: Some("cannot be greater than status.readyReplicas"),
+    collision_count: true,
+};
+
+/// Upstream's `validateDaemonSetStatus`: counters only, no bounds between them.
+const DAEMON_SET_STATUS: StatusRules = StatusRules {
+    nonnegative: &[
+        "currentNumberScheduled",
+        "numberMisscheduled",
+        "desiredNumberScheduled",
+        "numberReady",
+        "observedGeneration",
+        "updatedNumberScheduled",
+        "numberAvailable",
+        "numberUnavailable",
+        "collisionCount",
+    ],
+    at_most_replicas: &[],
+    available_over_ready: None,
+    collision_count: true,
+};
+
 /// The strategy of one `apps/v1` workload kind.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct WorkloadStrategy(pub(super) Workload);
 
+/// The annotation in which `apps/v1` shows a DaemonSet's template generation (upstream's
+/// internal `spec.templateGeneration`): 1 on create, one more on each template change.
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// Sets a DaemonSet's template generation annotation.
+fn set_template_generation(obj: &mut Value, generation: i64) {
+    if let Some(md) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = md
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !annotations.is_object() {
+            *annotations = Value::Object(Default::default());
+        }
+        if let Some(map) = annotations.as_object_mut() {
+            map.insert(
+                TEMPLATE_GENERATION.into(),
+                Value::String(generation.to_string()),
+            );
+        }
+    }
+}
+
 impl Strategy for WorkloadStrategy {
+    /// A new DaemonSet's template generation is 1, as upstream's `PrepareForCreate` sets it.
+    fn prepare_for_create(&self, info: &ResourceInfo, obj: &mut Value, _ctx: &Context) {
+        if info.status_subresource {
+            crate::kinds::strategy::strip_status(obj);
+        }
+        if self.0 == Workload::DaemonSet {
+            set_template_generation(obj, 1);
+        }
+    }
+
+    /// A DaemonSet's template generation grows by one when its template changes and is the
+    /// stored one otherwise (upstream derives it from the stored internal field; Korral keeps
+    /// the stored annotation rather than reject a client that dropped or edited it).
+    fn prepare_for_update(&self, obj: &mut Value, old: &Value) {
+        if self.0 != Workload::DaemonSet {
+            return;
+        }
+        let stored = crate::meta::path(old, "metadata.annotations")
+            .and_then(|a| a.get(TEMPLATE_GENERATION))
+            .and_then(Value::as_str)
+            .and_then(|g| g.parse::<i64>().ok())
+            .unwrap_or(1);
+        let template = |o: &Value| crate::meta::path(o, "spec.template").cloned();
+        let generation = if template(obj) == template(old) {
+            stored
+        } else {
+            stored.saturating_add(1)
+        };
+        set_template_generation(obj, generation);
+    }
+
     /// The template's quantities are read and written back in canonical form; a malformed one
     /// makes the object undecodable (400), as upstream's decoder.
     fn decode(
@@ -73,7 +207,12 @@ impl Strategy for WorkloadStrategy {
         }
     }
 
+    /// The spec rules and what may change, or through `/status` the status rules alone (the
+    /// spec is the stored one), as upstream's status strategies validate.
     fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        if ctx.subresource == Some("status") {
+            return validate_status(obj, old, self.0.status_rules());
+        }
         let mut errs = self.validate(obj, ctx);
         let (spec, old_spec) = (
             obj.get("spec").unwrap_or(&Value::Null),

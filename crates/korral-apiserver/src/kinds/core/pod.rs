@@ -1,7 +1,10 @@
 //! Pods: quantities canonicalized on decode, upstream's pod validation on create
-//! (`ValidatePodCreate`) and its update rules (`ValidatePodUpdate`, see [`pod_update`]).
+//! (`ValidatePodCreate`) and its update rules (`ValidatePodUpdate`, see [`pod_update`];
+//! `ValidatePodStatusUpdate` through `/status`, see [`pod_status`]).
 
 // The update rules live beside this file; declared here so the group module stays as it is.
+#[path = "pod_status.rs"]
+mod pod_status;
 #[path = "pod_subresources.rs"]
 mod pod_subresources;
 #[path = "pod_update.rs"]
@@ -123,17 +126,23 @@ impl Strategy for PodStrategy {
         &[EPHEMERAL_CONTAINERS, RESIZE]
     }
 
-    /// A write through `ephemeralcontainers` or `resize` changes only its part.
+    /// A write through `ephemeralcontainers` or `resize` changes only its part; one through
+    /// `status` keeps the QoS class and reads the IPs as upstream's conversion does.
     fn prepare_for_subresource_update(&self, subresource: &str, obj: &mut Value, old: &Value) {
         match subresource {
+            "status" => pod_status::prepare_status_update(obj, old),
             EPHEMERAL_CONTAINERS => pod_subresources::keep_ephemeral_containers_only(obj, old),
             RESIZE => pod_subresources::keep_resize_only(obj, old),
             _ => {}
         }
     }
 
-    /// `ValidatePodUpdate`, or the rules of the subresource written.
+    /// `ValidatePodUpdate`, or the rules of the subresource written (`ValidatePodStatusUpdate`
+    /// checks the status alone: the spec is the stored one).
     fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        if ctx.subresource == Some("status") {
+            return pod_status::validate_status_update(obj, old);
+        }
         let spec = spec_of(obj);
         let mut causes = validate_spec(spec);
         causes.extend(match ctx.subresource {
@@ -141,7 +150,11 @@ impl Strategy for PodStrategy {
                 pod_subresources::validate_ephemeral_containers_update(obj, old)
             }
             Some(RESIZE) => pod_subresources::validate_resize(obj, old),
-            _ => pod_update::validate_spec_update(spec, spec_of(old)),
+            _ => {
+                let mut causes = pod_status::validate_annotation_updates(obj, old);
+                causes.extend(pod_update::validate_spec_update(spec, spec_of(old)));
+                causes
+            }
         });
         causes
     }

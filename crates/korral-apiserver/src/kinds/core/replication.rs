@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use crate::error::Cause;
 use crate::kinds::strategy::{Context, Strategy};
 use crate::kinds::workload::{
-    canonicalize_template, nonnegative_fields, restart_policy_in, validate_template,
+    StatusRules, canonicalize_template, nonnegative_fields, restart_policy_in, validate_status,
+    validate_template,
 };
 use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
@@ -65,40 +66,22 @@ fn validate_rc(obj: &Value) -> Vec<Cause> {
 
 /// Upstream's `ValidateReplicationControllerStatus`: non-negative counts, none above
 /// `status.replicas`, available ones not above ready ones.
+const RC_STATUS: StatusRules = StatusRules {
+    nonnegative: &[
+        "replicas",
+        "fullyLabeledReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "observedGeneration",
+    ],
+    at_most_replicas: &["fullyLabeledReplicas", "readyReplicas", "availableReplicas"],
+    available_over_ready: Some("cannot be greater than readyReplicas"),
+    collision_count: false,
+};
+
+/// The status rules of a ReplicationController.
 fn validate_rc_status(obj: &Value) -> Vec<Cause> {
-    let Some(status) = obj.get("status").filter(|s| s.is_object()) else {
-        return Vec::new();
-    };
-    let mut errs = nonnegative_fields(
-        status,
-        &[
-            "replicas",
-            "fullyLabeledReplicas",
-            "readyReplicas",
-            "availableReplicas",
-            "observedGeneration",
-        ],
-        "status",
-    );
-    let count = |f: &str| status.get(f).and_then(Value::as_i64).unwrap_or(0);
-    let replicas = count("replicas");
-    for field in ["fullyLabeledReplicas", "readyReplicas", "availableReplicas"] {
-        if count(field) > replicas {
-            errs.push(invalid_value(
-                &format!("status.{field}"),
-                &json!(count(field)),
-                "cannot be greater than status.replicas",
-            ));
-        }
-    }
-    if count("availableReplicas") > count("readyReplicas") {
-        errs.push(invalid_value(
-            "status.availableReplicas",
-            &json!(count("availableReplicas")),
-            "cannot be greater than readyReplicas",
-        ));
-    }
-    errs
+    validate_status(obj, &Value::Null, &RC_STATUS)
 }
 
 impl Strategy for ReplicationControllerStrategy {
