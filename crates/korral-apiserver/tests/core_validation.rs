@@ -237,6 +237,138 @@ async fn services_are_refused_as_upstream_refuses_them() {
     assert_eq!(stored["spec"]["clusterIP"], web["spec"]["clusterIP"]);
 }
 
+/// IP families as a single-stack IPv4 cluster's allocator answers them (its causes alone, before
+/// validation), the load balancer fields of the spec, and `services/status` load balancer
+/// ingress points as `ValidateLoadBalancerStatus` checks them (`ipMode` defaulted to `VIP`).
+#[tokio::test]
+async fn ip_families_load_balancer_fields_and_status() {
+    let env = TestEnv::start().await.expect("env");
+    let port = json!([{"port": 80}]);
+    let answer = post(
+        &env,
+        SERVICES,
+        &service(
+            "dual",
+            json!({"ports": port, "selector": {"app": "x"}, "ipFamilyPolicy": "RequireDualStack",
+            "sessionAffinity": "Sticky"}),
+        ),
+    )
+    .await;
+    assert_invalid(
+        &answer,
+        "Service \"dual\" is invalid: spec.ipFamilyPolicy: Invalid value: \"RequireDualStack\": this cluster is not configured for dual-stack services",
+        &[(
+            "FieldValueInvalid",
+            "Invalid value: \"RequireDualStack\": this cluster is not configured for dual-stack services",
+            "spec.ipFamilyPolicy",
+        )],
+    );
+    let answer = post(
+        &env,
+        SERVICES,
+        &service("v6", json!({"ports": port, "ipFamilies": ["IPv6"]})),
+    )
+    .await;
+    assert_invalid(
+        &answer,
+        "Service \"v6\" is invalid: spec.ipFamilies[0]: Invalid value: \"IPv6\": not configured on this cluster",
+        &[(
+            "FieldValueInvalid",
+            "Invalid value: \"IPv6\": not configured on this cluster",
+            "spec.ipFamilies[0]",
+        )],
+    );
+    // PreferDualStack settles on the cluster's one family.
+    let prefer = created(
+        &env,
+        SERVICES,
+        &service(
+            "prefer",
+            json!({"ports": port, "ipFamilyPolicy": "PreferDualStack"}),
+        ),
+    )
+    .await;
+    assert_eq!(prefer["spec"]["ipFamilies"], json!(["IPv4"]));
+
+    let answer = post(
+        &env,
+        SERVICES,
+        &service("ranges", json!({"ports": port, "loadBalancerSourceRanges": ["10.0.0.0/8", "nope"],
+            "loadBalancerClass": "example.com/lb", "ports": [{"port": 80, "appProtocol": "not valid"}]})),
+    )
+    .await;
+    assert_invalid(
+        &answer,
+        "Service \"ranges\" is invalid: [spec.ports[0].appProtocol: Invalid value: \"not valid\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'), spec.loadBalancerSourceRanges: Forbidden: may only be used when `type` is 'LoadBalancer', spec.loadBalancerSourceRanges[1]: Invalid value: \"nope\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64), spec.loadBalancerClass: Forbidden: may only be used when `type` is 'LoadBalancer']",
+        &[
+            (
+                "FieldValueInvalid",
+                "Invalid value: \"not valid\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                "spec.ports[0].appProtocol",
+            ),
+            (
+                "FieldValueForbidden",
+                "Forbidden: may only be used when `type` is 'LoadBalancer'",
+                "spec.loadBalancerSourceRanges",
+            ),
+            (
+                "FieldValueInvalid",
+                "Invalid value: \"nope\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+                "spec.loadBalancerSourceRanges[1]",
+            ),
+            (
+                "FieldValueForbidden",
+                "Forbidden: may only be used when `type` is 'LoadBalancer'",
+                "spec.loadBalancerClass",
+            ),
+        ],
+    );
+
+    let lb = created(
+        &env,
+        SERVICES,
+        &service(
+            "edge",
+            json!({"type": "LoadBalancer", "ports": port,
+            "loadBalancerSourceRanges": [" 10.0.0.0/8 "]}),
+        ),
+    )
+    .await;
+    let status_path = format!("{SERVICES}/edge/status");
+    let mut with_ingress = lb.clone();
+    with_ingress["status"] = json!({"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}, {"hostname": "lb.example.com"}]}});
+    let (code, stored) = put(&env, &status_path, &with_ingress).await;
+    assert_eq!(code, 200, "{stored}");
+    assert_eq!(
+        stored["status"]["loadBalancer"]["ingress"][0]["ipMode"],
+        "VIP"
+    );
+    let mut bad = stored.clone();
+    bad["status"] = json!({"loadBalancer": {"ingress": [{"ip": "not-an-ip"}, {"hostname": "10.0.0.1", "ipMode": "Proxy"}]}});
+    let (code, body) = put(&env, &status_path, &bad).await;
+    assert_eq!(code, 422, "{body}");
+    let fields: Vec<&str> = body["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .filter_map(|c| c["field"].as_str())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "status.loadBalancer.ingress[0].ip",
+            "status.loadBalancer.ingress[1].ipMode",
+            "status.loadBalancer.ingress[1].hostname",
+        ],
+        "{body}"
+    );
+    let (_, now) = get(&env, &format!("{SERVICES}/edge")).await;
+    assert_eq!(
+        now["status"], stored["status"],
+        "the refused write changed nothing"
+    );
+}
+
 #[tokio::test]
 async fn node_ports_are_kept_on_update_and_released_on_delete() {
     let env = TestEnv::start().await.expect("env");

@@ -13,6 +13,7 @@ mod quota;
 mod replication;
 mod secret;
 mod service;
+mod service_families;
 mod service_nodeports;
 mod service_validation;
 #[cfg(test)]

@@ -5,9 +5,11 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+use super::service_families::allocation_refusals;
 use super::service_nodeports::{NodePortError, assign_node_ports, node_ports_in_use};
 use super::service_validation::{
-    drop_type_dependent_fields, normalize_cluster_ips, validate_service, validate_service_update,
+    default_ingress_ip_mode, drop_type_dependent_fields, normalize_cluster_ips,
+    validate_load_balancer_status, validate_service, validate_service_update,
 };
 use crate::defaults::{ServiceIpAllocator, assign_cluster_ip, cluster_ips_in_use};
 use crate::error::{ApiError, Cause};
@@ -39,11 +41,19 @@ impl Strategy for ServiceStrategy {
 
     fn default(&self, obj: &mut Value) {
         crate::defaults::apply_builtin_defaults("", "Service", obj);
+        default_ingress_ip_mode(obj);
     }
 
     /// `ValidateService`, and the name as a DNS-1035 label (the generic metadata rules check
     /// only the looser RFC 1123 label, so only what they let through is reported here).
+    /// What the allocator refuses comes first and alone, as upstream allocates before it
+    /// validates.
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
+        let spec = obj.get("spec").unwrap_or(&Value::Null);
+        let refused = allocation_refusals(spec, None);
+        if !refused.is_empty() {
+            return refused;
+        }
         let mut causes = Vec::new();
         let name = meta::name(obj);
         if !name.is_empty() && names::dns1123_label(name).is_empty() {
@@ -57,7 +67,17 @@ impl Strategy for ServiceStrategy {
         causes
     }
 
-    fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
+    /// `ValidateServiceStatusUpdate` through `/status`; otherwise the allocator's refusals
+    /// first, then `ValidateServiceUpdate`.
+    fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        if ctx.subresource == Some("status") {
+            return validate_load_balancer_status(obj);
+        }
+        let spec = obj.get("spec").unwrap_or(&Value::Null);
+        let refused = allocation_refusals(spec, old.get("spec"));
+        if !refused.is_empty() {
+            return refused;
+        }
         validate_service_update(obj, old)
     }
 

@@ -6,10 +6,13 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
+use super::service_families::validate_cluster_ips_related;
 use crate::error::Cause;
 use crate::validation::enums::{self, Enum, Order};
-use crate::validation::names::{dns1123_label, dns1123_subdomain, invalid_value, validate_labels};
-use crate::validation::network::{IP_MESSAGE, parse_ip_sloppy};
+use crate::validation::names::{
+    dns1123_label, dns1123_subdomain, invalid_value, validate_labels, validate_qualified_name,
+};
+use crate::validation::network::{CIDR_MESSAGE, IP_MESSAGE, parse_cidr_sloppy, parse_ip_sloppy};
 use crate::validation::ports::{port_num, port_num_or_name};
 
 /// The Service types upstream supports.
@@ -84,21 +87,17 @@ pub(super) fn validate_service(obj: &Value) -> Vec<Cause> {
         }
     }
 
-    if ty != "ExternalName" {
-        for (i, ip) in spec
-            .get("clusterIPs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let text = ip.as_str().unwrap_or("");
-            let headless_first = i == 0 && text == "None";
-            if !headless_first && parse_ip_sloppy(text).is_none() {
-                errs.push(invalid_value(
-                    &format!("spec.clusterIPs[{i}]"),
-                    ip,
-                    IP_MESSAGE,
+    if ty == "ExternalName" {
+        for field in ["ipFamilies", "ipFamilyPolicy"] {
+            let set = match spec.get(field) {
+                Some(Value::Array(a)) => !a.is_empty(),
+                Some(v) => !v.is_null(),
+                None => false,
+            };
+            if set {
+                errs.push(Cause::forbidden(
+                    format!("spec.{field}"),
+                    "may not be set for ExternalName services",
                 ));
             }
         }
@@ -216,7 +215,152 @@ pub(super) fn validate_service(obj: &Value) -> Vec<Cause> {
     }
 
     errs.extend(traffic_policies(spec, ty));
+    errs.extend(load_balancer_fields(obj, spec, ty));
+    if ty != "ExternalName" {
+        errs.extend(validate_cluster_ips_related(spec));
+    }
     errs
+}
+
+/// The annotation older clients set instead of `spec.loadBalancerSourceRanges`.
+const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
+
+/// Upstream's rules for `loadBalancerSourceRanges` (and their annotation) and
+/// `loadBalancerClass`: LoadBalancer Services only, CIDRs (space padding allowed), a qualified
+/// class name.
+fn load_balancer_fields(obj: &Value, spec: &Value, ty: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let ranges: Vec<&Value> = spec
+        .get("loadBalancerSourceRanges")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let annotation = crate::meta::path(obj, "metadata.annotations")
+        .and_then(|a| a.get(SOURCE_RANGES_ANNOTATION))
+        .and_then(Value::as_str);
+    if !ranges.is_empty() || annotation.is_some_and(|a| !a.is_empty()) {
+        if ty != "LoadBalancer" {
+            errs.push(Cause::forbidden(
+                "spec.loadBalancerSourceRanges",
+                "may only be used when `type` is 'LoadBalancer'",
+            ));
+        }
+        for (i, range) in ranges.iter().enumerate() {
+            let value = range.as_str().unwrap_or("").trim();
+            if parse_cidr_sloppy(value).is_none() {
+                errs.push(invalid_value(
+                    &format!("spec.loadBalancerSourceRanges[{i}]"),
+                    &json!(value),
+                    CIDR_MESSAGE,
+                ));
+            }
+        }
+        if let Some(value) = annotation {
+            let well_formed = value
+                .trim()
+                .split(',')
+                .all(|r| parse_cidr_sloppy(r.trim()).is_some());
+            if !well_formed {
+                errs.push(invalid_value(
+                    &format!("metadata.annotations[{SOURCE_RANGES_ANNOTATION}]"),
+                    &json!(value),
+                    "must be a comma separated list of CIDRs",
+                ));
+            }
+        }
+    }
+    if let Some(class) = spec.get("loadBalancerClass").and_then(Value::as_str) {
+        if ty != "LoadBalancer" {
+            errs.push(Cause::forbidden(
+                "spec.loadBalancerClass",
+                "may only be used when `type` is 'LoadBalancer'",
+            ));
+        } else {
+            errs.extend(
+                validate_qualified_name(class)
+                    .iter()
+                    .map(|m| invalid_value("spec.loadBalancerClass", &json!(class), m)),
+            );
+        }
+    }
+    errs
+}
+
+/// `ValidateLoadBalancerStatus` for a write through `services/status`: ingress points only on
+/// LoadBalancer Services, valid IPs with a supported `ipMode`, host names that are DNS names.
+pub(super) fn validate_load_balancer_status(obj: &Value) -> Vec<Cause> {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let ingress: &[Value] = crate::meta::path(obj, "status.loadBalancer.ingress")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let path = "status.loadBalancer.ingress";
+    if service_type(spec) != "LoadBalancer" && !ingress.is_empty() {
+        return vec![Cause::forbidden(
+            path,
+            "may only be used when `spec.type` is 'LoadBalancer'",
+        )];
+    }
+    let mut errs = Vec::new();
+    for (i, point) in ingress.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let ip = str_at(point, "ip");
+        if !ip.is_empty() && parse_ip_sloppy(ip).is_none() {
+            errs.push(invalid_value(&format!("{at}.ip"), &json!(ip), IP_MESSAGE));
+        }
+        match point.get("ipMode").filter(|m| !m.is_null()) {
+            Some(_) if ip.is_empty() => errs.push(Cause::forbidden(
+                format!("{at}.ipMode"),
+                "must not be specified when `ip` is not",
+            )),
+            Some(mode) if !matches!(mode.as_str(), Some("Proxy" | "VIP")) => {
+                errs.push(Cause::not_supported(
+                    format!("{at}.ipMode"),
+                    mode,
+                    &[json!("Proxy"), json!("VIP")],
+                ))
+            }
+            None if !ip.is_empty() => errs.push(Cause::required(
+                format!("{at}.ipMode"),
+                "must be specified when `ip` is set",
+            )),
+            _ => {}
+        }
+        let hostname = str_at(point, "hostname");
+        if !hostname.is_empty() {
+            errs.extend(
+                dns1123_subdomain(hostname)
+                    .iter()
+                    .map(|m| invalid_value(&format!("{at}.hostname"), &json!(hostname), m)),
+            );
+            if parse_ip_sloppy(hostname).is_some() {
+                errs.push(invalid_value(
+                    &format!("{at}.hostname"),
+                    &json!(hostname),
+                    "must be a DNS name, not an IP address",
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// Upstream's default `ipMode` (`VIP`) of a load balancer ingress point with an IP.
+pub(super) fn default_ingress_ip_mode(obj: &mut Value) {
+    let Some(ingress) = obj
+        .pointer_mut("/status/loadBalancer/ingress")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for point in ingress.iter_mut().filter_map(Value::as_object_mut) {
+        let has_ip = point
+            .get("ip")
+            .and_then(Value::as_str)
+            .is_some_and(|ip| !ip.is_empty());
+        if has_ip && point.get("ipMode").is_none_or(Value::is_null) {
+            point.insert("ipMode".into(), json!("VIP"));
+        }
+    }
 }
 
 /// Upstream's `Duplicate` on `spec.ports[i]`, its value the Go `core.ServicePort` key holding
@@ -271,6 +415,14 @@ fn validate_port(
     }
     if let Some(target) = port.get("targetPort").filter(|t| !t.is_null()) {
         errs.extend(port_num_or_name(target, &format!("{path}.targetPort")));
+    }
+    if let Some(app) = port.get("appProtocol").and_then(Value::as_str) {
+        let app_path = format!("{path}.appProtocol");
+        errs.extend(
+            validate_qualified_name(app)
+                .iter()
+                .map(|m| invalid_value(&app_path, &json!(app), m)),
+        );
     }
     errs
 }
