@@ -259,6 +259,7 @@ impl ApiServer {
                     // As envtest, the test control plane runs without it; a simulating server
                     // keeps every namespace's `default` ServiceAccount and runs it as a cluster.
                     service_account: config.simulation,
+                    storage_protection: config.simulation,
                 }),
         );
         for (service, address) in &config.webhook_services {

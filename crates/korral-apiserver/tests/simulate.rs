@@ -1433,3 +1433,200 @@ async fn service_account_admission_runs_with_the_simulation() {
     let spec = serde_json::to_value(created.spec).expect("spec");
     assert!(spec.get("volumes").is_none(), "{spec}");
 }
+
+/// Claims bind as on a cluster: a default `WaitForFirstConsumer` class provisions a volume once
+/// a Pod using the claim is scheduled; a claim without a class binds to the smallest fitting
+/// volume; protection finalizers hold a claim while a Pod uses it; a released volume is
+/// deleted (`Delete`) or kept `Released` (`Retain`).
+#[tokio::test]
+async fn claims_bind_provision_and_release_like_a_cluster() {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let env = sim_env().await;
+    let client = env.client();
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    classes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "standard",
+                             "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+                "provisioner": "rancher.io/local-path",
+                "volumeBindingMode": "WaitForFirstConsumer",
+                "reclaimPolicy": "Delete"}))
+            .expect("class"),
+        )
+        .await
+        .expect("create class");
+    let claim = |name: &str, size: &str, class: Option<&str>| -> PersistentVolumeClaim {
+        let mut spec =
+            json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}});
+        if let Some(class) = class {
+            spec["storageClassName"] = json!(class);
+        }
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("claim")
+    };
+    let data = claims
+        .create(&PostParams::default(), &claim("data", "1Gi", None))
+        .await
+        .expect("create data");
+    assert_eq!(
+        data.spec
+            .as_ref()
+            .and_then(|s| s.storage_class_name.clone())
+            .as_deref(),
+        Some("standard"),
+        "the default class"
+    );
+    assert_eq!(
+        data.metadata.finalizers.clone().unwrap_or_default(),
+        vec!["kubernetes.io/pvc-protection".to_string()]
+    );
+    let phase = |c: &PersistentVolumeClaim| c.status.as_ref().and_then(|s| s.phase.clone());
+    assert_eq!(phase(&data).as_deref(), Some("Pending"));
+
+    pods.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "db"}, "spec": {
+            "containers": [{"name": "db", "image": "postgres:17"}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}))
+        .expect("pod"),
+    )
+    .await
+    .expect("create pod");
+    wait_until(WAIT, "the claim is bound to a provisioned volume", || {
+        let claims = claims.clone();
+        async move {
+            claims
+                .get("data")
+                .await
+                .ok()
+                .and_then(|c| phase(&c))
+                .as_deref()
+                == Some("Bound")
+        }
+    })
+    .await
+    .expect("bound");
+    let data = claims.get("data").await.expect("data");
+    let uid = data.metadata.uid.clone().expect("uid");
+    let pv_name = format!("pvc-{uid}");
+    assert_eq!(
+        data.spec.as_ref().and_then(|s| s.volume_name.clone()),
+        Some(pv_name.clone())
+    );
+    let annotations = data.metadata.annotations.clone().unwrap_or_default();
+    for (key, value) in [
+        ("pv.kubernetes.io/bind-completed", "yes"),
+        (
+            "volume.kubernetes.io/storage-provisioner",
+            "rancher.io/local-path",
+        ),
+        ("volume.kubernetes.io/selected-node", "korral-node"),
+    ] {
+        assert_eq!(
+            annotations.get(key).map(String::as_str),
+            Some(value),
+            "{key}"
+        );
+    }
+    let status = data.status.clone().expect("status");
+    assert_eq!(
+        status
+            .capacity
+            .and_then(|c| c.get("storage").map(|q| q.0.clone())),
+        Some("1Gi".to_string())
+    );
+    let pv = volumes.get(&pv_name).await.expect("provisioned volume");
+    let pv_spec = pv.spec.clone().expect("spec");
+    assert_eq!(pv_spec.storage_class_name.as_deref(), Some("standard"));
+    assert_eq!(
+        pv_spec.persistent_volume_reclaim_policy.as_deref(),
+        Some("Delete")
+    );
+    assert_eq!(pv_spec.claim_ref.and_then(|r| r.uid), Some(uid));
+    assert!(pv_spec.host_path.is_some());
+    assert_eq!(
+        pv.metadata.finalizers.clone().unwrap_or_default(),
+        vec!["kubernetes.io/pv-protection".to_string()]
+    );
+    assert_eq!(pv.status.and_then(|s| s.phase).as_deref(), Some("Bound"));
+
+    // Static binding: the smallest Available volume without a class that fits.
+    for (name, size) in [("big", "10Gi"), ("small", "5Gi"), ("tiny", "1Gi")] {
+        volumes
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": name}, "spec": {
+                    "capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                    "hostPath": {"path": format!("/tmp/{name}")}}}))
+                .expect("pv"),
+            )
+            .await
+            .expect("create pv");
+    }
+    claims
+        .create(&PostParams::default(), &claim("static", "2Gi", Some("")))
+        .await
+        .expect("create static");
+    wait_until(WAIT, "the static claim binds to `small`", || {
+        let claims = claims.clone();
+        async move {
+            claims.get("static").await.ok().is_some_and(|c| {
+                phase(&c).as_deref() == Some("Bound")
+                    && c.spec.and_then(|s| s.volume_name).as_deref() == Some("small")
+            })
+        }
+    })
+    .await
+    .expect("static bound");
+
+    // Deleting an unused claim releases its Retain volume.
+    claims
+        .delete("static", &DeleteParams::default())
+        .await
+        .expect("delete static");
+    wait_until(WAIT, "`small` is Released and the claim gone", || {
+        let (claims, volumes) = (claims.clone(), volumes.clone());
+        async move {
+            claims.get_opt("static").await.ok().flatten().is_none()
+                && volumes
+                    .get("small")
+                    .await
+                    .ok()
+                    .and_then(|v| v.status.and_then(|s| s.phase))
+                    .as_deref()
+                    == Some("Released")
+        }
+    })
+    .await
+    .expect("released");
+
+    // A claim in use stays until its Pod is gone; then its Delete volume goes too.
+    claims
+        .delete("data", &DeleteParams::default())
+        .await
+        .expect("delete data");
+    let held = claims.get("data").await.expect("still there");
+    assert!(held.metadata.deletion_timestamp.is_some());
+    pods.delete("db", &DeleteParams::default().grace_period(0))
+        .await
+        .expect("delete pod");
+    wait_until(
+        WAIT,
+        "the claim and its provisioned volume are gone",
+        || {
+            let (claims, volumes, pv_name) = (claims.clone(), volumes.clone(), pv_name.clone());
+            async move {
+                claims.get_opt("data").await.ok().flatten().is_none()
+                    && volumes.get_opt(&pv_name).await.ok().flatten().is_none()
+            }
+        },
+    )
+    .await
+    .expect("reclaimed");
+}

@@ -23,6 +23,10 @@ pub struct Plugins {
     /// ServiceAccount: a Pod's service account must exist, and its API token, CA and namespace
     /// are mounted into every container (upstream's default; envtest disables it).
     pub service_account: bool,
+    /// StorageObjectInUseProtection: new PersistentVolumeClaims and PersistentVolumes carry
+    /// the protection finalizers the simulated controllers release (upstream's default; on
+    /// with the simulation, which runs those controllers).
+    pub storage_protection: bool,
 }
 
 /// What the plugins may wait for before an object is created (outside the write): the
@@ -62,10 +66,27 @@ pub(crate) fn mutate(
                 limit_ranger::default_pod(&ranges, obj);
             }
         }
-        "PersistentVolumeClaim" => default_storage_class(obj, ctx),
+        "PersistentVolumeClaim" => {
+            default_storage_class(obj, ctx);
+            if ctx.plugins.storage_protection {
+                add_finalizer(obj, crate::simulate::volumes::CLAIM_PROTECTION);
+            }
+        }
+        "PersistentVolume" if ctx.plugins.storage_protection => {
+            add_finalizer(obj, crate::simulate::volumes::VOLUME_PROTECTION);
+        }
         _ => {}
     }
     Ok(())
+}
+
+/// Appends `finalizer` to a new object's finalizers unless it is there.
+fn add_finalizer(obj: &mut Value, finalizer: &str) {
+    let mut finalizers = meta::finalizers(obj);
+    if !finalizers.iter().any(|f| f == finalizer) {
+        finalizers.push(finalizer.to_string());
+        meta::set_finalizers(obj, &finalizers);
+    }
 }
 
 /// The Priority plugin: `spec.priority` (and `preemptionPolicy`) from the named PriorityClass,

@@ -41,6 +41,14 @@ pub enum Actor {
     ServiceAccounts,
     /// The root CA certificate publisher.
     RootCaPublisher,
+    /// The persistent volume controller (binding and reclaiming volumes).
+    VolumeBinder,
+    /// The simulated external provisioner of StorageClasses.
+    Provisioner,
+    /// The PVC protection controller.
+    PvcProtection,
+    /// The PV protection controller.
+    PvProtection,
     /// The scheduler.
     Scheduler,
     /// The simulated node's kubelet.
@@ -60,6 +68,12 @@ impl Actor {
             Self::EndpointSlice => "endpointslice-controller",
             Self::ServiceAccounts => "service-account-controller",
             Self::RootCaPublisher => "root-ca-cert-publisher",
+            Self::VolumeBinder => "persistent-volume-binder",
+            Self::PvcProtection => "pvc-protection-controller",
+            Self::PvProtection => "pv-protection-controller",
+            Self::Provisioner => {
+                return UserInfo::service_account("kube-system", "korral-volume-provisioner", "");
+            }
             Self::Scheduler => {
                 return UserInfo {
                     name: "system:kube-scheduler".into(),
@@ -86,6 +100,7 @@ impl Actor {
         match self {
             Self::Scheduler => "kube-scheduler",
             Self::Kubelet => "kubelet",
+            Self::Provisioner => "korral-volume-provisioner",
             _ => FIELD_MANAGER,
         }
     }

@@ -10,6 +10,9 @@
 //! * Pods (owned or bare) are scheduled onto one simulated Node, then run and turn Ready
 //!   ([`pods`]).
 //! * Services with a selector get Endpoints ([`endpoints`]).
+//! * PersistentVolumeClaims bind to fitting volumes or get one provisioned from their
+//!   StorageClass; released volumes are reclaimed; protection finalizers hold claims in use
+//!   ([`volumes`]).
 //! * Every namespace gets the `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap
 //!   ([`namespaces`]).
 //!
@@ -34,6 +37,7 @@ pub mod namespaces;
 pub mod pods;
 pub mod replicaset;
 pub mod statefulset;
+pub mod volumes;
 
 use std::collections::BTreeSet;
 
@@ -60,6 +64,10 @@ pub enum Work {
     DaemonSet(String, String),
     /// Reconcile a ReplicaSet.
     ReplicaSet(String, String),
+    /// Bind, provision or release a PersistentVolumeClaim.
+    Claim(String, String),
+    /// Keep a PersistentVolume's phase, reclaim it, release its protection.
+    Volume(String),
     /// Move a Pod along its lifecycle.
     Pod(String, String),
     /// Reconcile the Endpoints of a Service.
@@ -86,6 +94,10 @@ pub(crate) fn initial_work(snapshot: &Snapshot, queue: &mut BTreeSet<Work>) {
     let prefix = collection_prefix("", "endpoints", None);
     for (key, _) in snapshot.range(&prefix, None) {
         queue.extend(work_for("", "services", key));
+    }
+    let prefix = collection_prefix("", "persistentvolumes", None);
+    for (_, pv) in snapshot.range(&prefix, None) {
+        queue.insert(Work::Volume(meta::name(pv).to_string()));
     }
 }
 
@@ -118,12 +130,42 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
         }
         return;
     }
+    if event.key.starts_with("/core/persistentvolumes/") {
+        queue.insert(Work::Volume(meta::name(&event.object).to_string()));
+        for pv in std::iter::once(&event.object).chain(event.previous.iter()) {
+            if let Some(r) = pv.pointer("/spec/claimRef").filter(|r| !r.is_null()) {
+                let s = |k: &str| r.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+                queue.insert(Work::Claim(s("namespace").into(), s("name").into()));
+            }
+        }
+        return;
+    }
     let Some((group, resource, ns, _)) = split_key(&event.key) else {
         return;
     };
     if group == "core" && resource == "endpoints" {
         queue.extend(work_for("", "services", &event.key));
         return;
+    }
+    if group == "core" && resource == "persistentvolumeclaims" {
+        queue.insert(Work::Claim(
+            ns.to_string(),
+            meta::name(&event.object).to_string(),
+        ));
+        for claim in std::iter::once(&event.object).chain(event.previous.iter()) {
+            let bound = meta::path(claim, "spec.volumeName").and_then(serde_json::Value::as_str);
+            if let Some(pv) = bound.filter(|v| !v.is_empty()) {
+                queue.insert(Work::Volume(pv.to_string()));
+            }
+        }
+        return;
+    }
+    if group == "core" && resource == "pods" {
+        for pod in std::iter::once(&event.object).chain(event.previous.iter()) {
+            for claim in volumes::claims_of(pod) {
+                queue.insert(Work::Claim(ns.to_string(), claim));
+            }
+        }
     }
     if namespaces::maintains(group, resource, meta::name(&event.object)) {
         queue.insert(Work::Namespace(ns.to_string()));
@@ -153,7 +195,7 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
 }
 
 /// The collections the simulation reacts to.
-const WATCHED: [(&str, &str); 7] = [
+const WATCHED: [(&str, &str); 8] = [
     ("apps", "deployments"),
     ("apps", "replicasets"),
     ("apps", "statefulsets"),
@@ -161,6 +203,7 @@ const WATCHED: [(&str, &str); 7] = [
     ("apps", "daemonsets"),
     ("", "pods"),
     ("", "services"),
+    ("", "persistentvolumeclaims"),
 ];
 
 /// `(group or "core", resource, namespace, name)` of a storage key.
@@ -180,6 +223,7 @@ fn work_for(group: &str, resource: &str, key: &str) -> Option<Work> {
         ("apps", "daemonsets") => Work::DaemonSet(ns, name),
         ("", "pods") => Work::Pod(ns, name),
         ("", "services") => Work::Service(ns, name),
+        ("", "persistentvolumeclaims") => Work::Claim(ns, name),
         _ => return None,
     })
 }
@@ -206,6 +250,8 @@ pub(crate) async fn execute(
         Work::Job(ns, name) => jobs::reconcile(objects, ns, name).await,
         Work::DaemonSet(ns, name) => daemonset::reconcile(objects, ns, name).await,
         Work::ReplicaSet(ns, name) => replicaset::reconcile(objects, ns, name).await,
+        Work::Claim(ns, name) => volumes::reconcile_claim(objects, ns, name).await,
+        Work::Volume(name) => volumes::reconcile_volume(objects, name).await,
         Work::Pod(ns, name) => pods::reconcile(objects, ns, name).await,
         Work::Service(ns, name) => endpoints::reconcile(objects, ns, name).await,
         Work::Services(ns) => {
