@@ -1630,3 +1630,109 @@ async fn claims_bind_provision_and_release_like_a_cluster() {
     .await
     .expect("reclaimed");
 }
+
+/// StatefulSet Pods get the claims of the `volumeClaimTemplates` (`<template>-<set>-<ordinal>`),
+/// which bind through the default class and stay when the set scales down.
+#[tokio::test]
+async fn statefulset_pods_get_their_claims() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let env = sim_env().await;
+    let client = env.client();
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    classes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "fast",
+                             "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+                "provisioner": "example.com/disk"}))
+            .expect("class"),
+        )
+        .await
+        .expect("create class");
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
+    sets.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "db"}, "spec": {
+            "replicas": 2, "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}},
+                         "spec": {"containers": [{"name": "pg", "image": "postgres:17"}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}))
+        .expect("sts"),
+    )
+    .await
+    .expect("create sts");
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    wait_until(WAIT, "both claims bound and both pods ready", || {
+        let (claims, pods) = (claims.clone(), pods.clone());
+        async move {
+            let mut ok = true;
+            for i in 0..2 {
+                let bound = claims
+                    .get(&format!("data-db-{i}"))
+                    .await
+                    .ok()
+                    .and_then(|c| c.status.and_then(|s| s.phase))
+                    .as_deref()
+                    == Some("Bound");
+                let up = pods
+                    .get(&format!("db-{i}"))
+                    .await
+                    .ok()
+                    .is_some_and(|p| ready(&p));
+                ok &= bound && up;
+            }
+            ok
+        }
+    })
+    .await
+    .expect("claims and pods");
+    let pod = pods.get("db-1").await.expect("pod");
+    let volume = pod
+        .spec
+        .and_then(|s| s.volumes)
+        .and_then(|v| v.into_iter().find(|v| v.name == "data"))
+        .and_then(|v| v.persistent_volume_claim)
+        .map(|c| c.claim_name);
+    assert_eq!(volume.as_deref(), Some("data-db-1"));
+    let claim = claims.get("data-db-0").await.expect("claim");
+    assert_eq!(
+        claim
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("app")
+            .map(String::as_str),
+        Some("db")
+    );
+    assert!(
+        claim
+            .metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty(),
+        "Retain by default"
+    );
+
+    sets.patch(
+        "db",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 1}})),
+    )
+    .await
+    .expect("scale down");
+    wait_until(WAIT, "db-1 is gone", || {
+        let pods = pods.clone();
+        async move { pods.get_opt("db-1").await.ok().flatten().is_none() }
+    })
+    .await
+    .expect("scaled down");
+    assert!(
+        claims.get_opt("data-db-1").await.expect("get").is_some(),
+        "claims outlive scale-down"
+    );
+}

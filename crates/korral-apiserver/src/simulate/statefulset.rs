@@ -7,8 +7,12 @@
 //! `hostname`/`subdomain`. A template change replaces Pods of the old revision from the
 //! highest ordinal down (rolling update, honouring `partition`; `OnDelete` waits for the user).
 //!
-//! Simplifications: no ControllerRevision objects and no PersistentVolumeClaims from
-//! `volumeClaimTemplates`.
+//! Each Pod gets the claims of the `volumeClaimTemplates` (`<template>-<name>-<ordinal>`, created
+//! before the Pod, labelled with the template's and the selector's labels, owned by the
+//! StatefulSet when `persistentVolumeClaimRetentionPolicy.whenDeleted` is `Delete`), mounted in
+//! place of the template's volume of the same name; they outlive scale-down.
+//!
+//! Simplifications: no ControllerRevision objects; `whenScaled: Delete` keeps the claims.
 
 use std::collections::BTreeMap;
 
@@ -50,6 +54,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     for ordinal in 0..replicas {
         match pods.get(&ordinal) {
             None => {
+                create_claims(objects, ns, &sts, ordinal).await?;
                 access::create(
                     objects,
                     access::Actor::StatefulSet,
@@ -122,6 +127,62 @@ fn pod_revision(pod: &Value) -> Option<&str> {
     meta::labels(pod)?.get(REVISION_LABEL)?.as_str()
 }
 
+/// The claim templates of a StatefulSet.
+fn claim_templates(sts: &Value) -> &[Value] {
+    meta::path(sts, "spec.volumeClaimTemplates")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The claim of template `template` for Pod `ordinal`.
+fn claim_name(template: &Value, sts: &Value, ordinal: i64) -> String {
+    format!("{}-{}-{ordinal}", meta::name(template), meta::name(sts))
+}
+
+/// Creates the claims Pod `ordinal` mounts that do not exist yet.
+async fn create_claims(
+    objects: &Objects,
+    ns: &str,
+    sts: &Value,
+    ordinal: i64,
+) -> Result<(), ApiError> {
+    let templates = claim_templates(sts);
+    if templates.is_empty() {
+        return Ok(());
+    }
+    let info = access::info(objects, "", "v1", "persistentvolumeclaims")?;
+    let owned = meta::path(sts, "spec.persistentVolumeClaimRetentionPolicy.whenDeleted")
+        .and_then(Value::as_str)
+        == Some("Delete");
+    for template in templates {
+        let name = claim_name(template, sts, ordinal);
+        if access::get(objects, "", "persistentvolumeclaims", ns, &name).is_some() {
+            continue;
+        }
+        let mut labels = access::labels_of(template, "metadata.labels");
+        labels.extend(access::labels_of(sts, "spec.selector.matchLabels"));
+        let mut metadata = json!({"name": name, "namespace": ns, "labels": labels});
+        if let Some(annotations) = template.pointer("/metadata/annotations") {
+            metadata["annotations"] = annotations.clone();
+        }
+        if owned {
+            metadata["ownerReferences"] = json!([access::owner_ref(sts, "apps/v1", "StatefulSet")]);
+        }
+        let claim = json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": metadata,
+            "spec": template.get("spec").cloned().unwrap_or_else(|| json!({})),
+        });
+        match access::create(objects, access::Actor::StatefulSet, &info, Some(ns), claim).await {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 fn new_pod(sts: &Value, ordinal: i64, revision: &str) -> Value {
     let name = format!("{}-{ordinal}", meta::name(sts));
     let template = meta::path(sts, "spec.template")
@@ -132,6 +193,28 @@ fn new_pod(sts: &Value, ordinal: i64, revision: &str) -> Value {
     labels.insert(POD_NAME_LABEL.into(), json!(name));
     labels.insert(POD_INDEX_LABEL.into(), json!(ordinal.to_string()));
     let mut spec = template.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let claims = claim_templates(sts);
+    if !claims.is_empty() {
+        let mut volumes: Vec<Value> = spec
+            .get("volumes")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for claim in claims {
+            let volume = json!({
+                "name": meta::name(claim),
+                "persistentVolumeClaim": {"claimName": claim_name(claim, sts, ordinal)},
+            });
+            match volumes
+                .iter_mut()
+                .find(|v| v.get("name") == volume.get("name"))
+            {
+                Some(existing) => *existing = volume,
+                None => volumes.push(volume),
+            }
+        }
+        spec["volumes"] = Value::Array(volumes);
+    }
     spec["hostname"] = json!(name);
     if let Some(service) = meta::path(sts, "spec.serviceName").and_then(Value::as_str)
         && !service.is_empty()
@@ -227,5 +310,19 @@ mod tests {
         assert_eq!(pod["metadata"]["labels"][POD_INDEX_LABEL], "2");
         assert_eq!(pod["spec"]["hostname"], "web-2");
         assert_eq!(pod["spec"]["subdomain"], "web-svc");
+    }
+
+    #[test]
+    fn pods_mount_their_claims_in_place_of_the_template_volume() {
+        let sts = json!({"metadata": {"name": "db", "uid": "u"}, "spec": {
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {}}],
+            "template": {"spec": {"containers": [{"name": "c", "image": "pg"}],
+                "volumes": [{"name": "data", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "x"}}]}}}});
+        let pod = new_pod(&sts, 1, "db-abc");
+        assert_eq!(
+            pod["spec"]["volumes"],
+            json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-1"}},
+                   {"name": "cfg", "configMap": {"name": "x"}}])
+        );
     }
 }
