@@ -24,6 +24,7 @@ mod builtin_admission;
 mod controllers;
 mod conversion;
 mod crd;
+mod cron;
 mod defaults;
 pub mod error;
 pub mod faults;

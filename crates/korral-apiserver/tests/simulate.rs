@@ -1736,3 +1736,91 @@ async fn statefulset_pods_get_their_claims() {
         "claims outlive scale-down"
     );
 }
+
+/// CronJobs start the Job of their most recent scheduled time (named after its minute, owned
+/// by the CronJob, from the job template), list it as active until it completes, then record
+/// the success.
+#[tokio::test]
+async fn cronjobs_start_jobs_on_schedule() {
+    use k8s_openapi::api::batch::v1::CronJob;
+    let env = sim_env().await;
+    let client = env.client();
+    let cron_jobs: Api<CronJob> = Api::namespaced(client.clone(), "default");
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let created = cron_jobs
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "backup"}, "spec": {
+                "schedule": "* * * * *",
+                "jobTemplate": {"metadata": {"labels": {"task": "backup"}}, "spec": {"template": {"spec": {
+                    "restartPolicy": "OnFailure",
+                    "containers": [{"name": "b", "image": "busybox"}]}}}}}}))
+            .expect("cronjob"),
+        )
+        .await
+        .expect("create cronjob");
+    // The CronJob was "created" ten minutes ago: its most recent missed minute is due now.
+    let mut backdated = serde_json::to_value(&created).expect("json");
+    let past = jiff::Timestamp::now()
+        .checked_sub(jiff::SignedDuration::from_mins(10))
+        .expect("past");
+    backdated["status"] =
+        json!({"lastScheduleTime": past.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()});
+    cron_jobs
+        .replace_status(
+            "backup",
+            &PostParams::default(),
+            &serde_json::from_value::<CronJob>(backdated).expect("cronjob"),
+        )
+        .await
+        .expect("backdate");
+    wait_until(WAIT, "the scheduled job completes and is recorded", || {
+        let (cron_jobs, jobs) = (cron_jobs.clone(), jobs.clone());
+        async move {
+            let listed = jobs
+                .list(&ListParams::default())
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default();
+            let complete = listed
+                .iter()
+                .any(|j| j.status.as_ref().and_then(|s| s.succeeded) == Some(1));
+            let recorded = cron_jobs.get("backup").await.ok().is_some_and(|c| {
+                c.status.is_some_and(|s| {
+                    s.last_successful_time.is_some() && s.active.unwrap_or_default().is_empty()
+                })
+            });
+            complete && recorded
+        }
+    })
+    .await
+    .expect("job ran");
+    let listed = jobs.list(&ListParams::default()).await.expect("jobs").items;
+    assert_eq!(listed.len(), 1, "only the most recent missed time runs");
+    let job = &listed[0];
+    let name = job.metadata.name.clone().expect("name");
+    let minutes: i64 = name
+        .strip_prefix("backup-")
+        .and_then(|m| m.parse().ok())
+        .expect("backup-<minutes>");
+    let now_minutes = jiff::Timestamp::now().as_second() / 60;
+    assert!((now_minutes - 1..=now_minutes).contains(&minutes), "{name}");
+    assert_eq!(
+        job.metadata
+            .labels
+            .clone()
+            .unwrap_or_default()
+            .get("task")
+            .map(String::as_str),
+        Some("backup")
+    );
+    assert!(
+        job.metadata
+            .annotations
+            .clone()
+            .unwrap_or_default()
+            .contains_key("batch.kubernetes.io/cronjob-scheduled-timestamp")
+    );
+    let owner = job.metadata.owner_references.clone().unwrap_or_default();
+    assert_eq!(owner.first().map(|o| o.kind.as_str()), Some("CronJob"));
+}

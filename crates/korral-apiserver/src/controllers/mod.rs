@@ -121,6 +121,8 @@ struct Outcome {
     follow_ups: Vec<Work>,
     /// Whether the item failed and must be retried.
     retry: bool,
+    /// Work to run at a given time regardless of success (a CronJob's next schedule).
+    later: Option<(Instant, Work)>,
 }
 
 /// How draining the live feed ended.
@@ -337,15 +339,12 @@ impl Controller {
             }
         }
         if !self.later.is_empty() {
-            let queue = &mut self.queue;
-            self.later.retain(|(due, work)| {
-                if *due <= now {
-                    queue.insert(work.clone());
-                    false
-                } else {
-                    true
-                }
-            });
+            let (due, waiting): (Vec<_>, Vec<_>) =
+                self.later.drain(..).partition(|(due, _)| *due <= now);
+            self.later = waiting;
+            for (_, work) in due {
+                self.enqueue(work);
+            }
         }
     }
 
@@ -395,6 +394,11 @@ impl Controller {
             for follow_up in outcome.follow_ups {
                 self.enqueue(follow_up);
             }
+            if let Some((due, again)) = outcome.later {
+                // One pending timer per item: a newer schedule replaces the older one.
+                self.later.retain(|(_, w)| *w != again);
+                self.later.push((due, again));
+            }
             if outcome.retry {
                 let attempts = self.retries.get(&work).map_or(0, |r| r.attempts) + 1;
                 let delay = RETRY_BASE
@@ -420,8 +424,14 @@ async fn simulate(
     cluster: &crate::simulate::Cluster,
     item: &crate::simulate::Work,
 ) -> Outcome {
+    let mut later = None;
     let retry = match crate::simulate::execute(objects, cluster, item).await {
-        Ok(()) => false,
+        Ok(again) => {
+            later = again
+                .and_then(|delay| Instant::now().checked_add(delay))
+                .map(|due| (due, Work::Workload(item.clone())));
+            false
+        }
         Err(error) if error.code == 503 => {
             tracing::debug!(?item, %error, "storage closing; simulation work dropped");
             false
@@ -438,6 +448,7 @@ async fn simulate(
     Outcome {
         follow_ups: Vec::new(),
         retry,
+        later,
     }
 }
 
@@ -471,7 +482,7 @@ async fn execute(
     match result {
         Ok(follow_ups) => Outcome {
             follow_ups,
-            retry: false,
+            ..Outcome::default()
         },
         Err(error) => {
             if error.code == 409 {
@@ -480,8 +491,8 @@ async fn execute(
                 tracing::warn!(?work, %error, "controller work failed; retrying");
             }
             Outcome {
-                follow_ups: Vec::new(),
                 retry: true,
+                ..Outcome::default()
             }
         }
     }

@@ -31,6 +31,8 @@ pub enum Actor {
     StatefulSet,
     /// The Job controller.
     Job,
+    /// The CronJob controller.
+    CronJob,
     /// The DaemonSet controller.
     DaemonSet,
     /// The Endpoints controller.
@@ -63,6 +65,7 @@ impl Actor {
             Self::ReplicaSet => "replicaset-controller",
             Self::StatefulSet => "statefulset-controller",
             Self::Job => "job-controller",
+            Self::CronJob => "cronjob-controller",
             Self::DaemonSet => "daemon-set-controller",
             Self::Endpoints => "endpoint-controller",
             Self::EndpointSlice => "endpointslice-controller",

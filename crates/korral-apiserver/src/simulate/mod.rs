@@ -5,7 +5,8 @@
 //! * Deployments get ReplicaSets (`<deployment>-<pod-template-hash>`), rollouts and status
 //!   ([`deployment`]); ReplicaSets keep their Pods (`<replicaset>-<suffix>`) ([`replicaset`]).
 //! * StatefulSets get Pods `<name>-0 … <name>-N-1`, in order ([`statefulset`]).
-//! * Jobs run Pods to completion ([`jobs`]).
+//! * Jobs run Pods to completion ([`jobs`]); CronJobs start Jobs on their schedule
+//!   ([`cronjobs`]).
 //! * DaemonSets get one Pod on the node ([`daemonset`]).
 //! * Pods (owned or bare) are scheduled onto one simulated Node, then run and turn Ready
 //!   ([`pods`]).
@@ -27,6 +28,7 @@
 //! stored workload is queued, so a durable server picks up where it stopped; nothing polls.
 
 mod access;
+pub mod cronjobs;
 pub mod daemonset;
 pub mod deployment;
 pub mod endpoints;
@@ -58,6 +60,8 @@ pub enum Work {
     Deployment(String, String),
     /// Reconcile a StatefulSet.
     StatefulSet(String, String),
+    /// Reconcile a CronJob.
+    CronJob(String, String),
     /// Reconcile a Job.
     Job(String, String),
     /// Reconcile a DaemonSet.
@@ -184,6 +188,7 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
                 "Deployment" => Some(Work::Deployment(ns, name)),
                 "StatefulSet" => Some(Work::StatefulSet(ns, name)),
                 "Job" => Some(Work::Job(ns, name)),
+                "CronJob" => Some(Work::CronJob(ns, name)),
                 "DaemonSet" => Some(Work::DaemonSet(ns, name)),
                 _ => None,
             });
@@ -195,7 +200,8 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
 }
 
 /// The collections the simulation reacts to.
-const WATCHED: [(&str, &str); 8] = [
+const WATCHED: [(&str, &str); 9] = [
+    ("batch", "cronjobs"),
     ("apps", "deployments"),
     ("apps", "replicasets"),
     ("apps", "statefulsets"),
@@ -220,6 +226,7 @@ fn work_for(group: &str, resource: &str, key: &str) -> Option<Work> {
         ("apps", "replicasets") => Work::ReplicaSet(ns, name),
         ("apps", "statefulsets") => Work::StatefulSet(ns, name),
         ("batch", "jobs") => Work::Job(ns, name),
+        ("batch", "cronjobs") => Work::CronJob(ns, name),
         ("apps", "daemonsets") => Work::DaemonSet(ns, name),
         ("", "pods") => Work::Pod(ns, name),
         ("", "services") => Work::Service(ns, name),
@@ -236,13 +243,18 @@ pub struct Cluster {
     pub ca_bundle: Option<String>,
 }
 
-/// Runs one work item against the current state.
+/// Runs one work item against the current state; `Some(delay)` asks to run it again after
+/// `delay` (a CronJob's next scheduled time).
 pub(crate) async fn execute(
     objects: &Objects,
     cluster: &Cluster,
     work: &Work,
-) -> Result<(), ApiError> {
-    match work {
+) -> Result<Option<std::time::Duration>, ApiError> {
+    if let Work::CronJob(ns, name) = work {
+        return cronjobs::reconcile(objects, ns, name).await;
+    }
+    let done: Result<(), ApiError> = match work {
+        Work::CronJob(..) => Ok(()),
         Work::Node => pods::ensure_node(objects).await,
         Work::Namespace(name) => namespaces::reconcile(objects, cluster, name).await,
         Work::Deployment(ns, name) => deployment::reconcile(objects, ns, name).await,
@@ -263,7 +275,8 @@ pub(crate) async fn execute(
             }
             result
         }
-    }
+    };
+    done.map(|()| None)
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@ use k8s_openapi::api::batch::v1 as api;
 
 use serde_json::{Value, json};
 
-mod schedule;
 mod validation;
 
 use super::KindDef;

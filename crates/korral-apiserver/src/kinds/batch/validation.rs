@@ -3,7 +3,6 @@
 
 use serde_json::Value;
 
-use super::schedule;
 use crate::ApiError;
 use crate::error::Cause;
 use crate::kinds::strategy::{Context, Strategy};
@@ -225,7 +224,7 @@ fn cron_job_spec(spec: &Value) -> Vec<Cause> {
         "" => errs.push(Cause::required("spec.schedule", "")),
         text => {
             let value = Value::from(text);
-            if let Err(e) = schedule::parse(text) {
+            if let Err(e) = crate::cron::parse(text) {
                 errs.push(invalid_value("spec.schedule", &value, &e));
             }
             if text.contains("TZ") {
@@ -323,7 +322,7 @@ fn time_zone_causes(zone: &Value) -> Option<Cause> {
             "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
         ));
     }
-    schedule::check_zone(text)
+    crate::cron::check_zone(text)
         .err()
         .map(|e| invalid_value(path, zone, &e))
 }
