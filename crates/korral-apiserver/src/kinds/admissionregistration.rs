@@ -1,4 +1,5 @@
-//! `admissionregistration.k8s.io/v1`: webhook configurations and ValidatingAdmissionPolicies,
+//! `admissionregistration.k8s.io/v1`: webhook configurations, Validating- and
+//! MutatingAdmissionPolicies (see [`mutating`]),
 //! with upstream's defaults (`pkg/apis/admissionregistration/v1/defaults.go`) and validation
 //! (`pkg/apis/admissionregistration/validation`).
 
@@ -16,10 +17,12 @@ use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
 use crate::validation::enums::{self, Order};
 use crate::validation::names::{
-    child, dns1035_label, dns1123_subdomain, go_quote, index, invalid_rendered,
+    child, dns1035_label, dns1123_subdomain, go_quote, index, invalid_rendered, path_segment_name,
     validate_qualified_name,
 };
 use crate::validation::selectors::validate_label_selector;
+
+mod mutating;
 
 /// The group these kinds are served in.
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -72,6 +75,28 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .generation()
         .schema::<api::ValidatingAdmissionPolicyBinding>()
         .printer(BINDINGS),
+        KindDef::new(
+            GROUP,
+            "v1",
+            "mutatingadmissionpolicies",
+            "MutatingAdmissionPolicy",
+            mutating::Policy,
+        )
+        .cluster_scoped()
+        .generation()
+        .schema::<api::MutatingAdmissionPolicy>()
+        .printer(mutating::POLICIES),
+        KindDef::new(
+            GROUP,
+            "v1",
+            "mutatingadmissionpolicybindings",
+            "MutatingAdmissionPolicyBinding",
+            mutating::Binding,
+        )
+        .cluster_scoped()
+        .generation()
+        .schema::<api::MutatingAdmissionPolicyBinding>()
+        .printer(BINDINGS),
     ]
 }
 
@@ -110,15 +135,17 @@ const POLICIES: Printer = Printer {
         let n = crate::meta::path(obj, "spec.validations")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        let param_kind = match crate::meta::path(obj, "spec.paramKind") {
-            Some(pk) if pk.is_object() => {
-                format!("{}/{}", text(pk, "apiVersion"), text(pk, "kind"))
-            }
-            _ => "<unset>".to_string(),
-        };
-        vec![json!(n), json!(param_kind), age(obj)]
+        vec![json!(n), json!(param_kind_cell(obj)), age(obj)]
     },
 };
+
+/// A policy's `ParamKind` cell: `apiVersion/kind`, `<unset>` without one.
+fn param_kind_cell(obj: &Value) -> String {
+    match crate::meta::path(obj, "spec.paramKind") {
+        Some(pk) if pk.is_object() => format!("{}/{}", text(pk, "apiVersion"), text(pk, "kind")),
+        _ => "<unset>".to_string(),
+    }
+}
 
 const BINDINGS: Printer = Printer {
     columns: &[
@@ -133,26 +160,63 @@ const BINDINGS: Printer = Printer {
         AGE,
     ],
     cells: |obj| {
-        let param_ref = match crate::meta::path(obj, "spec.paramRef") {
-            Some(pr) if pr.is_object() => {
-                let name = text(pr, "name");
-                let ns = text(pr, "namespace");
-                let name = if name.is_empty() { "*" } else { name };
-                if ns.is_empty() {
-                    name.to_string()
-                } else {
-                    format!("{ns}/{name}")
-                }
-            }
-            _ => "<unset>".to_string(),
-        };
         vec![
             json!(text(obj, "spec.policyName")),
-            json!(param_ref),
+            json!(param_ref_cell(obj)),
             age(obj),
         ]
     },
 };
+
+/// A binding's `ParamRef` cell as upstream prints it: `namespace/name` (`*/name` without a
+/// namespace), else the selector in its Go (protobuf `String()`) form, else `<unset>`.
+fn param_ref_cell(obj: &Value) -> String {
+    let Some(pr) = crate::meta::path(obj, "spec.paramRef").filter(|p| p.is_object()) else {
+        return "<unset>".to_string();
+    };
+    let name = text(pr, "name");
+    let namespace = text(pr, "namespace");
+    if !name.is_empty() {
+        let namespace = if namespace.is_empty() { "*" } else { namespace };
+        return format!("{namespace}/{name}");
+    }
+    match pr.get("selector").filter(|s| s.is_object()) {
+        Some(selector) => go_label_selector(selector),
+        None => "<unset>".to_string(),
+    }
+}
+
+/// A `metav1.LabelSelector` as its generated Go `String()` renders it.
+fn go_label_selector(selector: &Value) -> String {
+    let mut labels: Vec<(&String, &Value)> = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().collect())
+        .unwrap_or_default();
+    labels.sort_by(|a, b| a.0.cmp(b.0));
+    let labels: String = labels
+        .iter()
+        .map(|(k, v)| format!("{k}: {},", v.as_str().unwrap_or("")))
+        .collect();
+    let expressions: String = selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .map(|e| {
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                text(e, "key"),
+                text(e, "operator"),
+                strings(e, "values").join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+    )
+}
 
 /// The strategy of Validating- and MutatingWebhookConfigurations.
 #[derive(Debug, Clone, Copy)]
@@ -183,20 +247,9 @@ impl Strategy for Webhooks {
             .map(Vec::as_slice)
             .unwrap_or(&[]);
         for hook in hooks {
-            let Some(bundle) = meta::path(hook, "clientConfig.caBundle").and_then(Value::as_str)
-            else {
-                continue;
-            };
-            if let Err(e) = base64::engine::general_purpose::STANDARD.decode(bundle) {
-                let at = match e {
-                    base64::DecodeError::InvalidByte(offset, _) => offset,
-                    base64::DecodeError::InvalidLastSymbol(offset, _) => offset,
-                    _ => bundle.len() / 4 * 4,
-                };
-                return Err(ApiError::bad_request(format!(
-                    "{kind} in version \"v1\" cannot be handled as a {kind}: illegal base64 data at input byte {at}",
-                    kind = info.kind
-                )));
+            if let Some(bundle) = meta::path(hook, "clientConfig.caBundle").and_then(Value::as_str)
+            {
+                decode_base64(&info.kind, bundle)?;
             }
         }
         Ok(warnings)
@@ -218,6 +271,23 @@ impl Strategy for Webhooks {
     fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
         validate_webhooks_with(obj, self.mutating, Relaxed::of(old))
     }
+}
+
+/// Refuses a `[]byte` field (`caBundle`) that is not base64 as upstream's decoder does: 400,
+/// `illegal base64 data at input byte N`.
+pub(crate) fn decode_base64(kind: &str, value: &str) -> Result<Vec<u8>, ApiError> {
+    base64::engine::general_purpose::STANDARD
+        .decode(value)
+        .map_err(|e| {
+            let at = match e {
+                base64::DecodeError::InvalidByte(offset, _) => offset,
+                base64::DecodeError::InvalidLastSymbol(offset, _) => offset,
+                _ => value.len() / 4 * 4,
+            };
+            ApiError::bad_request(format!(
+                "{kind} in version \"v1\" cannot be handled as a {kind}: illegal base64 data at input byte {at}"
+            ))
+        })
 }
 
 /// Sets `key` to `value` when it is absent or null.
@@ -869,21 +939,7 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
         "spec",
         &enums::FAILURE_POLICY_TYPE.sorted(),
     );
-    if let Some(pk) = spec.get("paramKind").filter(|p| p.is_object()) {
-        if text(pk, "kind").is_empty() {
-            errs.push(Cause::required("spec.paramKind.kind", ""));
-        }
-        let api_version = text(pk, "apiVersion");
-        if api_version.is_empty() {
-            errs.push(Cause::required("spec.paramKind.apiVersion", ""));
-        } else if let Err(e) = crate::validation::names::parse_group_version(api_version) {
-            errs.push(Cause::invalid(
-                "spec.paramKind.apiVersion",
-                &json!(api_version),
-                &e,
-            ));
-        }
-    }
+    validate_param_kind(&mut errs, spec);
     let validations = spec
         .get("validations")
         .and_then(Value::as_array)
@@ -938,28 +994,7 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
         ];
         check_enum(&mut errs, v, "reason", &at, REASONS);
     }
-    let variables = spec
-        .get("variables")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    for (i, var) in variables.iter().enumerate() {
-        let at = index("spec.variables", i);
-        let name = text(var, "name");
-        if name.is_empty() {
-            errs.push(Cause::required(child(&at, "name"), ""));
-        }
-        let expression = text(var, "expression");
-        if expression.trim().is_empty() {
-            errs.push(Cause::required(child(&at, "expression"), ""));
-        } else if let Err(e) = crate::admission::cel::compile(expression, has_params) {
-            errs.push(Cause::invalid(
-                child(&at, "expression"),
-                &json!(expression),
-                &format!("compilation failed: {e}"),
-            ));
-        }
-    }
+    validate_variables(&mut errs, spec, has_params);
     let conds =
         json!({"matchConditions": spec.get("matchConditions").cloned().unwrap_or(json!([]))});
     validate_match_conditions(&mut errs, &conds, "spec.matchConditions");
@@ -995,14 +1030,8 @@ impl Strategy for Binding {
 fn validate_binding(obj: &Value) -> Vec<Cause> {
     let mut errs = Vec::new();
     let spec = obj.get("spec").unwrap_or(&Value::Null);
-    let policy = text(spec, "policyName");
-    if policy.is_empty() {
-        errs.push(Cause::required("spec.policyName", ""));
-    } else {
-        for e in dns1123_subdomain(policy) {
-            errs.push(Cause::invalid("spec.policyName", &json!(policy), &e));
-        }
-    }
+    validate_policy_name(&mut errs, spec);
+    validate_param_ref(&mut errs, spec);
     if let Some(m) = spec.get("matchResources").filter(|m| m.is_object()) {
         validate_match_resources(&mut errs, m, "spec.matchResources", false);
     }
@@ -1027,33 +1056,141 @@ fn validate_binding(obj: &Value) -> Vec<Cause> {
             "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
         ));
     }
-    if let Some(pr) = spec.get("paramRef").filter(|p| p.is_object()) {
-        let name = text(pr, "name");
-        let has_selector = pr.get("selector").is_some_and(Value::is_object);
-        if !name.is_empty() && has_selector {
+    errs
+}
+
+/// A binding's `spec.policyName`: required, a DNS subdomain.
+fn validate_policy_name(errs: &mut Vec<Cause>, spec: &Value) {
+    let policy = text(spec, "policyName");
+    if policy.is_empty() {
+        errs.push(Cause::required("spec.policyName", ""));
+    } else {
+        for e in dns1123_subdomain(policy) {
+            errs.push(Cause::invalid("spec.policyName", &json!(policy), &e));
+        }
+    }
+}
+
+/// Upstream's `validateParamRef` of a binding's `spec.paramRef`.
+fn validate_param_ref(errs: &mut Vec<Cause>, spec: &Value) {
+    const PATH: &str = "spec.paramRef";
+    let Some(pr) = spec.get("paramRef").filter(|p| p.is_object()) else {
+        return;
+    };
+    let name = text(pr, "name");
+    let selector = pr.get("selector").filter(|s| s.is_object());
+    if !name.is_empty() {
+        for e in path_segment_name(name) {
+            errs.push(Cause::invalid(child(PATH, "name"), &json!(name), &e));
+        }
+        if selector.is_some() {
             errs.push(Cause::forbidden(
-                "spec.paramRef.name",
+                child(PATH, "name"),
                 "name and selector are mutually exclusive",
             ));
         }
-        if name.is_empty() && !has_selector {
-            errs.push(Cause::required(
-                "spec.paramRef",
-                "one of name or selector must be specified",
+    }
+    if let Some(selector) = selector {
+        errs.extend(validate_label_selector(selector, &child(PATH, "selector")));
+        if !name.is_empty() {
+            errs.push(Cause::forbidden(
+                child(PATH, "selector"),
+                "name and selector are mutually exclusive",
             ));
         }
-        match pr.get("parameterNotFoundAction").and_then(Value::as_str) {
-            None => errs.push(Cause::required("spec.paramRef.parameterNotFoundAction", "")),
-            Some(_) => check_enum(
-                &mut errs,
-                pr,
-                "parameterNotFoundAction",
-                "spec.paramRef",
-                &["Allow", "Deny"],
-            ),
+    }
+    if name.is_empty() && selector.is_none() {
+        errs.push(Cause::required(
+            PATH,
+            "one of name or selector must be specified",
+        ));
+    }
+    match pr.get("parameterNotFoundAction").and_then(Value::as_str) {
+        None | Some("") => errs.push(Cause::required(child(PATH, "parameterNotFoundAction"), "")),
+        Some(action) if action != "Deny" && action != "Allow" => {
+            errs.push(Cause::not_supported(
+                child(PATH, "parameterNotFoundAction"),
+                &json!(action),
+                &values(&["Deny", "Allow"]),
+            ));
+        }
+        Some(_) => {}
+    }
+}
+
+/// Upstream's `validateParamKind` of a policy's `spec.paramKind`.
+fn validate_param_kind(errs: &mut Vec<Cause>, spec: &Value) {
+    let Some(pk) = spec.get("paramKind").filter(|p| p.is_object()) else {
+        return;
+    };
+    let at = "spec.paramKind.apiVersion";
+    let api_version = text(pk, "apiVersion");
+    if api_version.is_empty() {
+        errs.push(Cause::required(at, ""));
+    } else {
+        match crate::validation::names::parse_group_version(api_version) {
+            Err(e) => errs.push(Cause::invalid(at, &json!(api_version), &e)),
+            Ok((group, version)) => {
+                let group_errs = dns1123_subdomain(&group);
+                if !group.is_empty() && !group_errs.is_empty() {
+                    errs.push(Cause::invalid(at, &json!(group), &group_errs.join(",")));
+                }
+                if version.is_empty() {
+                    errs.push(Cause::invalid(
+                        at,
+                        &json!(api_version),
+                        "version must be specified",
+                    ));
+                } else {
+                    let version_errs = dns1035_label(&version);
+                    if !version_errs.is_empty() {
+                        errs.push(Cause::invalid(at, &json!(version), &version_errs.join(",")));
+                    }
+                }
+            }
         }
     }
-    errs
+    let kind = text(pk, "kind");
+    if kind.is_empty() {
+        errs.push(Cause::required("spec.paramKind.kind", ""));
+    } else {
+        let kind_errs = dns1035_label(&kind.to_ascii_lowercase());
+        if !kind_errs.is_empty() {
+            errs.push(Cause::invalid(
+                "spec.paramKind.kind",
+                &json!(kind),
+                &format!(
+                    "may have mixed case, but should otherwise match: {}",
+                    kind_errs.join(",")
+                ),
+            ));
+        }
+    }
+}
+
+/// A policy's `spec.variables`: each named, with an expression that compiles.
+fn validate_variables(errs: &mut Vec<Cause>, spec: &Value, has_params: bool) {
+    let variables = spec
+        .get("variables")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    for (i, var) in variables.iter().enumerate() {
+        let at = index("spec.variables", i);
+        if text(var, "name").is_empty() {
+            errs.push(Cause::required(child(&at, "name"), ""));
+        }
+        let expression = text(var, "expression");
+        if expression.trim().is_empty() {
+            errs.push(Cause::required(child(&at, "expression"), ""));
+        } else if let Err(e) = crate::admission::cel::compile(expression, has_params) {
+            errs.push(Cause::invalid(
+                child(&at, "expression"),
+                &json!(expression),
+                &format!("compilation failed: {e}"),
+            ));
+        }
+    }
 }
 
 #[cfg(test)]
