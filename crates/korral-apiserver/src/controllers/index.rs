@@ -38,6 +38,9 @@ pub(super) enum Work {
     Disruption(String),
     /// A ClusterRole changed: bring the aggregated ClusterRoles up to date.
     RoleAggregation,
+    /// An APIService, a CRD, a Service or an EndpointSlice changed: bring the APIServices up to
+    /// date (local ones registered, availability conditions).
+    ApiServices,
     /// Simulated workload controllers, scheduler and kubelet (see [`crate::simulate`]).
     Workload(crate::simulate::Work),
 }

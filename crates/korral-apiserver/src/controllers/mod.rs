@@ -25,6 +25,8 @@
 //!
 //! * **ClusterRole aggregation**: any ClusterRole change brings the aggregated ClusterRoles up
 //!   to date through the write pipeline (see [`crate::auth::aggregation`]).
+//! * **APIServices**: the local APIServices of the served group versions (built-in and CRD)
+//!   and every APIService's `Available` condition (see [`apiservices`]).
 //! * **Workload simulation** (when the server simulates workloads): Deployments, ReplicaSets,
 //!   StatefulSets, Jobs, DaemonSets, the scheduler, the kubelet and Endpoints
 //!   ([`crate::simulate`]). Its work is kept in its own ordered queue (owners before what they
@@ -35,6 +37,7 @@
 //! picks up work left over from before a restart. Failed work is retried with backoff; a
 //! periodic resync re-queues everything still being torn down.
 
+mod apiservices;
 mod index;
 #[cfg(test)]
 mod tests;
@@ -231,6 +234,7 @@ impl Controller {
                     let snapshot = storage.snapshot();
                     self.index = Index::rebuild(&snapshot, &mut self.queue);
                     self.queue.insert(Work::RoleAggregation);
+                    self.queue.insert(Work::ApiServices);
                     if let Some(workload) = self.workload.as_mut() {
                         crate::simulate::initial_work(&snapshot, workload);
                     }
@@ -280,6 +284,9 @@ impl Controller {
         }
         if event.key.starts_with(&self.cluster_roles) {
             self.queue.insert(Work::RoleAggregation);
+        }
+        if apiservices::concerns(&event.key) {
+            self.queue.insert(Work::ApiServices);
         }
         // Quota and budget status need a look only where such objects exist at all (most
         // events, in most clusters, touch neither: no snapshot is taken for them).
@@ -469,6 +476,7 @@ async fn execute(
         Work::RoleAggregation => crate::auth::aggregation::reconcile(objects)
             .await
             .map(|_| Vec::new()),
+        Work::ApiServices => apiservices::reconcile(objects).await.map(|()| Vec::new()),
         Work::CrdGone(key) => {
             if objects.storage().get(key).is_none()
                 && let Some(parts) = KeyParts::parse(key)

@@ -603,6 +603,15 @@ async fn stops_on_shutdown_and_when_the_sender_is_dropped() {
 async fn plain_objects_cost_no_controller_writes() {
     let objects = new_objects();
     let controllers = Controllers::start(&objects);
+    // The local APIServices are registered on start (the last one created is `v2.autoscaling`).
+    let apiservices = objects
+        .registry()
+        .get("apiregistration.k8s.io", "v1", "apiservices")
+        .expect("apiservices served");
+    eventually("the local APIServices are registered", || {
+        objects.get(&apiservices, None, "v2.autoscaling").is_ok()
+    })
+    .await;
     create_namespace(&objects, "bulk").await;
     let start = objects.storage().revision();
     let writers: Vec<_> = (0..8)

@@ -8,6 +8,7 @@
 pub(crate) mod actions;
 pub(crate) mod admissionregistration;
 mod apiextensions;
+pub(crate) mod apiregistration;
 mod apps;
 mod autoscaling;
 mod batch;
@@ -259,6 +260,7 @@ impl KindDef {
 fn definitions() -> Vec<KindDef> {
     [
         core::kinds(),
+        apiregistration::kinds(),
         apps::kinds(),
         events::kinds(),
         authentication(),

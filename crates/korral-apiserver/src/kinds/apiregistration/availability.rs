@@ -1,0 +1,193 @@
+//! The `Available` condition of an APIService, as kube-aggregator's availability controllers
+//! set it (`pkg/controllers/status/local` and `.../remote`).
+//!
+//! A local APIService is always available. One backed by a Service goes through upstream's
+//! checks in order: the Service exists, a ClusterIP Service listens on the port, EndpointSlices
+//! exist for it and one has a ready endpoint with that port's name. Past those, upstream
+//! calls the aggregated server's discovery endpoint; this server does not proxy to aggregated
+//! API servers, so that last check always fails (`FailedDiscoveryCheck`) and says why.
+
+use serde_json::{Value, json};
+
+use crate::kinds::printer::text;
+use crate::meta;
+use crate::storage::{Snapshot, collection_prefix, object_key};
+
+/// The condition of a local APIService (upstream's `NewLocalAvailableAPIServiceCondition`).
+pub(crate) fn local_condition() -> Value {
+    json!({
+        "type": "Available",
+        "status": "True",
+        "lastTransitionTime": meta::now_rfc3339(),
+        "reason": "Local",
+        "message": "Local APIServices are always available",
+    })
+}
+
+/// The `Available` condition of an APIService, if it has one.
+pub(crate) fn condition(obj: &Value) -> Option<&Value> {
+    meta::path(obj, "status.conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| text(c, "type") == "Available")
+}
+
+/// The status, reason and message the `Available` condition of `obj` should have now.
+pub(crate) fn expected(snapshot: &Snapshot, obj: &Value) -> (&'static str, &'static str, String) {
+    let Some(reference) = meta::path(obj, "spec.service").filter(|s| s.is_object()) else {
+        return (
+            "True",
+            "Local",
+            "Local APIServices are always available".to_string(),
+        );
+    };
+    let namespace = text(reference, "namespace");
+    let name = text(reference, "name");
+    let port = reference.get("port").and_then(Value::as_i64).unwrap_or(443);
+    let Some(service) = snapshot
+        .objects
+        .get(&object_key("", "services", Some(namespace), name))
+    else {
+        return (
+            "False",
+            "ServiceNotFound",
+            format!("service/{name} in {namespace:?} is not present"),
+        );
+    };
+    let service_type = meta::path(service, "spec.type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    if service_type == "ClusterIP" {
+        let ports = meta::path(service, "spec.ports")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let Some(listening) = ports
+            .iter()
+            .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
+        else {
+            return (
+                "False",
+                "ServicePortError",
+                format!("service/{name} in {namespace:?} is not listening on port {port}"),
+            );
+        };
+        let port_name = text(listening, "name");
+        let prefix = format!(
+            "{}{namespace}/",
+            collection_prefix("discovery.k8s.io", "endpointslices", None)
+        );
+        let slices: Vec<&Value> = snapshot
+            .range(&prefix, None)
+            .map(|(_, slice)| &**slice)
+            .filter(|slice| {
+                meta::labels(slice)
+                    .and_then(|l| l.get("kubernetes.io/service-name"))
+                    .and_then(Value::as_str)
+                    == Some(name)
+            })
+            .collect();
+        if slices.is_empty() {
+            return (
+                "False",
+                "EndpointsNotFound",
+                format!("cannot find endpointslices for service/{name} in {namespace:?}"),
+            );
+        }
+        if !slices.iter().any(|s| serves(s, port_name)) {
+            return (
+                "False",
+                "MissingEndpoints",
+                format!(
+                    "endpointslices for service/{name} in {namespace:?} have no addresses with port name {port_name:?}"
+                ),
+            );
+        }
+    }
+    let group = meta::path(obj, "spec.group")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let version = meta::path(obj, "spec.version")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let path = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
+    (
+        "False",
+        "FailedDiscoveryCheck",
+        format!(
+            "failing or missing response from https://{name}.{namespace}.svc:{port}{path}: korral does not proxy to aggregated API servers"
+        ),
+    )
+}
+
+/// Upstream's `hasAvailableEndpoint`: a ready endpoint and a port of that name.
+fn serves(slice: &Value, port_name: &str) -> bool {
+    let ready = slice
+        .get("endpoints")
+        .and_then(Value::as_array)
+        .is_some_and(|eps| {
+            eps.iter().any(|e| {
+                meta::path(e, "conditions.ready")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true)
+            })
+        });
+    let port = slice
+        .get("ports")
+        .and_then(Value::as_array)
+        .is_some_and(|ports| {
+            ports.iter().any(|p| {
+                p.get("name").and_then(Value::as_str) == Some(port_name)
+                    && p.get("port").is_some_and(|v| !v.is_null())
+            })
+        });
+    ready && port
+}
+
+/// The status `obj` should have now, or `None` when its `Available` condition already says
+/// so. As upstream's `SetAPIServiceCondition`, the transition time changes only with the
+/// condition's status.
+pub(crate) fn updated_status(snapshot: &Snapshot, obj: &Value) -> Option<Value> {
+    let (status, reason, message) = expected(snapshot, obj);
+    let current = condition(obj);
+    if let Some(c) = current
+        && text(c, "status") == status
+        && text(c, "reason") == reason
+        && text(c, "message") == message
+    {
+        return None;
+    }
+    let since = match current {
+        Some(c) if text(c, "status") == status => c
+            .get("lastTransitionTime")
+            .cloned()
+            .unwrap_or_else(|| json!(meta::now_rfc3339())),
+        _ => json!(meta::now_rfc3339()),
+    };
+    let next = json!({
+        "type": "Available",
+        "status": status,
+        "lastTransitionTime": since,
+        "reason": reason,
+        "message": message,
+    });
+    let mut status_obj = obj.get("status").cloned().unwrap_or_else(|| json!({}));
+    let Some(map) = status_obj.as_object_mut() else {
+        return Some(json!({"conditions": [next]}));
+    };
+    let conditions = map.entry("conditions").or_insert_with(|| json!([]));
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    if let Some(list) = conditions.as_array_mut() {
+        match list.iter_mut().find(|c| text(c, "type") == "Available") {
+            Some(slot) => *slot = next,
+            None => list.push(next),
+        }
+    }
+    Some(status_obj)
+}
