@@ -850,6 +850,11 @@ impl Objects {
             ..self.context()
         };
         info.strategy.prepare_for_create(info, &mut obj, &ctx);
+        // Upstream refuses an escalating RBAC write before the kind's validation runs (its RBAC
+        // storage checks the decoded object first); the guarded write checks again.
+        if let Some(check) = &opts.admission {
+            check.check(&obj)?;
+        }
         Self::validate_meta(info, &obj)?;
         crate::builtin_admission::await_prerequisites(info, &obj, &ctx).await;
         let warnings =
@@ -1593,6 +1598,11 @@ impl Objects {
             let (requested, rv) = build(cur)?;
             if !rv.is_empty() && rv != meta::resource_version(cur) {
                 return Err(ApiError::conflict(&info2.group, &info2.resource, &name2));
+            }
+            // An escalating RBAC change is refused before the kind's validation, as upstream's
+            // RBAC storage checks the updated object before its store validates it.
+            if let Some(admission) = &admission {
+                admission.check(&requested)?;
             }
             let mut requested = requested;
             let requested_fields = match &track {

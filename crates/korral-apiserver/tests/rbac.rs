@@ -1338,6 +1338,26 @@ async fn escalation_is_checked_on_the_object_the_guarded_write_stores() {
         )
         .await
         .expect("apply of held rules");
+    // Escalating and invalid at once: upstream's RBAC storage refuses the escalation before
+    // the role is validated (403, not 422).
+    let status = api_error(
+        roles
+            .patch(
+                "created-by-apply",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"rules": [
+                    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": []},
+                ]})),
+            )
+            .await,
+    );
+    assert_eq!(status.code, 403, "{status:?}");
+    assert!(
+        status.message.contains("is attempting to grant RBAC permissions not currently held"),
+        "{}",
+        status.message
+    );
     // The check sees the stored object as the write finds it: once an admin widened the role,
     // a patch that only touches labels is refused (the result would still grant more than the
     // writer holds), and nothing changes.
