@@ -452,5 +452,19 @@ async fn discovery_lists_the_group_first() {
         resources,
         [("apiservices", false), ("apiservices/status", false)]
     );
+    // The kind's OpenAPI model is upstream's.
+    let (code, doc) = send(
+        &env,
+        "GET",
+        "/openapi/v3/apis/apiregistration.k8s.io/v1",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    let model = &doc["components"]["schemas"]["io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService"];
+    assert!(
+        model["properties"]["spec"].is_object(),
+        "APIService model: {model}"
+    );
     env.shutdown().await;
 }

@@ -110,6 +110,22 @@ async fn discovery_matches_upstream() {
             .any(|r| r["name"] == "mutatingadmissionpolicies/status"),
         "no status subresource upstream"
     );
+    let (code, doc) = send(
+        &env,
+        "GET",
+        "/openapi/v3/apis/admissionregistration.k8s.io/v1",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    for model in ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"] {
+        let schema =
+            &doc["components"]["schemas"][format!("io.k8s.api.admissionregistration.v1.{model}")];
+        assert!(
+            schema["properties"]["spec"].is_object(),
+            "{model}: {schema}"
+        );
+    }
     env.shutdown().await;
 }
 
