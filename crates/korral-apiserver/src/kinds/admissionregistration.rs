@@ -960,7 +960,10 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
         let at = index("spec.validations", i);
         let expression = text(v, "expression");
         if expression.trim().is_empty() {
-            errs.push(Cause::required(child(&at, "expression"), ""));
+            errs.push(Cause::required(
+                child(&at, "expression"),
+                "expression is not specified",
+            ));
         } else if let Err(e) = crate::admission::cel::compile(expression, has_params) {
             errs.push(Cause::invalid(
                 child(&at, "expression"),
@@ -968,16 +971,14 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
                 &format!("compilation failed: {e}"),
             ));
         }
-        let message = text(v, "message");
-        if message.contains('\n') {
-            errs.push(Cause::invalid(
-                child(&at, "message"),
-                &json!(message),
-                "message must not contain line breaks",
-            ));
-        }
         let message_expression = text(v, "messageExpression");
-        if !message_expression.trim().is_empty()
+        if !message_expression.is_empty() && message_expression.trim().is_empty() {
+            errs.push(Cause::invalid(
+                child(&at, "messageExpression"),
+                &json!(message_expression),
+                "must be non-empty if specified",
+            ));
+        } else if !message_expression.trim().is_empty()
             && let Err(e) = crate::admission::cel::compile(message_expression, has_params)
         {
             errs.push(Cause::invalid(
@@ -986,11 +987,26 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
                 &format!("compilation failed: {e}"),
             ));
         }
+        let message = text(v, "message");
+        if !message.is_empty() && message.trim().is_empty() {
+            errs.push(Cause::invalid(
+                child(&at, "message"),
+                &json!(message),
+                "message must be non-empty if specified",
+            ));
+        } else if message.trim().contains(['\n', '\r']) {
+            errs.push(Cause::invalid(
+                child(&at, "message"),
+                &json!(message),
+                "message must not contain line breaks",
+            ));
+        }
+        // Upstream's `supportedValidationPolicyReason`, listed sorted.
         const REASONS: &[&str] = &[
-            "Unauthorized",
             "Forbidden",
             "Invalid",
             "RequestEntityTooLarge",
+            "Unauthorized",
         ];
         check_enum(&mut errs, v, "reason", &at, REASONS);
     }
@@ -1168,6 +1184,39 @@ fn validate_param_kind(errs: &mut Vec<Cause>, spec: &Value) {
     }
 }
 
+/// Upstream's `isCELIdentifier`: `[_a-zA-Z][_a-zA-Z0-9]*`, not a CEL reserved word.
+fn is_cel_identifier(name: &str) -> bool {
+    const RESERVED: &[&str] = &[
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ];
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !RESERVED.contains(&name)
+}
+
 /// A policy's `spec.variables`: each named, with an expression that compiles.
 fn validate_variables(errs: &mut Vec<Cause>, spec: &Value, has_params: bool) {
     let variables = spec
@@ -1177,12 +1226,22 @@ fn validate_variables(errs: &mut Vec<Cause>, spec: &Value, has_params: bool) {
         .unwrap_or(&[]);
     for (i, var) in variables.iter().enumerate() {
         let at = index("spec.variables", i);
-        if text(var, "name").is_empty() {
-            errs.push(Cause::required(child(&at, "name"), ""));
+        let name = text(var, "name");
+        if name.trim().is_empty() {
+            errs.push(Cause::required(child(&at, "name"), "name is not specified"));
+        } else if !is_cel_identifier(name) {
+            errs.push(Cause::invalid(
+                child(&at, "name"),
+                &json!(name),
+                "name is not a valid CEL identifier",
+            ));
         }
         let expression = text(var, "expression");
         if expression.trim().is_empty() {
-            errs.push(Cause::required(child(&at, "expression"), ""));
+            errs.push(Cause::required(
+                child(&at, "expression"),
+                "expression is not specified",
+            ));
         } else if let Err(e) = crate::admission::cel::compile(expression, has_params) {
             errs.push(Cause::invalid(
                 child(&at, "expression"),

@@ -376,6 +376,18 @@ mod tests {
                 "spec.paramKind.kind: Invalid value: \"Config_Map\": may have mixed case, but should otherwise match: a DNS-1035 label",
             ),
             (
+                json!({"variables": [{"name": "in", "expression": "1"}]}),
+                "spec.variables[0].name: Invalid value: \"in\": name is not a valid CEL identifier",
+            ),
+            (
+                json!({"variables": [{"name": "9lives", "expression": " "}]}),
+                "spec.variables[0].expression: Required value: expression is not specified",
+            ),
+            (
+                json!({"variables": [{"name": "", "expression": "1"}]}),
+                "spec.variables[0].name: Required value: name is not specified",
+            ),
+            (
                 json!({"failurePolicy": "Sometimes"}),
                 "spec.failurePolicy: Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\"",
             ),
