@@ -37,9 +37,11 @@ pub(super) fn concerns(key: &str) -> bool {
 }
 
 /// Creates, updates and deletes the managed local APIServices, then brings every
-/// APIService's `Available` condition up to date. Every item is attempted; the first error is
+/// APIService's `Available` condition up to date. As upstream's autoregistration, the
+/// APIServices of built-in group versions (`onstart`) are created and updated only `on_start`;
+/// later a client may change or delete them. Every item is attempted; the first error is
 /// answered (the work is retried).
-pub(super) async fn reconcile(objects: &Objects) -> Result<(), ApiError> {
+pub(super) async fn reconcile(objects: &Objects, on_start: bool) -> Result<(), ApiError> {
     let Some(info) = objects.registry().get(GROUP, "v1", RESOURCE) else {
         return Ok(());
     };
@@ -52,6 +54,9 @@ pub(super) async fn reconcile(objects: &Objects) -> Result<(), ApiError> {
         .collect();
     let mut results = Vec::new();
     for (name, want) in &wanted {
+        if !on_start && local::managed(want) == Some(local::ON_START) {
+            continue;
+        }
         match stored.get(name) {
             None => results.push(create(objects, &info, want.clone()).await),
             Some(current) if local::managed(current).is_none() => {}

@@ -39,8 +39,9 @@ pub(super) enum Work {
     /// A ClusterRole changed: bring the aggregated ClusterRoles up to date.
     RoleAggregation,
     /// An APIService, a CRD, a Service or an EndpointSlice changed: bring the APIServices up to
-    /// date (local ones registered, availability conditions).
-    ApiServices,
+    /// date (local ones registered, availability conditions); `true` on start, when the
+    /// built-in group versions' APIServices are synced too.
+    ApiServices(bool),
     /// Simulated workload controllers, scheduler and kubelet (see [`crate::simulate`]).
     Workload(crate::simulate::Work),
 }

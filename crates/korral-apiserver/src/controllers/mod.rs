@@ -106,6 +106,9 @@ pub async fn run(
         quotas: collection_prefix("", "resourcequotas", None),
         budgets: collection_prefix("policy", "poddisruptionbudgets", None),
     };
+    // The built-in group versions' APIServices are synced once per run, as upstream's
+    // autoregistration syncs them on start.
+    controller.queue.insert(Work::ApiServices(true));
     controller.run(&mut shutdown).await;
     tracing::debug!("built-in controllers stopped");
 }
@@ -234,7 +237,7 @@ impl Controller {
                     let snapshot = storage.snapshot();
                     self.index = Index::rebuild(&snapshot, &mut self.queue);
                     self.queue.insert(Work::RoleAggregation);
-                    self.queue.insert(Work::ApiServices);
+                    self.queue.insert(Work::ApiServices(false));
                     if let Some(workload) = self.workload.as_mut() {
                         crate::simulate::initial_work(&snapshot, workload);
                     }
@@ -286,7 +289,7 @@ impl Controller {
             self.queue.insert(Work::RoleAggregation);
         }
         if apiservices::concerns(&event.key) {
-            self.queue.insert(Work::ApiServices);
+            self.queue.insert(Work::ApiServices(false));
         }
         // Quota and budget status need a look only where such objects exist at all (most
         // events, in most clusters, touch neither: no snapshot is taken for them).
@@ -476,7 +479,9 @@ async fn execute(
         Work::RoleAggregation => crate::auth::aggregation::reconcile(objects)
             .await
             .map(|_| Vec::new()),
-        Work::ApiServices => apiservices::reconcile(objects).await.map(|()| Vec::new()),
+        Work::ApiServices(on_start) => apiservices::reconcile(objects, *on_start)
+            .await
+            .map(|()| Vec::new()),
         Work::CrdGone(key) => {
             if objects.storage().get(key).is_none()
                 && let Some(parts) = KeyParts::parse(key)
