@@ -361,11 +361,20 @@ async fn user_apiservices_are_validated_and_unavailable() {
         .as_str()
         .unwrap_or("")
         .to_string();
-    assert!(
-        message.starts_with("failing or missing response from https://")
-            && message.contains("/apis/metrics.k8s.io/v1beta1")
-            && message.contains("does not proxy to aggregated API servers"),
-        "{message}"
+    let (_, service) = send(
+        &env,
+        "GET",
+        "/api/v1/namespaces/default/services/metrics-server",
+        None,
+    )
+    .await;
+    let ip = service["spec"]["clusterIP"].as_str().unwrap_or("");
+    assert!(!ip.is_empty(), "{service}");
+    assert_eq!(
+        message,
+        format!(
+            "failing or missing response from https://{ip}:443/apis/metrics.k8s.io/v1beta1: korral does not proxy to aggregated API servers"
+        )
     );
 
     // The table kubectl prints.

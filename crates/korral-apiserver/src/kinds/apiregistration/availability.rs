@@ -115,11 +115,19 @@ pub(crate) fn expected(snapshot: &Snapshot, obj: &Value) -> (&'static str, &'sta
     } else {
         format!("/apis/{group}/{version}")
     };
+    // Where upstream's cluster-IP service resolver would send the discovery request.
+    let host = match service_type {
+        "ExternalName" => text(service, "spec.externalName").to_string(),
+        _ => match text(service, "spec.clusterIP") {
+            "" | "None" => format!("{name}.{namespace}.svc"),
+            ip => ip.to_string(),
+        },
+    };
     (
         "False",
         "FailedDiscoveryCheck",
         format!(
-            "failing or missing response from https://{name}.{namespace}.svc:{port}{path}: korral does not proxy to aggregated API servers"
+            "failing or missing response from https://{host}:{port}{path}: korral does not proxy to aggregated API servers"
         ),
     )
 }
