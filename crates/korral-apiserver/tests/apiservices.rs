@@ -178,6 +178,21 @@ async fn every_served_group_version_has_a_local_apiservice() {
     )
     .await;
     assert_eq!(code, 200, "{body}");
+    // A managed APIService nothing serves is removed.
+    let stale = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "v1.stale.example.com",
+                     "labels": {"kube-aggregator.kubernetes.io/automanaged": "true"}},
+        "spec": {"group": "stale.example.com", "version": "v1", "groupPriorityMinimum": 1000,
+                 "versionPriority": 100}});
+    let (code, body) = send(&env, "POST", APISERVICES, Some(&stale)).await;
+    assert_eq!(code, 201, "{body}");
+    wait_for(
+        &env,
+        "v1.stale.example.com",
+        "stale APIService removed",
+        |o| o.is_none(),
+    )
+    .await;
     wait_for(&env, "v1.ref.example.org", "CRD APIService removed", |o| {
         o.is_none()
     })
@@ -437,6 +452,45 @@ async fn raw_table(env: &TestEnv, path: &str) -> (u16, Value) {
         .expect("body")
         .to_bytes();
     (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_restart_syncs_the_builtin_apiservices_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    {
+        let env = TestEnv::builder()
+            .server_config(korral_apiserver::ServerConfig::durable(&data))
+            .start()
+            .await
+            .expect("env");
+        wait_for(&env, "v2.autoscaling", "registered", |o| o.is_some()).await;
+        install_widget_crd(&env).await;
+        wait_for(&env, "v1.ref.example.org", "CRD APIService", |o| {
+            o.is_some()
+        })
+        .await;
+        let (code, body) = merge_patch(
+            &env,
+            &format!("{APISERVICES}/v1.apps"),
+            json!({"spec": {"versionPriority": 3}}),
+        )
+        .await;
+        assert_eq!(code, 200, "{body}");
+        env.shutdown().await;
+    }
+    let env = TestEnv::builder()
+        .server_config(korral_apiserver::ServerConfig::durable(&data))
+        .start()
+        .await
+        .expect("restart");
+    wait_for(&env, "v1.apps", "synced on start", |o| {
+        o.is_some_and(|o| o["spec"]["versionPriority"] == 15)
+    })
+    .await;
+    let widgets = get(&env, "v1.ref.example.org").await.expect("kept");
+    assert_eq!(widgets["spec"]["groupPriorityMinimum"], 1000);
+    env.shutdown().await;
 }
 
 #[tokio::test]
