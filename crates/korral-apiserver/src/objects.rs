@@ -434,7 +434,11 @@ fn field_value(info: &ResourceInfo, obj: &Value, field: &str) -> Option<String> 
         "metadata.namespace" => Some(meta::namespace(obj).unwrap_or("").to_string()),
         _ => {
             if info.field_selectors.iter().any(|f| f == field) {
-                Some(crate::selector::json_field(obj, field).unwrap_or_default())
+                Some(
+                    info.strategy
+                        .selectable_field(obj, field)
+                        .unwrap_or_default(),
+                )
             } else {
                 None
             }
@@ -542,13 +546,25 @@ impl Objects {
         }
     }
 
-    /// The storage key of an object of `info`.
+    /// The storage key of an object of `info` (in its storage identity's collection).
     pub fn key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
+        let (group, resource) = info.storage_identity();
         object_key(
-            &info.group,
-            &info.resource,
+            group,
+            resource,
             if info.namespaced { namespace } else { None },
             name,
+        )
+    }
+
+    /// The storage key prefix of `info`'s collection (in `namespace`, or every one), in its
+    /// storage identity.
+    pub fn collection(info: &ResourceInfo, namespace: Option<&str>) -> String {
+        let (group, resource) = info.storage_identity();
+        collection_prefix(
+            group,
+            resource,
+            if info.namespaced { namespace } else { None },
         )
     }
 
@@ -571,11 +587,7 @@ impl Objects {
         namespace: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ListPage, ApiError> {
-        let prefix = collection_prefix(
-            &info.group,
-            &info.resource,
-            if info.namespaced { namespace } else { None },
-        );
+        let prefix = Self::collection(info, namespace);
         let (snapshot, after) = match &opts.continue_token {
             Some(token) => {
                 let (revision, after) = decode_continue(token)?;

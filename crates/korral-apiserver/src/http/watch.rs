@@ -21,7 +21,7 @@ use super::view::{self, View};
 use crate::error::ApiError;
 use crate::objects::{ListOptions, matches_selectors};
 use crate::registry::ResourceInfo;
-use crate::storage::{EventType, Object, collection_prefix};
+use crate::storage::{EventType, Object};
 
 /// The default watch duration when the client sets no `timeoutSeconds`.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -118,11 +118,7 @@ pub fn serve(
         ),
         None => DEFAULT_TIMEOUT,
     };
-    let prefix = collection_prefix(
-        &info.group,
-        &info.resource,
-        if info.namespaced { namespace } else { None },
-    );
+    let prefix = crate::objects::Objects::collection(&info, namespace);
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(256);
     let mut task = WatchTask {
         state: state.clone(),

@@ -10,7 +10,14 @@
 //! ones too (an event time, no deprecated fields, a well-formed series, and on update the
 //! event's identity immutable).
 //!
-//! Korral stores the two APIs' Events apart (upstream keeps one `events` resource and converts).
+//! Both APIs serve one stored collection, as upstream keeps one `events` resource: objects are
+//! stored in the core `v1` shape under the core `events` key (upstream stores its internal
+//! version, whose fields are core `v1`'s, so core reads need no conversion and field selectors
+//! read the stored fields by their core names); `events.k8s.io/v1` converts every read and write
+//! (see [`convert`]). Events an older Korral stored under a separate `events.k8s.io` key are
+//! left where they are and no longer served.
+
+mod convert;
 
 use k8s_openapi::api::events::v1 as api;
 
@@ -19,6 +26,7 @@ use serde_json::{Value, json};
 use super::KindDef;
 use super::strategy::{Context, Strategy};
 use crate::error::Cause;
+use crate::registry::ResourceInfo;
 use crate::validation::names::{
     dns1123_subdomain, go_quote, invalid_rendered, validate_qualified_name,
 };
@@ -34,8 +42,75 @@ pub(super) fn kinds() -> Vec<KindDef> {
             EventStrategy::EVENTS_V1,
         )
         .schema::<api::Event>()
-        .short(&["ev"]),
+        .short(&["ev"])
+        .fields(EVENTS_V1_FIELDS),
     ]
+}
+
+/// The field selectors of `events.k8s.io/v1` Events (beyond the object's name and namespace)
+/// and the field of upstream's `ToSelectableFields` each one selects on (its field label
+/// conversion).
+const EVENTS_V1_SELECTABLE: [(&str, &str); 11] = [
+    ("regarding.kind", "involvedObject.kind"),
+    ("regarding.namespace", "involvedObject.namespace"),
+    ("regarding.name", "involvedObject.name"),
+    ("regarding.uid", "involvedObject.uid"),
+    ("regarding.apiVersion", "involvedObject.apiVersion"),
+    (
+        "regarding.resourceVersion",
+        "involvedObject.resourceVersion",
+    ),
+    ("regarding.fieldPath", "involvedObject.fieldPath"),
+    ("reason", "reason"),
+    ("reportingController", "reportingComponent"),
+    ("source", "source"),
+    ("type", "type"),
+];
+
+/// The names of [`EVENTS_V1_SELECTABLE`], as the kind declares them.
+const EVENTS_V1_FIELDS: &[&str] = &{
+    let mut names = [""; EVENTS_V1_SELECTABLE.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = EVENTS_V1_SELECTABLE[i].0;
+        i += 1;
+    }
+    names
+};
+
+/// The field selectors of core `v1` Events (beyond the object's name and namespace): the
+/// fields of upstream's `ToSelectableFields`.
+pub(crate) const CORE_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+/// The value of a selectable field (by its core `v1` name) of a stored Event, as upstream's
+/// `ToSelectableFields` gives it: `source` is the source's component, else the reporting
+/// controller.
+fn selectable(stored: &Value, field: &str) -> Option<String> {
+    let text = |path: &str| crate::selector::json_field(stored, path).unwrap_or_default();
+    match field {
+        "source" => {
+            let component = text("source.component");
+            Some(if component.is_empty() {
+                text("reportingComponent")
+            } else {
+                component
+            })
+        }
+        _ if CORE_FIELDS.contains(&field) => Some(text(field)),
+        _ => None,
+    }
 }
 
 const REPORTING_INSTANCE_LENGTH_LIMIT: usize = 128;
@@ -71,6 +146,44 @@ impl Strategy for EventStrategy {
     fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
         validate_event_update(&Event::new(obj, self.0), &Event::new(old, self.0))
     }
+
+    /// `events.k8s.io/v1` Events live in core `v1`'s `events` collection.
+    fn stored_as(&self) -> Option<(&'static str, &'static str)> {
+        (self.0 == EventApi::EventsV1).then_some(("", "events"))
+    }
+
+    /// The `events.k8s.io/v1` view of a stored (core `v1`) Event. An object already in that
+    /// shape (a list item the HTTP layer shows a second time) is left as it is.
+    fn convert_stored(&self, _info: &ResourceInfo, stored: &Value) -> Option<Value> {
+        (self.0 == EventApi::EventsV1
+            && crate::meta::api_version(stored) != convert::api_version(EventApi::EventsV1))
+        .then(|| convert::convert(stored, EventApi::Core, EventApi::EventsV1))
+    }
+
+    /// An Event in the stored core `v1` shape, written as upstream's encoder writes it (the
+    /// empty times `null`, the empty source `{}`, the reporting component `""`). Done when it
+    /// is stored, after its managed fields are recorded: those name only what the writer set.
+    fn convert_for_storage(&self, obj: Value) -> Value {
+        let from = if crate::meta::api_version(&obj) == convert::api_version(EventApi::Core) {
+            EventApi::Core
+        } else {
+            self.0
+        };
+        convert::convert(&obj, from, EventApi::Core)
+    }
+
+    /// Selectable fields read on the stored core `v1` object; an `events.k8s.io/v1` field
+    /// label is first converted to its core name, as upstream's field label conversion does.
+    fn selectable_field(&self, stored: &Value, field: &str) -> Option<String> {
+        let core = match self.0 {
+            EventApi::Core => field,
+            EventApi::EventsV1 => EVENTS_V1_SELECTABLE
+                .iter()
+                .find(|(name, _)| *name == field)
+                .map(|(_, core)| *core)?,
+        };
+        selectable(stored, core)
+    }
 }
 
 /// An Event read as upstream's internal `core.Event`, whichever API's shape it has.
@@ -84,19 +197,9 @@ impl<'a> Event<'a> {
         Self { obj, api }
     }
 
-    /// The JSON field holding the internal field `internal`.
+    /// The JSON field holding the internal field `internal` (see [`convert::FIELDS`]).
     fn field(&self, internal: &'static str) -> &'static str {
-        match (self.api, internal) {
-            (EventApi::Core, "reportingController") => "reportingComponent",
-            (EventApi::Core, name) => name,
-            (EventApi::EventsV1, "involvedObject") => "regarding",
-            (EventApi::EventsV1, "message") => "note",
-            (EventApi::EventsV1, "source") => "deprecatedSource",
-            (EventApi::EventsV1, "firstTimestamp") => "deprecatedFirstTimestamp",
-            (EventApi::EventsV1, "lastTimestamp") => "deprecatedLastTimestamp",
-            (EventApi::EventsV1, "count") => "deprecatedCount",
-            (EventApi::EventsV1, name) => name,
-        }
+        convert::by_internal(internal).map_or(internal, |f| f.name(self.api))
     }
 
     fn get(&self, internal: &'static str) -> Option<&'a Value> {
@@ -382,6 +485,18 @@ fn go_time(t: Option<jiff::Timestamp>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_apis_store_in_core_events() {
+        let infos = crate::kinds::builtin_resources();
+        for group in ["", "events.k8s.io"] {
+            let info = infos
+                .iter()
+                .find(|i| i.group == group && i.resource == "events")
+                .expect("events");
+            assert_eq!(info.storage_identity(), ("", "events"), "{group}");
+        }
+    }
 
     fn create(api: EventApi, obj: Value) -> Vec<String> {
         validate_event_create(&Event::new(&obj, api))

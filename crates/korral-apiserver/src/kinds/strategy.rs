@@ -195,6 +195,20 @@ pub(crate) trait Strategy: Debug + Send + Sync {
         obj
     }
 
+    /// The `(group, resource)` whose collection stores this kind's objects, when it is another
+    /// resource's (`events.k8s.io` Events are core `events`, one resource served by two
+    /// groups); `None`: its own. Keys, lists and watches read it through
+    /// [`ResourceInfo::storage_identity`]; [`Strategy::convert_stored`] gives the served shape.
+    fn stored_as(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
+
+    /// The value of the selectable field `field` (one the kind declares) of a stored object,
+    /// as upstream's `GetAttrs` gives it; the field's JSON value by default.
+    fn selectable_field(&self, stored: &Value, field: &str) -> Option<String> {
+        crate::selector::json_field(stored, field)
+    }
+
     /// Keeps derived server state in step with a committed object (CRD → served kinds).
     fn after_write(&self, _registry: &Registry, _obj: &Value) {}
 

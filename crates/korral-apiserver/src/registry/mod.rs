@@ -124,6 +124,15 @@ impl ResourceInfo {
         }
     }
 
+    /// The `(group, resource)` its objects are stored under: its own, or the resource its
+    /// kind's strategy names (one resource served by two groups, see
+    /// [`crate::kinds::Strategy::stored_as`]).
+    pub fn storage_identity(&self) -> (&str, &str) {
+        self.strategy
+            .stored_as()
+            .unwrap_or((&self.group, &self.resource))
+    }
+
     /// Whether the resource accepts `verb`.
     pub fn allows(&self, verb: &str) -> bool {
         self.verbs.iter().any(|v| v == verb)

@@ -23,7 +23,7 @@ mod volumes;
 use k8s_openapi::api::core::v1 as api;
 
 use super::KindDef;
-use super::events::EventStrategy;
+use super::events::{self, EventStrategy};
 use super::lists::{ListAt, ListRule};
 use super::strategy::Plain;
 use crate::registry::NameRule;
@@ -99,19 +99,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             .names(NameRule::PathSegment)
             .short(&["ev"])
             .printer(print::EVENTS)
-            .fields(&[
-                "involvedObject.kind",
-                "involvedObject.namespace",
-                "involvedObject.name",
-                "involvedObject.uid",
-                "involvedObject.apiVersion",
-                "involvedObject.resourceVersion",
-                "involvedObject.fieldPath",
-                "reason",
-                "reportingComponent",
-                "source",
-                "type",
-            ]),
+            .fields(events::CORE_FIELDS),
         KindDef::new(
             "",
             "v1",
