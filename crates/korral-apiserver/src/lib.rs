@@ -108,6 +108,22 @@ pub mod fuzzing {
         let _ = crate::protobuf::decode_object(bytes);
     }
 
+    /// Decodes a `k8s\0` protobuf object body to its JSON (for tests of protobuf responses).
+    pub fn decode_protobuf_object(bytes: &[u8]) -> Result<Value, String> {
+        crate::protobuf::decode_object(bytes).map_err(|e| e.to_string())
+    }
+
+    /// Decodes one protobuf watch event (a frame without its 4-byte length) to
+    /// `{"type", "object"}`.
+    pub fn decode_protobuf_watch_event(bytes: &[u8]) -> Result<Value, String> {
+        crate::protobuf::decode_watch_event(bytes).map_err(|e| e.to_string())
+    }
+
+    /// Encodes a JSON object as a `k8s\0` protobuf body.
+    pub fn encode_protobuf_object(object: &Value) -> Result<Vec<u8>, String> {
+        crate::protobuf::encode_object(object).map_err(|e| e.to_string())
+    }
+
     /// Checks `schema` as a CRD schema (structure and CEL rules) and validates `value` with it.
     pub fn check_schema_and_validate(value: &Value, schema: &Value) {
         let _ = crate::validation::schema::check_structural(schema, "s");

@@ -144,12 +144,38 @@ async fn a_streamed_list_of_5000_configmaps_equals_its_paginated_list_in_every_v
     sorted.sort_unstable();
     assert_eq!(names, sorted, "items in key order");
 
-    // kubectl's protobuf-first Accept: the same list (answered as JSON, its fallback).
-    let (headers, proto) = get(&client, path, PROTOBUF_FIRST).await?;
-    assert_eq!(headers[http::header::CONTENT_TYPE], "application/json");
+    // kubectl's protobuf-first Accept: the same list as a protobuf ConfigMapList, whose items
+    // carry no apiVersion/kind (the list's envelope names them).
+    let request = http::Request::get(path)
+        .header("accept", PROTOBUF_FIRST)
+        .body(Vec::new())?;
+    let response = client.send(request.map(kube::client::Body::from)).await?;
+    assert_eq!(
+        response.headers()[http::header::CONTENT_TYPE],
+        "application/vnd.kubernetes.protobuf"
+    );
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await?
+        .to_bytes();
+    let proto =
+        korral_apiserver::fuzzing::decode_protobuf_object(&bytes).map_err(anyhow::Error::msg)?;
     assert_eq!(proto["metadata"]["resourceVersion"], revision.as_str());
+    // Each item as its own protobuf encoding decodes (Go's normal form: empty `omitempty`
+    // strings such as a managedFields entry's manager are dropped).
+    let mut bare = Vec::new();
+    for item in whole["items"].as_array().into_iter().flatten() {
+        let bytes =
+            korral_apiserver::fuzzing::encode_protobuf_object(item).map_err(anyhow::Error::msg)?;
+        let mut item = korral_apiserver::fuzzing::decode_protobuf_object(&bytes)
+            .map_err(anyhow::Error::msg)?;
+        if let Some(item) = item.as_object_mut() {
+            item.remove("apiVersion");
+            item.remove("kind");
+        }
+        bare.push(item);
+    }
     assert!(
-        proto["items"] == whole["items"],
+        proto["items"] == Value::Array(bare),
         "protobuf-first list differs"
     );
 

@@ -29,7 +29,8 @@ Output format (one record a line, `#` starts a comment line):
 a message (`Name` in the current package, or `<alias>.Name`), or `map:<key>:<value>`.
 Flags: `r` repeated, `z` omitted from JSON when zero (non-pointer Go scalar with
 `omitempty`), `i` inlined into the parent JSON object (embedded Go struct), `x` not part of
-the JSON form (`json:"-"`).
+the JSON form (`json:"-"`), `n` always written by gogo-protobuf, zero or not (a non-pointer
+Go field that is neither repeated, a map nor `[]byte`).
 """
 
 from __future__ import annotations
@@ -363,6 +364,9 @@ def main() -> None:
         "k8s.io.apimachinery.pkg.apis.meta.v1.UpdateOptions",
         "k8s.io.apimachinery.pkg.apis.meta.v1.PatchOptions",
         "k8s.io.apimachinery.pkg.apis.meta.v1.Status",
+        "k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent",
+        "k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata",
+        "k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList",
         "k8s.io.apimachinery.pkg.apis.meta.v1.Duration",
         "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime",
         "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1",
@@ -448,6 +452,13 @@ def main() -> None:
                         and gf["omitempty"]
                     ):
                         flags += "z"
+                    if (
+                        not f["repeated"]
+                        and not f.get("map")
+                        and typ != "bytes"
+                        and not gf["pointer"]
+                    ):
+                        flags += "n"
                 elif go is not None and m not in p.go_slices and f"{p.full}.{m}" not in SPECIAL:
                     print(f"warning: {p.full}.{m}.{f['name']}: no Go field #{f['number']}", file=sys.stderr)
                     warnings += 1

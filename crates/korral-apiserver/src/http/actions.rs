@@ -41,6 +41,16 @@ where
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
+    // The answer (a Status, or a Binding's) is a built-in message.
+    let output = super::negotiate::from_headers(
+        &parts.headers,
+        super::negotiate::Offer {
+            protobuf_objects: true,
+            stream: false,
+            tables: false,
+        },
+        None,
+    )?;
     let object = body::decode_object(&bytes, content_type, action.kind)?;
     let answer = kind_actions::serve(
         &state.objects,
@@ -52,5 +62,5 @@ where
         dry_run,
     )
     .await?;
-    Ok(body::json_response(StatusCode::CREATED, &answer))
+    Ok(output.respond(StatusCode::CREATED, &answer))
 }

@@ -134,8 +134,20 @@ pub fn bytes_response(status: StatusCode, bytes: Vec<u8>, content_type: &str) ->
 
 /// The `Status` response of an error.
 pub fn error_response(err: &ApiError) -> Response<Body> {
+    error_response_as(err, false)
+}
+
+/// The `Status` response of an error, in protobuf when `protobuf` (the client prefers it for
+/// the resource it asked about).
+pub fn error_response_as(err: &ApiError, protobuf: bool) -> Response<Body> {
     let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = json_response(status, &err.to_status());
+    let encoded = protobuf
+        .then(|| crate::protobuf::encode_object(&err.to_status()).ok())
+        .flatten();
+    let mut response = match encoded {
+        Some(bytes) => bytes_response(status, bytes, crate::protobuf::CONTENT_TYPE),
+        None => json_response(status, &err.to_status()),
+    };
     // As upstream's error writer: a Status that says when to retry says it in the header too.
     if let Some(secs) = err.details.as_ref().and_then(|d| d.retry_after_seconds) {
         response

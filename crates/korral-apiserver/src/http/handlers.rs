@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::State;
 use super::body::{self, Body};
 use super::list_body;
+use super::negotiate::{self, Format, Offer, Output};
 use super::path::ResourcePath;
 use super::table;
 use super::view::{self, View};
@@ -260,20 +261,25 @@ async fn serve_resource(
         },
     };
     let objects = &state.objects;
-    let view = View::negotiate(
-        headers
-            .get_all(header::ACCEPT)
-            .iter()
-            .filter_map(|v| v.to_str().ok()),
+    // Negotiated before anything runs, as upstream's handlers do: a 406 changes nothing.
+    let output = negotiate::from_headers(
+        headers,
+        Offer {
+            protobuf_objects: !info.is_custom()
+                && crate::protobuf::supports_kind(&info.api_version(), &info.kind),
+            stream: *method == Method::GET && flag(query, "watch"),
+            tables: true,
+        },
         param(query, "includeObject"),
-    );
+    )?;
+    let view = output.view;
     match (method, rp.name.as_deref()) {
         (&Method::GET, Some(name)) => {
             if flag(query, "watch") {
                 let mut q = query.clone();
                 q.push(("fieldSelector".into(), format!("metadata.name={name}")));
                 let opts = list_options(&info, &q)?;
-                return watch::serve(state, info, namespace, opts, query, view);
+                return watch::serve(state, info, namespace, opts, query, output);
             }
             let stored = objects.get(&info, namespace, name)?;
             let obj = conversion::to_served_one(objects, &info, &stored).await?;
@@ -287,21 +293,18 @@ async fn serve_resource(
                     let t = table::table(&info, [&*obj], list_meta, include, true);
                     Ok(body::json_response(StatusCode::OK, &t))
                 }
-                View::Metadata => Ok(body::json_response(
-                    StatusCode::OK,
-                    &view::partial_object(&obj),
-                )),
-                View::Object => Ok(body::json_response(StatusCode::OK, &*obj)),
+                View::Metadata => Ok(output.respond(StatusCode::OK, &view::partial_object(&obj))),
+                View::Object => Ok(output.respond(StatusCode::OK, &obj)),
             }
         }
         (&Method::GET, None) => {
             let opts = list_options(&info, query)?;
             if flag(query, "watch") {
-                return watch::serve(state, info, namespace, opts, query, view);
+                return watch::serve(state, info, namespace, opts, query, output);
             }
             let mut page = objects.list(&info, namespace, &opts)?;
             page.items = conversion::to_served(objects, &info, page.items).await?;
-            Ok(list_view_response(info, page, view))
+            Ok(list_view_response(info, page, output))
         }
         (&Method::POST, None) if part == Part::Main => {
             let mut opts =
@@ -312,7 +315,7 @@ async fn serve_resource(
             let mut written = objects.create(&info, namespace, obj, &opts).await?;
             written.warnings.splice(0..0, duplicates);
             let served = conversion::to_served_one(objects, &info, &written.object).await?;
-            let mut response = body::json_response(StatusCode::CREATED, &*served);
+            let mut response = output.respond(StatusCode::CREATED, &served);
             body::add_warnings(&mut response, &written.warnings);
             Ok(response)
         }
@@ -327,7 +330,7 @@ async fn serve_resource(
                 .await?;
             written.warnings.splice(0..0, duplicates);
             let served = conversion::to_served_one(objects, &info, &written.object).await?;
-            let mut response = body::json_response(StatusCode::OK, &*served);
+            let mut response = output.respond(StatusCode::OK, &served);
             body::add_warnings(&mut response, &written.warnings);
             Ok(response)
         }
@@ -366,7 +369,7 @@ async fn serve_resource(
                 StatusCode::OK
             };
             let served = conversion::to_served_one(objects, &info, &written.object).await?;
-            let mut response = body::json_response(code, &*served);
+            let mut response = output.respond(code, &served);
             body::add_warnings(&mut response, &written.warnings);
             Ok(response)
         }
@@ -376,18 +379,18 @@ async fn serve_resource(
             opts.requester = Some(requester.clone());
             let (deleted, warnings) = objects.delete_warned(&info, namespace, name, &opts).await?;
             let mut response = match deleted {
-                Deleted::Pending(obj) => body::json_response(
+                Deleted::Pending(obj) => output.respond(
                     StatusCode::OK,
                     &*conversion::to_served_one(objects, &info, &obj).await?,
                 ),
                 Deleted::Gone(obj) => {
                     if info.is_custom() {
-                        body::json_response(
+                        output.respond(
                             StatusCode::OK,
                             &*conversion::to_served_one(objects, &info, &obj).await?,
                         )
                     } else {
-                        body::json_response(
+                        output.respond(
                             StatusCode::OK,
                             &json!({
                                 "kind": "Status",
@@ -423,7 +426,11 @@ async fn serve_resource(
                 continue_token: None,
                 remaining: None,
             };
-            Ok(list_view_response(info, page, View::Object))
+            let output = Output {
+                view: View::Object,
+                ..output
+            };
+            Ok(list_view_response(info, page, output))
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -447,6 +454,16 @@ async fn serve_scale(
         .ok_or_else(ApiError::method_not_allowed)?;
     let namespace = rp.namespace.as_deref();
     let objects = &state.objects;
+    // autoscaling/v1 Scale is a built-in message, custom resources' scale too.
+    let output = negotiate::from_headers(
+        headers,
+        Offer {
+            protobuf_objects: true,
+            stream: false,
+            tables: false,
+        },
+        None,
+    )?;
     let (scale, warnings) = match *method {
         Method::GET => (objects.get_scale(info, namespace, name).await?, Vec::new()),
         Method::PUT => {
@@ -465,7 +482,7 @@ async fn serve_scale(
                 let scale = objects
                     .apply_scale(info, namespace, name, &body_bytes, &opts)
                     .await?;
-                return Ok(body::json_response(StatusCode::OK, &scale));
+                return Ok(output.respond(StatusCode::OK, &scale));
             }
             let bytes = body_bytes.to_vec();
             objects
@@ -476,7 +493,7 @@ async fn serve_scale(
         }
         _ => return Err(ApiError::method_not_allowed()),
     };
-    let mut response = body::json_response(StatusCode::OK, &scale);
+    let mut response = output.respond(StatusCode::OK, &scale);
     body::add_warnings(&mut response, &warnings);
     Ok(response)
 }
@@ -544,17 +561,23 @@ fn list_metadata(page: &objects::ListPage) -> serde_json::Map<String, Value> {
     metadata
 }
 
-/// A list response in `view`, streamed item by item from the page's shared objects (see
-/// [`list_body`]): a `<Kind>List`, a `Table` or a `PartialObjectMetadataList`. The items are
-/// already in `info`'s version ([`conversion::to_served`]).
+/// A list response in `output`'s view, streamed item by item from the page's shared objects
+/// (see [`list_body`]): a `<Kind>List`, a `Table` or a `PartialObjectMetadataList`; in
+/// protobuf, the list message encoded whole. The items are already in `info`'s version
+/// ([`conversion::to_served`]).
 pub fn list_view_response(
     info: Arc<ResourceInfo>,
     page: objects::ListPage,
-    view: View,
+    output: Output,
 ) -> Response<Body> {
     let metadata = list_metadata(&page);
+    if output.format == Format::Protobuf
+        && let Some(response) = protobuf_list(&info, &page.items, &metadata, output.view)
+    {
+        return response;
+    }
     let items = page.items.into_iter();
-    match view {
+    match output.view {
         View::Object => {
             let envelope = list_body::Envelope::ordered(
                 [
@@ -583,6 +606,46 @@ pub fn list_view_response(
             let envelope =
                 list_body::Envelope::from_map(view::partial_list_envelope(metadata), "items");
             list_body::response(&envelope, items.map(|o| view::partial_object(&o)))
+        }
+    }
+}
+
+/// A protobuf list response (`<Kind>List` or `PartialObjectMetadataList`); `None` when the
+/// view has no protobuf form or encoding fails (the caller answers JSON).
+fn protobuf_list(
+    info: &ResourceInfo,
+    items: &[crate::storage::Object],
+    metadata: &serde_json::Map<String, Value>,
+    view: View,
+) -> Option<Response<Body>> {
+    let metadata = Value::Object(metadata.clone());
+    let encoded = match view {
+        View::Object => crate::protobuf::encode_list(
+            &info.api_version(),
+            &info.list_kind,
+            &metadata,
+            items.iter().map(|o| &**o),
+        ),
+        View::Metadata => {
+            let partial: Vec<Value> = items.iter().map(|o| view::partial_object(o)).collect();
+            crate::protobuf::encode_list(
+                "meta.k8s.io/v1",
+                "PartialObjectMetadataList",
+                &metadata,
+                partial.iter(),
+            )
+        }
+        View::Table(_) => return None,
+    };
+    match encoded {
+        Ok(bytes) => Some(body::bytes_response(
+            StatusCode::OK,
+            bytes,
+            crate::protobuf::CONTENT_TYPE,
+        )),
+        Err(e) => {
+            tracing::warn!(error = %e, list = %info.list_kind, "answering JSON: protobuf encoding failed");
+            None
         }
     }
 }
@@ -662,7 +725,16 @@ mod tests {
         whole.extend_from_slice(b",\"items\":");
         whole.extend_from_slice(&serde_json::to_vec(&values).expect("items"));
         whole.push(b'}');
-        let streamed = body_of(list_view_response(info.clone(), page.clone(), View::Object)).await;
+        let json = |view| Output {
+            format: Format::Json,
+            view,
+        };
+        let streamed = body_of(list_view_response(
+            info.clone(),
+            page.clone(),
+            json(View::Object),
+        ))
+        .await;
         assert_eq!(streamed, whole);
 
         for include in [
@@ -681,7 +753,7 @@ mod tests {
             let streamed = body_of(list_view_response(
                 info.clone(),
                 page.clone(),
-                View::Table(include),
+                json(View::Table(include)),
             ))
             .await;
             assert_eq!(streamed, whole, "{include:?}");
@@ -693,7 +765,36 @@ mod tests {
             Value::Array(values.iter().map(|o| view::partial_object(o)).collect()),
         );
         let whole = serde_json::to_vec(&Value::Object(partial)).expect("partial");
-        let streamed = body_of(list_view_response(info.clone(), page, View::Metadata)).await;
+        let streamed = body_of(list_view_response(
+            info.clone(),
+            page.clone(),
+            json(View::Metadata),
+        ))
+        .await;
         assert_eq!(streamed, whole);
+
+        // Protobuf: the list message, and the metadata-only list message.
+        let pb = |view| Output {
+            format: Format::Protobuf,
+            view,
+        };
+        let bytes = body_of(list_view_response(
+            info.clone(),
+            page.clone(),
+            pb(View::Object),
+        ))
+        .await;
+        let list = crate::protobuf::decode_object(&bytes).expect("protobuf list");
+        assert_eq!(list["kind"], "PodList");
+        assert_eq!(list["metadata"]["continue"], "next");
+        assert_eq!(list["metadata"]["remainingItemCount"], 3);
+        assert_eq!(list["items"].as_array().map(Vec::len), Some(1500));
+        assert_eq!(list["items"][7]["metadata"]["name"], "pod-00007");
+        assert_eq!(list["items"][7]["status"]["podIP"], "10.0.0.1");
+        let bytes = body_of(list_view_response(info.clone(), page, pb(View::Metadata))).await;
+        let list = crate::protobuf::decode_object(&bytes).expect("protobuf partial list");
+        assert_eq!(list["kind"], "PartialObjectMetadataList");
+        assert_eq!(list["items"][3]["metadata"]["labels"]["i"], "3");
+        assert!(list["items"][3].get("spec").is_none());
     }
 }

@@ -5,6 +5,7 @@ mod body;
 mod discovery;
 mod handlers;
 mod list_body;
+mod negotiate;
 mod path;
 mod table;
 mod view;
@@ -65,6 +66,12 @@ where
     let method = req.method().clone();
     let uri = req.uri().clone();
     let path = uri.path().to_string();
+    let accept: Vec<String> = req
+        .headers()
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect();
     let armed = match state
         .faults
         .before(&method, &uri, || state.objects.storage().revision())
@@ -75,7 +82,10 @@ where
     };
     let response = match route(&state, req).await {
         Ok(r) => armed.after(r),
-        Err(err) => body::error_response(&err),
+        Err(err) => {
+            let protobuf = error_in_protobuf(&state, &path, &accept, &err);
+            body::error_response_as(&err, protobuf)
+        }
     };
     tracing::debug!(%method, %path, status = response.status().as_u16(), "request");
     response
@@ -269,6 +279,30 @@ where
     }
 }
 
+/// Whether an error `Status` is written in protobuf, as upstream's `ErrorNegotiated` writes
+/// it: when the client prefers protobuf, except for custom resources (their handler does not
+/// offer it for their own responses) and for a failed negotiation itself (406, always JSON).
+fn error_in_protobuf(state: &State, path: &str, accept: &[String], err: &ApiError) -> bool {
+    if err.code == 406 {
+        return false;
+    }
+    let custom = match path::parse(path.trim_end_matches('/')) {
+        Some(path::Target::Resource(rp)) => state
+            .objects
+            .registry()
+            .get(&rp.group, &rp.version, &rp.resource)
+            .is_some_and(|info| info.is_custom() && rp.subresource.as_deref() != Some("scale")),
+        _ => false,
+    };
+    let offer = negotiate::Offer {
+        protobuf_objects: !custom,
+        stream: false,
+        tables: false,
+    };
+    negotiate::negotiate(accept.iter().map(String::as_str), offer, None)
+        .is_ok_and(|o| o.format == negotiate::Format::Protobuf && o.view == view::View::Object)
+}
+
 /// `POST` of an access review, SelfSubjectReview, TokenReview or TokenRequest.
 async fn serve_review<B>(
     state: &Arc<State>,
@@ -299,6 +333,15 @@ where
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
+    let output = negotiate::from_headers(
+        &parts.headers,
+        negotiate::Offer {
+            protobuf_objects: true,
+            stream: false,
+            tables: false,
+        },
+        None,
+    )?;
     let object = body::decode_object(&bytes, content_type, &info.kind)?;
     let answer = crate::auth::reviews::serve(
         &state.auth,
@@ -308,5 +351,5 @@ where
         rp.name.as_deref(),
         object,
     )?;
-    Ok(body::json_response(StatusCode::CREATED, &answer))
+    Ok(output.respond(StatusCode::CREATED, &answer))
 }

@@ -29,14 +29,6 @@ impl IncludeObject {
     }
 }
 
-/// Whether an `Accept` header asks for a `Table`.
-pub fn wants_table(accept: &str) -> bool {
-    accept.split(',').any(|media| {
-        let params: Vec<&str> = media.split(';').map(str::trim).collect();
-        params.contains(&"as=Table") && params.contains(&"g=meta.k8s.io")
-    })
-}
-
 /// Evaluates a printer-column JSONPath of the simple forms CRDs use: `.spec.replicas`,
 /// `.status.conditions[0].type`, `.metadata.labels.app`.
 fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
@@ -248,9 +240,5 @@ mod tests {
             json!(["web", "0/1", 0, 0, "0s", "nginx", "nginx:1.27", "app=web"])
         );
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
-        assert!(wants_table(
-            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
-        ));
-        assert!(!wants_table("application/json"));
     }
 }

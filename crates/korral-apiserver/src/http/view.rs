@@ -1,12 +1,12 @@
-//! How a read shows its objects, chosen by the `Accept` header: as themselves, as a `Table`
-//! (`as=Table;g=meta.k8s.io`, see [`super::table`]) or as metadata only
+//! How a read shows its objects, chosen by the `Accept` header (see [`super::negotiate`]): as
+//! themselves, as a `Table` (`as=Table;g=meta.k8s.io`, see [`super::table`]) or as metadata only
 //! (`as=PartialObjectMetadata[List];g=meta.k8s.io`, what controller-runtime's metadata-only
 //! caches and kube's `metadata_watcher` ask for, so large objects such as Secrets do not cross
 //! the wire whole).
 
 use serde_json::{Map, Value, json};
 
-use super::table::{self, IncludeObject};
+use super::table::IncludeObject;
 
 /// The API version of the metadata-only kinds.
 const META_API_VERSION: &str = "meta.k8s.io/v1";
@@ -20,31 +20,6 @@ pub enum View {
     Table(IncludeObject),
     /// `PartialObjectMetadata` (in lists: `PartialObjectMetadataList`).
     Metadata,
-}
-
-impl View {
-    /// The view the `Accept` values ask for; the first media type naming one wins.
-    pub fn negotiate<'a>(accept: impl IntoIterator<Item = &'a str>, include: Option<&str>) -> Self {
-        for media in accept.into_iter().flat_map(|v| v.split(',')) {
-            if table::wants_table(media) {
-                return View::Table(IncludeObject::parse(include));
-            }
-            if wants_metadata(media) {
-                return View::Metadata;
-            }
-        }
-        View::Object
-    }
-}
-
-/// Whether one media type asks for `PartialObjectMetadata` or `PartialObjectMetadataList`.
-fn wants_metadata(media: &str) -> bool {
-    let params: Vec<&str> = media.split(';').map(str::trim).collect();
-    let kind = params
-        .iter()
-        .any(|p| *p == "as=PartialObjectMetadata" || *p == "as=PartialObjectMetadataList");
-    let version = params.iter().any(|p| *p == "v=v1" || *p == "v=v1beta1");
-    kind && version && params.contains(&"g=meta.k8s.io")
 }
 
 /// `obj` as a `PartialObjectMetadata`: its metadata only.
@@ -70,24 +45,6 @@ pub fn partial_list_envelope(metadata: Map<String, Value>) -> Map<String, Value>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn accept_headers_choose_the_view() {
-        let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
-        assert_eq!(
-            View::negotiate([table], None),
-            View::Table(IncludeObject::Metadata)
-        );
-        let meta = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-        assert_eq!(View::negotiate([meta], None), View::Metadata);
-        let meta_one =
-            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json";
-        assert_eq!(View::negotiate([meta_one], None), View::Metadata);
-        assert_eq!(View::negotiate(["application/json"], None), View::Object);
-        // Another group's kind of the same name is not ours.
-        let other = "application/json;as=PartialObjectMetadata;g=example.com;v=v1";
-        assert_eq!(View::negotiate([other], None), View::Object);
-    }
 
     #[test]
     fn partial_objects_keep_only_the_metadata() {

@@ -16,6 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::State;
 use super::body::Body;
 use super::handlers::{Query, param};
+use super::negotiate::{Format, Output};
 use super::table;
 use super::view::{self, View};
 use crate::error::ApiError;
@@ -34,6 +35,26 @@ enum Start {
     After(u64),
 }
 
+/// One event of a watch stream in `format`: a JSON line, or a length-prefixed protobuf
+/// `WatchEvent` (see [`crate::protobuf::encode_watch_event`]).
+fn encode_as(format: Format, kind: &str, object: &Value) -> Bytes {
+    if format == Format::Protobuf {
+        return match crate::protobuf::encode_watch_event(kind, object) {
+            Ok(frame) => Bytes::from(frame),
+            Err(e) => {
+                // A JSON line cannot go into a protobuf stream: the client gets an ERROR event.
+                tracing::warn!(error = %e, "a watch event could not be encoded as protobuf");
+                let status = ApiError::internal(format!("encoding watch event: {e}")).to_status();
+                crate::protobuf::encode_watch_event("ERROR", &status)
+                    .map(Bytes::from)
+                    .unwrap_or_default()
+            }
+        };
+    }
+    encode(kind, object)
+}
+
+/// One JSON watch event line.
 fn encode(kind: &str, object: &Value) -> Bytes {
     let mut line = Vec::with_capacity(256);
     line.extend_from_slice(b"{\"type\":\"");
@@ -46,15 +67,25 @@ fn encode(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-fn bookmark(info: &ResourceInfo, revision: u64, initial_end: bool) -> Bytes {
+/// A `BOOKMARK` event at `revision`; in a metadata-only watch its object is a
+/// `PartialObjectMetadata`, as upstream transforms every event's object.
+fn bookmark(
+    format: Format,
+    view: View,
+    info: &ResourceInfo,
+    revision: u64,
+    initial_end: bool,
+) -> Bytes {
     let mut metadata = json!({"resourceVersion": revision.to_string()});
     if initial_end {
         metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
-    encode(
-        "BOOKMARK",
-        &json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": metadata}),
-    )
+    let object = json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": metadata});
+    let object = match view {
+        View::Metadata => view::partial_object(&object),
+        _ => object,
+    };
+    encode_as(format, "BOOKMARK", &object)
 }
 
 /// Starts a watch response.
@@ -64,7 +95,7 @@ pub fn serve(
     namespace: Option<&str>,
     opts: ListOptions,
     query: &Query,
-    view: View,
+    output: Output,
 ) -> Result<Response<Body>, ApiError> {
     let send_initial = match param(query, "sendInitialEvents") {
         Some("true") => true,
@@ -127,7 +158,8 @@ pub fn serve(
         prefix,
         bookmarks,
         timeout,
-        view,
+        view: output.view,
+        format: output.format,
         columns_sent: false,
     };
     // Resolve the start synchronously so errors surface before the stream begins.
@@ -136,9 +168,13 @@ pub fn serve(
     let body: Body = StreamBody::new(rx).boxed();
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::OK;
+    // As upstream: protobuf streams say `;stream=watch`, JSON ones do not.
     response.headers_mut().insert(
         header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
+        http::HeaderValue::from_static(match output.format {
+            Format::Json => "application/json",
+            Format::Protobuf => "application/vnd.kubernetes.protobuf;stream=watch",
+        }),
     );
     Ok(response)
 }
@@ -153,6 +189,8 @@ struct WatchTask {
     /// How each object is sent: itself, a one-row `Table` (columns only in the first event)
     /// or its metadata only.
     view: View,
+    /// JSON lines or protobuf frames.
+    format: Format,
     columns_sent: bool,
 }
 
@@ -197,8 +235,8 @@ impl WatchTask {
                 let t = table::table(&self.info, [&*obj], list_meta, include, with_columns);
                 Ok(encode(kind, &t))
             }
-            View::Metadata => Ok(encode(kind, &view::partial_object(&obj))),
-            View::Object => Ok(encode(kind, &obj)),
+            View::Metadata => Ok(encode_as(self.format, kind, &view::partial_object(&obj))),
+            View::Object => Ok(encode_as(self.format, kind, &obj)),
         }
     }
 
@@ -269,7 +307,7 @@ impl WatchTask {
             None => true,
             Some(Ok(frame)) => send(tx, frame, slow).await,
             Some(Err(err)) => {
-                fail(tx, &err).await;
+                fail(tx, self.format, &err).await;
                 false
             }
         }
@@ -286,7 +324,11 @@ impl WatchTask {
             } => (initial, initial_end, revision, feed),
             Begin::Expired(err) => {
                 let _ = tx
-                    .send(Ok(Frame::data(encode("ERROR", &err.to_status()))))
+                    .send(Ok(Frame::data(encode_as(
+                        self.format,
+                        "ERROR",
+                        &err.to_status(),
+                    ))))
                     .await;
                 return;
             }
@@ -294,13 +336,20 @@ impl WatchTask {
         for obj in initial {
             let frame = match self.event("ADDED", &obj).await {
                 Ok(frame) => frame,
-                Err(err) => return fail(&mut tx, &err).await,
+                Err(err) => return fail(&mut tx, self.format, &err).await,
             };
             if !send(&mut tx, frame, slow).await {
                 return;
             }
         }
-        if initial_end && !send(&mut tx, bookmark(&self.info, revision, true), slow).await {
+        if initial_end
+            && !send(
+                &mut tx,
+                bookmark(self.format, self.view, &self.info, revision, true),
+                slow,
+            )
+            .await
+        {
             return;
         }
         for event in std::mem::take(&mut feed.backlog) {
@@ -319,7 +368,7 @@ impl WatchTask {
                 _ = &mut deadline => return,
                 _ = shutdown.changed() => return,
                 _ = ticker.tick(), if self.bookmarks => {
-                    if !send(&mut tx, bookmark(&self.info, revision, false), slow).await {
+                    if !send(&mut tx, bookmark(self.format, self.view, &self.info, revision, false), slow).await {
                         return;
                     }
                 }
@@ -338,9 +387,17 @@ impl WatchTask {
 }
 
 /// Ends a watch with an `ERROR` event carrying `err`'s Status.
-async fn fail(tx: &mut mpsc::Sender<Result<Frame<Bytes>, Infallible>>, err: &ApiError) {
+async fn fail(
+    tx: &mut mpsc::Sender<Result<Frame<Bytes>, Infallible>>,
+    format: Format,
+    err: &ApiError,
+) {
     let _ = tx
-        .send(Ok(Frame::data(encode("ERROR", &err.to_status()))))
+        .send(Ok(Frame::data(encode_as(
+            format,
+            "ERROR",
+            &err.to_status(),
+        ))))
         .await;
 }
 

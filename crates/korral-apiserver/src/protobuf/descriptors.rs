@@ -117,6 +117,9 @@ pub(crate) struct Field {
     pub(crate) inline: bool,
     /// Not part of the JSON form (`json:"-"`).
     pub(crate) skip: bool,
+    /// Always written by gogo-protobuf, zero or not (a non-pointer Go field that is neither
+    /// repeated, a map nor `[]byte`); the encoder writes its zero value when JSON lacks it.
+    pub(crate) always: bool,
 }
 
 /// Messages whose JSON form is not an object of their fields.
@@ -224,7 +227,6 @@ impl Descriptors {
     }
 
     /// The message index for a fully qualified name.
-    #[cfg(test)]
     pub(crate) fn message_by_name(&self, full_name: &str) -> Option<usize> {
         self.by_name.get(full_name).copied()
     }
@@ -290,7 +292,7 @@ impl Descriptors {
                         [f] => f,
                         _ => return Err(format!("line {lineno}: too many tokens")),
                     };
-                    if let Some(bad) = flags.chars().find(|c| !"rzix".contains(*c)) {
+                    if let Some(bad) = flags.chars().find(|c| !"rzixn".contains(*c)) {
                         return Err(format!("line {lineno}: unknown flag {bad}"));
                     }
                     let pending_of = |t: &str| -> PendingType {
@@ -318,6 +320,7 @@ impl Descriptors {
                         omit_zero: flags.contains('z'),
                         inline: flags.contains('i'),
                         skip: flags.contains('x'),
+                        always: flags.contains('n'),
                     };
                     pending.push((msg, field, value, key));
                 }

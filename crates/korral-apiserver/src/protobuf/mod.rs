@@ -1,4 +1,5 @@
-//! Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`), decoded to JSON.
+//! Kubernetes protobuf bodies (`application/vnd.kubernetes.protobuf`): requests decoded to
+//! JSON, responses encoded from JSON.
 //!
 //! Typed client-go clientsets (kubectl ≥ 1.32 for `kubectl create <kind>`, `create token`,
 //! `auth can-i`, ...) send objects as protobuf: the magic `k8s\0`, then a `runtime.Unknown`
@@ -21,14 +22,26 @@
 //!   with presence) scalars are kept whenever present, zero or not.
 //! - Unknown field numbers are skipped; repeated scalars are accepted packed or unpacked.
 //!
+//! The encoder ([`encode_object`], [`encode_list`], [`encode_watch_event`]) applies the same
+//! conventions in reverse for responses to clients that prefer protobuf: RFC 3339 times →
+//! `{seconds, nanos}`, duration strings → nanoseconds, IntOrString → `{type, intVal,
+//! strVal}`, embedded JSON → raw bytes, base64 → bytes, objects → map entries in sorted key
+//! order, inlined structs re-nested, arrays → named-slice wrappers. Fields are written in
+//! number order, non-pointer Go fields (`always` in the table) even when zero, as gogo writes
+//! them; JSON members the message does not know are dropped. The envelope is upstream's:
+//! `k8s\0`, then `runtime.Unknown{typeMeta, raw, contentEncoding: "", contentType: ""}`.
+//!
 //! Malformed input (truncation, bad varints, lengths past the end, wire-type mismatches,
 //! nesting deeper than [`MAX_DEPTH`]) yields a [`ProtobufError`]; nothing panics, recursion
 //! is bounded, and memory grows only with the input.
 
 mod decode;
 mod descriptors;
+mod encode;
 mod wire;
 
+#[cfg(test)]
+mod encode_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -111,6 +124,17 @@ pub enum ProtobufError {
     /// Embedded JSON (`RawExtension`, `FieldsV1`) does not parse.
     #[error("invalid embedded JSON: {0}")]
     EmbeddedJson(String),
+    /// A JSON value does not fit the protobuf field it is encoded into.
+    #[error("cannot encode {field} as protobuf: expected {expected}")]
+    JsonShape {
+        /// The field (JSON name or message).
+        field: String,
+        /// What the field needs.
+        expected: &'static str,
+    },
+    /// The object to encode has no `apiVersion` or `kind`.
+    #[error("object has no apiVersion or kind to encode as protobuf")]
+    MissingTypeMeta,
     /// The built-in descriptor table is inconsistent (a bug, not an input error).
     #[error("protobuf descriptor table: {0}")]
     Descriptors(String),
@@ -144,7 +168,6 @@ pub fn decode_object_with_defaults(
 }
 
 /// Whether the built-in table knows the object `kind` of `api_version`.
-#[cfg(test)]
 pub fn supports_kind(api_version: &str, kind: &str) -> bool {
     descriptors::descriptors().is_ok_and(|d| d.message_for_kind(api_version, kind).is_some())
 }
@@ -263,4 +286,137 @@ pub(crate) fn decode_envelope(
         }
     }
     Ok(Value::Object(object))
+}
+
+/// The WatchEvent message's full name.
+const WATCH_EVENT: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent";
+
+/// Appends the `k8s\0` + `runtime.Unknown` envelope around the message bytes `raw`.
+fn put_envelope(out: &mut Vec<u8>, api_version: &str, kind: &str, raw: &[u8]) {
+    let mut type_meta = Vec::with_capacity(api_version.len() + kind.len() + 4);
+    wire::put_bytes_field(&mut type_meta, 1, api_version.as_bytes());
+    wire::put_bytes_field(&mut type_meta, 2, kind.as_bytes());
+    out.extend_from_slice(MAGIC);
+    wire::put_bytes_field(out, 1, &type_meta);
+    wire::put_bytes_field(out, 2, raw);
+    wire::put_bytes_field(out, 3, b"");
+    wire::put_bytes_field(out, 4, b"");
+}
+
+/// The `apiVersion` and `kind` of a JSON object.
+fn type_meta(object: &Value) -> Result<(&str, &str), ProtobufError> {
+    let api_version = object.get("apiVersion").and_then(Value::as_str);
+    let kind = object.get("kind").and_then(Value::as_str);
+    match (api_version, kind) {
+        (Some(a), Some(k)) if !a.is_empty() && !k.is_empty() => Ok((a, k)),
+        _ => Err(ProtobufError::MissingTypeMeta),
+    }
+}
+
+/// Encodes a JSON object (with `apiVersion` and `kind`) as a `k8s\0`-prefixed protobuf body,
+/// the bytes kube-apiserver writes for the same Go value.
+pub fn encode_object(object: &Value) -> Result<Vec<u8>, ProtobufError> {
+    let d = descriptors::descriptors()?;
+    let (api_version, kind) = type_meta(object)?;
+    let idx = d
+        .message_for_kind(api_version, kind)
+        .ok_or_else(|| ProtobufError::UnknownKind {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+        })?;
+    let raw = encode::encode_message(d, idx, object, 1)?;
+    let mut out = Vec::with_capacity(raw.len() + api_version.len() + kind.len() + 16);
+    put_envelope(&mut out, api_version, kind, &raw);
+    Ok(out)
+}
+
+/// Encodes a list (`<Kind>List` of `api_version`: `metadata` = 1, `items` = 2) from its
+/// `ListMeta` JSON and items, without building the list's JSON.
+pub fn encode_list<'a>(
+    api_version: &str,
+    list_kind: &str,
+    metadata: &Value,
+    items: impl IntoIterator<Item = &'a Value>,
+) -> Result<Vec<u8>, ProtobufError> {
+    let d = descriptors::descriptors()?;
+    let unknown = || ProtobufError::UnknownKind {
+        api_version: api_version.to_owned(),
+        kind: list_kind.to_owned(),
+    };
+    let idx = d
+        .message_for_kind(api_version, list_kind)
+        .ok_or_else(unknown)?;
+    let msg = d.messages.get(idx).ok_or_else(unknown)?;
+    let message_of = |number: u32| {
+        msg.field_index(number)
+            .and_then(|pos| msg.fields.get(pos))
+            .and_then(|f| match f.ty {
+                descriptors::FieldType::Value(descriptors::ValueType::Message(i)) => Some(i),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                ProtobufError::Descriptors(format!("{}: not a list message", msg.full_name))
+            })
+    };
+    let (meta_idx, item_idx) = (message_of(1)?, message_of(2)?);
+    let mut raw = Vec::new();
+    wire::put_bytes_field(
+        &mut raw,
+        1,
+        &encode::encode_message(d, meta_idx, metadata, 2)?,
+    );
+    for item in items {
+        wire::put_bytes_field(&mut raw, 2, &encode::encode_message(d, item_idx, item, 2)?);
+    }
+    let mut out = Vec::with_capacity(raw.len() + api_version.len() + list_kind.len() + 16);
+    put_envelope(&mut out, api_version, list_kind, &raw);
+    Ok(out)
+}
+
+/// One frame of a protobuf watch stream (`;stream=watch`): a 4-byte big-endian length, then
+/// a bare `meta.v1.WatchEvent{type, object: RawExtension{raw}}` whose `raw` is the object's
+/// own `k8s\0` envelope, as upstream's raw serializer and length-delimited framer write it.
+pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, ProtobufError> {
+    let d = descriptors::descriptors()?;
+    let embedded = encode_object(object)?;
+    let idx = d
+        .message_by_name(WATCH_EVENT)
+        .ok_or_else(|| ProtobufError::Descriptors(format!("no {WATCH_EVENT}")))?;
+    let mut raw_extension = Vec::with_capacity(embedded.len() + 8);
+    wire::put_bytes_field(&mut raw_extension, 1, &embedded);
+    // Checked against the table, so a renumbering upstream cannot go unnoticed.
+    let msg = d
+        .messages
+        .get(idx)
+        .ok_or_else(|| ProtobufError::Descriptors(format!("no {WATCH_EVENT}")))?;
+    let numbers: Vec<(u32, &str)> = msg
+        .fields
+        .iter()
+        .map(|f| (f.number, f.json.as_str()))
+        .collect();
+    if numbers != [(1, "type"), (2, "object")] {
+        return Err(ProtobufError::Descriptors(format!(
+            "unexpected {WATCH_EVENT} layout"
+        )));
+    }
+    let mut event = Vec::with_capacity(raw_extension.len() + event_type.len() + 8);
+    wire::put_bytes_field(&mut event, 1, event_type.as_bytes());
+    wire::put_bytes_field(&mut event, 2, &raw_extension);
+    let len = u32::try_from(event.len())
+        .map_err(|_| ProtobufError::InvalidValue("watch event larger than 4 GiB"))?;
+    let mut frame = Vec::with_capacity(event.len() + 4);
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(&event);
+    Ok(frame)
+}
+
+/// Decodes one protobuf watch frame's event (after its length prefix) to
+/// `{"type": ..., "object": ...}`; for tests of the encoder and of clients.
+#[doc(hidden)]
+pub fn decode_watch_event(event: &[u8]) -> Result<Value, ProtobufError> {
+    let d = descriptors::descriptors()?;
+    let idx = d
+        .message_by_name(WATCH_EVENT)
+        .ok_or_else(|| ProtobufError::Descriptors(format!("no {WATCH_EVENT}")))?;
+    decode::decode_message(d, idx, event, 0)
 }

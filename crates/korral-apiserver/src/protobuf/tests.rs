@@ -166,7 +166,7 @@ macro_rules! fixture {
     };
 }
 
-const FIXTURES: &[(&str, &[u8], &str)] = &[
+pub(crate) const FIXTURES: &[(&str, &[u8], &str)] = &[
     fixture!("namespace"),
     fixture!("configmap"),
     fixture!("configmap_binary"),
