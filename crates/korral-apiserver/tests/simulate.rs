@@ -1824,3 +1824,91 @@ async fn cronjobs_start_jobs_on_schedule() {
     let owner = job.metadata.owner_references.clone().unwrap_or_default();
     assert_eq!(owner.first().map(|o| o.kind.as_str()), Some("CronJob"));
 }
+
+/// HorizontalPodAutoscalers keep their target within `minReplicas`..`maxReplicas` through its
+/// `/scale` subresource and report upstream's conditions; without a metrics API a target
+/// inside its bounds gets `ScalingActive=False` (`FailedGetResourceMetric`), and a missing
+/// target `AbleToScale=False` (`FailedGetScale`).
+#[tokio::test]
+async fn autoscalers_keep_targets_within_bounds() {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    let env = sim_env().await;
+    let client = env.client();
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), "default");
+    deployments
+        .create(&PostParams::default(), &deployment("web", 5, "nginx:1.27"))
+        .await
+        .expect("deployment");
+    let hpa = |name: &str, target: &str| -> HorizontalPodAutoscaler {
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+            "minReplicas": 1, "maxReplicas": 3,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 80}}}]}}))
+        .expect("hpa")
+    };
+    hpas.create(&PostParams::default(), &hpa("web", "web"))
+        .await
+        .expect("create hpa");
+    let reason = |h: &HorizontalPodAutoscaler, kind: &str| -> Option<String> {
+        h.status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == kind)
+            .and_then(|c| c.reason.clone())
+    };
+    wait_until(WAIT, "the deployment is scaled down to maxReplicas", || {
+        let (deployments, hpas) = (deployments.clone(), hpas.clone());
+        async move {
+            let scaled = deployments
+                .get("web")
+                .await
+                .ok()
+                .and_then(|d| serde_json::to_value(d).ok())
+                .and_then(|d| {
+                    d.pointer("/spec/replicas")
+                        .and_then(serde_json::Value::as_i64)
+                })
+                == Some(3);
+            let limited = hpas.get("web").await.ok().is_some_and(|h| {
+                reason(&h, "ScalingLimited").as_deref() == Some("TooManyReplicas")
+            });
+            scaled && limited
+        }
+    })
+    .await
+    .expect("scaled to max");
+    let status = hpas.get("web").await.expect("hpa").status.expect("status");
+    assert_eq!(status.desired_replicas, 3);
+    assert!(status.last_scale_time.is_some());
+    // Inside the bounds now: no metrics to act on.
+    wait_until(WAIT, "the HPA reports the missing metric", || {
+        let hpas = hpas.clone();
+        async move {
+            hpas.get("web").await.ok().is_some_and(|h| {
+                reason(&h, "ScalingActive").as_deref() == Some("FailedGetResourceMetric")
+                    && h.status.as_ref().and_then(|s| s.current_replicas) == Some(3)
+            })
+        }
+    })
+    .await
+    .expect("metric missing");
+
+    hpas.create(&PostParams::default(), &hpa("ghost", "nowhere"))
+        .await
+        .expect("create ghost hpa");
+    wait_until(WAIT, "a missing target cannot be scaled", || {
+        let hpas = hpas.clone();
+        async move {
+            hpas.get("ghost")
+                .await
+                .ok()
+                .is_some_and(|h| reason(&h, "AbleToScale").as_deref() == Some("FailedGetScale"))
+        }
+    })
+    .await
+    .expect("failed get scale");
+}

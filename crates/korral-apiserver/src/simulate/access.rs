@@ -33,6 +33,8 @@ pub enum Actor {
     Job,
     /// The CronJob controller.
     CronJob,
+    /// The horizontal pod autoscaler.
+    Autoscaler,
     /// The DaemonSet controller.
     DaemonSet,
     /// The Endpoints controller.
@@ -66,6 +68,7 @@ impl Actor {
             Self::StatefulSet => "statefulset-controller",
             Self::Job => "job-controller",
             Self::CronJob => "cronjob-controller",
+            Self::Autoscaler => "horizontal-pod-autoscaler",
             Self::DaemonSet => "daemon-set-controller",
             Self::Endpoints => "endpoint-controller",
             Self::EndpointSlice => "endpointslice-controller",
@@ -342,6 +345,31 @@ where
             Part::Status,
             &actor.write_options(),
             change,
+        )
+        .await
+        .map(|_| ())
+}
+
+/// Sets the replicas of `name` through its `/scale` subresource as `actor`.
+pub async fn write_scale(
+    objects: &Objects,
+    actor: Actor,
+    info: &Arc<ResourceInfo>,
+    ns: &str,
+    name: &str,
+    replicas: i64,
+) -> Result<(), ApiError> {
+    objects
+        .write_scale(
+            info,
+            Some(ns),
+            name,
+            &actor.write_options(),
+            move |current| {
+                let mut scale = current.clone();
+                scale["spec"]["replicas"] = json!(replicas);
+                Ok(scale)
+            },
         )
         .await
         .map(|_| ())

@@ -8,6 +8,8 @@
 //! * Jobs run Pods to completion ([`jobs`]); CronJobs start Jobs on their schedule
 //!   ([`cronjobs`]).
 //! * DaemonSets get one Pod on the node ([`daemonset`]).
+//! * HorizontalPodAutoscalers keep their target's replicas within their bounds (there is no
+//!   metrics API) ([`autoscaling`]).
 //! * Pods (owned or bare) are scheduled onto one simulated Node, then run and turn Ready
 //!   ([`pods`]).
 //! * Services with a selector get Endpoints ([`endpoints`]).
@@ -28,6 +30,7 @@
 //! stored workload is queued, so a durable server picks up where it stopped; nothing polls.
 
 mod access;
+pub mod autoscaling;
 pub mod cronjobs;
 pub mod daemonset;
 pub mod deployment;
@@ -56,6 +59,10 @@ pub enum Work {
     Node,
     /// Keep a namespace's default ServiceAccount and root CA ConfigMap.
     Namespace(String),
+    /// Reconcile a HorizontalPodAutoscaler.
+    Autoscaler(String, String),
+    /// Reconcile the HorizontalPodAutoscalers of a namespace (a scalable target changed).
+    Autoscalers(String),
     /// Reconcile a Deployment.
     Deployment(String, String),
     /// Reconcile a StatefulSet.
@@ -171,6 +178,14 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
             }
         }
     }
+    if matches!(
+        (group, resource),
+        ("apps", "deployments" | "statefulsets" | "replicasets")
+            | ("core", "replicationcontrollers")
+    ) && !access::list(objects, "autoscaling", "horizontalpodautoscalers", ns).is_empty()
+    {
+        queue.insert(Work::Autoscalers(ns.to_string()));
+    }
     if namespaces::maintains(group, resource, meta::name(&event.object)) {
         queue.insert(Work::Namespace(ns.to_string()));
         return;
@@ -200,7 +215,8 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
 }
 
 /// The collections the simulation reacts to.
-const WATCHED: [(&str, &str); 9] = [
+const WATCHED: [(&str, &str); 10] = [
+    ("autoscaling", "horizontalpodautoscalers"),
     ("batch", "cronjobs"),
     ("apps", "deployments"),
     ("apps", "replicasets"),
@@ -227,6 +243,7 @@ fn work_for(group: &str, resource: &str, key: &str) -> Option<Work> {
         ("apps", "statefulsets") => Work::StatefulSet(ns, name),
         ("batch", "jobs") => Work::Job(ns, name),
         ("batch", "cronjobs") => Work::CronJob(ns, name),
+        ("autoscaling", "horizontalpodautoscalers") => Work::Autoscaler(ns, name),
         ("apps", "daemonsets") => Work::DaemonSet(ns, name),
         ("", "pods") => Work::Pod(ns, name),
         ("", "services") => Work::Service(ns, name),
@@ -263,6 +280,16 @@ pub(crate) async fn execute(
         Work::DaemonSet(ns, name) => daemonset::reconcile(objects, ns, name).await,
         Work::ReplicaSet(ns, name) => replicaset::reconcile(objects, ns, name).await,
         Work::Claim(ns, name) => volumes::reconcile_claim(objects, ns, name).await,
+        Work::Autoscaler(ns, name) => autoscaling::reconcile(objects, ns, name).await,
+        Work::Autoscalers(ns) => {
+            let mut result = Ok(());
+            for hpa in access::list(objects, "autoscaling", "horizontalpodautoscalers", ns) {
+                if let Err(e) = autoscaling::reconcile(objects, ns, meta::name(&hpa)).await {
+                    result = Err(e);
+                }
+            }
+            result
+        }
         Work::Volume(name) => volumes::reconcile_volume(objects, name).await,
         Work::Pod(ns, name) => pods::reconcile(objects, ns, name).await,
         Work::Service(ns, name) => endpoints::reconcile(objects, ns, name).await,
