@@ -1354,7 +1354,9 @@ async fn escalation_is_checked_on_the_object_the_guarded_write_stores() {
     );
     assert_eq!(status.code, 403, "{status:?}");
     assert!(
-        status.message.contains("is attempting to grant RBAC permissions not currently held"),
+        status
+            .message
+            .contains("is attempting to grant RBAC permissions not currently held"),
         "{}",
         status.message
     );
