@@ -859,16 +859,7 @@ impl Strategy for Policy {
         if let Some(map) = obj.as_object_mut() {
             or_insert(map, "status", json!({}));
         }
-        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-            return;
-        };
-        or_insert(spec, "failurePolicy", json!("Fail"));
-        if let Some(m) = spec
-            .get_mut("matchConstraints")
-            .and_then(Value::as_object_mut)
-        {
-            default_match_resources(m);
-        }
+        default_policy_spec(obj);
     }
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
@@ -877,6 +868,21 @@ impl Strategy for Policy {
 }
 
 /// Upstream's `SetDefaults_MatchResources` and the rules' scope.
+/// The defaults of an admission policy's spec (validating or mutating): `failurePolicy: Fail`
+/// and the match constraints' defaults.
+fn default_policy_spec(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    or_insert(spec, "failurePolicy", json!("Fail"));
+    if let Some(m) = spec
+        .get_mut("matchConstraints")
+        .and_then(Value::as_object_mut)
+    {
+        default_match_resources(m);
+    }
+}
+
 fn default_match_resources(m: &mut Map<String, Value>) {
     or_insert(m, "matchPolicy", json!("Equivalent"));
     or_insert(m, "namespaceSelector", json!({}));

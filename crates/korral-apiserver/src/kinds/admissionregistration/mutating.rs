@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::super::printer::{AGE, Column, Printer, age, text};
 use super::super::strategy::{Context, Strategy};
 use super::{
-    check_enum, default_match_resources, or_insert, validate_match_conditions,
+    check_enum, default_match_resources, default_policy_spec, validate_match_conditions,
     validate_match_resources, validate_param_kind, validate_param_ref, validate_policy_name,
     validate_variables, values,
 };
@@ -56,16 +56,7 @@ impl Strategy for Policy {
     }
 
     fn default(&self, obj: &mut Value) {
-        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-            return;
-        };
-        or_insert(spec, "failurePolicy", json!("Fail"));
-        if let Some(m) = spec
-            .get_mut("matchConstraints")
-            .and_then(Value::as_object_mut)
-        {
-            default_match_resources(m);
-        }
+        default_policy_spec(obj);
     }
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
