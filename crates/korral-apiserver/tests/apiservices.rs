@@ -12,7 +12,6 @@ use common::*;
 use serde_json::{Value, json};
 
 const APISERVICES: &str = "/apis/apiregistration.k8s.io/v1/apiservices";
-const TABLE_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 const WAIT: Duration = Duration::from_secs(10);
 
 async fn send(env: &TestEnv, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
@@ -393,7 +392,7 @@ async fn user_apiservices_are_validated_and_unavailable() {
     );
 
     // The table kubectl prints.
-    let (code, table) = raw_table(&env, APISERVICES).await;
+    let (code, table) = table_with_code(&env, APISERVICES).await;
     assert_eq!(code, 200, "{table}");
     let headers: Vec<&str> = table["columnDefinitions"]
         .as_array()
@@ -431,27 +430,6 @@ async fn user_apiservices_are_validated_and_unavailable() {
     assert_eq!(code, 200, "{body}");
     assert!(get(&env, "v1beta1.metrics.k8s.io").await.is_none());
     env.shutdown().await;
-}
-
-/// A `Table` GET.
-async fn raw_table(env: &TestEnv, path: &str) -> (u16, Value) {
-    let request = http::Request::builder()
-        .method("GET")
-        .uri(path)
-        .header("accept", TABLE_ACCEPT)
-        .body(Vec::new())
-        .expect("request");
-    let response = env
-        .client()
-        .send(request.map(kube::client::Body::from))
-        .await
-        .expect("send");
-    let code = response.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("body")
-        .to_bytes();
-    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
 #[tokio::test]

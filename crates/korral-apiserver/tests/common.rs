@@ -270,3 +270,34 @@ pub async fn request(
     let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     (status, warnings, value)
 }
+
+/// The `Accept` kubectl sends for `get`: a server-side `Table`, JSON otherwise.
+pub const TABLE_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+
+/// GETs `path` as a `Table`: the status code and the JSON body (`null` when not JSON).
+pub async fn table_with_code(env: &TestEnv, path: &str) -> (u16, Value) {
+    let request = http::Request::builder()
+        .method("GET")
+        .uri(path)
+        .header("accept", TABLE_ACCEPT)
+        .body(Vec::new())
+        .expect("request");
+    let response = env
+        .client()
+        .send(request.map(kube::client::Body::from))
+        .await
+        .expect("send");
+    let code = response.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// GETs `path` as a `Table`, which must answer 200.
+pub async fn table(env: &TestEnv, path: &str) -> Value {
+    let (code, body) = table_with_code(env, path).await;
+    assert_eq!(code, 200, "{body}");
+    body
+}

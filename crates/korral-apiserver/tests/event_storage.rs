@@ -560,26 +560,3 @@ async fn events_k8s_io_tables_and_durable_restart() {
         assert_eq!(rows[0]["cells"][0], "ev1", "{table}");
     }
 }
-
-/// Lists `path` as a `Table`, as kubectl asks.
-async fn table(env: &TestEnv, path: &str) -> Value {
-    let request = http::Request::builder()
-        .uri(path)
-        .header(
-            "accept",
-            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
-        )
-        .body(Vec::new())
-        .expect("request");
-    let response = env
-        .client()
-        .send(request.map(kube::client::Body::from))
-        .await
-        .expect("send");
-    assert_eq!(response.status().as_u16(), 200);
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("body")
-        .to_bytes();
-    serde_json::from_slice(&bytes).expect("table")
-}

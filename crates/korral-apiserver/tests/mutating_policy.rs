@@ -9,33 +9,11 @@ use serde_json::{Value, json};
 
 const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies";
 const BINDINGS: &str = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings";
-const TABLE_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
 async fn send(env: &TestEnv, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
     let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
     let content_type = body.map(|_| "application/json");
     raw(&env.client(), method, path, content_type, bytes).await
-}
-
-/// A `Table` GET.
-async fn table(env: &TestEnv, path: &str) -> Value {
-    let request = http::Request::builder()
-        .method("GET")
-        .uri(path)
-        .header("accept", TABLE_ACCEPT)
-        .body(Vec::new())
-        .expect("request");
-    let response = env
-        .client()
-        .send(request.map(kube::client::Body::from))
-        .await
-        .expect("send");
-    assert_eq!(response.status().as_u16(), 200);
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("body")
-        .to_bytes();
-    serde_json::from_slice(&bytes).expect("table json")
 }
 
 /// The column names and the first row's cells (Age aside) of a table.

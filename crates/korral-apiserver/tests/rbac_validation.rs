@@ -12,7 +12,6 @@ use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
-const TABLE_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
 fn path(resource: &str, ns: Option<&str>) -> String {
     match ns {
@@ -392,27 +391,6 @@ async fn role_ref_cannot_change() {
             ),
         ],
     );
-}
-
-/// A GET with the Table Accept header.
-async fn table(env: &TestEnv, path: &str) -> Value {
-    let request = http::Request::builder()
-        .method("GET")
-        .uri(path)
-        .header("accept", TABLE_ACCEPT)
-        .body(Vec::new())
-        .expect("request");
-    let response = env
-        .client()
-        .send(request.map(kube::client::Body::from))
-        .await
-        .expect("send");
-    assert_eq!(response.status().as_u16(), 200);
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("body")
-        .to_bytes();
-    serde_json::from_slice(&bytes).expect("table json")
 }
 
 fn columns(table: &Value) -> Vec<(String, String, i64)> {

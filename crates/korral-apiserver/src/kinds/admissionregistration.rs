@@ -883,6 +883,18 @@ fn default_policy_spec(obj: &mut Value) {
     }
 }
 
+/// The defaults of an admission policy binding's spec (validating or mutating): those of its
+/// `matchResources`.
+fn default_binding_spec(obj: &mut Value) {
+    if let Some(m) = obj
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("matchResources"))
+        .and_then(Value::as_object_mut)
+    {
+        default_match_resources(m);
+    }
+}
+
 fn default_match_resources(m: &mut Map<String, Value>) {
     or_insert(m, "matchPolicy", json!("Equivalent"));
     or_insert(m, "namespaceSelector", json!({}));
@@ -1034,13 +1046,7 @@ impl Strategy for Binding {
     }
 
     fn default(&self, obj: &mut Value) {
-        if let Some(m) = obj
-            .get_mut("spec")
-            .and_then(|s| s.get_mut("matchResources"))
-            .and_then(Value::as_object_mut)
-        {
-            default_match_resources(m);
-        }
+        default_binding_spec(obj);
     }
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::super::printer::{AGE, Column, Printer, age, text};
 use super::super::strategy::{Context, Strategy};
 use super::{
-    check_enum, default_match_resources, default_policy_spec, validate_match_conditions,
+    check_enum, default_binding_spec, default_policy_spec, validate_match_conditions,
     validate_match_resources, validate_param_kind, validate_param_ref, validate_policy_name,
     validate_variables, values,
 };
@@ -234,13 +234,7 @@ impl Strategy for Binding {
     }
 
     fn default(&self, obj: &mut Value) {
-        if let Some(m) = obj
-            .get_mut("spec")
-            .and_then(|s| s.get_mut("matchResources"))
-            .and_then(Value::as_object_mut)
-        {
-            default_match_resources(m);
-        }
+        default_binding_spec(obj);
     }
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
