@@ -6,7 +6,6 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::service_families::validate_cluster_ips_related;
 use crate::error::Cause;
 use crate::validation::enums::{self, Enum, Order};
 use crate::validation::names::{
@@ -51,7 +50,9 @@ fn is_headless(spec: &Value) -> bool {
     str_at(spec, "clusterIP") == "None"
 }
 
-/// Upstream's `ValidateService` for the spec of a (defaulted) Service.
+/// Upstream's `ValidateService` for the spec of a (defaulted) Service, but for its cluster IP
+/// rules (`ValidateServiceClusterIPsRelatedFields`), which [`super::service_families`] checks
+/// first, as upstream's allocator does.
 pub(super) fn validate_service(obj: &Value) -> Vec<Cause> {
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let mut errs = Vec::new();
@@ -216,9 +217,8 @@ pub(super) fn validate_service(obj: &Value) -> Vec<Cause> {
 
     errs.extend(traffic_policies(spec, ty));
     errs.extend(load_balancer_fields(obj, spec, ty));
-    if ty != "ExternalName" {
-        errs.extend(validate_cluster_ips_related(spec));
-    }
+    // `ValidateServiceClusterIPsRelatedFields` ran already: the strategy answers the
+    // allocator's refusals (which start with it) before it validates.
     errs
 }
 
@@ -767,7 +767,12 @@ mod tests {
             ),
         ];
         for (spec, want) in cases {
-            let got = messages(&validate_service(&svc(spec.clone())));
+            let obj = svc(spec.clone());
+            let mut got = messages(&super::super::service_families::allocation_refusals(
+                &obj["spec"],
+                None,
+            ));
+            got.extend(messages(&validate_service(&obj)));
             assert!(got.contains(&want.to_string()), "{spec}: {got:?}");
         }
     }
