@@ -304,3 +304,47 @@ async fn workload_status_writes_and_daemon_set_template_generation() {
         "status.numberMisscheduled"
     );
 }
+
+#[tokio::test]
+async fn stateful_set_ordinals_and_claim_retention_are_validated() {
+    let env = TestEnv::start().await.expect("env");
+    let statefulsets = "/apis/apps/v1/namespaces/default/statefulsets";
+    let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                 "ordinals": {"start": -1},
+                 "persistentVolumeClaimRetentionPolicy": {"whenScaled": "Forget"},
+                 "template": {"metadata": {"labels": {"app": "db"}},
+                              "spec": {"containers": [{"name": "c", "image": "postgres"}]}}}});
+    let refused = post(&env, statefulsets, &sts).await;
+    assert_invalid(
+        &refused,
+        "StatefulSet.apps \"db\" is invalid: [spec.persistentVolumeClaimRetentionPolicy.whenScaled: Unsupported value: \"Forget\": supported values: \"Retain\", \"Delete\", spec.ordinals.start: Invalid value: -1: must be greater than or equal to 0]",
+        &[
+            (
+                "FieldValueNotSupported",
+                "Unsupported value: \"Forget\": supported values: \"Retain\", \"Delete\"",
+                "spec.persistentVolumeClaimRetentionPolicy.whenScaled",
+            ),
+            (
+                "FieldValueInvalid",
+                "Invalid value: -1: must be greater than or equal to 0",
+                "spec.ordinals.start",
+            ),
+        ],
+    );
+    // The defaults fill the policy the user left out; the start ordinal may change later.
+    let mut fixed = sts.clone();
+    fixed["spec"]["ordinals"] = json!({"start": 5});
+    fixed["spec"]["persistentVolumeClaimRetentionPolicy"] = json!({"whenScaled": "Delete"});
+    let (code, created) = post(&env, statefulsets, &fixed).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        created["spec"]["persistentVolumeClaimRetentionPolicy"],
+        json!({"whenDeleted": "Retain", "whenScaled": "Delete"})
+    );
+    let mut moved = created.clone();
+    moved["spec"]["ordinals"]["start"] = json!(7);
+    let (code, updated) = put(&env, &format!("{statefulsets}/db"), &moved).await;
+    assert_eq!(code, 200, "{updated}");
+    assert_eq!(updated["spec"]["ordinals"]["start"], 7);
+}

@@ -373,13 +373,47 @@ fn stateful_set_spec(spec: &Value) -> Vec<Cause> {
             )),
         }
     }
+    if let Some(policy) = spec
+        .get("persistentVolumeClaimRetentionPolicy")
+        .filter(|v| !v.is_null())
+    {
+        errs.extend(claim_retention_policy(
+            policy,
+            "spec.persistentVolumeClaimRetentionPolicy",
+        ));
+    }
     errs.extend(nonnegative_fields(
         spec,
         &["revisionHistoryLimit", "replicas", "minReadySeconds"],
         "spec",
     ));
+    if let Some(ordinals) = spec.get("ordinals").filter(|v| !v.is_null()) {
+        errs.extend(nonnegative(ordinals, "start", "spec.ordinals"));
+    }
     errs.extend(selector_and_template(spec, "statefulset", "StatefulSet"));
     errs
+}
+
+/// Upstream's `ValidatePersistentVolumeClaimRetentionPolicy`: both policies are `Retain` or
+/// `Delete` (the defaults fill a missing one with `Retain`).
+fn claim_retention_policy(policy: &Value, path: &str) -> Vec<Cause> {
+    const SUPPORTED: [&str; 2] = ["Retain", "Delete"];
+    ["whenDeleted", "whenScaled"]
+        .into_iter()
+        .filter_map(|field| {
+            let value = policy.get(field).unwrap_or(&Value::Null);
+            let known = value.as_str().is_some_and(|v| SUPPORTED.contains(&v));
+            let supported: Vec<Value> = SUPPORTED.iter().map(|v| Value::from(*v)).collect();
+            (!known).then(|| {
+                let shown = if value.is_null() {
+                    Value::from("")
+                } else {
+                    value.clone()
+                };
+                Cause::not_supported(child(path, field), &shown, &supported)
+            })
+        })
+        .collect()
 }
 
 /// Upstream's `ValidateStatefulSetUpdate`: only some spec fields may change.
@@ -519,6 +553,29 @@ mod tests {
         assert!(stateful_set_update(&scaled, &old).is_empty());
         let renamed = json!({"replicas": 1, "serviceName": "b", "template": {}});
         assert_eq!(stateful_set_update(&renamed, &old)[0].field, "spec");
+    }
+
+    #[test]
+    fn stateful_set_ordinals_and_claim_retention_match_upstream() {
+        let mut set = spec(json!({
+            "ordinals": {"start": -2},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Keep", "whenScaled": "Delete"},
+        }));
+        if let Some(m) = set.as_object_mut() {
+            m.remove("strategy");
+            m.remove("progressDeadlineSeconds");
+        }
+        assert_eq!(
+            summaries(stateful_set_spec(&set)),
+            [
+                "spec.persistentVolumeClaimRetentionPolicy.whenDeleted: Unsupported value: \"Keep\": supported values: \"Retain\", \"Delete\"",
+                "spec.ordinals.start: Invalid value: -2: must be greater than or equal to 0",
+            ]
+        );
+        set["ordinals"] = json!({"start": 3});
+        set["persistentVolumeClaimRetentionPolicy"] =
+            json!({"whenDeleted": "Delete", "whenScaled": "Retain"});
+        assert!(summaries(stateful_set_spec(&set)).is_empty());
     }
 
     #[test]
