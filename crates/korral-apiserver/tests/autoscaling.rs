@@ -288,3 +288,46 @@ async fn metric_quantities_are_stored_canonical_in_both_versions() {
     let (code, _) = send(&env, "GET", &format!("{V2}/bad"), None).await;
     assert_eq!(code, 404);
 }
+
+/// `/status` writes are checked with upstream's status rules (replica counts non-negative),
+/// through both versions, and a refused one changes nothing.
+#[tokio::test]
+async fn status_writes_keep_replica_counts_non_negative() {
+    let env = TestEnv::start().await.expect("env");
+    let (code, created) = send(&env, "POST", V2, Some(&hpa_v2("counts", 1, 3))).await;
+    assert_eq!(code, 201, "{created}");
+    let mut good = created.clone();
+    good["status"] = json!({"currentReplicas": 2, "desiredReplicas": 3});
+    let (code, written) = send(&env, "PUT", &format!("{V2}/counts/status"), Some(&good)).await;
+    assert_eq!(code, 200, "{written}");
+    assert_eq!(written["status"]["desiredReplicas"], 3);
+
+    let mut bad = written.clone();
+    bad["status"]["desiredReplicas"] = json!(-1);
+    let (code, body) = send(&env, "PUT", &format!("{V2}/counts/status"), Some(&bad)).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["message"],
+        "HorizontalPodAutoscaler.autoscaling \"counts\" is invalid: status.desiredReplicas: Invalid value: -1: must be greater than or equal to 0"
+    );
+    assert_eq!(
+        body["details"]["causes"][0]["field"],
+        "status.desiredReplicas"
+    );
+
+    let (_, v1) = send(&env, "GET", &format!("{V1}/counts"), None).await;
+    let mut bad_v1 = v1.clone();
+    bad_v1["status"]["currentReplicas"] = json!(-4);
+    let (code, body) = send(&env, "PUT", &format!("{V1}/counts/status"), Some(&bad_v1)).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["field"],
+        "status.currentReplicas"
+    );
+
+    let (_, stored) = send(&env, "GET", &format!("{V2}/counts"), None).await;
+    assert_eq!(
+        stored["status"], written["status"],
+        "refused writes changed nothing"
+    );
+}

@@ -10,10 +10,20 @@ use serde_json::{Value, json};
 use super::KindDef;
 use super::printer::{AGE, Column, Printer, age, int, text};
 use super::strategy::{Context, Strategy};
+use super::workload::{StatusRules, validate_status};
 use crate::error::{ApiError, Cause};
 use crate::objects::FieldValidation;
 use crate::quantity::{self, Quantity, QuantityError};
 use crate::registry::ResourceInfo;
+
+/// What an HPA's `/status` write must keep: both replica counts non-negative (the same in
+/// both versions' shapes).
+const STATUS_RULES: StatusRules = StatusRules {
+    nonnegative: &["currentReplicas", "desiredReplicas"],
+    at_most_replicas: &[],
+    available_over_ready: None,
+    collision_count: false,
+};
 
 /// The kinds of `autoscaling`, the preferred version first.
 pub(super) fn kinds() -> Vec<KindDef> {
@@ -122,6 +132,15 @@ impl Strategy for HpaStrategy {
         } else {
             validation::validate_spec(obj.get("spec").unwrap_or(&Value::Null))
         }
+    }
+
+    /// Through `/status`, upstream's `ValidateHorizontalPodAutoscalerStatusUpdate` alone (the
+    /// replica counts may not be negative; the spec is the stored one); otherwise the spec rules.
+    fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        if ctx.subresource == Some("status") {
+            return validate_status(obj, old, &STATUS_RULES);
+        }
+        self.validate(obj, ctx)
     }
 
     /// The v1 view of the stored v2 object. An object already in the v1 shape is left as it
