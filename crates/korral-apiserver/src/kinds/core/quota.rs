@@ -1,5 +1,6 @@
 //! ResourceQuotas and LimitRanges: quantities canonicalized on decode, upstream's
-//! `ValidateResourceQuota` (resource names for quota, non-negative whole counts) and
+//! `ValidateResourceQuota` (resource names for quota, non-negative whole counts, scopes and
+//! scope selectors, scopes fixed on update, the `/status` rules) and
 //! `ValidateLimitRange` (types, forbidden Pod defaults, `min ≤ defaultRequest ≤ default ≤ max`,
 //! ratios).
 
@@ -10,10 +11,11 @@ use crate::kinds::strategy::{Context, Strategy};
 use crate::objects::FieldValidation;
 use crate::quantity::{self, Quantity};
 use crate::registry::ResourceInfo;
-use crate::validation::enums::{self, Order};
 use crate::validation::names::{invalid_value, validate_label_key};
 use crate::validation::podspec::{resource_name, resource_quantity};
 use crate::{ApiError, meta};
+
+mod scopes;
 
 /// The unprefixed resource names a quota may limit (`IsStandardQuotaResourceName`).
 const QUOTA_RESOURCES: [&str; 19] = [
@@ -132,25 +134,36 @@ fn quota_list(list: Option<&Value>, path: &str) -> Vec<Cause> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ResourceQuotaStrategy;
 
+/// Upstream's `ValidateResourceQuotaSpec`: the hard limits, then the scopes and the scope
+/// selector against them (see [`scopes`]).
+fn validate_quota_spec(obj: &Value) -> Vec<Cause> {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let mut errs = quota_list(spec.get("hard"), "spec.hard");
+    errs.extend(scopes::validate_scopes(spec));
+    errs.extend(scopes::validate_scope_selector(spec));
+    errs
+}
+
+/// Upstream's `ValidateResourceQuotaStatus`: the names and values of `status.hard` and
+/// `status.used`.
+fn validate_quota_status(obj: &Value) -> Vec<Cause> {
+    let mut errs = quota_list(meta::path(obj, "status.hard"), "status.hard");
+    errs.extend(quota_list(meta::path(obj, "status.used"), "status.used"));
+    errs
+}
+
 /// Upstream's `ValidateResourceQuota`.
 fn validate_quota(obj: &Value) -> Vec<Cause> {
-    let mut errs = quota_list(meta::path(obj, "spec.hard"), "spec.hard");
-    errs.extend(quota_list(meta::path(obj, "status.hard"), "status.hard"));
-    errs.extend(quota_list(meta::path(obj, "status.used"), "status.used"));
-    for (i, scope) in meta::path(obj, "spec.scopes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        if !enums::RESOURCE_QUOTA_SCOPE.contains(scope.as_str().unwrap_or("")) {
-            errs.push(enums::RESOURCE_QUOTA_SCOPE.not_supported(
-                format!("spec.scopes[{i}]"),
-                scope,
-                Order::Sorted,
-            ));
-        }
-    }
+    let mut errs = validate_quota_spec(obj);
+    errs.extend(validate_quota_status(obj));
+    errs
+}
+
+/// Upstream's `ValidateResourceQuotaUpdate`: the spec as on create (not the status), and the
+/// set of `spec.scopes` may not change.
+fn validate_quota_update(obj: &Value, old: &Value) -> Vec<Cause> {
+    let mut errs = validate_quota_spec(obj);
+    errs.extend(scopes::scopes_unchanged(obj, old));
     errs
 }
 
@@ -176,6 +189,16 @@ impl Strategy for ResourceQuotaStrategy {
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
         validate_quota(obj)
+    }
+
+    /// `ValidateResourceQuotaUpdate`, or `ValidateResourceQuotaStatusUpdate` (the status lists
+    /// only) for a `/status` write.
+    fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        if ctx.subresource == Some("status") {
+            validate_quota_status(obj)
+        } else {
+            validate_quota_update(obj, old)
+        }
     }
 }
 
