@@ -6,8 +6,20 @@
 #[path = "podspec_warnings.rs"]
 pub(crate) mod warnings;
 
+mod claims;
+mod security;
+mod volumes;
+
+use claims::{pod_claim_names, validate_container_claims, validate_pod_resource_claims};
+use security::{
+    host_users, validate_host_users, validate_os, validate_pod_security_context,
+    validate_security_context, validate_windows_host_process,
+};
+pub(crate) use security::{validate_app_armor_annotations, validate_app_armor_annotations_match};
+use volumes::{Volumes, validate_volume_devices, validate_volume_mounts, validate_volumes};
+
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
@@ -161,6 +173,15 @@ fn not_found(field: &str, value: &Value) -> Cause {
     )
 }
 
+/// `FieldValueNotFound` with upstream's detail after the value.
+fn not_found_because(field: &str, value: &Value, detail: &str) -> Cause {
+    Cause::new(
+        "FieldValueNotFound",
+        field,
+        format!("Not found: {}: {detail}", names::go_render(value)),
+    )
+}
+
 /// `field.NotSupported` with upstream's list of supported values, in the given order.
 fn not_supported(field: &str, value: &Value, supported: &[&str]) -> Cause {
     let supported: Vec<Value> = supported.iter().map(|s| json!(s)).collect();
@@ -214,9 +235,6 @@ fn nonnegative(v: &Value, field: &str, path: &str, out: &mut Vec<Cause>) {
     out.extend(crate::validation::names::nonnegative(v, field, path));
 }
 
-/// Upstream's message for file modes.
-const FILE_MODE: &str = "must be a number between 0 and 0777 (octal), both inclusive";
-
 // ---------------------------------------------------------------------------------------------
 // The pod spec.
 // ---------------------------------------------------------------------------------------------
@@ -239,12 +257,21 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
         ));
     }
     let grace = int_at(spec, "terminationGracePeriodSeconds");
-    let volumes = validate_volumes(list_at(spec, "volumes"), &child(base, "volumes"), &mut out);
+    let volumes = validate_volumes(
+        list_at(spec, "volumes"),
+        &child(base, "volumes"),
+        opts.resource_is_pod,
+        &mut out,
+    );
+    let pod_claims = pod_claim_names(spec);
+    validate_pod_resource_claims(spec, &child(base, "resourceClaims"), &mut out);
     let restart_policy = str_at(spec, "restartPolicy");
     let ctx = ContainerContext {
         volumes: &volumes,
+        pod_claims: &pod_claims,
         grace,
         restart_policy,
+        host_users: host_users(spec),
     };
     validate_containers(spec, &child(base, "containers"), &ctx, &mut out);
     validate_init_containers(spec, &child(base, "initContainers"), &ctx, &mut out);
@@ -257,7 +284,7 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
                 "claims cannot be set for Resources at pod-level",
             ));
         }
-        validate_resource_requirements(resources, &path, pod_resource_name, &mut out);
+        validate_resource_requirements(resources, &path, pod_resource_name, &pod_claims, &mut out);
     }
     if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
         let containers = child(base, "containers");
@@ -300,9 +327,7 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
             &child(base, "nodeSelector"),
         ));
     }
-    if let Some(sc) = set_at(spec, "securityContext") {
-        validate_pod_security_context(sc, &child(base, "securityContext"), &mut out);
-    }
+    validate_pod_security_context(spec, base, &mut out);
     if let Some(affinity) = set_at(spec, "affinity") {
         validate_affinity(affinity, &child(base, "affinity"), &mut out);
     }
@@ -328,6 +353,8 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
         &child(base, "topologySpreadConstraints"),
         &mut out,
     );
+    validate_windows_host_process(spec, base, &mut out);
+    validate_host_users(spec, base, &mut out);
     subdomain_name(spec, "serviceAccountName", base, &mut out);
     subdomain_name(spec, "nodeName", base, &mut out);
     if let Some(deadline) = int_at(spec, "activeDeadlineSeconds")
@@ -383,18 +410,7 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
             resource_quantity(name, q, &field, &mut out);
         }
     }
-    if let Some(os) = set_at(spec, "os") {
-        let name = str_at(os, "name");
-        if name.is_empty() {
-            out.push(Cause::required(child(&child(base, "os"), "name"), ""));
-        } else if !["linux", "windows"].contains(&name) {
-            out.push(not_supported(
-                &child(&child(base, "os"), "name"),
-                &json!(name),
-                &["linux", "windows"],
-            ));
-        }
-    }
+    validate_os(spec, base, &mut out);
     out
 }
 
@@ -442,11 +458,15 @@ fn image_whitespace(c: &Value, path: &str, out: &mut Vec<Cause>) {
 /// What container validation needs from the rest of the pod spec.
 struct ContainerContext<'a> {
     /// The valid volumes by name.
-    volumes: &'a BTreeMap<String, &'a Value>,
+    volumes: &'a Volumes<'a>,
+    /// The names of the pod's resource claims.
+    pod_claims: &'a BTreeSet<String>,
     /// The pod's termination grace period.
     grace: Option<i64>,
     /// The pod's restart policy.
     restart_policy: &'a str,
+    /// Whether the pod shares the host's user namespace.
+    host_users: bool,
 }
 
 /// `validateContainers`: at least one, names unique, probes and lifecycle, no restartPolicy,
@@ -647,6 +667,7 @@ fn validate_container_common(
     validate_env(list_at(c, "env"), &child(path, "env"), out);
     validate_env_from(list_at(c, "envFrom"), &child(path, "envFrom"), out);
     validate_volume_mounts(c, &child(path, "volumeMounts"), ctx.volumes, out);
+    validate_volume_devices(c, &child(path, "volumeDevices"), ctx.volumes, out);
     one_of(
         c,
         "imagePullPolicy",
@@ -660,6 +681,7 @@ fn validate_container_common(
             resources,
             &child(path, "resources"),
             container_resource_name,
+            ctx.pod_claims,
             out,
         );
     }
@@ -670,7 +692,7 @@ fn validate_container_common(
         out,
     );
     if let Some(sc) = set_at(c, "securityContext") {
-        validate_security_context(sc, &child(path, "securityContext"), out);
+        validate_security_context(sc, &child(path, "securityContext"), ctx.host_users, out);
     }
 }
 
@@ -839,24 +861,16 @@ fn validate_env(vars: &[Value], path: &str, out: &mut Vec<Cause>) {
         let mut sources = 0;
         if let Some(field_ref) = set_at(from, "fieldRef") {
             sources += 1;
-            validate_field_ref(field_ref, &child(&fpath, "fieldRef"), out);
+            validate_field_ref(field_ref, &ENV_FIELD_PATHS, &child(&fpath, "fieldRef"), out);
         }
         if let Some(resource_ref) = set_at(from, "resourceFieldRef") {
             sources += 1;
-            let rpath = child(&fpath, "resourceFieldRef");
-            let resource = str_at(resource_ref, "resource");
-            if resource.is_empty() {
-                out.push(Cause::required(child(&rpath, "resource"), ""));
-            } else if !ENV_RESOURCE_FIELDS.contains(&resource)
-                && !resource.starts_with("limits.hugepages-")
-                && !resource.starts_with("requests.hugepages-")
-            {
-                out.push(not_supported(
-                    &child(&rpath, "resource"),
-                    &json!(resource),
-                    &ENV_RESOURCE_FIELDS,
-                ));
-            }
+            validate_resource_field_ref(
+                resource_ref,
+                false,
+                &child(&fpath, "resourceFieldRef"),
+                out,
+            );
         }
         for (source, fieldname) in [
             ("configMapKeyRef", "configMapKeyRef"),
@@ -923,8 +937,9 @@ pub(crate) fn config_map_key(k: &str) -> Vec<String> {
     errs
 }
 
-/// `validateObjectFieldSelector` for an environment variable's `fieldRef`.
-fn validate_field_ref(field_ref: &Value, path: &str, out: &mut Vec<Cause>) {
+/// `validateObjectFieldSelector`: a `fieldRef` reading one of `expressions` (or a label or an
+/// annotation by key).
+fn validate_field_ref(field_ref: &Value, expressions: &[&str], path: &str, out: &mut Vec<Cause>) {
     if str_at(field_ref, "apiVersion").is_empty() {
         out.push(Cause::required(child(path, "apiVersion"), ""));
         return;
@@ -948,11 +963,75 @@ fn validate_field_ref(field_ref: &Value, path: &str, out: &mut Vec<Cause>) {
                 "does not support subscript",
             )),
         }
-    } else if !ENV_FIELD_PATHS.contains(&field_path) {
+    } else if !expressions.contains(&field_path) {
         out.push(not_supported(
             &child(path, "fieldPath"),
             &json!(field_path),
-            &ENV_FIELD_PATHS,
+            expressions,
+        ));
+    }
+}
+
+/// `validateContainerResourceFieldSelector`: a container resource (`containerName` required
+/// in a volume file) and a divisor suited to it.
+fn validate_resource_field_ref(
+    resource_ref: &Value,
+    volume: bool,
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
+    let resource = str_at(resource_ref, "resource");
+    if volume && str_at(resource_ref, "containerName").is_empty() {
+        out.push(Cause::required(child(path, "containerName"), ""));
+    } else if resource.is_empty() {
+        out.push(Cause::required(child(path, "resource"), ""));
+    } else if !ENV_RESOURCE_FIELDS.contains(&resource) && !is_huge_pages_field(resource) {
+        out.push(not_supported(
+            &child(path, "resource"),
+            &json!(resource),
+            &ENV_RESOURCE_FIELDS,
+        ));
+    }
+    resource_divisor(resource_ref, resource, path, out);
+}
+
+/// Whether a resource field selector reads huge pages (`limits.hugepages-2Mi`).
+fn is_huge_pages_field(resource: &str) -> bool {
+    resource.starts_with("limits.hugepages-") || resource.starts_with("requests.hugepages-")
+}
+
+/// The divisors upstream accepts for memory, ephemeral storage and huge pages.
+const BYTE_DIVISORS: [&str; 13] = [
+    "1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei",
+];
+
+/// `validateContainerResourceDivisor`: a set divisor is `1m`/`1` for cpu, a power of the
+/// byte units for the others.
+fn resource_divisor(resource_ref: &Value, resource: &str, path: &str, out: &mut Vec<Cause>) {
+    let Some(divisor) = set_at(resource_ref, "divisor")
+        .and_then(|d| quantity::from_json(d).ok())
+        .filter(|q| !q.is_zero())
+        .map(|q| q.canonical())
+    else {
+        return;
+    };
+    let invalid = |detail: &str| invalid_value(&child(path, "divisor"), &json!(resource), detail);
+    let bytes = BYTE_DIVISORS.contains(&divisor.as_str());
+    match resource {
+        "limits.cpu" | "requests.cpu" if divisor != "1m" && divisor != "1" => out.push(invalid(
+            "only divisor's values 1m and 1 are supported with the cpu resource",
+        )),
+        "limits.memory" | "requests.memory" if !bytes => out.push(invalid(
+            "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the memory resource",
+        )),
+        "limits.ephemeral-storage" | "requests.ephemeral-storage" if !bytes => out.push(invalid(
+            "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the local ephemeral storage resource",
+        )),
+        _ => {}
+    }
+    if is_huge_pages_field(resource) && !bytes {
+        out.push(invalid(
+            "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the hugepages resource",
         ));
     }
 }
@@ -1013,265 +1092,6 @@ fn local_descending_path(value: &str, field: &str, out: &mut Vec<Cause>) {
     }
     if value.split(['/', '\\']).any(|part| part == "..") {
         out.push(invalid_value(field, &json!(value), "must not contain '..'"));
-    }
-}
-
-/// `ValidateVolumeMounts` (volume devices are not checked).
-fn validate_volume_mounts(
-    c: &Value,
-    path: &str,
-    volumes: &BTreeMap<String, &Value>,
-    out: &mut Vec<Cause>,
-) {
-    let mut mount_points = BTreeSet::new();
-    for (i, m) in list_at(c, "volumeMounts").iter().enumerate() {
-        let mpath = index(path, i);
-        let name = str_at(m, "name");
-        if name.is_empty() {
-            out.push(Cause::required(child(&mpath, "name"), ""));
-        }
-        if !volumes.contains_key(name) {
-            out.push(not_found(&child(&mpath, "name"), &json!(name)));
-        }
-        let mount_path = str_at(m, "mountPath");
-        if mount_path.is_empty() {
-            out.push(Cause::required(child(&mpath, "mountPath"), ""));
-        }
-        if !mount_points.insert(mount_path) {
-            out.push(invalid_value(
-                &child(&mpath, "mountPath"),
-                &json!(mount_path),
-                "must be unique",
-            ));
-        }
-        let sub_path = str_at(m, "subPath");
-        // Upstream reports these two under the list's path, without the index.
-        if !sub_path.is_empty() {
-            local_descending_path(sub_path, &child(path, "subPath"), out);
-        }
-        let sub_path_expr = str_at(m, "subPathExpr");
-        if !sub_path_expr.is_empty() {
-            if !sub_path.is_empty() {
-                out.push(invalid_value(
-                    &child(&mpath, "subPathExpr"),
-                    &json!(sub_path_expr),
-                    "subPathExpr and subPath are mutually exclusive",
-                ));
-            }
-            local_descending_path(sub_path_expr, &child(path, "subPathExpr"), out);
-        }
-        if set_at(m, "mountPropagation").is_some() {
-            let mode = str_at(m, "mountPropagation");
-            let field = child(path, "mountPropagation");
-            if !enums::MOUNT_PROPAGATION_MODE.contains(mode) {
-                out.push(enums::MOUNT_PROPAGATION_MODE.not_supported(
-                    field,
-                    &json!(mode),
-                    Order::Sorted,
-                ));
-            } else if mode == "Bidirectional"
-                && c.get("securityContext")
-                    .and_then(|s| s.get("privileged"))
-                    .and_then(Value::as_bool)
-                    != Some(true)
-            {
-                out.push(Cause::forbidden(
-                    field,
-                    "Bidirectional mount propagation is available only to privileged containers",
-                ));
-            }
-        }
-    }
-}
-
-/// The volume sources of upstream's `VolumeSource`, in its validation order.
-const VOLUME_SOURCES: [&str; 29] = [
-    "hostPath",
-    "emptyDir",
-    "gitRepo",
-    "gcePersistentDisk",
-    "awsElasticBlockStore",
-    "secret",
-    "nfs",
-    "iscsi",
-    "glusterfs",
-    "flocker",
-    "persistentVolumeClaim",
-    "rbd",
-    "quobyte",
-    "cephfs",
-    "cinder",
-    "downwardAPI",
-    "fc",
-    "azureFile",
-    "vsphereVolume",
-    "azureDisk",
-    "photonPersistentDisk",
-    "portworxVolume",
-    "scaleIO",
-    "storageos",
-    "configMap",
-    "projected",
-    "csi",
-    "ephemeral",
-    "image",
-];
-
-/// `ValidateVolumes`: returns the valid volumes by name (what mounts may refer to).
-fn validate_volumes<'a>(
-    volumes: &'a [Value],
-    path: &str,
-    out: &mut Vec<Cause>,
-) -> BTreeMap<String, &'a Value> {
-    let mut valid = BTreeMap::new();
-    for (i, v) in volumes.iter().enumerate() {
-        let vpath = index(path, i);
-        let mut errs = Vec::new();
-        validate_volume_source(v, &vpath, &mut errs);
-        let name = str_at(v, "name");
-        if name.is_empty() {
-            errs.push(Cause::required(child(&vpath, "name"), ""));
-        } else {
-            dns_label(name, &child(&vpath, "name"), &mut errs);
-        }
-        if valid.contains_key(name) {
-            errs.push(Cause::duplicate(child(&vpath, "name"), &json!(name)));
-        }
-        if errs.is_empty() {
-            valid.insert(name.to_string(), v);
-        } else {
-            out.extend(errs);
-        }
-    }
-    valid
-}
-
-/// `validateVolumeSource`: exactly one source, and the essentials of the common ones.
-fn validate_volume_source(v: &Value, path: &str, out: &mut Vec<Cause>) {
-    let mut count = 0;
-    for source in VOLUME_SOURCES {
-        let Some(s) = set_at(v, source) else {
-            continue;
-        };
-        let spath = child(path, source);
-        if count > 0 {
-            out.push(Cause::forbidden(
-                spath,
-                "may not specify more than 1 volume type",
-            ));
-            continue;
-        }
-        count += 1;
-        match source {
-            "hostPath" => {
-                let p = str_at(s, "path");
-                if p.is_empty() {
-                    out.push(Cause::required(child(&spath, "path"), ""));
-                } else if p.split('/').any(|x| x == "..") {
-                    out.push(invalid_value(
-                        &child(&spath, "path"),
-                        &json!(p),
-                        "must not contain '..'",
-                    ));
-                }
-                if set_at(s, "type").is_some() {
-                    let t = str_at(s, "type");
-                    if !enums::HOST_PATH_TYPE.contains(t) {
-                        out.push(enums::HOST_PATH_TYPE.not_supported(
-                            child(&spath, "type"),
-                            &json!(t),
-                            Order::Sorted,
-                        ));
-                    }
-                }
-            }
-            "emptyDir" => {
-                if let Some(limit) = set_at(s, "sizeLimit")
-                    && quantity::from_json(limit).is_ok_and(|q| q.is_negative())
-                {
-                    out.push(Cause::forbidden(
-                        child(&spath, "sizeLimit"),
-                        "SizeLimit field must be a valid resource quantity",
-                    ));
-                }
-            }
-            "secret" => {
-                if str_at(s, "secretName").is_empty() {
-                    out.push(Cause::required(child(&spath, "secretName"), ""));
-                }
-                file_mode(s, "defaultMode", &spath, out);
-                key_to_paths(s, &spath, out);
-            }
-            "configMap" => {
-                if str_at(s, "name").is_empty() {
-                    out.push(Cause::required(child(&spath, "name"), ""));
-                }
-                file_mode(s, "defaultMode", &spath, out);
-                key_to_paths(s, &spath, out);
-            }
-            "persistentVolumeClaim" if str_at(s, "claimName").is_empty() => {
-                out.push(Cause::required(child(&spath, "claimName"), ""));
-            }
-            "nfs" => {
-                if str_at(s, "server").is_empty() {
-                    out.push(Cause::required(child(&spath, "server"), ""));
-                }
-                let p = str_at(s, "path");
-                if p.is_empty() {
-                    out.push(Cause::required(child(&spath, "path"), ""));
-                } else if !p.starts_with('/') {
-                    out.push(invalid_value(
-                        &child(&spath, "path"),
-                        &json!(p),
-                        "must be an absolute path",
-                    ));
-                }
-            }
-            "downwardAPI" | "projected" => file_mode(s, "defaultMode", &spath, out),
-            "csi" if str_at(s, "driver").is_empty() => {
-                out.push(Cause::required(child(&spath, "driver"), ""));
-            }
-            "ephemeral" if set_at(s, "volumeClaimTemplate").is_none() => {
-                out.push(Cause::required(child(&spath, "volumeClaimTemplate"), ""));
-            }
-            _ => {}
-        }
-    }
-    if count == 0 {
-        out.push(Cause::required(path, "must specify a volume type"));
-    }
-}
-
-/// A file mode field: 0 to 0777.
-fn file_mode(v: &Value, field: &str, path: &str, out: &mut Vec<Cause>) {
-    if let Some(mode) = int_at(v, field)
-        && !(0..=0o777).contains(&mode)
-    {
-        out.push(invalid_value(&child(path, field), &json!(mode), FILE_MODE));
-    }
-}
-
-/// `validateKeyToPath` for each of a volume source's `items`.
-fn key_to_paths(source: &Value, path: &str, out: &mut Vec<Cause>) {
-    for (i, item) in list_at(source, "items").iter().enumerate() {
-        let ipath = index(&child(path, "items"), i);
-        if str_at(item, "key").is_empty() {
-            out.push(Cause::required(child(&ipath, "key"), ""));
-        }
-        let p = str_at(item, "path");
-        if p.is_empty() {
-            out.push(Cause::required(child(&ipath, "path"), ""));
-        } else {
-            local_descending_path(p, &child(&ipath, "path"), out);
-            if p.starts_with("..") {
-                out.push(invalid_value(
-                    &child(&ipath, "path"),
-                    &json!(p),
-                    "must not start with '..'",
-                ));
-            }
-        }
-        file_mode(item, "mode", &ipath, out);
     }
 }
 
@@ -1546,6 +1366,7 @@ fn validate_resource_requirements(
     resources: &Value,
     path: &str,
     name_rule: fn(&str, &str) -> Vec<Cause>,
+    pod_claims: &BTreeSet<String>,
     out: &mut Vec<Cause>,
 ) {
     let limits_path = child(path, "limits");
@@ -1603,6 +1424,12 @@ fn validate_resource_requirements(
     if huge_pages && !compute {
         out.push(Cause::forbidden(path, "HugePages require cpu or memory"));
     }
+    validate_container_claims(
+        list_at(resources, "claims"),
+        pod_claims,
+        &child(path, "claims"),
+        out,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1871,155 +1698,8 @@ fn validate_host_aliases(aliases: &[Value], path: &str, out: &mut Vec<Cause>) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Security contexts, DNS, tolerations.
+// DNS, tolerations.
 // ---------------------------------------------------------------------------------------------
-
-/// `IsValidUserID` / `IsValidGroupID` of an integer field, when set.
-fn id_field(v: &Value, field: &str, path: &str, out: &mut Vec<Cause>) {
-    if let Some(id) = int_at(v, field)
-        && !(0..=i64::from(i32::MAX)).contains(&id)
-    {
-        out.push(invalid_value(
-            &child(path, field),
-            &json!(id),
-            &inclusive_range(0, i64::from(i32::MAX)),
-        ));
-    }
-}
-
-/// `validateSeccompProfileField`.
-fn seccomp_profile(sc: &Value, path: &str, out: &mut Vec<Cause>) {
-    let Some(profile) = set_at(sc, "seccompProfile") else {
-        return;
-    };
-    let ppath = child(path, "seccompProfile");
-    let kind = str_at(profile, "type");
-    let supported = &enums::SECCOMP_PROFILE_TYPE;
-    if kind.is_empty() {
-        out.push(Cause::required(
-            child(&ppath, "type"),
-            "type is required when seccompProfile is set",
-        ));
-    } else if !supported.contains(kind) {
-        out.push(supported.not_supported(child(&ppath, "type"), &json!(kind), Order::Sorted));
-    }
-    let local = set_at(profile, "localhostProfile");
-    if kind == "Localhost" {
-        match local.and_then(Value::as_str) {
-            None => out.push(Cause::required(
-                child(&ppath, "localhostProfile"),
-                "must be set when seccomp type is Localhost",
-            )),
-            Some(p) => local_descending_path(p, &child(&ppath, "localhostProfile"), out),
-        }
-    } else if local.is_some() {
-        out.push(invalid_value(
-            &child(&ppath, "localhostProfile"),
-            profile,
-            "can only be set when seccomp type is Localhost",
-        ));
-    }
-}
-
-/// `ValidateSecurityContext` of a container (ids, privilege escalation, seccomp).
-fn validate_security_context(sc: &Value, path: &str, out: &mut Vec<Cause>) {
-    id_field(sc, "runAsUser", path, out);
-    id_field(sc, "runAsGroup", path, out);
-    if set_at(sc, "procMount").is_some() {
-        let mount = str_at(sc, "procMount");
-        if !enums::PROC_MOUNT_TYPE.contains(mount) {
-            out.push(enums::PROC_MOUNT_TYPE.not_supported(
-                child(path, "procMount"),
-                &json!(mount),
-                Order::Declared,
-            ));
-        }
-    }
-    if sc.get("allowPrivilegeEscalation").and_then(Value::as_bool) == Some(false) {
-        if sc.get("privileged").and_then(Value::as_bool) == Some(true) {
-            out.push(invalid_value(
-                path,
-                sc,
-                "cannot set `allowPrivilegeEscalation` to false and `privileged` to true",
-            ));
-        }
-        let adds_sys_admin = sc
-            .get("capabilities")
-            .map(|c| list_at(c, "add"))
-            .unwrap_or(&[])
-            .iter()
-            .any(|c| c.as_str() == Some("CAP_SYS_ADMIN"));
-        if adds_sys_admin {
-            out.push(invalid_value(
-                path,
-                sc,
-                "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN",
-            ));
-        }
-    }
-    seccomp_profile(sc, path, out);
-}
-
-/// `validatePodSpecSecurityContext` essentials: ids, groups, fsGroup policy, sysctls,
-/// seccomp.
-fn validate_pod_security_context(sc: &Value, path: &str, out: &mut Vec<Cause>) {
-    id_field(sc, "fsGroup", path, out);
-    id_field(sc, "runAsUser", path, out);
-    id_field(sc, "runAsGroup", path, out);
-    for (i, g) in list_at(sc, "supplementalGroups").iter().enumerate() {
-        if let Some(g) = g.as_i64()
-            && !(0..=i64::from(i32::MAX)).contains(&g)
-        {
-            out.push(invalid_value(
-                &index(&child(path, "supplementalGroups"), i),
-                &json!(g),
-                &inclusive_range(0, i64::from(i32::MAX)),
-            ));
-        }
-    }
-    if set_at(sc, "fsGroupChangePolicy").is_some() {
-        let policy = str_at(sc, "fsGroupChangePolicy");
-        if !enums::POD_FS_GROUP_CHANGE_POLICY.contains(policy) {
-            out.push(enums::POD_FS_GROUP_CHANGE_POLICY.not_supported(
-                child(path, "fsGroupChangePolicy"),
-                &json!(policy),
-                Order::Sorted,
-            ));
-        }
-    }
-    let mut sysctls = BTreeSet::new();
-    for (i, s) in list_at(sc, "sysctls").iter().enumerate() {
-        let name = str_at(s, "name");
-        let field = child(&index(&child(path, "sysctls"), i), "name");
-        if name.is_empty() {
-            out.push(Cause::required(field, ""));
-        } else if !is_sysctl_name(name) {
-            out.push(invalid_value(
-                &field,
-                &json!(name),
-                "must have at most 253 characters and match regex ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$",
-            ));
-        } else if sysctls.contains(name) {
-            out.push(Cause::duplicate(field, &json!(name)));
-        }
-        sysctls.insert(name);
-    }
-    seccomp_profile(sc, path, out);
-}
-
-/// Upstream `IsValidSysctlName`: dot- or slash-separated segments of `[a-z0-9]([-_a-z0-9]*[a-z0-9])?`.
-fn is_sysctl_name(name: &str) -> bool {
-    name.len() <= 253
-        && name.split(['.', '/']).all(|seg| {
-            let b = seg.as_bytes();
-            !b.is_empty()
-                && b.iter().all(|c| {
-                    c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'_'
-                })
-                && b[0].is_ascii_alphanumeric()
-                && b[b.len() - 1].is_ascii_alphanumeric()
-        })
-}
 
 /// `validatePodDNSConfig` essentials: `None` needs nameservers; at most 3 nameservers and 32
 /// search paths; options named.
@@ -2143,7 +1823,7 @@ pub(crate) mod tests {
     use serde_json::json;
 
     /// A valid, defaulted pod spec.
-    fn valid() -> Value {
+    pub(crate) fn valid() -> Value {
         json!({
             "containers": [{
                 "name": "c", "image": "busybox",
@@ -2162,7 +1842,7 @@ pub(crate) mod tests {
     }
 
     /// The `field: message` of each cause for `spec` validated as a template at `base`.
-    fn causes(spec: &Value, base: &str) -> Vec<String> {
+    pub(crate) fn causes(spec: &Value, base: &str) -> Vec<String> {
         validate_pod_spec(spec, base, PodSpecOptions::default())
             .iter()
             .map(Cause::summary)
@@ -2190,7 +1870,24 @@ pub(crate) mod tests {
     }
 
     /// A change to a valid spec.
-    type Change = fn(&mut Value);
+    pub(crate) type Change = fn(&mut Value);
+
+    /// Applies each change to a valid spec and checks the causes of the result (as a template
+    /// at `spec`, or as a Pod's spec when `pod`) against the expected ones, in order.
+    pub(crate) fn check_table(cases: Vec<(Change, Vec<&str>)>, pod: bool) {
+        for (i, (change, want)) in cases.into_iter().enumerate() {
+            let mut spec = valid();
+            change(&mut spec);
+            let opts = PodSpecOptions {
+                resource_is_pod: pod,
+            };
+            let got: Vec<String> = validate_pod_spec(&spec, "spec", opts)
+                .iter()
+                .map(Cause::summary)
+                .collect();
+            assert_eq!(got, want, "case {i}");
+        }
+    }
 
     #[test]
     fn table_of_refusals() {

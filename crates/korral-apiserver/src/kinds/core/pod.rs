@@ -31,13 +31,21 @@ fn spec_of(obj: &Value) -> &Value {
     obj.get("spec").unwrap_or(&Value::Null)
 }
 
-/// `validatePodMetadataAndSpec` minus the metadata (the pipeline validates it): the spec as
-/// a Pod's.
-fn validate_spec(spec: &Value) -> Vec<Cause> {
+/// The metadata of a pod (`null` when absent).
+fn meta_of(obj: &Value) -> &Value {
+    obj.get("metadata").unwrap_or(&Value::Null)
+}
+
+/// `validatePodMetadataAndSpec` minus the object metadata (the pipeline validates it): the
+/// pod's AppArmor annotations, then the spec as a Pod's.
+fn validate_spec(obj: &Value) -> Vec<Cause> {
     let opts = PodSpecOptions {
         resource_is_pod: true,
     };
-    let mut causes = podspec::validate_pod_spec(spec, "spec", opts);
+    let spec = spec_of(obj);
+    let mut causes =
+        podspec::validate_app_armor_annotations(meta_of(obj), spec, "metadata.annotations");
+    causes.extend(podspec::validate_pod_spec(spec, "spec", opts));
     causes.extend(podspec::validate_pod_only(spec, "spec"));
     causes
 }
@@ -71,7 +79,7 @@ impl Strategy for PodStrategy {
     /// `ValidatePodCreate`.
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
         let spec = spec_of(obj);
-        let mut causes = validate_spec(spec);
+        let mut causes = validate_spec(obj);
         let ephemeral = spec.get("ephemeralContainers").and_then(Value::as_array);
         if ephemeral.is_some_and(|e| !e.is_empty()) {
             causes.push(Cause::forbidden(
@@ -90,6 +98,11 @@ impl Strategy for PodStrategy {
                 "cannot be set until all schedulingGates have been cleared",
             ));
         }
+        causes.extend(podspec::validate_app_armor_annotations_match(
+            meta_of(obj),
+            spec,
+            "spec",
+        ));
         causes
     }
 
@@ -144,7 +157,7 @@ impl Strategy for PodStrategy {
             return pod_status::validate_status_update(obj, old);
         }
         let spec = spec_of(obj);
-        let mut causes = validate_spec(spec);
+        let mut causes = validate_spec(obj);
         causes.extend(match ctx.subresource {
             Some(EPHEMERAL_CONTAINERS) => {
                 pod_subresources::validate_ephemeral_containers_update(obj, old)
