@@ -745,3 +745,33 @@ async fn simulation_keeps_endpoint_slices_beside_endpoints() {
     .await
     .expect("slices gone");
 }
+
+/// An Ingress's `/status` is checked as upstream's `ValidateIngressStatusUpdate`: load balancer
+/// IPs are IP addresses and host names DNS names, not IPs; a refused write changes nothing.
+#[tokio::test]
+async fn ingress_status_writes_are_validated() {
+    let env = TestEnv::start().await.expect("env");
+    let ingresses = "/apis/networking.k8s.io/v1/namespaces/default/ingresses";
+    let ingress = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "web"},
+        "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}});
+    let (code, created) = send(&env, "POST", ingresses, Some(&ingress)).await;
+    assert_eq!(code, 201, "{created}");
+    let mut good = created.clone();
+    good["status"] =
+        json!({"loadBalancer": {"ingress": [{"ip": "10.0.0.7"}, {"hostname": "lb.example.com"}]}});
+    let (code, written) = send(&env, "PUT", &format!("{ingresses}/web/status"), Some(&good)).await;
+    assert_eq!(code, 200, "{written}");
+
+    let mut bad = written.clone();
+    bad["status"] =
+        json!({"loadBalancer": {"ingress": [{"ip": "10.0.0.300"}, {"hostname": "10.1.2.3"}]}});
+    let (code, body) = send(&env, "PUT", &format!("{ingresses}/web/status"), Some(&bad)).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["message"],
+        "Ingress.networking.k8s.io \"web\" is invalid: [status.loadBalancer.ingress[0].ip: Invalid value: \"10.0.0.300\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff), status.loadBalancer.ingress[1].hostname: Invalid value: \"10.1.2.3\": must be a DNS name, not an IP address]"
+    );
+    let (_, stored) = send(&env, "GET", &format!("{ingresses}/web"), None).await;
+    assert_eq!(stored["status"], written["status"]);
+}

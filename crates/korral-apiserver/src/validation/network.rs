@@ -12,6 +12,16 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 pub(crate) const CIDR_MESSAGE: &str =
     "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
 
+/// Upstream's messages for a load balancer ingress point's `hostname` (Services and Ingresses):
+/// a DNS-1123 subdomain, and not an IP address.
+pub(crate) fn load_balancer_hostname(value: &str) -> Vec<String> {
+    let mut errs = crate::validation::names::dns1123_subdomain(value);
+    if parse_ip_sloppy(value).is_some() {
+        errs.push("must be a DNS name, not an IP address".to_string());
+    }
+    errs
+}
+
 /// Upstream's message for a bad IP address in a legacy field.
 pub(crate) const IP_MESSAGE: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
 

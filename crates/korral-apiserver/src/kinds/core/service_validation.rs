@@ -11,7 +11,9 @@ use crate::validation::enums::{self, Enum, Order};
 use crate::validation::names::{
     dns1123_label, dns1123_subdomain, invalid_value, validate_labels, validate_qualified_name,
 };
-use crate::validation::network::{CIDR_MESSAGE, IP_MESSAGE, parse_cidr_sloppy, parse_ip_sloppy};
+use crate::validation::network::{
+    CIDR_MESSAGE, IP_MESSAGE, load_balancer_hostname, parse_cidr_sloppy, parse_ip_sloppy,
+};
 use crate::validation::ports::{port_num, port_num_or_name};
 
 /// The Service types upstream supports.
@@ -328,17 +330,10 @@ pub(super) fn validate_load_balancer_status(obj: &Value) -> Vec<Cause> {
         let hostname = str_at(point, "hostname");
         if !hostname.is_empty() {
             errs.extend(
-                dns1123_subdomain(hostname)
+                load_balancer_hostname(hostname)
                     .iter()
                     .map(|m| invalid_value(&format!("{at}.hostname"), &json!(hostname), m)),
             );
-            if parse_ip_sloppy(hostname).is_some() {
-                errs.push(invalid_value(
-                    &format!("{at}.hostname"),
-                    &json!(hostname),
-                    "must be a DNS name, not an IP address",
-                ));
-            }
         }
     }
     errs

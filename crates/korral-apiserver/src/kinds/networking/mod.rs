@@ -97,7 +97,11 @@ impl Strategy for IngressStrategy {
         validation::ingress_create(obj)
     }
 
-    fn validate_update(&self, obj: &Value, _old: &Value, _ctx: &Context) -> Vec<Cause> {
+    /// Through `/status` only the load balancer rules (as upstream's status strategy).
+    fn validate_update(&self, obj: &Value, _old: &Value, ctx: &Context) -> Vec<Cause> {
+        if ctx.subresource == Some("status") {
+            return validation::ingress_status(obj);
+        }
         validation::ingress_spec(spec(obj), "spec")
     }
 }

@@ -113,6 +113,35 @@ pub(super) fn ingress_spec(spec: &Value, path: &str) -> Vec<Cause> {
 }
 
 /// A host of a rule or a TLS entry: a wildcard or plain DNS subdomain.
+/// Upstream's `ValidateIngressStatusUpdate`: each load balancer ingress point's `ip` is an IP
+/// address and its `hostname` a DNS name (the spec is the stored one).
+pub(super) fn ingress_status(obj: &Value) -> Vec<Cause> {
+    let points = crate::meta::path(obj, "status.loadBalancer.ingress")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut errs = Vec::new();
+    for (i, point) in points.iter().enumerate() {
+        let at = format!("status.loadBalancer.ingress[{i}]");
+        let ip = string(point, "ip");
+        if !ip.is_empty() && network::parse_ip_sloppy(ip).is_none() {
+            errs.extend(invalid_each(
+                &format!("{at}.ip"),
+                ip,
+                vec![network::IP_MESSAGE.to_string()],
+            ));
+        }
+        let hostname = string(point, "hostname");
+        if !hostname.is_empty() {
+            errs.extend(invalid_each(
+                &format!("{at}.hostname"),
+                hostname,
+                network::load_balancer_hostname(hostname),
+            ));
+        }
+    }
+    errs
+}
+
 fn host(host: &str, path: &str) -> Vec<Cause> {
     let msgs = if host.contains('*') {
         network::wildcard_dns1123_subdomain(host)
