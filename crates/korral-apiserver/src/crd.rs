@@ -504,6 +504,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 tracks_generation: true,
                 field_selectors: selectable_fields.clone(),
                 actions: Vec::new(),
+                connecters: Vec::new(),
                 pod_spec: None,
                 lists: &[],
                 printer: crate::kinds::printer::DEFAULT,

@@ -1715,6 +1715,7 @@ mod tests {
             tracks_generation: true,
             field_selectors: vec![],
             actions: Vec::new(),
+            connecters: Vec::new(),
             pod_spec: None,
             lists: &[],
             printer: crate::kinds::printer::DEFAULT,

@@ -107,6 +107,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     let mut entries = Vec::new();
     for info in &resources {
         entries.push(resource_entry(info));
+        let first_sub = entries.len();
         for sub in info.strategy.subresources() {
             let mut entry = sub_entry(info, sub, &info.kind, None);
             entry["verbs"] = json!(info.strategy.subresource_verbs(sub));
@@ -124,6 +125,13 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             entry["verbs"] = json!(["create"]);
             entries.push(entry);
         }
+        for connecter in &info.connecters {
+            let mut entry = sub_entry(info, connecter.name, connecter.kind, None);
+            entry["verbs"] = json!(connecter.verbs);
+            entries.push(entry);
+        }
+        // Upstream lists a resource's subresources by name.
+        entries[first_sub..].sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     }
     let group_version = if group.is_empty() {
         version.to_string()
@@ -207,6 +215,12 @@ fn discovery_version(registry: &Registry, group: &str, version: &str) -> Value {
                     "responseKind": response_kind(action.group, action.version, action.kind),
                     "verbs": ["create"]}));
             }
+            for connecter in &info.connecters {
+                subs.push(json!({"subresource": connecter.name,
+                    "responseKind": response_kind("", "", connecter.kind),
+                    "verbs": connecter.verbs}));
+            }
+            subs.sort_by(|a, b| a["subresource"].as_str().cmp(&b["subresource"].as_str()));
             if !subs.is_empty() {
                 map.insert("subresources".into(), Value::Array(subs));
             }
@@ -308,11 +322,13 @@ mod tests {
             deployments["responseKind"],
             json!({"group": "", "version": "", "kind": "Deployment"})
         );
-        assert_eq!(deployments["subresources"][1]["subresource"], "scale");
+        // By name, as the capture lists them.
+        assert_eq!(deployments["subresources"][0]["subresource"], "scale");
         assert_eq!(
-            deployments["subresources"][1]["responseKind"]["kind"],
+            deployments["subresources"][0]["responseKind"]["kind"],
             "Scale"
         );
+        assert_eq!(deployments["subresources"][1]["subresource"], "status");
         let core = aggregated(&registry, true, "v2");
         assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
     }

@@ -2,6 +2,7 @@
 
 mod actions;
 mod body;
+mod connect;
 mod discovery;
 mod handlers;
 mod list_body;
@@ -251,6 +252,23 @@ where
                 && let Some(action) = crate::kinds::actions::find(&info, rp.subresource.as_deref())
             {
                 return actions::serve(state, &info, action, rp, req).await;
+            }
+            if let Some(info) = state
+                .objects
+                .registry()
+                .get(&rp.group, &rp.version, &rp.resource)
+                && let Some(acting) = crate::kinds::actions::for_collection(&info)
+            {
+                return actions::serve_collection(state, &info, acting, rp, req).await;
+            }
+            if let Some(info) = state
+                .objects
+                .registry()
+                .get(&rp.group, &rp.version, &rp.resource)
+                && let Some(connecter) =
+                    crate::kinds::connect::find(&info, rp.subresource.as_deref())
+            {
+                return connect::serve(state, &info, connecter, rp, req);
             }
             let (parts, req_body) = req.into_parts();
             let query = parse_query(&parts.uri);

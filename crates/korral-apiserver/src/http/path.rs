@@ -88,15 +88,21 @@ pub fn parse(path: &str) -> Option<Target> {
                 [] => mk(Some(ns), resource, None, None),
                 [name] => mk(Some(ns), resource, Some(name), None),
                 [name, sub] => mk(Some(ns), resource, Some(name), Some(sub)),
+                // A proxy request carries the path to reach after the subresource.
+                [name, PROXY, _, ..] => mk(Some(ns), resource, Some(name), Some(PROXY)),
                 _ => None,
             }
         }
         [resource] => mk(None, resource, None, None),
         [resource, name] => mk(None, resource, Some(name), None),
         [resource, name, sub] => mk(None, resource, Some(name), Some(sub)),
+        [resource, name, PROXY, _, ..] => mk(None, resource, Some(name), Some(PROXY)),
         _ => None,
     }
 }
+
+/// The subresource whose requests continue with a path (`pods/<name>/proxy/<path>`).
+const PROXY: &str = "proxy";
 
 fn is_namespace_sub(s: &str) -> bool {
     matches!(s, "status" | "finalize")

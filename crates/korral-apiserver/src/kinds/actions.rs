@@ -33,6 +33,16 @@ pub(crate) fn find(info: &ResourceInfo, subresource: Option<&str>) -> Option<Act
     info.actions.iter().find(|a| a.name == sub).copied()
 }
 
+/// The resource and action a create-only collection stands for, acting on the object its body
+/// names: upstream's top-level `bindings` binds the pod a `Binding`'s `metadata.name` names,
+/// as `pods/<name>/binding` does.
+pub(crate) fn for_collection(info: &ResourceInfo) -> Option<(&'static str, &'static str)> {
+    match (info.group.as_str(), info.resource.as_str()) {
+        ("", "bindings") => Some(("pods", "binding")),
+        _ => None,
+    }
+}
+
 /// Serves `POST` of an action on the object `name`: the answer's body (a `Status`, 201).
 pub(crate) async fn serve(
     objects: &Objects,

@@ -13,6 +13,7 @@ mod apps;
 mod autoscaling;
 mod batch;
 mod certificates;
+pub(crate) mod connect;
 mod coordination;
 mod core;
 pub(crate) mod custom;
@@ -65,6 +66,7 @@ pub(crate) struct KindDef {
     delete_collection: bool,
     schema: Option<fn(&mut SchemaGenerator)>,
     actions: Vec<actions::Action>,
+    connecters: Vec<connect::Connecter>,
     pod_spec: Option<&'static str>,
     lists: &'static [lists::ListAt],
     printer: Printer,
@@ -101,6 +103,7 @@ impl KindDef {
             delete_collection: true,
             schema: None,
             actions: Vec::new(),
+            connecters: Vec::new(),
             pod_spec: None,
             lists: &[],
             printer: printer::DEFAULT,
@@ -193,6 +196,18 @@ impl KindDef {
         self
     }
 
+    /// A connect subresource (`pods/log`, `services/proxy`) with the kind and verbs discovery
+    /// lists for it, served by [`connect`].
+    pub(crate) fn connect(
+        mut self,
+        name: &'static str,
+        kind: &'static str,
+        verbs: &'static [&'static str],
+    ) -> Self {
+        self.connecters.push(connect::Connecter { name, kind, verbs });
+        self
+    }
+
     /// Its objects hold a pod spec at this dotted path (`spec.template.spec`): pods and their
     /// controllers, which PodSecurity evaluates.
     pub(crate) fn pod_spec(mut self, path: &'static str) -> Self {
@@ -248,6 +263,7 @@ impl KindDef {
             field_selectors: self.fields.iter().map(|x| x.to_string()).collect(),
             custom: None,
             actions: self.actions.clone(),
+            connecters: self.connecters.clone(),
             pod_spec: self.pod_spec,
             lists: self.lists,
             printer: self.printer,

@@ -107,6 +107,8 @@ pub struct ResourceInfo {
     pub(crate) lists: &'static [crate::kinds::lists::ListAt],
     /// Create-only subresources acting on an object (`pods/eviction`).
     pub(crate) actions: Vec<crate::kinds::actions::Action>,
+    /// Subresources served by reaching a node or pod (`pods/log`, `services/proxy`).
+    pub(crate) connecters: Vec<crate::kinds::connect::Connecter>,
     /// How objects print as a `Table` (built-in kinds; custom resources use their CRD's
     /// printer columns).
     pub(crate) printer: crate::kinds::Printer,

@@ -8,6 +8,7 @@ mod go_json;
 mod namespace;
 mod node;
 mod pod;
+pub(crate) mod pod_log;
 mod print;
 mod quota;
 mod replication;
@@ -71,6 +72,9 @@ const SERVICE_LISTS: &[ListAt] = &[ListAt {
     },
 }];
 
+/// The verbs of the `proxy` connect subresources (upstream's `ProxyREST`).
+const PROXY_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
+
 /// The core kinds, in upstream's discovery order (by resource name).
 pub(super) fn kinds() -> Vec<KindDef> {
     vec![
@@ -124,6 +128,11 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .fields(&["status.phase"])
         .printer(print::NAMESPACES)
         .without_delete_collection(),
+        // Upstream's top-level `bindings`: a POST binds the pod the Binding names, as
+        // `pods/<name>/binding` does (see `kinds::actions::for_collection`); nothing is stored.
+        KindDef::new("", "v1", "bindings", "Binding", super::strategy::Plain)
+            .schema::<api::Binding>()
+            .create_only(),
         KindDef::new("", "v1", "nodes", "Node", node::NodeStrategy)
             .schema::<api::Node>()
             .lists(NODE_LISTS)
@@ -131,6 +140,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             .short(&["no"])
             .printer(print::NODES)
             .status()
+            .connect("proxy", "NodeProxyOptions", PROXY_VERBS)
             .fields(&["spec.unschedulable"]),
         KindDef::new(
             "",
@@ -162,6 +172,11 @@ pub(super) fn kinds() -> Vec<KindDef> {
             .schema::<api::Pod>()
             .action("binding", "", "v1", "Binding")
             .action("eviction", "policy", "v1", "Eviction")
+            .connect("attach", "PodAttachOptions", &["create", "get"])
+            .connect("exec", "PodExecOptions", &["create", "get"])
+            .connect("log", "Pod", &["get"])
+            .connect("portforward", "PodPortForwardOptions", &["create", "get"])
+            .connect("proxy", "PodProxyOptions", PROXY_VERBS)
             .short(&["po"])
             .printer(print::PODS)
             .in_all()
@@ -237,6 +252,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .in_all()
         .status()
         .fields(&["spec.clusterIP", "spec.type"])
+        .connect("proxy", "ServiceProxyOptions", PROXY_VERBS)
         .names(NameRule::Label),
     ]
 }
