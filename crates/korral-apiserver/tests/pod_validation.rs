@@ -768,3 +768,240 @@ async fn status_writes_follow_upstreams_status_rules() {
         "Forbidden: may not add mirror pod annotation"
     );
 }
+
+/// The `(reason, field, message)` of each cause of a refusal.
+fn causes_of(body: &Value) -> Vec<(String, String, String)> {
+    body["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+            (s("reason"), s("field"), s("message"))
+        })
+        .collect()
+}
+
+/// The expected causes as owned strings.
+fn owned(want: &[Expected]) -> Vec<(String, String, String)> {
+    want.iter()
+        .map(|(r, f, m)| (r.to_string(), f.to_string(), m.to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn volumes_security_and_claims_are_refused_as_upstream_refuses_them() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let c = json!({"name": "c", "image": "x"});
+    let cases: Vec<(Value, Vec<Expected>)> = vec![
+        (
+            json!({"containers": [c], "serviceAccountName": "default", "volumes": [{"name": "t",
+                "projected": {"sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 60}}]}}]}),
+            vec![(
+                "FieldValueInvalid",
+                "spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds",
+                "Invalid value: 60: may not specify a duration less than 10 minutes",
+            )],
+        ),
+        (
+            json!({"containers": [c], "volumes": [{"name": "d", "downwardAPI": {"items": [
+                {"path": "p", "fieldRef": {"fieldPath": "status.podIP"}}]}}]}),
+            vec![(
+                "FieldValueNotSupported",
+                "spec.volumes[0].downwardAPI.fieldRef.fieldPath",
+                "Unsupported value: \"status.podIP\": supported values: \"metadata.annotations\", \"metadata.labels\", \"metadata.name\", \"metadata.namespace\", \"metadata.uid\"",
+            )],
+        ),
+        (
+            json!({"containers": [{"name": "c", "image": "x",
+                "volumeDevices": [{"name": "scratch", "devicePath": "/dev/xvda"}]}],
+                "volumes": [{"name": "scratch", "emptyDir": {}}]}),
+            vec![(
+                "FieldValueInvalid",
+                "spec.containers[0].volumeDevices[0].name",
+                "Invalid value: \"scratch\": can only use volume source type of PersistentVolumeClaim or Ephemeral for block mode",
+            )],
+        ),
+        (
+            json!({"containers": [{"name": "c", "image": "x",
+                "resources": {"claims": [{"name": "gpu"}]}}],
+                "resourceClaims": [{"name": "gpus"}]}),
+            vec![
+                (
+                    "FieldValueInvalid",
+                    "spec.resourceClaims[0]",
+                    "Invalid value: core.PodResourceClaim{Name:\"gpus\", ResourceClaimName:(*string)(nil), ResourceClaimTemplateName:(*string)(nil)}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",
+                ),
+                (
+                    "FieldValueNotFound",
+                    "spec.containers[0].resources.claims[0]",
+                    "Not found: \"gpu\": must be one of the names in pod.spec.resourceClaims: gpus",
+                ),
+            ],
+        ),
+        (
+            json!({"containers": [c], "hostUsers": false, "hostNetwork": true}),
+            vec![(
+                "FieldValueForbidden",
+                "spec.hostNetwork",
+                "Forbidden: when `pod.Spec.HostUsers` is false",
+            )],
+        ),
+        (
+            json!({"containers": [{"name": "c", "image": "x", "securityContext":
+                {"appArmorProfile": {"type": "Localhost"}}}]}),
+            vec![(
+                "FieldValueRequired",
+                "spec.containers[0].securityContext.appArmorProfile.localhostProfile",
+                "Required value: must be set when AppArmor type is Localhost",
+            )],
+        ),
+        (
+            json!({"containers": [c], "os": {"name": "windows"},
+                "securityContext": {"seLinuxOptions": {"level": "s0"}}}),
+            vec![(
+                "FieldValueForbidden",
+                "spec.securityContext.seLinuxOptions",
+                "Forbidden: cannot be set for a windows pod",
+            )],
+        ),
+        (
+            json!({"containers": [c], "volumes": [{"name": "i", "image": {}}]}),
+            vec![(
+                "FieldValueRequired",
+                "spec.volumes[0].image.reference",
+                "Required value",
+            )],
+        ),
+    ];
+    for (i, (spec, want)) in cases.into_iter().enumerate() {
+        let name = format!("v{i}");
+        let (code, body) = create(&client, &pod(&name, spec)).await;
+        assert_eq!(code, 422, "case {i}: {body}");
+        assert_eq!(body["reason"], "Invalid", "case {i}");
+        assert_eq!(body["details"]["kind"], "Pod", "case {i}");
+        assert_eq!(causes_of(&body), owned(&want), "case {i}");
+    }
+
+    // The deprecated AppArmor annotations name containers, and agree with the fields.
+    let mut annotated = pod(
+        "armor",
+        json!({"containers": [{"name": "c", "image": "x", "securityContext":
+            {"appArmorProfile": {"type": "RuntimeDefault"}}}]}),
+    );
+    annotated["metadata"]["annotations"] = json!({
+        "container.apparmor.security.beta.kubernetes.io/c": "unconfined",
+        "container.apparmor.security.beta.kubernetes.io/ghost": "runtime/default"
+    });
+    let (code, body) = create(&client, &annotated).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["message"],
+        "Pod \"armor\" is invalid: [metadata.annotations[container.apparmor.security.beta.kubernetes.io/ghost]: Invalid value: \"ghost\": container not found, spec.containers[0].securityContext.appArmorProfile.type: Forbidden: apparmor type in annotation and field must match]"
+    );
+    let (code, body) = send(&client, "GET", &format!("{PODS}/armor"), &json!({})).await;
+    assert_eq!(code, 404, "nothing is stored: {body}");
+}
+
+#[tokio::test]
+async fn a_deployment_template_is_refused_at_its_template_path() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [{"name": "c", "image": "nginx:1.27",
+                        "volumeMounts": [{"name": "cfg", "mountPath": "/cfg",
+                            "recursiveReadOnly": "Enabled"}]}],
+                    "volumes": [{"name": "cfg", "projected": {"sources": [
+                        {"configMap": {"name": "a", "items": [{"key": "k", "path": "same"}]}},
+                        {"secret": {"name": "b", "items": [{"key": "k", "path": "same"}]}}
+                    ]}}]
+                }
+            }
+        }
+    });
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    let (code, body) = send(&client, "POST", path, &deployment).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(body["details"]["kind"], "Deployment");
+    assert_eq!(
+        causes_of(&body),
+        owned(&[
+            (
+                "FieldValueInvalid",
+                "spec.template.spec.volumes[0].projected",
+                "Invalid value: \"b\": conflicting duplicate paths",
+            ),
+            // An invalid volume is not one the mounts may name, as upstream's.
+            (
+                "FieldValueNotFound",
+                "spec.template.spec.containers[0].volumeMounts[0].name",
+                "Not found: \"cfg\"",
+            ),
+            (
+                "FieldValueForbidden",
+                "spec.template.spec.containers[0].volumeMounts.recursiveReadOnly",
+                "Forbidden: may only be specified when readOnly is true",
+            ),
+        ])
+    );
+    let (code, _) = send(&client, "GET", &format!("{path}/web"), &json!({})).await;
+    assert_eq!(code, 404, "nothing is stored");
+}
+
+#[tokio::test]
+async fn a_rich_valid_pod_is_accepted() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let mut rich = pod(
+        "rich",
+        json!({
+            "serviceAccountName": "default",
+            "securityContext": {
+                "seLinuxOptions": {"level": "s0:c123,c456"},
+                "seLinuxChangePolicy": "Recursive",
+                "supplementalGroupsPolicy": "Merge",
+                "appArmorProfile": {"type": "RuntimeDefault"},
+                "sysctls": [{"name": "net.ipv4.ip_local_port_range", "value": "1024 65535"}]
+            },
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}],
+            "containers": [{
+                "name": "c", "image": "busybox",
+                "resources": {"claims": [{"name": "gpu"}], "limits": {"memory": "64Mi"}},
+                "securityContext": {"seLinuxOptions": {"type": "spc_t"}, "procMount": "Default"},
+                "volumeMounts": [
+                    {"name": "api", "mountPath": "/var/run/secrets/api", "readOnly": true,
+                        "recursiveReadOnly": "Enabled"},
+                    {"name": "info", "mountPath": "/etc/info"}
+                ]
+            }],
+            "volumes": [
+                {"name": "api", "projected": {"sources": [
+                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {"downwardAPI": {"items": [{"path": "namespace",
+                        "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+                ]}},
+                {"name": "info", "downwardAPI": {"items": [
+                    {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                    {"path": "mem", "resourceFieldRef": {"containerName": "c",
+                        "resource": "limits.memory", "divisor": "1Mi"}}
+                ]}}
+            ]
+        }),
+    );
+    rich["metadata"]["annotations"] =
+        json!({"container.apparmor.security.beta.kubernetes.io/c": "runtime/default"});
+    let (code, body) = create(&client, &rich).await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        body["spec"]["volumes"][1]["downwardAPI"]["items"][1]["resourceFieldRef"]["divisor"],
+        "1Mi"
+    );
+}
