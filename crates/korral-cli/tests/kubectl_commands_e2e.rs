@@ -1145,6 +1145,18 @@ fn drain_scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()>
     if !wait_settled(&mut run) {
         anyhow::bail!("the workloads did not settle");
     }
+    // The simulated containers run no process: their logs are empty, `exec` says why it
+    // cannot reach them.
+    let logs = run.ok_contains(&["-n", "drain", "logs", "deployment/web"], &[]);
+    run.expect(
+        logs.stdout.trim().is_empty(),
+        "`kubectl logs` of a simulated container is empty",
+        &logs,
+    );
+    run.fails_with(
+        &["-n", "drain", "exec", "deployment/web", "--", "ls"],
+        &["runs no kubelet korral-apiserver can reach"],
+    );
 
     // A server-side dry run: every eviction allowed on its own, nothing cordoned, evicted
     // or spent from the budget.
