@@ -292,7 +292,7 @@ async fn more_refusals_and_immutable_fields() {
 }
 
 /// The resources of a discovery document as compared: name, singular name, scope, kind,
-/// sorted verbs, short names and categories.
+/// sorted verbs, short names, categories and storage version hash.
 fn resources(doc: &Value) -> Vec<Value> {
     let mut out: Vec<Value> = doc["resources"]
         .as_array()
@@ -311,6 +311,7 @@ fn resources(doc: &Value) -> Vec<Value> {
                 "name": r["name"], "singularName": r["singularName"], "namespaced": r["namespaced"],
                 "kind": r["kind"], "verbs": verbs, "shortNames": or_empty(&r["shortNames"]),
                 "categories": or_empty(&r["categories"]),
+                "storageVersionHash": r["storageVersionHash"],
             })
         })
         .collect();

@@ -84,7 +84,7 @@ fn column_names(table: &Value) -> Vec<String> {
 }
 
 /// The resources of a discovery document as compared: name, singular name, scope, kind,
-/// sorted verbs, short names and categories, sorted by name.
+/// sorted verbs, short names, categories and storage version hash, sorted by name.
 fn resources(doc: &Value) -> Vec<Value> {
     let mut out: Vec<Value> = doc["resources"]
         .as_array()
@@ -103,6 +103,7 @@ fn resources(doc: &Value) -> Vec<Value> {
                 "name": r["name"], "singularName": r["singularName"], "namespaced": r["namespaced"],
                 "kind": r["kind"], "verbs": verbs, "shortNames": or_empty(&r["shortNames"]),
                 "categories": or_empty(&r["categories"]), "group": r["group"],
+                "storageVersionHash": r["storageVersionHash"],
             })
         })
         .collect();

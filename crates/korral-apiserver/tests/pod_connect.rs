@@ -220,7 +220,8 @@ async fn discovery_lists_connect_subresources_as_upstream() {
                     || name.starts_with("pods")
                     || name.ends_with("/proxy")
             })
-            .map(|r| json!({"name": r["name"], "kind": r["kind"], "verbs": r["verbs"], "namespaced": r["namespaced"]}))
+            .map(|r| json!({"name": r["name"], "kind": r["kind"], "verbs": r["verbs"],
+                            "namespaced": r["namespaced"], "storageVersionHash": r["storageVersionHash"]}))
             .collect()
     };
     assert_eq!(pick(&doc), pick(&captured));

@@ -64,7 +64,43 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
     Some(doc)
 }
 
-fn resource_entry(info: &ResourceInfo) -> Value {
+/// Upstream's `StorageVersionHash`: the first 8 bytes of the SHA-256 of the
+/// `group/version/kind` objects of the resource are stored as, in base64. Resources that store
+/// nothing (create-only ones) have none.
+fn storage_version_hash(registry: &Registry, info: &ResourceInfo) -> Option<String> {
+    use base64::Engine as _;
+    if info.verbs.iter().all(|v| v == "create") {
+        return None;
+    }
+    let stored = match &info.custom {
+        Some(custom) => format!(
+            "{}/{}/{}",
+            info.group, custom.versions.storage_version, info.kind
+        ),
+        None => {
+            // Built-in kinds are stored in their group's preferred version that serves them
+            // (HPAs served as autoscaling/v1 are stored as v2), under their storage identity.
+            let (group, resource) = info.storage_identity();
+            let (version, kind) = registry
+                .groups()
+                .into_iter()
+                .find(|(g, _)| g == group)
+                .and_then(|(_, versions)| {
+                    versions.into_iter().find_map(|v| {
+                        registry
+                            .get(group, &v, resource)
+                            .map(|stored| (v, stored.kind.clone()))
+                    })
+                })?;
+            format!("{group}/{version}/{kind}")
+        }
+    };
+    let digest = ring::digest::digest(&ring::digest::SHA256, stored.as_bytes());
+    let first = digest.as_ref().get(..8)?;
+    Some(base64::engine::general_purpose::STANDARD.encode(first))
+}
+
+fn resource_entry(registry: &Registry, info: &ResourceInfo) -> Value {
     let mut entry = json!({
         "name": info.resource,
         "singularName": info.singular,
@@ -78,6 +114,9 @@ fn resource_entry(info: &ResourceInfo) -> Value {
         }
         if !info.categories.is_empty() {
             map.insert("categories".into(), json!(info.categories));
+        }
+        if let Some(hash) = storage_version_hash(registry, info) {
+            map.insert("storageVersionHash".into(), json!(hash));
         }
     }
     entry
@@ -106,7 +145,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     }
     let mut entries = Vec::new();
     for info in &resources {
-        entries.push(resource_entry(info));
+        entries.push(resource_entry(registry, info));
         let first_sub = entries.len();
         for sub in info.strategy.subresources() {
             let mut entry = sub_entry(info, sub, &info.kind, None);
@@ -261,6 +300,34 @@ pub fn aggregated(registry: &Registry, core: bool, api_version: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn storage_version_hashes_are_upstreams() {
+        let registry = Registry::with_builtins();
+        let hash = |group: &str, version: &str, resource: &str| {
+            let info = registry.get(group, version, resource).expect(resource);
+            storage_version_hash(&registry, &info)
+        };
+        // Values of the v1.36 capture: both HPA versions name the stored v2, events.k8s.io
+        // Events the core ones they are stored as; create-only resources have none.
+        assert_eq!(
+            hash("", "v1", "configmaps").as_deref(),
+            Some("qFsyl6wFWjQ=")
+        );
+        assert_eq!(
+            hash("autoscaling", "v1", "horizontalpodautoscalers").as_deref(),
+            Some("qwQve8ut294=")
+        );
+        assert_eq!(
+            hash("autoscaling", "v2", "horizontalpodautoscalers").as_deref(),
+            Some("qwQve8ut294=")
+        );
+        assert_eq!(
+            hash("events.k8s.io", "v1", "events").as_deref(),
+            Some("r2yiGXH7wu8=")
+        );
+        assert_eq!(hash("", "v1", "bindings"), None);
+    }
 
     #[test]
     fn core_list_has_namespaces_with_short_names() {
