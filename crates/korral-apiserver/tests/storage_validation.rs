@@ -172,3 +172,201 @@ async fn quota_scopes_and_selectors_are_checked_and_fixed() {
     assert_eq!(now["spec"]["scopes"], json!(["NotBestEffort"]), "{now}");
     assert_ne!(now["status"]["used"]["pods"], "-1", "{now}");
 }
+
+const PVS: &str = "/api/v1/persistentvolumes";
+const PVCS: &str = "/api/v1/namespaces/default/persistentvolumeclaims";
+
+/// A PV named `name` with a 1Gi capacity, one access mode and the fields of `extra`.
+fn pv(name: &str, extra: Value) -> Value {
+    let mut spec = json!({"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]});
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        spec[k] = v.clone();
+    }
+    json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec})
+}
+
+/// A claim named `name` for 1Gi with the fields of `extra`.
+fn pvc(name: &str, extra: Value) -> Value {
+    let mut spec =
+        json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}});
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        spec[k] = v.clone();
+    }
+    json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec})
+}
+
+#[tokio::test]
+async fn volumes_need_affinity_sources_and_keep_them() {
+    let env = TestEnv::start().await.expect("env");
+    // A local volume without node affinity, and an iSCSI source missing its fields.
+    let answer = call(
+        &env,
+        "POST",
+        PVS,
+        Some(&pv("local-pv", json!({"local": {"path": "/mnt/a/../b"}}))),
+    )
+    .await;
+    let backsteps = "Invalid value: \"/mnt/a/../b\": must not contain '..'";
+    let affinity = "Required value: Local volume requires node affinity";
+    assert_invalid(
+        &answer,
+        &format!(
+            "PersistentVolume \"local-pv\" is invalid: [spec.local.path: {backsteps}, spec.nodeAffinity: {affinity}]"
+        ),
+        &[
+            ("FieldValueInvalid", backsteps, "spec.local.path"),
+            ("FieldValueRequired", affinity, "spec.nodeAffinity"),
+        ],
+    );
+    absent(&env, PVS, "local-pv").await;
+    let answer = call(
+        &env,
+        "POST",
+        PVS,
+        Some(&pv("iscsi-pv", json!({"iscsi": {"lun": 300}}))),
+    )
+    .await;
+    let range = "Invalid value: 300: must be between 0 and 255, inclusive";
+    assert_invalid(
+        &answer,
+        &format!(
+            "PersistentVolume \"iscsi-pv\" is invalid: [spec.iscsi.targetPortal: Required value, spec.iscsi.iqn: Required value, spec.iscsi.lun: {range}]"
+        ),
+        &[
+            (
+                "FieldValueRequired",
+                "Required value",
+                "spec.iscsi.targetPortal",
+            ),
+            ("FieldValueRequired", "Required value", "spec.iscsi.iqn"),
+            ("FieldValueInvalid", range, "spec.iscsi.lun"),
+        ],
+    );
+
+    // Node affinity, once set, only moves from beta labels to GA ones.
+    let zone = |key: &str| {
+        json!({"local": {"path": "/mnt/disk"}, "nodeAffinity": {"required": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": key, "operator": "In", "values": ["z1"]}]}]}}})
+    };
+    created(
+        &env,
+        PVS,
+        &pv("zoned", zone("failure-domain.beta.kubernetes.io/zone")),
+    )
+    .await;
+    let path = format!("{PVS}/zoned");
+    let (code, body) =
+        put_latest(&env, &path, "", |v| {
+            v["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+                ["key"] = json!("topology.kubernetes.io/zone");
+        })
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let answer =
+        put_latest(&env, &path, "", |v| {
+            v["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+                ["key"] = json!("example.com/zone");
+        })
+        .await;
+    let immutable = "Invalid value: core.VolumeNodeAffinity{Required:(*core.NodeSelector)(0xc000000000)}: field is immutable, except for updating from beta label to GA";
+    assert_invalid(
+        &answer,
+        &format!("PersistentVolume \"zoned\" is invalid: nodeAffinity: {immutable}"),
+        &[("FieldValueInvalid", immutable, "nodeAffinity")],
+    );
+
+    // A status write changing the phase gets a new transition time; its spec is not checked.
+    let (code, before) = call(&env, "GET", &path, None).await;
+    assert_eq!(code, 200, "{before}");
+    let (code, after) = put_latest(&env, &path, "/status", |v| {
+        v["status"]["phase"] = json!("Available");
+        v["status"]["lastPhaseTransitionTime"] =
+            before["status"]["lastPhaseTransitionTime"].clone();
+    })
+    .await;
+    assert_eq!(code, 200, "{after}");
+    assert_eq!(after["status"]["phase"], "Available", "{after}");
+    assert!(
+        after["status"]["lastPhaseTransitionTime"].is_string(),
+        "{after}"
+    );
+}
+
+#[tokio::test]
+async fn claims_check_data_sources_and_status() {
+    let env = TestEnv::start().await.expect("env");
+    let answer = call(
+        &env,
+        "POST",
+        PVCS,
+        Some(&pvc(
+            "restored",
+            json!({"dataSource": {"kind": "PersistentVolumeClaim", "name": "a"},
+                "dataSourceRef": {"kind": "PersistentVolumeClaim", "name": "b"}}),
+        )),
+    )
+    .await;
+    let mismatch = "Invalid value: field.Path{name:\"dataSource\", index:\"\", parent:(*field.Path)(0xc000000000)}: must match dataSourceRef";
+    assert_invalid(
+        &answer,
+        &format!("PersistentVolumeClaim \"restored\" is invalid: spec: {mismatch}"),
+        &[("FieldValueInvalid", mismatch, "spec")],
+    );
+    absent(&env, PVCS, "restored").await;
+    let answer = call(
+        &env,
+        "POST",
+        PVCS,
+        Some(&pvc(
+            "snap",
+            json!({"dataSourceRef": {"kind": "VolumeSnapshot", "name": ""}}),
+        )),
+    )
+    .await;
+    let default_group = "Invalid value: \"VolumeSnapshot\": must be 'PersistentVolumeClaim' when referencing the default apiGroup";
+    assert_invalid(
+        &answer,
+        &format!(
+            "PersistentVolumeClaim \"snap\" is invalid: [spec.dataSourceRef.name: Required value, spec.dataSourceRef: {default_group}]"
+        ),
+        &[
+            (
+                "FieldValueRequired",
+                "Required value",
+                "spec.dataSourceRef.name",
+            ),
+            ("FieldValueInvalid", default_group, "spec.dataSourceRef"),
+        ],
+    );
+
+    // Status writes: allocated resources keyed by storage, known resize statuses.
+    created(&env, PVCS, &pvc("grow", json!({}))).await;
+    let path = format!("{PVCS}/grow");
+    let answer = put_latest(&env, &path, "/status", |c| {
+        c["status"]["allocatedResources"] = json!({"cpu": "1"});
+        c["status"]["allocatedResourceStatuses"] = json!({"storage": "Growing"});
+    })
+    .await;
+    let statuses = "Unsupported value: \"storage\": supported values: \"ControllerResizeInProgress\", \"ControllerResizeInfeasible\", \"NodeResizeInProgress\", \"NodeResizeInfeasible\", \"NodeResizePending\"";
+    let cpu = "Unsupported value: \"cpu\": supported values: \"storage\"";
+    assert_invalid(
+        &answer,
+        &format!(
+            "PersistentVolumeClaim \"grow\" is invalid: [status.allocatedResourceStatus: {statuses}, status.allocatedResources: {cpu}]"
+        ),
+        &[
+            (
+                "FieldValueNotSupported",
+                statuses,
+                "status.allocatedResourceStatus",
+            ),
+            ("FieldValueNotSupported", cpu, "status.allocatedResources"),
+        ],
+    );
+    let (code, body) = put_latest(&env, &path, "/status", |c| {
+        c["status"]["allocatedResources"] = json!({"storage": "2Gi"});
+        c["status"]["allocatedResourceStatuses"] = json!({"storage": "ControllerResizeInProgress"});
+    })
+    .await;
+    assert_eq!(code, 200, "{body}");
+}
