@@ -505,6 +505,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 field_selectors: selectable_fields.clone(),
                 actions: Vec::new(),
                 connecters: Vec::new(),
+                upstream_storage_version: None,
                 pod_spec: None,
                 lists: &[],
                 printer: crate::kinds::printer::DEFAULT,

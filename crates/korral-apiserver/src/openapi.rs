@@ -1716,6 +1716,7 @@ mod tests {
             field_selectors: vec![],
             actions: Vec::new(),
             connecters: Vec::new(),
+            upstream_storage_version: None,
             pod_spec: None,
             lists: &[],
             printer: crate::kinds::printer::DEFAULT,

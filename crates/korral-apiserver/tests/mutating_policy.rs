@@ -64,9 +64,14 @@ async fn discovery_matches_upstream() {
         "fixtures/admissionregistration/discovery-admissionregistration-k8s-io-v1.json"
     ))
     .expect("reference");
+    // Every resource of the group, in the `api-extensions` category as upstream's.
     for name in [
         "mutatingadmissionpolicies",
         "mutatingadmissionpolicybindings",
+        "mutatingwebhookconfigurations",
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings",
+        "validatingwebhookconfigurations",
     ] {
         let find = |doc: &Value| {
             doc["resources"]
@@ -76,7 +81,15 @@ async fn discovery_matches_upstream() {
         };
         let ours = find(&list);
         let theirs = find(&reference["body"]);
-        for key in ["singularName", "namespaced", "kind", "verbs", "shortNames"] {
+        for key in [
+            "singularName",
+            "namespaced",
+            "kind",
+            "verbs",
+            "shortNames",
+            "categories",
+            "storageVersionHash",
+        ] {
             assert_eq!(ours[key], theirs[key], "{name} {key}");
         }
     }

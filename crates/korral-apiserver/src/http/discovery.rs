@@ -68,7 +68,6 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
 /// `group/version/kind` objects of the resource are stored as, in base64. Resources that store
 /// nothing (create-only ones) have none.
 fn storage_version_hash(registry: &Registry, info: &ResourceInfo) -> Option<String> {
-    use base64::Engine as _;
     if info.verbs.iter().all(|v| v == "create") {
         return None;
     }
@@ -81,6 +80,9 @@ fn storage_version_hash(registry: &Registry, info: &ResourceInfo) -> Option<Stri
             // Built-in kinds are stored in their group's preferred version that serves them
             // (HPAs served as autoscaling/v1 are stored as v2), under their storage identity.
             let (group, resource) = info.storage_identity();
+            if let Some(version) = info.upstream_storage_version {
+                return Some(hash_of(&format!("{group}/{version}/{}", info.kind)));
+            }
             let (version, kind) = registry
                 .groups()
                 .into_iter()
@@ -95,9 +97,15 @@ fn storage_version_hash(registry: &Registry, info: &ResourceInfo) -> Option<Stri
             format!("{group}/{version}/{kind}")
         }
     };
+    Some(hash_of(&stored))
+}
+
+/// The first 8 bytes of the SHA-256 of `group/version/kind`, in base64.
+fn hash_of(stored: &str) -> String {
+    use base64::Engine as _;
     let digest = ring::digest::digest(&ring::digest::SHA256, stored.as_bytes());
-    let first = digest.as_ref().get(..8)?;
-    Some(base64::engine::general_purpose::STANDARD.encode(first))
+    let first = digest.as_ref().get(..8).unwrap_or_default();
+    base64::engine::general_purpose::STANDARD.encode(first)
 }
 
 fn resource_entry(registry: &Registry, info: &ResourceInfo) -> Value {
@@ -396,6 +404,24 @@ mod tests {
             "Scale"
         );
         assert_eq!(deployments["subresources"][1]["subresource"], "status");
+        // What extends the API is in upstream's `api-extensions` category.
+        for (group, resource) in [
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+            ("apiregistration.k8s.io", "apiservices"),
+            (
+                "admissionregistration.k8s.io",
+                "validatingwebhookconfigurations",
+            ),
+        ] {
+            let entry = apis["items"]
+                .as_array()
+                .and_then(|i| i.iter().find(|g| g["metadata"]["name"] == group))
+                .and_then(|g| g["versions"][0]["resources"].as_array())
+                .and_then(|r| r.iter().find(|r| r["resource"] == resource))
+                .cloned()
+                .expect(resource);
+            assert_eq!(entry["categories"], json!(["api-extensions"]), "{resource}");
+        }
         let core = aggregated(&registry, true, "v2");
         assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
     }

@@ -6,9 +6,9 @@
 use k8s_openapi::api::admissionregistration::v1 as api;
 use serde_json::{Map, Value, json};
 
-use super::KindDef;
 use super::printer::{AGE, Column, Printer, age, text};
 use super::strategy::{Context, Strategy};
+use super::{API_EXTENSIONS, KindDef};
 use base64::Engine;
 
 use crate::error::{ApiError, Cause};
@@ -38,6 +38,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             Webhooks { mutating: false },
         )
         .cluster_scoped()
+        .category(API_EXTENSIONS)
         .generation()
         .schema::<api::ValidatingWebhookConfiguration>()
         .printer(WEBHOOKS),
@@ -49,6 +50,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             Webhooks { mutating: true },
         )
         .cluster_scoped()
+        .category(API_EXTENSIONS)
         .generation()
         .schema::<api::MutatingWebhookConfiguration>()
         .printer(WEBHOOKS),
@@ -60,6 +62,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             Policy,
         )
         .cluster_scoped()
+        .category(API_EXTENSIONS)
         .generation()
         .status()
         .schema::<api::ValidatingAdmissionPolicy>()
@@ -72,6 +75,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             Binding,
         )
         .cluster_scoped()
+        .category(API_EXTENSIONS)
         .generation()
         .schema::<api::ValidatingAdmissionPolicyBinding>()
         .printer(BINDINGS),
@@ -83,8 +87,11 @@ pub(super) fn kinds() -> Vec<KindDef> {
             mutating::Policy,
         )
         .cluster_scoped()
+        .category(API_EXTENSIONS)
         .generation()
         .schema::<api::MutatingAdmissionPolicy>()
+        // GA in v1.36, still stored as v1beta1 upstream.
+        .upstream_storage_version("v1beta1")
         .printer(mutating::POLICIES),
         KindDef::new(
             GROUP,
@@ -94,8 +101,11 @@ pub(super) fn kinds() -> Vec<KindDef> {
             mutating::Binding,
         )
         .cluster_scoped()
+        .category(API_EXTENSIONS)
         .generation()
         .schema::<api::MutatingAdmissionPolicyBinding>()
+        // GA in v1.36, still stored as v1beta1 upstream.
+        .upstream_storage_version("v1beta1")
         .printer(BINDINGS),
     ]
 }

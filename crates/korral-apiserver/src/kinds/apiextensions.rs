@@ -88,6 +88,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .schema::<api::CustomResourceDefinition>()
         .cluster_scoped()
         .short(&["crd", "crds"])
+        .category(super::API_EXTENSIONS)
         .status()
         .generation(),
     ]

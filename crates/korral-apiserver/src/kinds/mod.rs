@@ -56,7 +56,7 @@ pub(crate) struct KindDef {
     kind: &'static str,
     namespaced: bool,
     short: &'static [&'static str],
-    all: bool,
+    categories: Vec<&'static str>,
     status: bool,
     scale: bool,
     generation: bool,
@@ -67,11 +67,16 @@ pub(crate) struct KindDef {
     schema: Option<fn(&mut SchemaGenerator)>,
     actions: Vec<actions::Action>,
     connecters: Vec<connect::Connecter>,
+    upstream_storage_version: Option<&'static str>,
     pod_spec: Option<&'static str>,
     lists: &'static [lists::ListAt],
     printer: Printer,
     strategy: Arc<dyn Strategy>,
 }
+
+/// Upstream's category of the kinds that extend the API (CRDs, APIServices, admission
+/// webhooks and policies): `kubectl get api-extensions`.
+pub(crate) const API_EXTENSIONS: &str = "api-extensions";
 
 fn collect<T: JsonSchema>(generator: &mut SchemaGenerator) {
     let _ = generator.subschema_for::<T>();
@@ -93,7 +98,7 @@ impl KindDef {
             kind,
             namespaced: true,
             short: &[],
-            all: false,
+            categories: Vec::new(),
             status: false,
             scale: false,
             generation: false,
@@ -104,6 +109,7 @@ impl KindDef {
             schema: None,
             actions: Vec::new(),
             connecters: Vec::new(),
+            upstream_storage_version: None,
             pod_spec: None,
             lists: &[],
             printer: printer::DEFAULT,
@@ -130,8 +136,13 @@ impl KindDef {
     }
 
     /// In the `all` category (`kubectl get all`).
-    pub(crate) fn in_all(mut self) -> Self {
-        self.all = true;
+    pub(crate) fn in_all(self) -> Self {
+        self.category("all")
+    }
+
+    /// In the category `name` ([`API_EXTENSIONS`]: what extends the API).
+    pub(crate) fn category(mut self, name: &'static str) -> Self {
+        self.categories.push(name);
         self
     }
 
@@ -204,7 +215,16 @@ impl KindDef {
         kind: &'static str,
         verbs: &'static [&'static str],
     ) -> Self {
-        self.connecters.push(connect::Connecter { name, kind, verbs });
+        self.connecters
+            .push(connect::Connecter { name, kind, verbs });
+        self
+    }
+
+    /// The version upstream stores the kind in when it is not the group's preferred one that
+    /// serves it (a kind newly GA is still stored in its beta version for a release); only
+    /// discovery's `storageVersionHash` tells it.
+    pub(crate) fn upstream_storage_version(mut self, version: &'static str) -> Self {
+        self.upstream_storage_version = Some(version);
         self
     }
 
@@ -246,11 +266,7 @@ impl KindDef {
             list_kind: format!("{}List", self.kind),
             namespaced: self.namespaced,
             short_names: self.short.iter().map(|x| x.to_string()).collect(),
-            categories: if self.all {
-                vec!["all".to_string()]
-            } else {
-                vec![]
-            },
+            categories: self.categories.iter().map(|c| c.to_string()).collect(),
             verbs,
             status_subresource: self.status,
             scale: self.scale.then(|| ScalePaths {
@@ -264,6 +280,7 @@ impl KindDef {
             custom: None,
             actions: self.actions.clone(),
             connecters: self.connecters.clone(),
+            upstream_storage_version: self.upstream_storage_version,
             pod_spec: self.pod_spec,
             lists: self.lists,
             printer: self.printer,

@@ -109,6 +109,9 @@ pub struct ResourceInfo {
     pub(crate) actions: Vec<crate::kinds::actions::Action>,
     /// Subresources served by reaching a node or pod (`pods/log`, `services/proxy`).
     pub(crate) connecters: Vec<crate::kinds::connect::Connecter>,
+    /// The version upstream stores a built-in kind in when it differs from the preferred one
+    /// serving it (for discovery's `storageVersionHash`).
+    pub(crate) upstream_storage_version: Option<&'static str>,
     /// How objects print as a `Table` (built-in kinds; custom resources use their CRD's
     /// printer columns).
     pub(crate) printer: crate::kinds::Printer,

@@ -32,6 +32,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
     vec![
         KindDef::new(GROUP, "v1", RESOURCE, "APIService", ApiServices)
             .cluster_scoped()
+            .category(super::API_EXTENSIONS)
             .status()
             .names(NameRule::PathSegment)
             .schema::<api::APIService>()
