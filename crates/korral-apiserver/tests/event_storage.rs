@@ -536,14 +536,18 @@ async fn events_k8s_io_tables_and_durable_restart() {
     assert_eq!(code, 200, "{read}");
     assert_eq!(read["note"], "hello", "{read}");
 
-    // Both APIs' tables (`kubectl get events`, `kubectl get events.events.k8s.io`) list it:
-    // the core one with the event columns, events.k8s.io with the default ones (as before).
+    // Both APIs' tables (`kubectl get events`, `kubectl get events.events.k8s.io`) list it
+    // with the event columns and the same cells: upstream prints both with one printer.
+    let mut rows_of = Vec::new();
     for (collection, columns) in [
         (
             core_events(),
             vec!["Name", "Last Seen", "Type", "Reason", "Object", "Message"],
         ),
-        (v1_events(), vec!["Name", "Created At"]),
+        (
+            v1_events(),
+            vec!["Name", "Last Seen", "Type", "Reason", "Object", "Message"],
+        ),
     ] {
         let table = table(&env, &collection).await;
         assert_eq!(table["kind"], "Table", "{table}");
@@ -558,5 +562,13 @@ async fn events_k8s_io_tables_and_durable_restart() {
         let rows = table["rows"].as_array().expect("rows");
         assert_eq!(rows.len(), 1, "{table}");
         assert_eq!(rows[0]["cells"][0], "ev1", "{table}");
+        rows_of.push(rows[0]["cells"].clone());
     }
+    assert_eq!(rows_of[0], rows_of[1], "one printer for both APIs");
+    assert!(
+        rows_of[0]
+            .as_array()
+            .is_some_and(|cells| cells.iter().any(|c| c == "hello")),
+        "the message is shown: {rows_of:?}"
+    );
 }

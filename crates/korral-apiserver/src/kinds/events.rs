@@ -24,6 +24,7 @@ use k8s_openapi::api::events::v1 as api;
 use serde_json::{Value, json};
 
 use super::KindDef;
+use super::printer::Printer;
 use super::strategy::{Context, Strategy};
 use crate::error::Cause;
 use crate::registry::ResourceInfo;
@@ -43,8 +44,27 @@ pub(super) fn kinds() -> Vec<KindDef> {
         )
         .schema::<api::Event>()
         .short(&["ev"])
+        .printer(EVENTS_V1_PRINTER)
         .fields(EVENTS_V1_FIELDS),
     ]
+}
+
+/// Upstream prints `events.k8s.io/v1` Events with the core Event printer (both are its internal
+/// Event): the core columns, the cells of the Event in the core shape.
+const EVENTS_V1_PRINTER: Printer = Printer {
+    columns: super::core::print::EVENTS.columns,
+    cells: events_v1_cells,
+};
+
+/// The core printer's cells of an `events.k8s.io/v1` Event (one already in the core shape is
+/// printed as it is).
+fn events_v1_cells(obj: &Value) -> Vec<Value> {
+    let core = if crate::meta::api_version(obj) == "v1" {
+        obj.clone()
+    } else {
+        convert::convert(obj, EventApi::EventsV1, EventApi::Core)
+    };
+    (super::core::print::EVENTS.cells)(&core)
 }
 
 /// The field selectors of `events.k8s.io/v1` Events (beyond the object's name and namespace)

@@ -9,7 +9,7 @@ mod namespace;
 mod node;
 mod pod;
 pub(crate) mod pod_log;
-mod print;
+pub(crate) mod print;
 mod quota;
 mod replication;
 mod secret;

@@ -366,7 +366,7 @@ fn external_ip(obj: &Value, kind: &str) -> String {
 
 /// Events (core/v1): `Last Seen`, `Type`, `Reason`, `Object`, wide `Subobject`, `Source`,
 /// `Message`, wide `First Seen`, `Count`, `Name`.
-pub(super) const EVENTS: Printer = Printer {
+pub(crate) const EVENTS: Printer = Printer {
     columns: &[
         Column::new(
             "Last Seen",
