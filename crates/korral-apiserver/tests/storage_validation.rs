@@ -370,3 +370,139 @@ async fn claims_check_data_sources_and_status() {
     .await;
     assert_eq!(code, 200, "{body}");
 }
+
+const STORAGE: &str = "/apis/storage.k8s.io/v1";
+
+#[tokio::test]
+async fn storage_kinds_check_their_fields_and_updates() {
+    let env = TestEnv::start().await.expect("env");
+    // StorageClass: allowed topologies with a repeated value and a repeated term.
+    let classes = format!("{STORAGE}/storageclasses");
+    let zone = |values: Value| json!({"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone", "values": values}]});
+    let answer = call(
+        &env,
+        "POST",
+        &classes,
+        Some(
+            &json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "zoned"}, "provisioner": "example.com/disk",
+            "allowedTopologies": [zone(json!(["a", "a"])), zone(json!(["a"]))]}),
+        ),
+    )
+    .await;
+    assert_invalid(
+        &answer,
+        "StorageClass.storage.k8s.io \"zoned\" is invalid: [allowedTopologies[0].matchLabelExpressions[0].values[1]: Duplicate value: \"a\", allowedTopologies[1].matchLabelExpressions: Duplicate value: \"\"]",
+        &[
+            (
+                "FieldValueDuplicate",
+                "Duplicate value: \"a\"",
+                "allowedTopologies[0].matchLabelExpressions[0].values[1]",
+            ),
+            (
+                "FieldValueDuplicate",
+                "Duplicate value: \"\"",
+                "allowedTopologies[1].matchLabelExpressions",
+            ),
+        ],
+    );
+    absent(&env, &classes, "zoned").await;
+
+    // CSIDriver: token requests.
+    let drivers = format!("{STORAGE}/csidrivers");
+    let answer = call(
+        &env,
+        "POST",
+        &drivers,
+        Some(&json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+            "metadata": {"name": "tokens.example.com"},
+            "spec": {"tokenRequests": [{"audience": "vault", "expirationSeconds": 60}, {"audience": "vault"}]}})),
+    )
+    .await;
+    let short = "Invalid value: 60: may not specify a duration less than 10 minutes";
+    assert_invalid(
+        &answer,
+        &format!(
+            "CSIDriver.storage.k8s.io \"tokens.example.com\" is invalid: [spec.tokenRequests[0].expirationSeconds: {short}, spec.tokenRequests[1].audience: Duplicate value: \"vault\"]"
+        ),
+        &[
+            (
+                "FieldValueInvalid",
+                short,
+                "spec.tokenRequests[0].expirationSeconds",
+            ),
+            (
+                "FieldValueDuplicate",
+                "Duplicate value: \"vault\"",
+                "spec.tokenRequests[1].audience",
+            ),
+        ],
+    );
+
+    // VolumeAttributesClass: driver and parameters are fixed.
+    let vacs = format!("{STORAGE}/volumeattributesclasses");
+    created(
+        &env,
+        &vacs,
+        &json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
+            "metadata": {"name": "gold"}, "driverName": "d.example.com", "parameters": {"iops": "100"}}),
+    )
+    .await;
+    let answer = put_latest(&env, &format!("{vacs}/gold"), "", |c| {
+        c["driverName"] = json!("e.example.com");
+    })
+    .await;
+    assert_invalid(
+        &answer,
+        "VolumeAttributesClass.storage.k8s.io \"gold\" is invalid: driverName: Forbidden: updates to driverName are forbidden.",
+        &[(
+            "FieldValueForbidden",
+            "Forbidden: updates to driverName are forbidden.",
+            "driverName",
+        )],
+    );
+
+    // VolumeAttachment: a status write with a negative error code.
+    let attachments = format!("{STORAGE}/volumeattachments");
+    created(
+        &env,
+        &attachments,
+        &json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+            "metadata": {"name": "va"}, "spec": {"attacher": "d.example.com", "nodeName": "n1",
+            "source": {"persistentVolumeName": "pv1"}}}),
+    )
+    .await;
+    let answer = put_latest(&env, &format!("{attachments}/va"), "/status", |v| {
+        v["status"] =
+            json!({"attached": false, "attachError": {"message": "boom", "errorCode": -5}});
+    })
+    .await;
+    let code = "Invalid value: -5: must be between 0 and 2147483647, inclusive";
+    assert_invalid(
+        &answer,
+        &format!(
+            "VolumeAttachment.storage.k8s.io \"va\" is invalid: status.attachError.errorCode: {code}"
+        ),
+        &[("FieldValueInvalid", code, "status.attachError.errorCode")],
+    );
+
+    // CSIStorageCapacity: the class it reports for is fixed.
+    let capacities = format!("{STORAGE}/namespaces/default/csistoragecapacities");
+    created(
+        &env,
+        &capacities,
+        &json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+            "metadata": {"name": "cap"}, "storageClassName": "fast", "capacity": "10Gi"}),
+    )
+    .await;
+    let answer = put_latest(&env, &format!("{capacities}/cap"), "", |c| {
+        c["storageClassName"] = json!("slow");
+    })
+    .await;
+    let fixed = "Invalid value: \"slow\": field is immutable";
+    assert_invalid(
+        &answer,
+        &format!("CSIStorageCapacity.storage.k8s.io \"cap\" is invalid: storageClassName: {fixed}"),
+        &[("FieldValueInvalid", fixed, "storageClassName")],
+    );
+}

@@ -1,6 +1,7 @@
 //! `storage.k8s.io/v1`: StorageClasses, CSIDrivers, CSINodes, VolumeAttachments,
 //! CSIStorageCapacities and VolumeAttributesClasses, with upstream's
-//! `pkg/apis/storage/validation` rules and `storage/v1` defaults.
+//! `pkg/apis/storage/validation` rules (allowed topologies in [`topology`], the update rules
+//! printing Go values in [`updates`]) and `storage/v1` defaults.
 
 use k8s_openapi::api::storage::v1 as api;
 
@@ -20,6 +21,9 @@ use crate::validation::names::{
 };
 use crate::validation::selectors::validate_label_selector;
 
+mod topology;
+mod updates;
+
 const GROUP: &str = "storage.k8s.io";
 
 /// The longest CSI driver name.
@@ -30,6 +34,14 @@ const CSI_NODE_ID_MAX_LENGTH: usize = 192;
 const MAX_PARAMETERS: usize = 512;
 /// The largest total size of provisioner parameters.
 const MAX_PARAMETERS_SIZE: usize = 256 * 1024;
+/// The largest total size of a VolumeAttachment's attachment metadata.
+const MAX_ATTACHMENT_METADATA_SIZE: usize = 256 * 1024;
+/// The longest message of a VolumeAttachment's attach or detach error.
+const MAX_VOLUME_ERROR_MESSAGE: usize = 1024;
+/// The shortest service account token a CSI driver may request (10 minutes).
+const MIN_TOKEN_SECONDS: i64 = 600;
+/// The longest service account token a CSI driver may request (2^32 seconds).
+const MAX_TOKEN_SECONDS: i64 = 1 << 32;
 
 /// Which storage kind a [`StorageStrategy`] serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,30 +218,17 @@ impl Strategy for StorageStrategy {
     }
 
     fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        if self.0 == Kind::VolumeAttributesClass {
+            return volume_attributes_class_update(obj, old);
+        }
         let mut errs = self.validate(obj, ctx);
         errs.extend(match self.0 {
             Kind::StorageClass => storage_class_update(obj, old),
             Kind::CsiDriver => csi_driver_update(obj, old),
-            Kind::VolumeAttachment if obj.get("spec") != old.get("spec") => {
-                vec![invalid_rendered("spec", "\"object\"", "field is immutable")]
-            }
-            Kind::VolumeAttributesClass => {
-                let mut errs = Vec::new();
-                if obj.get("parameters") != old.get("parameters") {
-                    errs.push(Cause::forbidden(
-                        "parameters",
-                        "updates to parameters are forbidden.",
-                    ));
-                }
-                errs.extend(crate::kinds::workload::immutable(
-                    obj,
-                    old,
-                    "driverName",
-                    "",
-                ));
-                errs
-            }
-            _ => Vec::new(),
+            Kind::CsiNode => updates::csi_node(obj, old),
+            Kind::VolumeAttachment => updates::attachment(obj, old).into_iter().collect(),
+            Kind::CsiStorageCapacity => updates::capacity(obj, old),
+            Kind::VolumeAttributesClass => Vec::new(),
         });
         errs
     }
@@ -259,11 +258,11 @@ pub(crate) fn csi_driver_name(name: &str, path: &str) -> Vec<Cause> {
     errs
 }
 
-/// `validateParameters`: at most 512 non-empty keys of at most 256 KiB in all.
-fn parameters(obj: &Value, path: &str) -> Vec<Cause> {
-    let Some(params) = obj.get(path).and_then(Value::as_object) else {
-        return Vec::new();
-    };
+/// `validateParameters`: at most 512 non-empty keys of at most 256 KiB in all, and at least
+/// one unless `allow_empty`.
+fn parameters(obj: &Value, path: &str, allow_empty: bool) -> Vec<Cause> {
+    let empty = serde_json::Map::new();
+    let params = obj.get(path).and_then(Value::as_object).unwrap_or(&empty);
     let mut errs = Vec::new();
     if params.len() > MAX_PARAMETERS {
         errs.push(Cause::new(
@@ -286,22 +285,32 @@ fn parameters(obj: &Value, path: &str) -> Vec<Cause> {
             MAX_PARAMETERS_SIZE as i64,
         ));
     }
+    if !allow_empty && params.is_empty() {
+        errs.push(Cause::required(
+            path,
+            "must contain at least one key/value pair",
+        ));
+    }
     errs
 }
 
-/// Upstream's `ValidateStorageClass` (besides object metadata and allowed topologies).
-fn storage_class(obj: &Value) -> Vec<Cause> {
-    let mut errs = Vec::new();
-    let provisioner = string(obj, "provisioner");
-    if provisioner.is_empty() {
-        errs.push(Cause::required("provisioner", ""));
-    } else {
-        let lower = provisioner.to_lowercase();
-        for msg in validate_qualified_name(&lower) {
-            errs.push(invalid_rendered("provisioner", &go_quote(&lower), &msg));
-        }
+/// `validateProvisioner` for the name at `field`: required, a qualified name once lowercased.
+fn provisioner(obj: &Value, field: &str) -> Vec<Cause> {
+    let name = string(obj, field);
+    if name.is_empty() {
+        return vec![Cause::required(field, "")];
     }
-    errs.extend(parameters(obj, "parameters"));
+    let lower = name.to_lowercase();
+    validate_qualified_name(&lower)
+        .iter()
+        .map(|msg| invalid_rendered(field, &go_quote(&lower), msg))
+        .collect()
+}
+
+/// Upstream's `ValidateStorageClass` (besides object metadata).
+fn storage_class(obj: &Value) -> Vec<Cause> {
+    let mut errs = provisioner(obj, "provisioner");
+    errs.extend(parameters(obj, "parameters", true));
     if let Some(policy) = obj.get("reclaimPolicy").and_then(Value::as_str)
         && !policy.is_empty()
         && !matches!(policy, "Delete" | "Retain")
@@ -324,6 +333,7 @@ fn storage_class(obj: &Value) -> Vec<Cause> {
             Order::Sorted,
         )),
     }
+    errs.extend(topology::allowed_topologies(obj));
     errs
 }
 
@@ -349,11 +359,22 @@ fn storage_class_update(obj: &Value, old: &Value) -> Vec<Cause> {
     errs
 }
 
-/// Upstream's `ValidateCSIDriver` (besides object metadata, named as a DNS subdomain): the FS
-/// group policy and lifecycle modes are known values.
+/// Upstream's `validateCSIDriverSpec` (besides the fields defaulting always sets): a known FS
+/// group policy, token requests with distinct audiences and bounded lifetimes, known lifecycle
+/// modes, an allocatable update period of at least 10 seconds.
 fn csi_driver(obj: &Value) -> Vec<Cause> {
     let mut errs = Vec::new();
     let spec = obj.get("spec").unwrap_or(&Value::Null);
+    for field in ["attachRequired", "podInfoOnMount", "storageCapacity"] {
+        if spec.get(field).is_some_and(Value::is_null) {
+            let path = if field == "attachRequired" {
+                "attachedRequired"
+            } else {
+                field
+            };
+            errs.push(Cause::required(format!("spec.{path}"), ""));
+        }
+    }
     if let Some(policy) = spec.get("fsGroupPolicy").filter(|v| !v.is_null())
         && !matches!(
             policy.as_str(),
@@ -370,21 +391,87 @@ fn csi_driver(obj: &Value) -> Vec<Cause> {
             ],
         ));
     }
-    let modes = spec
+    errs.extend(token_requests(spec));
+    for mode in spec
         .get("volumeLifecycleModes")
         .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    for (i, mode) in modes.iter().enumerate() {
+        .into_iter()
+        .flatten()
+    {
         if !matches!(mode.as_str(), Some("Ephemeral" | "Persistent")) {
             errs.push(Cause::not_supported(
-                index("spec.volumeLifecycleModes", i),
+                "spec.volumeLifecycleModes",
                 mode,
-                &[json!("Ephemeral"), json!("Persistent")],
+                &[json!("Persistent"), json!("Ephemeral")],
+            ));
+        }
+    }
+    if let Some(period) = spec
+        .get("nodeAllocatableUpdatePeriodSeconds")
+        .and_then(Value::as_i64)
+        && period < 10
+    {
+        errs.push(invalid_value(
+            "spec.nodeAllocatableUpdatePeriodSeconds",
+            &json!(period),
+            "must be greater than or equal to 10 seconds",
+        ));
+    }
+    errs
+}
+
+/// `validateTokenRequests`: each audience once (a repeated one is not checked further), an
+/// expiration of at least 10 minutes and at most 2^32 seconds.
+fn token_requests(spec: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let mut audiences = std::collections::HashSet::new();
+    for (i, request) in spec
+        .get("tokenRequests")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let path = index("spec.tokenRequests", i);
+        let audience = string(request, "audience");
+        if !audiences.insert(audience) {
+            errs.push(Cause::duplicate(child(&path, "audience"), &json!(audience)));
+            continue;
+        }
+        let Some(seconds) = request.get("expirationSeconds").and_then(Value::as_i64) else {
+            continue;
+        };
+        let at = child(&path, "expirationSeconds");
+        if seconds < MIN_TOKEN_SECONDS {
+            errs.push(invalid_value(
+                &at,
+                &json!(seconds),
+                "may not specify a duration less than 10 minutes",
+            ));
+        }
+        if seconds > MAX_TOKEN_SECONDS {
+            errs.push(invalid_value(
+                &at,
+                &json!(seconds),
+                "may not specify a duration larger than 2^32 seconds",
             ));
         }
     }
     errs
+}
+
+/// Go's `%#v` of a `[]storage.VolumeLifecycleMode` (`(nil)` when absent).
+fn render_modes(modes: Option<&Value>) -> String {
+    match modes.and_then(Value::as_array) {
+        None => "[]storage.VolumeLifecycleMode(nil)".to_string(),
+        Some(items) => {
+            let items: Vec<String> = items
+                .iter()
+                .map(|m| go_quote(m.as_str().unwrap_or("")))
+                .collect();
+            format!("[]storage.VolumeLifecycleMode{{{}}}", items.join(", "))
+        }
+    }
 }
 
 /// Upstream's `ValidateCSIDriverUpdate`: `attachRequired` (reported at upstream's
@@ -395,14 +482,25 @@ fn csi_driver_update(obj: &Value, old: &Value) -> Vec<Cause> {
         old.get("spec").unwrap_or(&Value::Null),
     );
     let mut errs = Vec::new();
-    for (field, path) in [
-        ("attachRequired", "spec.attachedRequired"),
-        ("volumeLifecycleModes", "spec.volumeLifecycleModes"),
-    ] {
-        let value = spec.get(field).unwrap_or(&Value::Null);
-        if Some(value) != old_spec.get(field).or(Some(&Value::Null)) {
-            errs.push(invalid_value(path, value, "field is immutable"));
-        }
+    let attach = spec.get("attachRequired").unwrap_or(&Value::Null);
+    if Some(attach) != old_spec.get("attachRequired").or(Some(&Value::Null)) {
+        errs.push(invalid_value(
+            "spec.attachedRequired",
+            attach,
+            "field is immutable",
+        ));
+    }
+    let modes = |s: &Value| {
+        s.get("volumeLifecycleModes")
+            .filter(|m| !m.as_array().is_some_and(Vec::is_empty) && !m.is_null())
+            .cloned()
+    };
+    if modes(spec) != modes(old_spec) {
+        errs.push(invalid_rendered(
+            "spec.volumeLifecycleModes",
+            &render_modes(spec.get("volumeLifecycleModes")),
+            "field is immutable",
+        ));
     }
     errs
 }
@@ -492,6 +590,7 @@ fn volume_attachment(obj: &Value) -> Vec<Cause> {
     for msg in dns1123_subdomain(node) {
         errs.push(invalid_rendered("spec.nodeName", &go_quote(node), &msg));
     }
+    errs.extend(attachment_status(obj));
     errs.extend(csi_driver_name(attacher, "spec.attacher"));
     if let Some(pv) = pv {
         for msg in dns1123_subdomain(pv) {
@@ -505,39 +604,97 @@ fn volume_attachment(obj: &Value) -> Vec<Cause> {
     errs
 }
 
-/// Upstream's `ValidateCSIStorageCapacity`: a storage class name, a valid node topology
-/// selector, non-negative quantities.
-fn csi_storage_capacity(obj: &Value) -> Vec<Cause> {
+/// `validateVolumeAttachmentStatus`: the attachment metadata's size, the errors' message
+/// lengths (upstream names the metadata limit in that message) and codes.
+fn attachment_status(obj: &Value) -> Vec<Cause> {
+    let status = obj.get("status").unwrap_or(&Value::Null);
     let mut errs = Vec::new();
-    let class = string(obj, "storageClassName");
-    if class.is_empty() {
-        errs.push(Cause::required("storageClassName", ""));
-    } else {
-        for msg in dns1123_subdomain(class) {
-            errs.push(invalid_rendered("storageClassName", &go_quote(class), &msg));
+    let size: usize = status
+        .get("attachmentMetadata")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+        .sum();
+    if size > MAX_ATTACHMENT_METADATA_SIZE {
+        errs.push(crate::validation::names::too_long(
+            "status.attachmentMetadata",
+            MAX_ATTACHMENT_METADATA_SIZE as i64,
+        ));
+    }
+    for field in ["attachError", "detachError"] {
+        let Some(error) = status.get(field).filter(|e| !e.is_null()) else {
+            continue;
+        };
+        let path = format!("status.{field}");
+        if string(error, "message").len() > MAX_VOLUME_ERROR_MESSAGE {
+            errs.push(crate::validation::names::too_long(
+                &child(&path, "message"),
+                MAX_ATTACHMENT_METADATA_SIZE as i64,
+            ));
         }
-    }
-    if let Some(selector) = obj.get("nodeTopology").filter(|v| !v.is_null()) {
-        errs.extend(validate_label_selector(selector, "nodeTopology"));
-    }
-    for field in ["capacity", "maximumVolumeSize"] {
-        if let Some(value) = obj.get(field).filter(|v| !v.is_null())
-            && quantity::from_json(value).is_ok_and(|q| q.is_negative())
+        if let Some(code) = error.get("errorCode").and_then(Value::as_i64)
+            && code < 0
         {
             errs.push(invalid_value(
-                field,
-                value,
-                "must be greater than or equal to 0",
+                &child(&path, "errorCode"),
+                &json!(code),
+                "must be between 0 and 2147483647, inclusive",
             ));
         }
     }
     errs
 }
 
-/// Upstream's `ValidateVolumeAttributesClass`: a CSI driver name and non-empty parameter keys.
+/// Upstream's `ValidateCSIStorageCapacity`: a valid node topology selector, a class name (a
+/// DNS subdomain, even when empty), a non-negative capacity.
+fn csi_storage_capacity(obj: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    if let Some(selector) = obj.get("nodeTopology").filter(|v| !v.is_null()) {
+        errs.extend(validate_label_selector(selector, "nodeTopology"));
+    }
+    let class = string(obj, "storageClassName");
+    for msg in dns1123_subdomain(class) {
+        errs.push(invalid_rendered("storageClassName", &go_quote(class), &msg));
+    }
+    if let Some(value) = obj.get("capacity").filter(|v| !v.is_null())
+        && let Ok(q) = quantity::from_json(value)
+        && q.is_negative()
+    {
+        errs.push(invalid_value(
+            "capacity",
+            &json!(q.canonical()),
+            "must be greater than or equal to 0",
+        ));
+    }
+    errs
+}
+
+/// Upstream's `ValidateVolumeAttributesClass`: a driver named as a provisioner is, and at least
+/// one parameter.
 fn volume_attributes_class(obj: &Value) -> Vec<Cause> {
-    let mut errs = csi_driver_name(string(obj, "driverName"), "driverName");
-    errs.extend(parameters(obj, "parameters"));
+    let mut errs = provisioner(obj, "driverName");
+    errs.extend(parameters(obj, "parameters", false));
+    errs
+}
+
+/// Upstream's `ValidateVolumeAttributesClassUpdate`: the driver and parameters may not
+/// change (checked first), then the class as on create.
+fn volume_attributes_class_update(obj: &Value, old: &Value) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    if obj.get("driverName") != old.get("driverName") {
+        errs.push(Cause::forbidden(
+            "driverName",
+            "updates to driverName are forbidden.",
+        ));
+    }
+    if obj.get("parameters") != old.get("parameters") {
+        errs.push(Cause::forbidden(
+            "parameters",
+            "updates to parameters are forbidden.",
+        ));
+    }
+    errs.extend(volume_attributes_class(obj));
     errs
 }
 
@@ -774,6 +931,94 @@ mod tests {
                 &json!({"storageClassName": "fast", "capacity": "-1Gi"})
             )),
             vec!["capacity: Invalid value: \"-1Gi\": must be greater than or equal to 0"]
+        );
+    }
+
+    #[test]
+    fn csi_driver_specs_as_upstream() {
+        let driver = |spec: Value| {
+            let mut d = json!({"metadata": {"name": "d.example.com"}, "spec": spec});
+            StorageStrategy(Kind::CsiDriver).default(&mut d);
+            d
+        };
+        let table: &[(Value, &[&str])] = &[
+            (
+                json!({"tokenRequests": [{"audience": "a", "expirationSeconds": 600}, {"audience": "b"}]}),
+                &[],
+            ),
+            (
+                json!({"tokenRequests": [{"audience": "a", "expirationSeconds": 599},
+                {"audience": "b", "expirationSeconds": 4294967297_i64}, {"audience": "a", "expirationSeconds": 1}]}),
+                &[
+                    "spec.tokenRequests[0].expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes",
+                    "spec.tokenRequests[1].expirationSeconds: Invalid value: 4294967297: may not specify a duration larger than 2^32 seconds",
+                    "spec.tokenRequests[2].audience: Duplicate value: \"a\"",
+                ],
+            ),
+            (
+                json!({"volumeLifecycleModes": ["Persistent", "Forever"]}),
+                &[
+                    "spec.volumeLifecycleModes: Unsupported value: \"Forever\": supported values: \"Persistent\", \"Ephemeral\"",
+                ],
+            ),
+            (
+                json!({"nodeAllocatableUpdatePeriodSeconds": 5}),
+                &[
+                    "spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 5: must be greater than or equal to 10 seconds",
+                ],
+            ),
+        ];
+        for (spec, want) in table {
+            assert_eq!(messages(csi_driver(&driver(spec.clone()))), *want, "{spec}");
+        }
+        let old = driver(json!({}));
+        let mut changed = old.clone();
+        changed["spec"]["volumeLifecycleModes"] = json!(["Ephemeral"]);
+        assert_eq!(
+            messages(csi_driver_update(&changed, &old)),
+            [
+                "spec.volumeLifecycleModes: Invalid value: []storage.VolumeLifecycleMode{\"Ephemeral\"}: field is immutable"
+            ]
+        );
+    }
+
+    #[test]
+    fn attribute_classes_and_attachment_status() {
+        assert_eq!(
+            messages(volume_attributes_class(
+                &json!({"driverName": "Bad Driver"})
+            )),
+            [
+                "driverName: Invalid value: \"bad driver\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                "parameters: Required value: must contain at least one key/value pair",
+            ]
+        );
+        let class = json!({"driverName": "d.example.com", "parameters": {"iops": "1"}});
+        let mut moved = class.clone();
+        moved["driverName"] = json!("e.example.com");
+        moved["parameters"] = json!({"iops": "2"});
+        assert!(volume_attributes_class_update(&class, &class).is_empty());
+        assert_eq!(
+            messages(volume_attributes_class_update(&moved, &class)),
+            [
+                "driverName: Forbidden: updates to driverName are forbidden.",
+                "parameters: Forbidden: updates to parameters are forbidden.",
+            ]
+        );
+        let va = json!({"spec": {"attacher": "d.example.com", "nodeName": "n", "source": {"persistentVolumeName": "pv"}},
+            "status": {"attached": false, "attachError": {"message": "x".repeat(1025), "errorCode": -1}}});
+        assert_eq!(
+            messages(volume_attachment(&va)),
+            [
+                "status.attachError.message: Too long: may not be more than 262144 bytes",
+                "status.attachError.errorCode: Invalid value: -1: must be between 0 and 2147483647, inclusive",
+            ]
+        );
+        assert_eq!(
+            messages(csi_storage_capacity(&json!({"storageClassName": ""}))),
+            [
+                "storageClassName: Invalid value: \"\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+            ]
         );
     }
 }
