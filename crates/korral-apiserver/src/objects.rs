@@ -964,7 +964,7 @@ impl Objects {
                     }
                     let mut obj = obj;
                     crate::builtin_admission::quota_in_guarded_write(
-                        &group, &resource, namespaced, &obj, &ctx,
+                        &group, &resource, namespaced, &obj, None, &ctx,
                     )?;
                     strategy.complete(&mut obj, None, &ctx)?;
                     if let Some(admission) = &admission {
@@ -1838,6 +1838,16 @@ impl Objects {
         }
         // RBAC escalation is checked again inside the guarded write, where roles cannot change.
         let check = opts.admission.clone().map(|c| (c, result.clone()));
+        // So is ResourceQuota, where other writes cannot change the namespace's usage.
+        let quota = (
+            Context {
+                subresource: Track::part(part),
+                ..ctx.clone()
+            },
+            (*old).clone(),
+            result.clone(),
+            info.namespaced,
+        );
         let to_store = info.strategy.convert_for_storage(result);
         let to_store = crate::conversion::to_storage(self, info, to_store).await?;
         if opts.dry_run {
@@ -1860,6 +1870,15 @@ impl Objects {
             if let Some((check, candidate)) = &check {
                 check.check(candidate)?;
             }
+            let (quota_ctx, old, next, namespaced) = &quota;
+            crate::builtin_admission::quota_in_guarded_write(
+                &group,
+                &resource,
+                *namespaced,
+                next,
+                Some(old),
+                quota_ctx,
+            )?;
             if to_store == **now {
                 return Ok(Write::Unchanged);
             }

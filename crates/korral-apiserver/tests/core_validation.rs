@@ -700,8 +700,18 @@ async fn volumes_and_claims_as_upstream() {
     );
 
     // invalid-pvc-shrink-bound.json: once bound, the request may grow but not go below the
-    // capacity.
-    let bound_claim = created(&env, PVCS, &pvc("pvc-bound", "1Gi")).await;
+    // capacity (growing also needs a class that allows expansion: PersistentVolumeClaimResize).
+    created(
+        &env,
+        "/apis/storage.k8s.io/v1/storageclasses",
+        &json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "expandable"}, "provisioner": "example.com/disk",
+            "allowVolumeExpansion": true}),
+    )
+    .await;
+    let mut expandable = pvc("pvc-bound", "1Gi");
+    expandable["spec"]["storageClassName"] = json!("expandable");
+    let bound_claim = created(&env, PVCS, &expandable).await;
     let mut status = bound_claim.clone();
     status["status"] =
         json!({"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]});

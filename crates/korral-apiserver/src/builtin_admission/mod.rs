@@ -4,9 +4,13 @@
 //! Plugins speak about kinds (as upstream's do); the generic store only calls [`validate`].
 
 mod certificates;
+mod claim_resize;
+mod default_class;
 mod limit_ranger;
+mod node_taint;
 mod pod_security;
 pub(crate) mod quota;
+mod runtime_class;
 mod service_account;
 
 use serde_json::Value;
@@ -42,21 +46,23 @@ pub(crate) async fn await_prerequisites(info: &ResourceInfo, obj: &Value, ctx: &
     }
 }
 
-/// Runs the mutating plugins on an object about to be created, after the kind's defaults:
-/// Priority (a Pod's priority from its PriorityClass, or the global default class),
-/// DefaultStorageClass (a claim without a class gets the default one) and LimitRanger (missing
-/// container resources from the namespace's LimitRanges).
+/// Runs the mutating plugins on an object about to be created, after the kind's defaults, in
+/// upstream's order: ServiceAccount, Priority, LimitRanger (missing container resources from
+/// the namespace's LimitRanges) and RuntimeClass for Pods; TaintNodesByCondition for Nodes;
+/// DefaultStorageClass and StorageObjectInUseProtection for claims (and volumes);
+/// DefaultIngressClass for Ingresses. DefaultTolerationSeconds is part of the Pod defaults
+/// (`crate::defaults`). Every one of them acts on creates only.
 pub(crate) fn mutate(
     info: &ResourceInfo,
     obj: &mut Value,
     old: Option<&Value>,
     ctx: &Context,
 ) -> Result<(), ApiError> {
-    if old.is_some() || info.is_custom() || !info.group.is_empty() {
+    if old.is_some() || info.is_custom() {
         return Ok(());
     }
-    match info.kind.as_str() {
-        "Pod" => {
+    match (info.group.as_str(), info.kind.as_str()) {
+        ("", "Pod") => {
             if ctx.plugins.service_account {
                 service_account::admit(info, obj, &ctx.storage.snapshot())?;
             }
@@ -65,16 +71,19 @@ pub(crate) fn mutate(
                 let ranges = limit_ranger::limit_ranges(&ctx.storage.snapshot(), &namespace);
                 limit_ranger::default_pod(&ranges, obj);
             }
+            runtime_class::admit(info, obj, ctx)?;
         }
-        "PersistentVolumeClaim" => {
-            default_storage_class(obj, ctx);
+        ("", "Node") => node_taint::admit(obj),
+        ("", "PersistentVolumeClaim") => {
+            default_class::storage_class(obj, ctx);
             if ctx.plugins.storage_protection {
                 add_finalizer(obj, crate::simulate::volumes::CLAIM_PROTECTION);
             }
         }
-        "PersistentVolume" if ctx.plugins.storage_protection => {
+        ("", "PersistentVolume") if ctx.plugins.storage_protection => {
             add_finalizer(obj, crate::simulate::volumes::VOLUME_PROTECTION);
         }
+        ("networking.k8s.io", "Ingress") => default_class::ingress_class(obj, ctx),
         _ => {}
     }
     Ok(())
@@ -155,35 +164,6 @@ fn priority(info: &ResourceInfo, pod: &mut Value, ctx: &Context) -> Result<(), A
     Ok(())
 }
 
-/// The DefaultStorageClass plugin: a claim that names no class gets the default StorageClass
-/// (annotated `storageclass.kubernetes.io/is-default-class: "true"`; the newest if several).
-fn default_storage_class(claim: &mut Value, ctx: &Context) {
-    if meta::path(claim, "spec.storageClassName").is_some_and(|v| !v.is_null()) {
-        return;
-    }
-    let snapshot = ctx.storage.snapshot();
-    let prefix = collection_prefix("storage.k8s.io", "storageclasses", None);
-    let newest = snapshot
-        .range(&prefix, None)
-        .map(|(_, c)| c)
-        .filter(|c| crate::kinds::is_default_class(c))
-        .max_by(|a, b| {
-            let created = |c: &Value| {
-                meta::meta_str(c, "creationTimestamp")
-                    .unwrap_or("")
-                    .to_string()
-            };
-            created(a)
-                .cmp(&created(b))
-                .then_with(|| meta::name(b).cmp(meta::name(a)))
-        });
-    if let (Some(class), Some(spec)) =
-        (newest, claim.get_mut("spec").and_then(Value::as_object_mut))
-    {
-        spec.insert("storageClassName".into(), Value::from(meta::name(class)));
-    }
-}
-
 /// Runs the validating plugins on an object about to be created (`old` is `None`) or updated;
 /// answers their warnings, or the refusal of the first plugin that refuses.
 pub(crate) fn validate(
@@ -220,28 +200,46 @@ pub(crate) fn validate(
             ));
         }
     }
+    if info.group.is_empty() && !info.is_custom() {
+        match (info.kind.as_str(), old) {
+            // PersistentVolumeClaimResize, on updates of the claim itself.
+            ("PersistentVolumeClaim", Some(old)) if ctx.subresource.is_none() => {
+                claim_resize::validate(info, obj, old, ctx)?;
+            }
+            // RuntimeClass, on creates.
+            ("Pod", None) => runtime_class::validate(info, obj, ctx)?,
+            _ => {}
+        }
+    }
     // CertificateApproval, CertificateSigning and CertificateSubjectRestriction.
     certificates::validate(info, obj, old, ctx)?;
-    // ResourceQuota runs last, on creates in a namespace.
-    if old.is_none() && info.namespaced {
-        quota::admit(&ctx.storage.snapshot(), &info.group, &info.resource, obj)?;
-    }
+    // ResourceQuota runs last, on writes in a namespace.
+    quota_in_guarded_write(&info.group, &info.resource, info.namespaced, obj, old, ctx)?;
     Ok(warnings)
 }
 
-/// ResourceQuota again inside the guarded write of a create, where writers are serialised:
-/// two creates that each fit a quota alone cannot both be stored when together they exceed it.
+/// ResourceQuota (on a create, `old` is `None`, or an update of `ctx.subresource`), run again
+/// inside the guarded write, where writers are serialised: two writes that each fit a quota
+/// alone cannot both be stored when together they exceed it.
 pub(crate) fn quota_in_guarded_write(
     group: &str,
     resource: &str,
     namespaced: bool,
     obj: &Value,
+    old: Option<&Value>,
     ctx: &Context,
 ) -> Result<(), ApiError> {
     if !namespaced {
         return Ok(());
     }
-    quota::admit(&ctx.storage.snapshot(), group, resource, obj)
+    let write = quota::Write {
+        group,
+        resource,
+        subresource: ctx.subresource,
+        obj,
+        old,
+    };
+    quota::admit(&ctx.registry, &ctx.storage.snapshot(), &write)
 }
 
 /// PodSecurity: the namespace's `enforce` level refuses Pods; its `warn` level, and the

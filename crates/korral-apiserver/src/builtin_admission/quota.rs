@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::ApiError;
 use crate::meta;
 use crate::quantity::{self, Quantity};
+use crate::registry::Registry;
 use crate::storage::{Object, Snapshot, collection_prefix};
 
 /// Resource names counted as objects of a core collection (upstream's legacy names).
@@ -36,6 +37,7 @@ fn hard(quota: &Value) -> BTreeMap<String, Quantity> {
     quantities(meta::path(quota, "spec.hard"))
 }
 
+/// The quantities of a resource list (entries that are no quantity are left out).
 fn quantities(list: Option<&Value>) -> BTreeMap<String, Quantity> {
     list.and_then(Value::as_object)
         .into_iter()
@@ -44,14 +46,30 @@ fn quantities(list: Option<&Value>) -> BTreeMap<String, Quantity> {
         .collect()
 }
 
+/// One (a count).
 fn one() -> Quantity {
     Quantity::from_count(1)
 }
 
+/// Zero.
 fn zero() -> Quantity {
     Quantity::zero_value()
 }
 
+/// `a - b`, or zero when `b` is not smaller (upstream's `SubtractWithNonNegativeResult` for one
+/// resource).
+fn minus(a: &Quantity, b: &Quantity) -> Quantity {
+    if a.cmp(b) != Ordering::Greater {
+        return zero();
+    }
+    let negated = format!("-{}", b.canonical().trim_start_matches('+'));
+    match Quantity::parse(&negated) {
+        Ok(neg) => a.checked_add(&neg).unwrap_or_else(|| a.clone()),
+        Err(_) => a.clone(),
+    }
+}
+
+/// Adds `q` to the quantity `name` of `into`.
 fn add(into: &mut BTreeMap<String, Quantity>, name: &str, q: &Quantity) {
     let sum = match into.get(name) {
         Some(cur) => cur.checked_add(q).unwrap_or_else(|| cur.clone()),
@@ -243,13 +261,26 @@ pub(crate) fn consumption(group: &str, resource: &str, obj: &Value) -> BTreeMap<
         }
         ("", "services") => {
             let kind = meta::path(obj, "spec.type").and_then(Value::as_str);
+            let ports = meta::path(obj, "spec.ports")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            // A load balancer that allocates no node ports counts only the ports that name one.
+            let no_node_ports = kind == Some("LoadBalancer")
+                && meta::path(obj, "spec.allocateLoadBalancerNodePorts")
+                    == Some(&Value::Bool(false));
+            let node_ports = if no_node_ports {
+                ports
+                    .iter()
+                    .filter(|p| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0)
+                    .count()
+            } else {
+                ports.len()
+            };
             if matches!(kind, Some("NodePort" | "LoadBalancer")) {
-                let ports = meta::path(obj, "spec.ports")
-                    .and_then(Value::as_array)
-                    .map_or(0, Vec::len);
                 out.insert(
                     "services.nodeports".into(),
-                    Quantity::from_count(ports as u64),
+                    Quantity::from_count(node_ports as u64),
                 );
             }
             if kind == Some("LoadBalancer") {
@@ -257,27 +288,34 @@ pub(crate) fn consumption(group: &str, resource: &str, obj: &Value) -> BTreeMap<
             }
         }
         ("", "persistentvolumeclaims") => {
-            if let Some(q) = meta::path(obj, "spec.resources.requests.storage")
-                .and_then(|v| quantity::from_json(v).ok())
-            {
-                out.insert("requests.storage".into(), q.clone());
-                if let Some(class) =
-                    meta::path(obj, "spec.storageClassName").and_then(Value::as_str)
-                {
-                    out.insert(
-                        format!("{class}.storageclass.storage.k8s.io/requests.storage"),
-                        q,
-                    );
-                    out.insert(
-                        format!("{class}.storageclass.storage.k8s.io/persistentvolumeclaims"),
-                        one(),
-                    );
+            let class = super::claim_resize::claim_class(obj);
+            let by_class = |name: &str| format!("{class}.storageclass.storage.k8s.io/{name}");
+            if !class.is_empty() {
+                out.insert(by_class("persistentvolumeclaims"), one());
+            }
+            if let Some(q) = claim_storage(obj) {
+                if !class.is_empty() {
+                    out.insert(by_class("requests.storage"), q.clone());
                 }
+                out.insert("requests.storage".into(), q);
             }
         }
         _ => {}
     }
     out
+}
+
+/// The storage a claim is charged: its request, or what was allocated to it when that is
+/// more (upstream's `getStorageUsage`).
+fn claim_storage(claim: &Value) -> Option<Quantity> {
+    let requested = meta::path(claim, "spec.resources.requests.storage")
+        .and_then(|v| quantity::from_json(v).ok())?;
+    let allocated = meta::path(claim, "status.allocatedResources.storage")
+        .and_then(|v| quantity::from_json(v).ok());
+    Some(match allocated {
+        Some(a) if a.cmp(&requested) == Ordering::Greater => a,
+        _ => requested,
+    })
 }
 
 /// The collection a quota resource name is consumed by: `(group, resource)`.
@@ -308,9 +346,25 @@ fn collection_of(name: &str) -> Option<(String, String)> {
     None
 }
 
+/// Where the objects of `group`/`resource` are stored: the storage identity of the served
+/// resource (events.k8s.io Events are core's events collection), or the pair itself for a
+/// resource this server does not serve.
+fn stored_collection(registry: &Registry, group: &str, resource: &str) -> (String, String) {
+    registry
+        .versions_of(group, resource)
+        .first()
+        .map(|info| {
+            let (g, r) = info.storage_identity();
+            (g.to_string(), r.to_string())
+        })
+        .unwrap_or_else(|| (group.to_string(), resource.to_string()))
+}
+
 /// The usage of `names` under `quota`: every object of their collections in the quota's
-/// namespace that the quota tracks (see [`tracks`]), summed.
+/// namespace that the quota tracks (see [`tracks`]), summed. A collection is read where its
+/// objects are stored, so a resource served by two groups counts the objects of both.
 pub(crate) fn usage(
+    registry: &Registry,
     snapshot: &Snapshot,
     quota: &Value,
     names: &[&String],
@@ -323,7 +377,8 @@ pub(crate) fn usage(
     let mut used: BTreeMap<String, Quantity> =
         names.iter().map(|n| ((*n).clone(), zero())).collect();
     for (group, resource) in collections {
-        let prefix = collection_prefix(&group, &resource, Some(namespace));
+        let (stored_group, stored_resource) = stored_collection(registry, &group, &resource);
+        let prefix = collection_prefix(&stored_group, &stored_resource, Some(namespace));
         for (_, obj) in snapshot.range(&prefix, None) {
             if !tracks(quota, &group, &resource, obj) {
                 continue;
@@ -419,49 +474,115 @@ fn pretty(list: &BTreeMap<String, Quantity>) -> String {
         .join(",")
 }
 
-/// Checks a new object of `group`/`resource` against the quotas of its namespace; the refusal
-/// is upstream's 403 (`exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1`).
+/// A write ResourceQuota admission evaluates: the object written, what it was before (`None`
+/// on create) and the subresource written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Write<'a> {
+    /// The API group of the resource written.
+    pub group: &'a str,
+    /// The resource written.
+    pub resource: &'a str,
+    /// The subresource an update writes (`resize`), if any.
+    pub subresource: Option<&'a str>,
+    /// The object as it is to be stored.
+    pub obj: &'a Value,
+    /// The stored object an update replaces.
+    pub old: Option<&'a Value>,
+}
+
+impl Write<'_> {
+    /// Whether the quota evaluators look at this write (upstream's `Evaluator.Handles`): every
+    /// create of an object; updates only where usage can grow: a Service (its type or ports),
+    /// a claim's main resource (its storage request), a Pod's `resize`, and a Pod whose
+    /// `Terminating` scope changes (`activeDeadlineSeconds` set or cleared).
+    fn handled(&self) -> bool {
+        let Some(old) = self.old else {
+            return self.subresource.is_none();
+        };
+        if !self.group.is_empty() {
+            return false;
+        }
+        match (self.resource, self.subresource) {
+            ("services", _) | ("persistentvolumeclaims", None) => true,
+            ("pods", Some("resize")) => true,
+            ("pods", None) => terminating(old) != terminating(self.obj),
+            _ => false,
+        }
+    }
+}
+
+/// Whether a pod is in the `Terminating` quota scope.
+fn terminating(pod: &Value) -> bool {
+    pod_matches_scope(pod, "Terminating", "Exists", &[])
+}
+
+/// Checks a write against the quotas of its namespace, as upstream's `CheckRequest`: every
+/// quota tracking the object must see its constraints met (`failed quota: q: must specify
+/// ...`), then what the write adds to each (the whole object on create, or on update when the
+/// quota did not track the old object; otherwise what grew) must fit under its hard limits. The
+/// refusal is upstream's 403 (`exceeded quota: q, requested: pods=1, used: pods=1, limited:
+/// pods=1`).
 pub(crate) fn admit(
+    registry: &Registry,
     snapshot: &Snapshot,
-    group: &str,
-    resource: &str,
-    obj: &Value,
+    write: &Write<'_>,
 ) -> Result<(), ApiError> {
+    let Write {
+        group,
+        resource,
+        obj,
+        old,
+        ..
+    } = *write;
     let Some(namespace) = meta::namespace(obj).filter(|n| !n.is_empty()) else {
         return Ok(());
     };
+    if !write.handled() {
+        return Ok(());
+    }
     let quotas = quotas_in(snapshot, namespace);
     if quotas.is_empty() {
         return Ok(());
     }
-    let consumed = consumption(group, resource, obj);
     let refuse = |why: String| ApiError::forbidden_object(group, resource, meta::name(obj), &why);
-    for quota in quotas.iter().filter(|q| tracks(q, group, resource, obj)) {
-        let limits = hard(quota);
-        if group.is_empty()
-            && resource == "pods"
-            && !pod_is_terminal(obj)
-            && let Some(missing) = missing_compute(obj, &limits)
-        {
-            return Err(refuse(format!(
-                "failed quota: {}: must specify {missing}",
-                meta::name(quota)
-            )));
+    let tracking: Vec<&Object> = quotas
+        .iter()
+        .filter(|q| tracks(q, group, resource, obj))
+        .collect();
+    if group.is_empty() && resource == "pods" && !pod_is_terminal(obj) {
+        for quota in &tracking {
+            if let Some(missing) = missing_compute(obj, &hard(quota)) {
+                return Err(refuse(format!(
+                    "failed quota: {}: must specify {missing}",
+                    meta::name(quota)
+                )));
+            }
         }
-        let requested: BTreeMap<String, Quantity> = consumed
+    }
+    let consumed = consumption(group, resource, obj);
+    let before = old.map(|old| consumption(group, resource, old));
+    for quota in tracking {
+        let limits = hard(quota);
+        let delta: BTreeMap<String, Quantity> = consumed
             .iter()
-            .filter(|(k, _)| limits.contains_key(*k))
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(name, q)| match (&before, old) {
+                (Some(before), Some(old)) if tracks(quota, group, resource, old) => {
+                    let was = before.get(name).cloned().unwrap_or_else(zero);
+                    (name.clone(), minus(q, &was))
+                }
+                _ => (name.clone(), q.clone()),
+            })
+            .filter(|(name, q)| !q.is_zero() && limits.contains_key(name))
             .collect();
-        if requested.is_empty() {
+        if delta.is_empty() {
             continue;
         }
-        let names: Vec<&String> = requested.keys().collect();
-        let used = usage(snapshot, quota, &names);
+        let names: Vec<&String> = delta.keys().collect();
+        let used = usage(registry, snapshot, quota, &names);
         let mut over_requested = BTreeMap::new();
         let mut over_used = BTreeMap::new();
         let mut over_limited = BTreeMap::new();
-        for (name, want) in &requested {
+        for (name, want) in &delta {
             let have = used.get(name).cloned().unwrap_or_else(zero);
             let total = have.checked_add(want).unwrap_or_else(|| have.clone());
             if let Some(limit) = limits.get(name)
@@ -486,7 +607,7 @@ pub(crate) fn admit(
 }
 
 /// The status a quota should have now: `hard` as its spec says, `used` as counted.
-pub(crate) fn status(snapshot: &Snapshot, quota: &Value) -> Value {
+pub(crate) fn status(registry: &Registry, snapshot: &Snapshot, quota: &Value) -> Value {
     let limits = meta::path(quota, "spec.hard")
         .cloned()
         .unwrap_or_else(|| json!({}));
@@ -495,7 +616,7 @@ pub(crate) fn status(snapshot: &Snapshot, quota: &Value) -> Value {
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
     let refs: Vec<&String> = names.iter().collect();
-    let used: Map<String, Value> = usage(snapshot, quota, &refs)
+    let used: Map<String, Value> = usage(registry, snapshot, quota, &refs)
         .into_iter()
         .map(|(k, v)| (k, json!(v.canonical())))
         .collect();
@@ -506,6 +627,19 @@ pub(crate) fn status(snapshot: &Snapshot, quota: &Value) -> Value {
 mod tests {
     use super::*;
 
+    /// ResourceQuota admission of a create of a core object.
+    fn create(state: &Snapshot, resource: &str, obj: &Value) -> Result<(), ApiError> {
+        let write = Write {
+            group: "",
+            resource,
+            subresource: None,
+            obj,
+            old: None,
+        };
+        admit(&Registry::with_builtins(), state, &write)
+    }
+
+    /// A quantity for the tests.
     fn q(s: &str) -> Quantity {
         Quantity::parse(s).expect("quantity")
     }
@@ -553,7 +687,7 @@ mod tests {
         ]);
         let p2 = json!({"metadata": {"name": "p2", "namespace": "ns"},
             "spec": {"containers": [{"name": "c"}]}});
-        let refused = admit(&state, "", "pods", &p2).expect_err("over quota");
+        let refused = create(&state, "pods", &p2).expect_err("over quota");
         assert_eq!(refused.code, 403);
         assert_eq!(
             refused.message,
@@ -561,11 +695,11 @@ mod tests {
         );
         // Another namespace, or a kind the quota does not limit, passes.
         let elsewhere = json!({"metadata": {"name": "p2", "namespace": "other"}});
-        assert!(admit(&state, "", "pods", &elsewhere).is_ok());
+        assert!(create(&state, "pods", &elsewhere).is_ok());
         let cm = json!({"metadata": {"name": "cm", "namespace": "ns"}});
-        assert!(admit(&state, "", "configmaps", &cm).is_ok());
+        assert!(create(&state, "configmaps", &cm).is_ok());
         assert_eq!(
-            status(&state, &quota),
+            status(&Registry::with_builtins(), &state, &quota),
             json!({"hard": {"count/configmaps": "50", "pods": "1"},
                 "used": {"count/configmaps": "0", "pods": "1"}})
         );
@@ -579,9 +713,7 @@ mod tests {
         let bare = json!({"metadata": {"name": "p", "namespace": "ns"},
             "spec": {"containers": [{"name": "c"}]}});
         assert_eq!(
-            admit(&state, "", "pods", &bare)
-                .expect_err("missing")
-                .message,
+            create(&state, "pods", &bare).expect_err("missing").message,
             "pods \"p\" is forbidden: failed quota: compute: must specify limits.memory for: c; requests.cpu for: c"
         );
         // Each container must state them; the message names those that do not.
@@ -592,7 +724,7 @@ mod tests {
                     {"name": "b", "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "1Mi"}}},
                     {"name": "a", "resources": {"requests": {"cpu": "100m"}}}]}});
         assert_eq!(
-            admit(&state, "", "pods", &partial)
+            create(&state, "pods", &partial)
                 .expect_err("missing")
                 .message,
             "pods \"p\" is forbidden: failed quota: compute: must specify limits.memory for: a,init; requests.cpu for: init"
@@ -602,7 +734,7 @@ mod tests {
             "spec": {"resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "64Mi"}},
                 "containers": [{"name": "c"}]}});
         assert!(
-            !admit(&state, "", "pods", &pod_level)
+            !create(&state, "pods", &pod_level)
                 .err()
                 .is_some_and(|e| e.message.contains("must specify"))
         );
@@ -610,7 +742,7 @@ mod tests {
             "spec": {"containers": [{"name": "c", "resources": {
                 "requests": {"cpu": "1500m"}, "limits": {"memory": "512Mi"}}}]}});
         assert_eq!(
-            admit(&state, "", "pods", &big).expect_err("over").message,
+            create(&state, "pods", &big).expect_err("over").message,
             "pods \"p\" is forbidden: exceeded quota: compute, requested: requests.cpu=1500m, used: requests.cpu=0, limited: requests.cpu=1"
         );
     }

@@ -889,7 +889,7 @@ async fn remove_owner_refs(
 async fn update_quotas(objects: &Objects, namespace: &str) -> Result<Vec<Work>, ApiError> {
     let snapshot = objects.storage().snapshot();
     for current in quota::quotas_in(&snapshot, namespace) {
-        let status = quota::status(&snapshot, &current);
+        let status = quota::status(objects.registry(), &snapshot, &current);
         if current.get("status") == Some(&status) {
             continue;
         }
