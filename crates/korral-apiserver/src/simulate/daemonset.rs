@@ -3,11 +3,14 @@
 //! The Pod is `<daemonset>-<suffix>`, pinned to the node with a required node affinity on
 //! `metadata.name` (the scheduler step then binds it), carries the DaemonSet tolerations,
 //! `controller-revision-hash` and `pod-template-generation`; a Pod of an old template is
-//! replaced (rolling update, one at a time; `OnDelete` waits for the user).
+//! replaced (rolling update, one at a time; `OnDelete` waits for the user). Each template is
+//! recorded as a ControllerRevision (see [`super::history`]), so `kubectl rollout history`
+//! and `kubectl rollout undo` work.
 
 use serde_json::{Value, json};
 
 use super::access::{self, pod_active, pod_ready};
+use super::history;
 use super::names::template_hash;
 use super::pods::NODE_NAME;
 use super::replicaset::owned_pods;
@@ -39,6 +42,17 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         .into_iter()
         .filter(|p| pod_active(p))
         .collect();
+    let live: Vec<String> = active
+        .iter()
+        .filter_map(|p| revision(p).map(|h| format!("{name}-{h}")))
+        .collect();
+    let owner = history::Owner {
+        obj: &ds,
+        api_version: "apps/v1",
+        kind: "DaemonSet",
+        actor: access::Actor::DaemonSet,
+    };
+    history::record(objects, ns, &owner, &hash, &live).await?;
     active.sort_by(|a, b| meta::name(a).cmp(meta::name(b)));
     let on_delete =
         meta::path(&ds, "spec.updateStrategy.type").and_then(Value::as_str) == Some("OnDelete");

@@ -36,6 +36,7 @@ pub mod daemonset;
 pub mod deployment;
 pub mod endpoints;
 mod endpointslices;
+mod history;
 pub mod jobs;
 pub mod names;
 pub mod namespaces;

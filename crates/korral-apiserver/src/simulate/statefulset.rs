@@ -12,13 +12,16 @@
 //! StatefulSet when `persistentVolumeClaimRetentionPolicy.whenDeleted` is `Delete`), mounted in
 //! place of the template's volume of the same name; they outlive scale-down.
 //!
-//! Simplifications: no ControllerRevision objects; `whenScaled: Delete` keeps the claims.
+//! Each template is recorded as a ControllerRevision (see [`super::history`]).
+//!
+//! Simplifications: `whenScaled: Delete` keeps the claims.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
 use super::access::{self, controlled_by, pod_active, pod_ready};
+use super::history;
 use super::names::template_hash;
 use crate::error::ApiError;
 use crate::meta;
@@ -44,11 +47,30 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     let template = meta::path(&sts, "spec.template")
         .cloned()
         .unwrap_or_else(|| json!({}));
+    // Upstream hashes a StatefulSet's revisions with its collision count, 0 until one is set
+    // (so the first status write, which sets it, does not change the revision).
     let collision = meta::path(&sts, "status.collisionCount")
         .and_then(Value::as_u64)
-        .map(|c| c as u32);
-    let update_revision = format!("{name}-{}", template_hash(&template, collision));
+        .map_or(0, |c| c as u32);
+    let hash = template_hash(&template, Some(collision));
+    let update_revision = format!("{name}-{hash}");
     let pods = ordinal_pods(objects, ns, &sts);
+    let mut live: Vec<String> = pods
+        .values()
+        .filter_map(|p| pod_revision(p).map(str::to_string))
+        .collect();
+    live.extend(
+        meta::path(&sts, "status.currentRevision")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    );
+    let owner = history::Owner {
+        obj: &sts,
+        api_version: "apps/v1",
+        kind: "StatefulSet",
+        actor: access::Actor::StatefulSet,
+    };
+    history::record(objects, ns, &owner, &hash, &live).await?;
 
     // Scale up / replace missing Pods, in order.
     for ordinal in 0..replicas {
