@@ -1157,6 +1157,19 @@ fn drain_scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()>
         &["-n", "drain", "exec", "deployment/web", "--", "ls"],
         &["runs no kubelet korral-apiserver can reach"],
     );
+    // The DaemonSet's template is recorded as a ControllerRevision: its rollout history.
+    let history = run.ok_contains(
+        &["-n", "drain", "rollout", "history", "daemonset/agent"],
+        &["daemonset.apps/agent", "REVISION"],
+    );
+    run.expect(
+        history
+            .stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("1 ")),
+        "`kubectl rollout history ds` lists revision 1",
+        &history,
+    );
 
     // A server-side dry run: every eviction allowed on its own, nothing cordoned, evicted
     // or spent from the budget.
