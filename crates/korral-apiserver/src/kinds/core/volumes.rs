@@ -404,6 +404,63 @@ fn stamp_phase_transition(obj: &mut Value, old: &Value) {
     }
 }
 
+/// One source's defaults: its field in the spec, whether an empty string counts as unset (a Go
+/// string rather than a pointer), and each field with its default.
+type SourceDefaults<'a> = (&'a str, bool, &'a [(&'a str, Value)]);
+
+/// The `SetDefaults_*` of the source types a PV spec holds (`pkg/apis/core/v1/defaults.go`):
+/// a hostPath type, an iSCSI interface, RBD pool/user/keyring, ScaleIO storage mode and FS
+/// type, Azure disk caching/kind/FS type/read-only. (Pod volumes get theirs in
+/// `crate::defaults`, whose volume helper is private to it.)
+fn default_sources(spec: &mut serde_json::Map<String, Value>) {
+    let defaults: [SourceDefaults<'_>; 5] = [
+        ("hostPath", false, &[("type", json!(""))]),
+        ("iscsi", true, &[("iscsiInterface", json!("default"))]),
+        (
+            "rbd",
+            true,
+            &[
+                ("pool", json!("rbd")),
+                ("user", json!("admin")),
+                ("keyring", json!("/etc/ceph/keyring")),
+            ],
+        ),
+        (
+            "scaleIO",
+            true,
+            &[
+                ("storageMode", json!("ThinProvisioned")),
+                ("fsType", json!("xfs")),
+            ],
+        ),
+        (
+            "azureDisk",
+            false,
+            &[
+                ("cachingMode", json!("ReadWrite")),
+                ("kind", json!("Shared")),
+                ("fsType", json!("ext4")),
+                ("readOnly", json!(false)),
+            ],
+        ),
+    ];
+    for (source, empty_is_unset, fields) in defaults {
+        let Some(map) = spec.get_mut(source).and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (field, value) in fields {
+            let unset = match map.get(*field) {
+                None | Some(Value::Null) => true,
+                Some(Value::String(s)) => empty_is_unset && s.is_empty(),
+                Some(_) => false,
+            };
+            if unset {
+                map.insert((*field).to_string(), value.clone());
+            }
+        }
+    }
+}
+
 impl Strategy for PersistentVolumeStrategy {
     fn decode(
         &self,
@@ -426,9 +483,7 @@ impl Strategy for PersistentVolumeStrategy {
                 .or_insert_with(|| json!("Retain"));
             spec.entry("volumeMode")
                 .or_insert_with(|| json!("Filesystem"));
-            if let Some(host_path) = spec.get_mut("hostPath").and_then(Value::as_object_mut) {
-                host_path.entry("type").or_insert_with(|| json!(""));
-            }
+            default_sources(spec);
         }
         let status = root.entry("status").or_insert_with(|| json!({}));
         if let Some(status) = status.as_object_mut()
@@ -499,22 +554,7 @@ fn validate_pvc_with(obj: &Value, allow_invalid_group: bool) -> Vec<Cause> {
             }
         }
     }
-    for list in ["requests", "limits"] {
-        for (key, value) in meta::path(spec, &format!("resources.{list}"))
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            let mut out = Vec::new();
-            crate::validation::podspec::resource_quantity(
-                key,
-                value,
-                &format!("spec.resources.{list}[{key}]"),
-                &mut out,
-            );
-            errs.extend(out);
-        }
-    }
+    // Upstream checks no other request or limit of a claim.
     errs.extend(class_name(spec, "storageClassName"));
     errs.extend(volume_mode(spec));
     errs.extend(claims::data_sources(spec, allow_invalid_group));
@@ -771,6 +811,13 @@ mod tests {
             summaries(&validate_pvc(&pvc("0"))),
             ["spec.resources[storage]: Invalid value: \"0\": must be greater than zero"]
         );
+        // Only the positive rule speaks for a negative size; other entries are not checked.
+        let mut negative = pvc("-1Gi");
+        negative["spec"]["resources"]["limits"] = json!({"example.com/x": "-1"});
+        assert_eq!(
+            summaries(&validate_pvc(&negative)),
+            ["spec.resources[storage]: Invalid value: \"-1Gi\": must be greater than zero"]
+        );
     }
 
     #[test]
@@ -969,6 +1016,31 @@ mod tests {
             summaries(&validate_pv_update(&unset, &csi(json!({})))),
             [
                 "spec.volumeAttributesClassName: Forbidden: update from non-nil value to nil is forbidden"
+            ]
+        );
+    }
+
+    #[test]
+    fn volume_sources_get_upstream_defaults() {
+        let mut pv = json!({"spec": {"rbd": {"monitors": ["m"], "image": "i", "pool": ""},
+            "azureDisk": {"diskName": "d", "diskURI": "https://x", "fsType": ""}}});
+        PersistentVolumeStrategy.default(&mut pv);
+        assert_eq!(
+            pv["spec"]["rbd"],
+            json!({"monitors": ["m"], "image": "i", "pool": "rbd", "user": "admin", "keyring": "/etc/ceph/keyring"})
+        );
+        assert_eq!(
+            pv["spec"]["azureDisk"],
+            json!({"diskName": "d", "diskURI": "https://x", "fsType": "", "cachingMode": "ReadWrite", "kind": "Shared", "readOnly": false})
+        );
+        // The defaulted kind makes the blob URI rule apply.
+        let mut blob =
+            pv_with(json!({"azureDisk": {"diskName": "d", "diskURI": "/subscriptions/x"}}));
+        PersistentVolumeStrategy.default(&mut blob);
+        assert_eq!(
+            summaries(&validate_pv(&blob)),
+            [
+                "spec.azureDisk.diskURI: Unsupported value: \"/subscriptions/x\": supported values: \"https://{account-name}.blob.core.windows.net/{container-name}/{disk-name}.vhd\""
             ]
         );
     }
