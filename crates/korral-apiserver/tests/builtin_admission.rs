@@ -1,6 +1,7 @@
 //! The admission plugins real clusters run by default: ResourceQuota (usage in status, 403
-//! `exceeded quota` as `k8s-reference/builtin/invalid-quota-exceeded.json`), LimitRanger,
-//! Priority and DefaultStorageClass.
+//! `exceeded quota` as `k8s-reference/builtin/invalid-quota-exceeded.json`, on creates and on
+//! updates that grow usage), LimitRanger, Priority, DefaultStorageClass, RuntimeClass,
+//! DefaultIngressClass, PersistentVolumeClaimResize and TaintNodesByCondition.
 
 mod common;
 

@@ -748,6 +748,84 @@ mod tests {
     }
 
     #[test]
+    fn updates_are_evaluated_where_usage_can_grow() {
+        let empty = json!({});
+        let write = |resource, subresource, old| Write {
+            group: "",
+            resource,
+            subresource,
+            obj: &empty,
+            old,
+        };
+        let old = Some(&empty);
+        assert!(write("configmaps", None, None).handled());
+        assert!(!write("pods", Some("binding"), None).handled());
+        assert!(!write("configmaps", None, old).handled());
+        assert!(write("services", None, old).handled());
+        assert!(write("persistentvolumeclaims", None, old).handled());
+        assert!(!write("persistentvolumeclaims", Some("status"), old).handled());
+        assert!(write("pods", Some("resize"), old).handled());
+        assert!(
+            !write("pods", None, old).handled(),
+            "the scope is unchanged"
+        );
+        let with_deadline = json!({"spec": {"activeDeadlineSeconds": 10}});
+        let scoped = Write {
+            obj: &with_deadline,
+            ..write("pods", None, old)
+        };
+        assert!(scoped.handled(), "the pod enters the Terminating scope");
+    }
+
+    #[test]
+    fn an_update_requests_only_what_grew() {
+        let quota = json!({"metadata": {"name": "q", "namespace": "ns"},
+            "spec": {"hard": {"requests.storage": "3Gi", "persistentvolumeclaims": "1"}}});
+        let claim = |storage: &str| {
+            json!({"metadata": {"name": "c", "namespace": "ns"},
+                "spec": {"resources": {"requests": {"storage": storage}}}})
+        };
+        let old = claim("1Gi");
+        let state = snapshot(&[
+            ("/core/resourcequotas/ns/q", quota),
+            ("/core/persistentvolumeclaims/ns/c", old.clone()),
+        ]);
+        let update = |new: &Value| {
+            let write = Write {
+                group: "",
+                resource: "persistentvolumeclaims",
+                subresource: None,
+                obj: new,
+                old: Some(&old),
+            };
+            admit(&Registry::with_builtins(), &state, &write)
+        };
+        // The claim count does not grow; 3Gi fits; 4Gi more does not.
+        assert!(update(&claim("3Gi")).is_ok());
+        assert_eq!(
+            update(&claim("5Gi")).expect_err("over").message,
+            "persistentvolumeclaims \"c\" is forbidden: exceeded quota: q, requested: requests.storage=4Gi, used: requests.storage=1Gi, limited: requests.storage=3Gi"
+        );
+        assert_eq!(minus(&q("1Gi"), &q("2Gi")), zero());
+        assert_eq!(minus(&q("1500m"), &q("0.5")).canonical(), "1");
+    }
+
+    #[test]
+    fn both_event_apis_count_the_one_collection() {
+        let quota = json!({"metadata": {"name": "q", "namespace": "ns"},
+            "spec": {"hard": {"count/events.events.k8s.io": "5", "count/events": "5"}}});
+        let key = crate::storage::object_key("", "events", Some("ns"), "e");
+        let state = snapshot(&[(
+            key.as_str(),
+            json!({"metadata": {"name": "e", "namespace": "ns"}}),
+        )]);
+        assert_eq!(
+            status(&Registry::with_builtins(), &state, &quota)["used"],
+            json!({"count/events.events.k8s.io": "1", "count/events": "1"})
+        );
+    }
+
+    #[test]
     fn names_map_to_collections() {
         assert_eq!(
             collection_of("count/deployments.apps"),
