@@ -179,8 +179,19 @@ async fn discovery_and_openapi_documents() {
     assert!(
         version["gitVersion"]
             .as_str()
-            .is_some_and(|v| v.starts_with('v'))
+            .is_some_and(|v| v.starts_with("v1.36."))
     );
+    // The fields of the v1.36 capture (`k8s-reference/version.json`), without emulation.
+    for (field, want) in [
+        ("major", "1"),
+        ("minor", "36"),
+        ("emulationMajor", "1"),
+        ("emulationMinor", "36"),
+        ("minCompatibilityMajor", "1"),
+        ("minCompatibilityMinor", "35"),
+    ] {
+        assert_eq!(version[field], want, "{field}: {version}");
+    }
     let (status, index) = raw(&client, "GET", "/openapi/v3", None, vec![]).await;
     assert_eq!(status, 200);
     assert!(

@@ -6,14 +6,22 @@ use crate::registry::{Registry, ResourceInfo};
 
 /// The Kubernetes version the server reports.
 pub const KUBE_MAJOR: &str = "1";
-/// The Kubernetes minor version the server reports.
-pub const KUBE_MINOR: &str = "33";
+/// The Kubernetes minor version the server reports: the one whose APIs, defaults and
+/// validation it serves (the v1.36 reference captures).
+pub const KUBE_MINOR: &str = "36";
+/// The oldest minor version the server stays compatible with (upstream reports the previous
+/// one).
+const MIN_COMPATIBILITY_MINOR: &str = "35";
 
-/// `/version`.
+/// `/version`, with upstream's fields (no emulation of another version).
 pub fn version() -> Value {
     json!({
         "major": KUBE_MAJOR,
         "minor": KUBE_MINOR,
+        "emulationMajor": KUBE_MAJOR,
+        "emulationMinor": KUBE_MINOR,
+        "minCompatibilityMajor": KUBE_MAJOR,
+        "minCompatibilityMinor": MIN_COMPATIBILITY_MINOR,
         "gitVersion": format!("v{KUBE_MAJOR}.{KUBE_MINOR}.0-korral.{}", env!("CARGO_PKG_VERSION")),
         "gitCommit": "korral",
         "gitTreeState": "clean",

@@ -28,7 +28,7 @@ pub const NODE_NAME: &str = "korral-node";
 /// The simulated node's address (pods' `hostIP`).
 pub const NODE_IP: &str = "172.18.0.2";
 /// The kubelet version the node reports.
-const KUBELET_VERSION: &str = "v1.33.0";
+const KUBELET_VERSION: &str = "v1.36.0";
 /// The taint upstream puts on a cordoned node; pods must tolerate it to be scheduled there.
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 /// The scheduler's message when the only node is cordoned (upstream's `NodeUnschedulable`
