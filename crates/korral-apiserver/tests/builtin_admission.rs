@@ -904,3 +904,53 @@ async fn concurrent_updates_never_exceed_a_quota_together() {
         "every update went through the webhook"
     );
 }
+
+#[tokio::test]
+async fn a_pod_resize_is_charged_what_it_adds() {
+    let env = TestEnv::start().await.expect("env");
+    create_namespace(&env.client(), "resize").await;
+    let base = "/api/v1/namespaces/resize";
+    quota_with(
+        &env,
+        "resize",
+        "cpu",
+        json!({"hard": {"requests.cpu": "1"}}),
+        json!({"requests.cpu": "0"}),
+    )
+    .await;
+    let spec = json!({"containers": [{"name": "c", "image": "busybox",
+        "resources": {"requests": {"cpu": "250m"}, "limits": {"cpu": "500m"}}}]});
+    created(&env, &format!("{base}/pods"), pod("p", spec)).await;
+    let resize = |cpu: &str| {
+        json!({"spec": {"containers": [{"name": "c",
+            "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}})
+    };
+    let path = format!("{base}/pods/p/resize");
+    let answer = send_as(
+        &env,
+        "PATCH",
+        &path,
+        "application/strategic-merge-patch+json",
+        resize("1500m"),
+    )
+    .await;
+    assert_forbidden(
+        &answer,
+        "pods",
+        "p",
+        "pods \"p\" is forbidden: exceeded quota: cpu, requested: requests.cpu=1250m, used: requests.cpu=250m, limited: requests.cpu=1",
+    );
+    let (code, p) = send_as(
+        &env,
+        "PATCH",
+        &path,
+        "application/strategic-merge-patch+json",
+        resize("1"),
+    )
+    .await;
+    assert_eq!(code, 200, "{p}");
+    assert_eq!(
+        p["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+        "1"
+    );
+}
