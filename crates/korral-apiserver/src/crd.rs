@@ -506,6 +506,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 actions: Vec::new(),
                 connecters: Vec::new(),
                 upstream_storage_version: None,
+                deprecation: None,
                 pod_spec: None,
                 lists: &[],
                 printer: crate::kinds::printer::DEFAULT,

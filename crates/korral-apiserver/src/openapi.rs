@@ -1717,6 +1717,7 @@ mod tests {
             actions: Vec::new(),
             connecters: Vec::new(),
             upstream_storage_version: None,
+            deprecation: None,
             pod_spec: None,
             lists: &[],
             printer: crate::kinds::printer::DEFAULT,

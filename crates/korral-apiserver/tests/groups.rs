@@ -776,3 +776,34 @@ async fn ingress_status_writes_are_validated() {
     let (_, stored) = send(&env, "GET", &format!("{ingresses}/web"), None).await;
     assert_eq!(stored["status"], written["status"]);
 }
+
+/// v1 Endpoints are deprecated since v1.33: every request gets upstream's `Warning`;
+/// EndpointSlices do not.
+#[tokio::test]
+async fn v1_endpoints_requests_warn_of_the_deprecation() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let warning =
+        "299 - \"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\"";
+    let endpoints = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "ext"},
+        "subsets": [{"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 80}]}]});
+    let collection = "/api/v1/namespaces/default/endpoints";
+    let (code, warnings, body) = request(&client, "POST", collection, None, Some(endpoints)).await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(warnings, [warning]);
+    for path in [collection.to_string(), format!("{collection}/ext")] {
+        let (code, warnings, body) = request(&client, "GET", &path, None, None).await;
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(warnings, [warning], "{path}");
+    }
+    let (code, warnings, _) = request(
+        &client,
+        "GET",
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert!(warnings.is_empty(), "{warnings:?}");
+}

@@ -190,7 +190,8 @@ fn content_type(headers: &HeaderMap) -> String {
 
 /// Serves a request on a resource path. `admission` runs inside the guarded update of a
 /// create, update or patch of the main resource; admission webhooks run for `requester`.
-/// Requests to a deprecated custom resource version get its deprecation `Warning`.
+/// Requests to a deprecated resource (a custom resource version, v1 Endpoints) get its
+/// deprecation `Warning`.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve(
     state: &Arc<State>,
@@ -206,7 +207,7 @@ pub async fn serve(
     let info = registry
         .get(&rp.group, &rp.version, &rp.resource)
         .ok_or_else(ApiError::unknown_resource)?;
-    let deprecation = info.custom.as_ref().and_then(|c| c.deprecation.clone());
+    let deprecation = info.deprecation_warning();
     let mut response = serve_resource(
         state, info, rp, method, query, headers, body_bytes, admission, requester,
     )

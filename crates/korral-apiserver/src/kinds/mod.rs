@@ -68,6 +68,7 @@ pub(crate) struct KindDef {
     actions: Vec<actions::Action>,
     connecters: Vec<connect::Connecter>,
     upstream_storage_version: Option<&'static str>,
+    deprecation: Option<&'static str>,
     pod_spec: Option<&'static str>,
     lists: &'static [lists::ListAt],
     printer: Printer,
@@ -110,6 +111,7 @@ impl KindDef {
             actions: Vec::new(),
             connecters: Vec::new(),
             upstream_storage_version: None,
+            deprecation: None,
             pod_spec: None,
             lists: &[],
             printer: printer::DEFAULT,
@@ -228,6 +230,12 @@ impl KindDef {
         self
     }
 
+    /// Upstream deprecates the resource: every request gets this `Warning` (v1 Endpoints).
+    pub(crate) fn deprecated(mut self, warning: &'static str) -> Self {
+        self.deprecation = Some(warning);
+        self
+    }
+
     /// Its objects hold a pod spec at this dotted path (`spec.template.spec`): pods and their
     /// controllers, which PodSecurity evaluates.
     pub(crate) fn pod_spec(mut self, path: &'static str) -> Self {
@@ -281,6 +289,7 @@ impl KindDef {
             actions: self.actions.clone(),
             connecters: self.connecters.clone(),
             upstream_storage_version: self.upstream_storage_version,
+            deprecation: self.deprecation,
             pod_spec: self.pod_spec,
             lists: self.lists,
             printer: self.printer,

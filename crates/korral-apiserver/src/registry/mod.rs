@@ -112,6 +112,8 @@ pub struct ResourceInfo {
     /// The version upstream stores a built-in kind in when it differs from the preferred one
     /// serving it (for discovery's `storageVersionHash`).
     pub(crate) upstream_storage_version: Option<&'static str>,
+    /// The `Warning` every request to a deprecated built-in resource gets.
+    pub(crate) deprecation: Option<&'static str>,
     /// How objects print as a `Table` (built-in kinds; custom resources use their CRD's
     /// printer columns).
     pub(crate) printer: crate::kinds::Printer,
@@ -136,6 +138,15 @@ impl ResourceInfo {
         self.strategy
             .stored_as()
             .unwrap_or((&self.group, &self.resource))
+    }
+
+    /// The deprecation `Warning` requests to this resource get: a deprecated custom resource
+    /// version's or a deprecated built-in resource's.
+    pub fn deprecation_warning(&self) -> Option<String> {
+        match &self.custom {
+            Some(custom) => custom.deprecation.clone(),
+            None => self.deprecation.map(str::to_string),
+        }
     }
 
     /// Whether the resource accepts `verb`.

@@ -97,6 +97,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         )
         .schema::<api::Endpoints>()
         .short(&["ep"])
+        .deprecated("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
         .printer(print::ENDPOINTS),
         KindDef::new("", "v1", "events", "Event", EventStrategy::CORE)
             .schema::<api::Event>()
