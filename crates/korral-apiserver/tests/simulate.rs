@@ -1912,3 +1912,34 @@ async fn autoscalers_keep_targets_within_bounds() {
     .await
     .expect("failed get scale");
 }
+
+/// The simulated node is created with TaintNodesByCondition's `not-ready:NoSchedule` taint
+/// and, once Ready, loses it as upstream's node lifecycle controller removes it.
+#[tokio::test]
+async fn the_ready_node_loses_the_not_ready_taint() {
+    let env = sim_env().await;
+    let nodes: Api<Node> = Api::all(env.client());
+    wait_until(
+        WAIT,
+        "the node is Ready without the not-ready taint",
+        || {
+            let nodes = nodes.clone();
+            async move {
+                let Ok(node) = nodes.get("korral-node").await else {
+                    return false;
+                };
+                let ready = node
+                    .status
+                    .and_then(|s| s.conditions)
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                let tainted = node
+                    .spec
+                    .and_then(|s| s.taints)
+                    .is_some_and(|t| t.iter().any(|t| t.key == "node.kubernetes.io/not-ready"));
+                ready && !tainted
+            }
+        },
+    )
+    .await
+    .expect("ready and untainted");
+}

@@ -53,6 +53,8 @@ pub enum Actor {
     PvcProtection,
     /// The PV protection controller.
     PvProtection,
+    /// The node lifecycle controller (taints of node conditions).
+    NodeLifecycle,
     /// The scheduler.
     Scheduler,
     /// The simulated node's kubelet.
@@ -77,6 +79,7 @@ impl Actor {
             Self::VolumeBinder => "persistent-volume-binder",
             Self::PvcProtection => "pvc-protection-controller",
             Self::PvProtection => "pv-protection-controller",
+            Self::NodeLifecycle => "node-controller",
             Self::Provisioner => {
                 return UserInfo::service_account("kube-system", "korral-volume-provisioner", "");
             }

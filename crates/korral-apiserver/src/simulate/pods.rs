@@ -65,7 +65,7 @@ pub async fn ensure_node(objects: &Objects) -> Result<(), ApiError> {
         }
     };
     if meta::path(&node, "status.conditions").is_some() {
-        return Ok(());
+        return clear_not_ready_taint(objects, &info, &node).await;
     }
     let now = meta::now_rfc3339();
     let condition = |kind: &str, status: &str, reason: &str, message: &str| {
@@ -100,7 +100,53 @@ pub async fn ensure_node(objects: &Objects) -> Result<(), ApiError> {
             "systemUUID": meta::uid(&node),
         },
     });
-    access::write_status(objects, access::Actor::Kubelet, &info, &node, status).await
+    access::write_status(objects, access::Actor::Kubelet, &info, &node, status).await?;
+    match objects.storage().get(&key) {
+        Some(ready) => clear_not_ready_taint(objects, &info, &ready).await,
+        None => Ok(()),
+    }
+}
+
+/// The taint TaintNodesByCondition gives a new node, until it is Ready.
+const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
+
+/// Whether `taint` is the `not-ready` NoSchedule taint.
+fn is_not_ready_taint(taint: &Value) -> bool {
+    taint.get("key").and_then(Value::as_str) == Some(NOT_READY_TAINT)
+        && taint.get("effect").and_then(Value::as_str) == Some("NoSchedule")
+}
+
+/// Upstream's node lifecycle controller: a node whose `Ready` condition is `True` loses the
+/// `not-ready:NoSchedule` taint it was created with.
+async fn clear_not_ready_taint(
+    objects: &Objects,
+    info: &Arc<ResourceInfo>,
+    node: &Value,
+) -> Result<(), ApiError> {
+    let ready = access::condition_status(node, "Ready") == Some("True");
+    let taints = meta::path(node, "spec.taints")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if !ready || !taints.iter().any(is_not_ready_taint) {
+        return Ok(());
+    }
+    let kept: Vec<Value> = taints
+        .iter()
+        .filter(|t| !is_not_ready_taint(t))
+        .cloned()
+        .collect();
+    let mut next = node.clone();
+    if let Some(spec) = next.get_mut("spec").and_then(Value::as_object_mut) {
+        if kept.is_empty() {
+            spec.remove("taints");
+        } else {
+            spec.insert("taints".into(), Value::Array(kept));
+        }
+    }
+    access::replace(objects, access::Actor::NodeLifecycle, info, next)
+        .await
+        .map(|_| ())
 }
 
 /// Moves one Pod one step along its lifecycle.
