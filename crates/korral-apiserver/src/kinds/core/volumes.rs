@@ -278,6 +278,114 @@ fn pv_source(spec: &Value, drop_expand_secret: bool) -> Value {
     Value::Object(source)
 }
 
+/// The fields of the internal `core.PersistentVolumeSource`, in declaration order, with the
+/// spec field each holds.
+const GO_PV_SOURCES: [(&str, &str); 22] = [
+    ("GCEPersistentDisk", "gcePersistentDisk"),
+    ("AWSElasticBlockStore", "awsElasticBlockStore"),
+    ("HostPath", "hostPath"),
+    ("Glusterfs", "glusterfs"),
+    ("NFS", "nfs"),
+    ("RBD", "rbd"),
+    ("Quobyte", "quobyte"),
+    ("ISCSI", "iscsi"),
+    ("FlexVolume", "flexVolume"),
+    ("Cinder", "cinder"),
+    ("CephFS", "cephfs"),
+    ("FC", "fc"),
+    ("Flocker", "flocker"),
+    ("AzureFile", "azureFile"),
+    ("VsphereVolume", "vsphereVolume"),
+    ("AzureDisk", "azureDisk"),
+    ("PhotonPersistentDisk", "photonPersistentDisk"),
+    ("PortworxVolume", "portworxVolume"),
+    ("ScaleIO", "scaleIO"),
+    ("Local", "local"),
+    ("StorageOS", "storageos"),
+    ("CSI", "csi"),
+];
+
+/// How a Go field of a modelled source marshals when unset.
+#[derive(Clone, Copy)]
+enum GoField {
+    /// A `string` (`""`).
+    Text,
+    /// A `bool` (`false`).
+    Flag,
+    /// A pointer, map or slice (`null`).
+    Nullable,
+    /// A `*SecretReference` (`{"Name", "Namespace"}` or `null`).
+    Secret,
+}
+
+/// The Go fields of the modelled source types, in declaration order.
+fn go_fields(source: &str) -> Option<&'static [(&'static str, &'static str, GoField)]> {
+    use GoField::{Flag, Nullable, Secret, Text};
+    Some(match source {
+        "hostPath" => &[("Path", "path", Text), ("Type", "type", Nullable)],
+        "nfs" => &[
+            ("Server", "server", Text),
+            ("Path", "path", Text),
+            ("ReadOnly", "readOnly", Flag),
+        ],
+        "local" => &[("Path", "path", Text), ("FSType", "fsType", Nullable)],
+        "csi" => &[
+            ("Driver", "driver", Text),
+            ("VolumeHandle", "volumeHandle", Text),
+            ("ReadOnly", "readOnly", Flag),
+            ("FSType", "fsType", Text),
+            ("VolumeAttributes", "volumeAttributes", Nullable),
+            (
+                "ControllerPublishSecretRef",
+                "controllerPublishSecretRef",
+                Secret,
+            ),
+            ("NodeStageSecretRef", "nodeStageSecretRef", Secret),
+            ("NodePublishSecretRef", "nodePublishSecretRef", Secret),
+            (
+                "ControllerExpandSecretRef",
+                "controllerExpandSecretRef",
+                Secret,
+            ),
+            ("NodeExpandSecretRef", "nodeExpandSecretRef", Secret),
+        ],
+        _ => return None,
+    })
+}
+
+/// A volume source as upstream's internal `core.PersistentVolumeSource` marshals (Go field
+/// names and order), for the diff in its immutability message; `None` when a source is set
+/// whose Go shape is not modelled.
+fn go_pv_source(source: &Value) -> Option<GoValue> {
+    let mut fields = Vec::new();
+    for (go_name, name) in GO_PV_SOURCES {
+        let Some(value) = source.get(name).filter(|v| !v.is_null()) else {
+            fields.push((go_name, GoValue::Json(Value::Null)));
+            continue;
+        };
+        let mut inner = Vec::new();
+        for (go, json_name, kind) in go_fields(name)? {
+            let v = value.get(*json_name).filter(|v| !v.is_null());
+            let marshalled = match (kind, v) {
+                (GoField::Text, None) => GoValue::Json(json!("")),
+                (GoField::Flag, None) => GoValue::Json(json!(false)),
+                (GoField::Nullable | GoField::Secret, None) => GoValue::Json(Value::Null),
+                (GoField::Secret, Some(r)) => {
+                    let text = |k: &str| json!(r.get(k).and_then(Value::as_str).unwrap_or(""));
+                    GoValue::Struct(vec![
+                        ("Name", GoValue::Json(text("name"))),
+                        ("Namespace", GoValue::Json(text("namespace"))),
+                    ])
+                }
+                (_, Some(v)) => GoValue::Json(v.clone()),
+            };
+            inner.push((*go, marshalled));
+        }
+        fields.push((go_name, GoValue::Struct(inner)));
+    }
+    Some(GoValue::Struct(fields))
+}
+
 /// A node affinity with its nulls and empty lists removed (upstream's semantic equality
 /// treats them as unset).
 fn normalized(v: &Value) -> Value {
@@ -352,10 +460,20 @@ fn validate_pv_update(obj: &Value, old: &Value) -> Vec<Cause> {
     let added_expand_secret = meta::path(old_spec, "csi").is_some_and(|c| !c.is_null())
         && meta::path(old_spec, "csi.controllerExpandSecretRef").is_none_or(Value::is_null)
         && meta::path(spec, "csi.controllerExpandSecretRef").is_some_and(|r| !r.is_null());
-    if pv_source(spec, added_expand_secret) != pv_source(old_spec, false) {
+    let (new_source, old_source) = (
+        pv_source(spec, added_expand_secret),
+        pv_source(old_spec, false),
+    );
+    if new_source != old_source {
+        // Upstream appends a diff of the internal sources; it is printed for the sources whose
+        // Go shape is modelled here, and left off otherwise.
+        let diff = match (go_pv_source(&old_source), go_pv_source(&new_source)) {
+            (Some(old), Some(new)) => unified(&marshal_indent(&old), &marshal_indent(&new)),
+            _ => String::new(),
+        };
         errs.push(Cause::forbidden(
             "spec.persistentvolumesource",
-            "spec.persistentvolumesource is immutable after creation",
+            &format!("spec.persistentvolumesource is immutable after creation\n{diff}"),
         ));
     }
     errs.extend(immutable(spec, old_spec, "volumeMode", ""));
@@ -1004,7 +1122,22 @@ mod tests {
         assert_eq!(
             summaries(&validate_pv_update(&csi(json!({})), &csi(secret))),
             [
-                "spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation"
+                "spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation\n@@ -29,10 +29,7 @@\n   \"ControllerPublishSecretRef\": null,\n   \"NodeStageSecretRef\": null,\n   \"NodePublishSecretRef\": null,\n-  \"ControllerExpandSecretRef\": {\n-   \"Name\": \"s\",\n-   \"Namespace\": \"ns\"\n-  },\n+  \"ControllerExpandSecretRef\": null,\n   \"NodeExpandSecretRef\": null\n  }\n }\n"
+            ]
+        );
+        let host = |p: &str| pv_with(json!({"hostPath": {"path": p, "type": ""}}));
+        assert_eq!(
+            summaries(&validate_pv_update(&host("/b"), &host("/a"))),
+            [
+                "spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation\n@@ -2,7 +2,7 @@\n  \"GCEPersistentDisk\": null,\n  \"AWSElasticBlockStore\": null,\n  \"HostPath\": {\n-  \"Path\": \"/a\",\n+  \"Path\": \"/b\",\n   \"Type\": \"\"\n  },\n  \"Glusterfs\": null,\n"
+            ]
+        );
+        // A source whose Go shape is not modelled: the message without a diff.
+        let rbd = |image: &str| pv_with(json!({"rbd": {"monitors": ["m"], "image": image}}));
+        assert_eq!(
+            summaries(&validate_pv_update(&rbd("b"), &rbd("a"))),
+            [
+                "spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation\n"
             ]
         );
         let mut unset = csi(json!({}));
