@@ -13,9 +13,8 @@ use crate::storage::collection_prefix;
 /// `networkingv1.AnnotationIsDefaultIngressClass`).
 const DEFAULT_INGRESS_CLASS: &str = "ingressclass.kubernetes.io/is-default-class";
 
-/// The legacy annotation naming an Ingress's class (upstream's
-/// `networkingv1beta1.AnnotationIngressClass`); an Ingress carrying it is not defaulted.
-const LEGACY_INGRESS_CLASS: &str = "kubernetes.io/ingress.class";
+// The legacy annotation naming an Ingress's class: an Ingress carrying it is not defaulted.
+use crate::kinds::networking::INGRESS_CLASS_ANNOTATION as LEGACY_INGRESS_CLASS;
 
 /// The name of the newest class of `group`/`resource` that `is_default` accepts.
 fn newest_default(

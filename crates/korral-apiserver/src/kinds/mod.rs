@@ -23,7 +23,7 @@ mod events;
 mod eviction;
 mod flowcontrol;
 pub(crate) mod lists;
-mod networking;
+pub(crate) mod networking;
 mod node;
 mod policy;
 pub(crate) mod printer;

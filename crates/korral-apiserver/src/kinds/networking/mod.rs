@@ -14,6 +14,10 @@ use crate::error::Cause;
 use crate::registry::{NameRule, ResourceInfo};
 use validation::{list, set, string};
 
+/// The legacy annotation naming an Ingress's class (upstream's
+/// `networkingv1beta1.AnnotationIngressClass`), still honoured beside `spec.ingressClassName`.
+pub(crate) const INGRESS_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+
 const GROUP: &str = "networking.k8s.io";
 
 /// The kinds of `networking.k8s.io/v1`.

@@ -14,8 +14,7 @@ use crate::validation::network;
 use crate::validation::ports::{port_name, port_num};
 use crate::validation::selectors::validate_label_selector;
 
-/// The legacy annotation naming an Ingress's class.
-const INGRESS_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+use super::INGRESS_CLASS_ANNOTATION;
 
 /// Path sequences an `Exact`/`Prefix` path may not contain.
 const INVALID_PATH_SEQUENCES: [&str; 5] = ["//", "/./", "/../", "%2f", "%2F"];
