@@ -852,6 +852,40 @@ const VOLUME_ATTRIBUTES_CLASSES: Printer = Printer {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_storage_objects_never_panic(
+            field in proptest::sample::select(vec![
+                "spec", "allowedTopologies", "parameters", "provisioner", "driverName",
+                "nodeTopology", "storageClassName", "capacity", "status",
+            ]),
+            inner in proptest::sample::select(vec![
+                "tokenRequests", "volumeLifecycleModes", "drivers", "source", "attachError",
+                "attachmentMetadata", "nodeAllocatableUpdatePeriodSeconds", "attachRequired",
+            ]),
+            value in crate::validation::podspec::tests::any_json(),
+        ) {
+            let mut outer = json!({"spec": {}, "status": {}});
+            outer[field] = value.clone();
+            let mut nested = json!({"spec": {}, "status": {}});
+            nested["spec"][inner] = value.clone();
+            nested["status"][inner] = value;
+            for obj in [&outer, &nested] {
+                let _ = storage_class(obj);
+                let _ = csi_driver(obj);
+                let _ = csi_node(obj);
+                let _ = volume_attachment(obj);
+                let _ = csi_storage_capacity(obj);
+                let _ = volume_attributes_class(obj);
+                let _ = csi_driver_update(obj, &outer);
+                let _ = updates::csi_node(obj, &nested);
+                let _ = updates::attachment(obj, &outer);
+                let _ = updates::capacity(obj, &nested);
+                let _ = volume_attributes_class_update(obj, &outer);
+            }
+        }
+    }
+
     fn messages(causes: Vec<Cause>) -> Vec<String> {
         causes
             .iter()

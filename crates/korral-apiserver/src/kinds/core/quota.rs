@@ -467,7 +467,8 @@ mod tests {
         fn arbitrary_quotas_and_limit_ranges_never_panic(
             quota in crate::kinds::core::test_support::mutated(
                 json!({"spec": {"hard": {"pods": "1"}}}),
-                &["spec", "spec.hard", "spec.hard.pods", "spec.scopes", "status", "status.used"],
+                &["spec", "spec.hard", "spec.hard.pods", "spec.scopes", "status", "status.used",
+                  "spec.scopeSelector", "spec.scopeSelector.matchExpressions"],
             ),
             range in crate::kinds::core::test_support::mutated(
                 json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}}),
@@ -479,6 +480,7 @@ mod tests {
             ),
         ) {
             let _ = validate_quota(&quota);
+            let _ = validate_quota_update(&quota, &json!({"spec": {"scopes": ["BestEffort"]}}));
             let _ = (super::super::print::RESOURCE_QUOTAS.cells)(&quota);
             let mut range = range;
             LimitRangeStrategy.default(&mut range);

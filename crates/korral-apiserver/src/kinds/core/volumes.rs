@@ -890,12 +890,17 @@ mod tests {
                 pvc("1Gi"),
                 &["spec", "spec.accessModes", "spec.resources", "spec.resources.requests",
                   "spec.resources.requests.storage", "spec.volumeName", "spec.selector",
-                  "spec.dataSource", "spec.dataSourceRef", "status", "status.phase", "status.capacity"],
+                  "spec.dataSource", "spec.dataSourceRef", "status", "status.phase", "status.capacity",
+                  "status.allocatedResources", "status.allocatedResourceStatuses", "spec.storageClassName",
+                  "spec.volumeAttributesClassName", "metadata.annotations"],
             ),
             pv in crate::kinds::core::test_support::mutated(
                 json!({"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}}),
                 &["spec", "spec.capacity", "spec.accessModes", "spec.hostPath", "spec.nfs", "spec.csi",
-                  "spec.persistentVolumeReclaimPolicy", "spec.volumeMode", "spec.nodeAffinity"],
+                  "spec.persistentVolumeReclaimPolicy", "spec.volumeMode", "spec.nodeAffinity",
+                  "spec.nodeAffinity.required", "spec.iscsi", "spec.fc", "spec.rbd", "spec.quobyte",
+                  "spec.flexVolume", "spec.azureDisk", "spec.storageos", "spec.local", "spec.flocker",
+                  "spec.csi.nodePublishSecretRef", "metadata.annotations", "status"],
             ),
         ) {
             let mut bound = pvc("2Gi");
@@ -905,6 +910,13 @@ mod tests {
             let mut pv = pv;
             let _ = validate_pv(&pv);
             PersistentVolumeStrategy.default(&mut pv);
+            let base = json!({"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                "hostPath": {"path": "/x"}, "nodeAffinity": {"required": {"nodeSelectorTerms": []}}}});
+            let _ = validate_pv_update(&pv, &base);
+            let _ = validate_pv_update(&base, &pv);
+            let mut stamped = pv.clone();
+            stamp_phase_transition(&mut stamped, &base);
+            let _ = claims::status_update(&claim);
         }
     }
 
