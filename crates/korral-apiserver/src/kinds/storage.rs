@@ -24,6 +24,7 @@ use crate::validation::selectors::validate_label_selector;
 mod topology;
 mod updates;
 
+/// The API group of these kinds.
 const GROUP: &str = "storage.k8s.io";
 
 /// The longest CSI driver name.
@@ -749,6 +750,7 @@ const STORAGE_CLASSES: Printer = Printer {
     },
 };
 
+/// The table columns of CSIDrivers (upstream's printers).
 const CSI_DRIVERS: Printer = Printer {
     columns: &[
         Column::new("AttachRequired", "Indicates this CSI volume driver requires an attach operation, and that Kubernetes should call attach and wait for any attach operation to complete before proceeding to mount.").typed("boolean"),
@@ -782,6 +784,7 @@ const CSI_DRIVERS: Printer = Printer {
     },
 };
 
+/// The table columns of CSINodes.
 const CSI_NODES: Printer = Printer {
     columns: &[
         Column::new(
@@ -799,6 +802,7 @@ const CSI_NODES: Printer = Printer {
     },
 };
 
+/// The table columns of VolumeAttachments.
 const VOLUME_ATTACHMENTS: Printer = Printer {
     columns: &[
         Column::new("Attacher", "Attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName()."),
@@ -818,6 +822,7 @@ const VOLUME_ATTACHMENTS: Printer = Printer {
     },
 };
 
+/// The table columns of CSIStorageCapacities.
 const CSI_STORAGE_CAPACITIES: Printer = Printer {
     columns: &[
         Column::new(
@@ -843,6 +848,7 @@ const CSI_STORAGE_CAPACITIES: Printer = Printer {
     },
 };
 
+/// The table columns of VolumeAttributesClasses.
 const VOLUME_ATTRIBUTES_CLASSES: Printer = Printer {
     columns: &[Column::new("DriverName", "Name of the CSI driver"), AGE],
     cells: |obj| vec![json!(string(obj, "driverName")), age(obj)],
