@@ -534,6 +534,40 @@ async fn bootstrap(objects: &Objects) -> Result<(), crate::error::ApiError> {
             }
         }
     }
+    // The default ServiceCIDR of the cluster IP range (upstream's default-ServiceCIDR
+    // controller): created when missing, then marked Ready.
+    if let Some(info) = objects
+        .registry()
+        .get("networking.k8s.io", "v1", "servicecidrs")
+    {
+        let range = crate::defaults::ServiceIpAllocator::new().range();
+        let cidr = crate::kinds::networking::default_service_cidr(&range);
+        let stored = match objects.get(&info, None, "kubernetes") {
+            Ok(stored) => stored,
+            Err(e) if e.code == 404 => {
+                objects
+                    .create(&info, None, cidr, &WriteOptions::default())
+                    .await?
+                    .object
+            }
+            Err(e) => return Err(e),
+        };
+        if stored.pointer("/status/conditions").is_none() {
+            let mut ready = (*stored).clone();
+            ready["status"] =
+                crate::kinds::networking::default_service_cidr_status(&crate::meta::now_rfc3339());
+            objects
+                .update(
+                    &info,
+                    None,
+                    "kubernetes",
+                    ready,
+                    crate::objects::Part::Status,
+                    &WriteOptions::default(),
+                )
+                .await?;
+        }
+    }
     // The API priority and fairness configuration (upstream's APF bootstrap and ensurer).
     crate::kinds::ensure_flow_control_configuration(objects).await?;
     Ok(())

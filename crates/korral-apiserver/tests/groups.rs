@@ -807,3 +807,32 @@ async fn v1_endpoints_requests_warn_of_the_deprecation() {
     assert_eq!(code, 200);
     assert!(warnings.is_empty(), "{warnings:?}");
 }
+
+/// The server keeps upstream's default ServiceCIDR `kubernetes` for the cluster IP range the
+/// Services get their addresses from, Ready as upstream's controller marks it.
+#[tokio::test]
+async fn the_default_service_cidr_is_kept() {
+    let env = TestEnv::start().await.expect("env");
+    let (code, cidr) = send(
+        &env,
+        "GET",
+        "/apis/networking.k8s.io/v1/servicecidrs/kubernetes",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{cidr}");
+    assert_eq!(cidr["spec"]["cidrs"], json!(["10.96.0.0/12"]), "{cidr}");
+    let ready = &cidr["status"]["conditions"][0];
+    assert_eq!(ready["type"], "Ready", "{cidr}");
+    assert_eq!(ready["status"], "True", "{cidr}");
+    assert_eq!(ready["message"], "Kubernetes default Service CIDR is ready");
+    // The `kubernetes` Service's address is in it.
+    let (_, service) = send(
+        &env,
+        "GET",
+        "/api/v1/namespaces/default/services/kubernetes",
+        None,
+    )
+    .await;
+    assert_eq!(service["spec"]["clusterIP"], "10.96.0.1");
+}

@@ -18,6 +18,30 @@ use validation::{list, set, string};
 /// `networkingv1beta1.AnnotationIngressClass`), still honoured beside `spec.ingressClassName`.
 pub(crate) const INGRESS_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
 
+/// The ServiceCIDR upstream's control plane keeps for its service range (`kubernetes`), as its
+/// default-ServiceCIDR controller creates it: the range in `spec.cidrs`, and (written through
+/// `/status`, see [`default_service_cidr_status`]) a `Ready` condition.
+pub(crate) fn default_service_cidr(range: &str) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "ServiceCIDR",
+        "metadata": {"name": "kubernetes"},
+        "spec": {"cidrs": [range]},
+    })
+}
+
+/// The status upstream's controller applies to the default ServiceCIDR once it matches the
+/// server's range: `Ready=True` with its message and no reason.
+pub(crate) fn default_service_cidr_status(now: &str) -> Value {
+    json!({"conditions": [{
+        "type": "Ready",
+        "status": "True",
+        "lastTransitionTime": now,
+        "reason": "",
+        "message": "Kubernetes default Service CIDR is ready",
+    }]})
+}
+
 const GROUP: &str = "networking.k8s.io";
 
 /// The kinds of `networking.k8s.io/v1`.
