@@ -836,3 +836,87 @@ async fn the_default_service_cidr_is_kept() {
     .await;
     assert_eq!(service["spec"]["clusterIP"], "10.96.0.1");
 }
+
+/// Every Service cluster IP has its IPAddress (named by the address, naming the Service, managed
+/// by upstream's allocator), released when the Service goes; headless Services hold none.
+#[tokio::test]
+async fn service_cluster_ips_have_ip_addresses() {
+    let env = TestEnv::start().await.expect("env");
+    let addresses = "/apis/networking.k8s.io/v1/ipaddresses";
+    let wait = std::time::Duration::from_secs(20);
+    // The `kubernetes` Service's address.
+    wait_until(wait, "10.96.0.1 is recorded", || async {
+        send(&env, "GET", &format!("{addresses}/10.96.0.1"), None)
+            .await
+            .0
+            == 200
+    })
+    .await
+    .expect("kubernetes service address");
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}});
+    let (code, created) = send(
+        &env,
+        "POST",
+        "/api/v1/namespaces/default/services",
+        Some(&service),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    let ip = created["spec"]["clusterIP"]
+        .as_str()
+        .expect("ip")
+        .to_string();
+    let path = format!("{addresses}/{ip}");
+    wait_until(wait, "the address is recorded", || async {
+        send(&env, "GET", &path, None).await.0 == 200
+    })
+    .await
+    .expect("recorded");
+    let (_, address) = send(&env, "GET", &path, None).await;
+    assert_eq!(
+        address["spec"]["parentRef"],
+        json!({"resource": "services", "namespace": "default", "name": "web"}),
+        "{address}"
+    );
+    assert_eq!(
+        address["metadata"]["labels"],
+        json!({"ipaddress.kubernetes.io/ip-family": "IPv4",
+               "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"})
+    );
+    let headless = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db"},
+                          "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]}});
+    let (code, _) = send(
+        &env,
+        "POST",
+        "/api/v1/namespaces/default/services",
+        Some(&headless),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let (code, _) = send(
+        &env,
+        "DELETE",
+        "/api/v1/namespaces/default/services/web",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    wait_until(wait, "the address is released", || async {
+        send(&env, "GET", &path, None).await.0 == 404
+    })
+    .await
+    .expect("released");
+    let (_, list) = send(&env, "GET", addresses, None).await;
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["10.96.0.1"],
+        "only the kubernetes Service holds one"
+    );
+}

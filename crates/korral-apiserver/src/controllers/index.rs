@@ -42,6 +42,11 @@ pub(super) enum Work {
     /// date (local ones registered, availability conditions); `true` on start, when the
     /// built-in group versions' APIServices are synced too.
     ApiServices(bool),
+    /// The Service at this key changed its cluster IPs (the addresses it gave up listed), or
+    /// one of its IPAddresses went: bring its IPAddresses up to date.
+    ServiceIps(String, Vec<String>),
+    /// The IPAddresses of every Service checked, stale ones released (on start).
+    ServiceIpRepair,
     /// Simulated workload controllers, scheduler and kubelet (see [`crate::simulate`]).
     Workload(crate::simulate::Work),
 }

@@ -25,6 +25,8 @@
 //!
 //! * **ClusterRole aggregation**: any ClusterRole change brings the aggregated ClusterRoles up
 //!   to date through the write pipeline (see [`crate::auth::aggregation`]).
+//! * **Service IPAddresses**: the `networking.k8s.io` IPAddress of every Service cluster IP
+//!   (see [`service_ips`]).
 //! * **APIServices**: the local APIServices of the served group versions (built-in and CRD)
 //!   and every APIService's `Available` condition (see [`apiservices`]).
 //! * **Workload simulation** (when the server simulates workloads): Deployments, ReplicaSets,
@@ -39,6 +41,7 @@
 
 mod apiservices;
 mod index;
+mod service_ips;
 #[cfg(test)]
 mod tests;
 mod writes;
@@ -238,6 +241,7 @@ impl Controller {
                     self.index = Index::rebuild(&snapshot, &mut self.queue);
                     self.queue.insert(Work::RoleAggregation);
                     self.queue.insert(Work::ApiServices(false));
+                    self.queue.insert(Work::ServiceIpRepair);
                     if let Some(workload) = self.workload.as_mut() {
                         crate::simulate::initial_work(&snapshot, workload);
                     }
@@ -290,6 +294,9 @@ impl Controller {
         }
         if apiservices::concerns(&event.key) {
             self.queue.insert(Work::ApiServices(false));
+        }
+        if let Some((key, released)) = service_ips::work_for(event) {
+            self.queue.insert(Work::ServiceIps(key, released));
         }
         // Quota and budget status need a look only where such objects exist at all (most
         // events, in most clusters, touch neither: no snapshot is taken for them).
@@ -482,6 +489,10 @@ async fn execute(
         Work::ApiServices(on_start) => apiservices::reconcile(objects, *on_start)
             .await
             .map(|()| Vec::new()),
+        Work::ServiceIps(key, released) => service_ips::sync_service(objects, key, released)
+            .await
+            .map(|()| Vec::new()),
+        Work::ServiceIpRepair => service_ips::repair(objects).await.map(|()| Vec::new()),
         Work::CrdGone(key) => {
             if objects.storage().get(key).is_none()
                 && let Some(parts) = KeyParts::parse(key)
