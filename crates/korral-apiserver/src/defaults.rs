@@ -313,9 +313,6 @@ fn volume(v: &mut Map<String, Value>) {
     if VOLUME_SOURCES.iter().all(|k| unset(v.get(*k))) {
         v.insert("emptyDir".into(), json!({}));
     }
-    if let Some(host_path) = child(v, "hostPath") {
-        default_value(host_path, "type", json!(""));
-    }
     for key in ["secret", "configMap"] {
         if let Some(src) = child(v, key) {
             default_value(src, "defaultMode", json!(420));
@@ -340,15 +337,7 @@ fn volume(v: &mut Map<String, Value>) {
             }
         }
     }
-    if let Some(src) = child(v, "iscsi") {
-        default_str(src, "iscsiInterface", "default");
-    }
-    if let Some(src) = child(v, "azureDisk") {
-        default_value(src, "cachingMode", json!("ReadWrite"));
-        default_value(src, "kind", json!("Shared"));
-        default_value(src, "fsType", json!("ext4"));
-        default_value(src, "readOnly", json!(false));
-    }
+    volume_sources(v);
     if let Some(src) = child(v, "image")
         && unset_str(src.get("pullPolicy"))
     {
@@ -359,6 +348,63 @@ fn volume(v: &mut Map<String, Value>) {
         && let Some(spec) = child(template, "spec")
     {
         default_value(spec, "volumeMode", json!("Filesystem"));
+    }
+}
+
+/// One source's defaults: its field in the spec, whether an empty string counts as unset (a Go
+/// string rather than a pointer), and each field with its default.
+type SourceDefaults<'a> = (&'a str, bool, &'a [(&'a str, Value)]);
+
+/// The `SetDefaults_*` of the volume source types a pod volume or a PV spec holds
+/// (`pkg/apis/core/v1/defaults.go`; the pod and persistent variants default alike): a hostPath
+/// type, an iSCSI interface, RBD pool/user/keyring, ScaleIO storage mode and FS type, Azure
+/// disk caching/kind/FS type/read-only.
+pub(crate) fn volume_sources(spec: &mut Map<String, Value>) {
+    let defaults: [SourceDefaults<'_>; 5] = [
+        ("hostPath", false, &[("type", json!(""))]),
+        ("iscsi", true, &[("iscsiInterface", json!("default"))]),
+        (
+            "rbd",
+            true,
+            &[
+                ("pool", json!("rbd")),
+                ("user", json!("admin")),
+                ("keyring", json!("/etc/ceph/keyring")),
+            ],
+        ),
+        (
+            "scaleIO",
+            true,
+            &[
+                ("storageMode", json!("ThinProvisioned")),
+                ("fsType", json!("xfs")),
+            ],
+        ),
+        (
+            "azureDisk",
+            false,
+            &[
+                ("cachingMode", json!("ReadWrite")),
+                ("kind", json!("Shared")),
+                ("fsType", json!("ext4")),
+                ("readOnly", json!(false)),
+            ],
+        ),
+    ];
+    for (source, empty_is_unset, fields) in defaults {
+        let Some(map) = spec.get_mut(source).and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (field, value) in fields {
+            let unset = match map.get(*field) {
+                None | Some(Value::Null) => true,
+                Some(Value::String(s)) => empty_is_unset && s.is_empty(),
+                Some(_) => false,
+            };
+            if unset {
+                map.insert((*field).to_string(), value.clone());
+            }
+        }
     }
 }
 
@@ -1664,7 +1710,9 @@ mod tests {
                     {"name": "a"},
                     {"name": "b", "configMap": {"name": "cm"}},
                     {"name": "c", "hostPath": {"path": "/x"}},
-                    {"name": "d", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}
+                    {"name": "d", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
+                    {"name": "e", "rbd": {"monitors": ["m"], "image": "i"}},
+                    {"name": "f", "scaleIO": {"gateway": "g", "system": "s", "secretRef": {"name": "x"}}}
                 ]
             }}),
         );
@@ -1686,6 +1734,11 @@ mod tests {
             v[3]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
             3600
         );
+        // The source defaults pod volumes share with PersistentVolumes.
+        assert_eq!(v[4]["rbd"]["pool"], "rbd");
+        assert_eq!(v[4]["rbd"]["keyring"], "/etc/ceph/keyring");
+        assert_eq!(v[5]["scaleIO"]["storageMode"], "ThinProvisioned");
+        assert_eq!(v[5]["scaleIO"]["fsType"], "xfs");
     }
 
     #[test]

@@ -522,63 +522,6 @@ fn stamp_phase_transition(obj: &mut Value, old: &Value) {
     }
 }
 
-/// One source's defaults: its field in the spec, whether an empty string counts as unset (a Go
-/// string rather than a pointer), and each field with its default.
-type SourceDefaults<'a> = (&'a str, bool, &'a [(&'a str, Value)]);
-
-/// The `SetDefaults_*` of the source types a PV spec holds (`pkg/apis/core/v1/defaults.go`):
-/// a hostPath type, an iSCSI interface, RBD pool/user/keyring, ScaleIO storage mode and FS
-/// type, Azure disk caching/kind/FS type/read-only. (Pod volumes get theirs in
-/// `crate::defaults`, whose volume helper is private to it.)
-fn default_sources(spec: &mut serde_json::Map<String, Value>) {
-    let defaults: [SourceDefaults<'_>; 5] = [
-        ("hostPath", false, &[("type", json!(""))]),
-        ("iscsi", true, &[("iscsiInterface", json!("default"))]),
-        (
-            "rbd",
-            true,
-            &[
-                ("pool", json!("rbd")),
-                ("user", json!("admin")),
-                ("keyring", json!("/etc/ceph/keyring")),
-            ],
-        ),
-        (
-            "scaleIO",
-            true,
-            &[
-                ("storageMode", json!("ThinProvisioned")),
-                ("fsType", json!("xfs")),
-            ],
-        ),
-        (
-            "azureDisk",
-            false,
-            &[
-                ("cachingMode", json!("ReadWrite")),
-                ("kind", json!("Shared")),
-                ("fsType", json!("ext4")),
-                ("readOnly", json!(false)),
-            ],
-        ),
-    ];
-    for (source, empty_is_unset, fields) in defaults {
-        let Some(map) = spec.get_mut(source).and_then(Value::as_object_mut) else {
-            continue;
-        };
-        for (field, value) in fields {
-            let unset = match map.get(*field) {
-                None | Some(Value::Null) => true,
-                Some(Value::String(s)) => empty_is_unset && s.is_empty(),
-                Some(_) => false,
-            };
-            if unset {
-                map.insert((*field).to_string(), value.clone());
-            }
-        }
-    }
-}
-
 impl Strategy for PersistentVolumeStrategy {
     fn decode(
         &self,
@@ -601,7 +544,7 @@ impl Strategy for PersistentVolumeStrategy {
                 .or_insert_with(|| json!("Retain"));
             spec.entry("volumeMode")
                 .or_insert_with(|| json!("Filesystem"));
-            default_sources(spec);
+            crate::defaults::volume_sources(spec);
         }
         let status = root.entry("status").or_insert_with(|| json!({}));
         if let Some(status) = status.as_object_mut()
