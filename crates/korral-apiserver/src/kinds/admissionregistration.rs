@@ -17,8 +17,8 @@ use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
 use crate::validation::enums::{self, Order};
 use crate::validation::names::{
-    child, dns1035_label, dns1123_subdomain, go_quote, index, invalid_rendered, path_segment_name,
-    validate_qualified_name,
+    child, dns1035_label, dns1123_subdomain, go_string_slice, index, invalid_rendered,
+    path_segment_name, validate_qualified_name,
 };
 use crate::validation::selectors::validate_label_selector;
 
@@ -340,12 +340,6 @@ fn strings<'a>(obj: &'a Value, key: &str) -> Vec<&'a str> {
         .unwrap_or_default()
 }
 
-/// Renders a string list as Go's `%#v` of a `[]string` prints it in field errors.
-fn go_string_list(items: &[&str]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
-}
-
 /// Whether `items` holds `*` among other entries.
 fn wildcard_with_others(items: &[&str]) -> bool {
     items.len() > 1 && items.contains(&"*")
@@ -529,7 +523,7 @@ fn validate_rule_with_operations(errs: &mut Vec<Cause>, rule: &Value, path: &str
     if wildcard_with_others(&ops) {
         errs.push(invalid_rendered(
             &ops_path,
-            &go_string_list(&ops),
+            &go_string_slice(&ops),
             "if '*' is present, must not specify other operations",
         ));
     }
@@ -555,7 +549,7 @@ fn validate_rule(errs: &mut Vec<Cause>, rule: &Value, path: &str) {
     if wildcard_with_others(&groups) {
         errs.push(invalid_rendered(
             &groups_path,
-            &go_string_list(&groups),
+            &go_string_slice(&groups),
             "if '*' is present, must not specify other API groups",
         ));
     }
@@ -567,7 +561,7 @@ fn validate_rule(errs: &mut Vec<Cause>, rule: &Value, path: &str) {
     if wildcard_with_others(&versions) {
         errs.push(invalid_rendered(
             &versions_path,
-            &go_string_list(&versions),
+            &go_string_slice(&versions),
             "if '*' is present, must not specify other API versions",
         ));
     }
@@ -633,14 +627,14 @@ fn validate_resources(errs: &mut Vec<Cause>, resources: &[&str], path: &str) {
     if resources.len() > 1 && double {
         errs.push(invalid_rendered(
             path,
-            &go_string_list(resources),
+            &go_string_slice(resources),
             "if '*/*' is present, must not specify other resources",
         ));
     }
     if single && plain {
         errs.push(invalid_rendered(
             path,
-            &go_string_list(resources),
+            &go_string_slice(resources),
             "if '*' is present, must not specify other resources without subresources",
         ));
     }
@@ -674,7 +668,7 @@ pub(crate) fn validate_review_versions(
     if require_recognized && !versions.iter().any(|v| ACCEPTED_VERSIONS.contains(v)) {
         errs.push(invalid_rendered(
             path,
-            &go_string_list(versions),
+            &go_string_slice(versions),
             "must include at least one of v1, v1beta1",
         ));
     }
@@ -1090,7 +1084,7 @@ fn validate_binding(obj: &Value) -> Vec<Cause> {
     if actions.contains(&"Deny") && actions.contains(&"Warn") {
         errs.push(invalid_rendered(
             "spec.validationActions",
-            &go_string_list(&actions),
+            &go_string_slice(&actions),
             "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
         ));
     }

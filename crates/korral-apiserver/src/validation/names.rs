@@ -1049,11 +1049,27 @@ fn common_meta(m: &Map<String, Value>, path: &str) -> Vec<Cause> {
     errs
 }
 
+/// Go's `%#v` of a slice of strings of element type `ty`: `[]core.ResourceQuotaScope{"a"}`.
+pub(crate) fn go_slice_of<S: AsRef<str>>(ty: &str, items: &[S]) -> String {
+    let inner: Vec<String> = items.iter().map(|s| go_quote(s.as_ref())).collect();
+    format!("[]{ty}{{{}}}", inner.join(", "))
+}
+
 /// Go's `%#v` of a `[]string`: `[]string{"a", "b"}`.
-#[cfg(test)]
-fn go_string_slice(items: &[&str]) -> String {
-    let inner: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
-    format!("[]string{{{}}}", inner.join(", "))
+pub(crate) fn go_string_slice<S: AsRef<str>>(items: &[S]) -> String {
+    go_slice_of("string", items)
+}
+
+/// Go's `%#v` of a JSON list of strings held as a slice of element type `ty`, `[]T(nil)` when
+/// absent (a nil slice).
+pub(crate) fn go_json_slice(ty: &str, list: Option<&Value>) -> String {
+    match list.and_then(Value::as_array) {
+        None => format!("[]{ty}(nil)"),
+        Some(items) => {
+            let items: Vec<&str> = items.iter().map(|s| s.as_str().unwrap_or("")).collect();
+            go_slice_of(ty, &items)
+        }
+    }
 }
 
 /// Validates a metadata update as upstream `ValidateObjectMetaUpdate`: no new finalizers while

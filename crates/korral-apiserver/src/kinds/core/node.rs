@@ -18,7 +18,7 @@ use crate::quantity;
 use crate::registry::ResourceInfo;
 use crate::validation::enums::{self, Order};
 use crate::validation::names::{
-    NEGATIVE, dns1123_label, dns1123_subdomain, go_quote, index, invalid_rendered,
+    NEGATIVE, dns1123_label, dns1123_subdomain, go_quote, go_string_slice, index, invalid_rendered,
     validate_label_key, validate_label_value,
 };
 use crate::validation::network::{CIDR_MESSAGE, parse_cidr_sloppy};
@@ -182,12 +182,6 @@ fn pod_cidrs(obj: &Value) -> Vec<&str> {
     cidrs
 }
 
-/// Go's `%#v` of a `[]string`.
-fn go_strings(items: &[&str]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
-}
-
 /// Upstream's `ValidateNode` (object metadata aside: the store checks it).
 fn validate_node(obj: &Value) -> Vec<Cause> {
     let mut errs = validate_node_annotations(obj);
@@ -228,7 +222,7 @@ fn validate_node(obj: &Value) -> Vec<Cause> {
         if !dual_stack || cidrs.len() > 2 {
             errs.push(invalid_rendered(
                 path,
-                &go_strings(&cidrs),
+                &go_string_slice(&cidrs),
                 "may specify no more than one CIDR for each IP family",
             ));
         }

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::validation::names::{go_quote, index, invalid_rendered};
+use crate::validation::names::{go_quote, go_string_slice, index, invalid_rendered};
 use crate::validation::network::{IP_MESSAGE, parse_ip_sloppy};
 
 /// The IP families a Service may name.
@@ -32,12 +32,6 @@ fn strings<'a>(spec: &'a Value, field: &str) -> Vec<&'a str> {
 /// A string field of `spec` (empty when absent).
 fn text<'a>(spec: &'a Value, field: &str) -> &'a str {
     spec.get(field).and_then(Value::as_str).unwrap_or("")
-}
-
-/// A Go `[]string` as `%#v` prints it.
-fn go_strings(values: &[&str]) -> String {
-    let quoted: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
 }
 
 /// The family of an address as upstream's `familyOf` names it.
@@ -63,14 +57,14 @@ pub(super) fn validate_cluster_ips_related(spec: &Value) -> Vec<Cause> {
         } else if ips[0] != cluster_ip {
             errs.push(invalid_rendered(
                 "spec.clusterIPs",
-                &go_strings(&ips),
+                &go_string_slice(&ips),
                 "first value must match `clusterIP`",
             ));
         }
     } else if !ips.is_empty() {
         errs.push(invalid_rendered(
             "spec.clusterIPs",
-            &go_strings(&ips),
+            &go_string_slice(&ips),
             "must be empty when `clusterIP` is not specified",
         ));
     }
@@ -107,7 +101,7 @@ pub(super) fn validate_cluster_ips_related(spec: &Value) -> Vec<Cause> {
                 invalid_ips = true;
                 errs.push(invalid_rendered(
                     "spec.clusterIPs",
-                    &go_strings(&ips),
+                    &go_string_slice(&ips),
                     "'None' must be the first and only value",
                 ));
             }
@@ -125,7 +119,7 @@ pub(super) fn validate_cluster_ips_related(spec: &Value) -> Vec<Cause> {
     if ips.len() > 2 {
         errs.push(invalid_rendered(
             "spec.clusterIPs",
-            &go_strings(&ips),
+            &go_string_slice(&ips),
             "may only hold up to 2 values",
         ));
     }
@@ -138,7 +132,7 @@ pub(super) fn validate_cluster_ips_related(spec: &Value) -> Vec<Cause> {
         if !dual_stack {
             errs.push(invalid_rendered(
                 "spec.clusterIPs",
-                &go_strings(&ips),
+                &go_string_slice(&ips),
                 "may specify no more than one IP for each IP family",
             ));
         }
@@ -219,7 +213,7 @@ pub(super) fn allocation_refusals(spec: &Value, old_spec: Option<&Value>) -> Vec
         if i >= families.len() && family != CLUSTER_FAMILY {
             errs.push(invalid_rendered(
                 &index("spec.clusterIPs", i),
-                &go_strings(&ips),
+                &go_string_slice(&ips),
                 &format!("{family} is not configured on this cluster"),
             ));
         }

@@ -8,7 +8,8 @@ use super::bootstrap::{mandatory_flow_schema, mandatory_priority_level};
 use crate::error::Cause;
 use crate::meta;
 use crate::validation::names::{
-    child, dns1123_label, dns1123_subdomain, go_quote, index, invalid_rendered, invalid_value,
+    child, dns1123_label, dns1123_subdomain, go_quote, go_string_slice, index, invalid_rendered,
+    invalid_value,
 };
 
 /// The largest `matchingPrecedence`.
@@ -49,12 +50,6 @@ fn without_nulls(value: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
         other => other.clone(),
     }
-}
-
-/// Go's `%#v` of a `[]string`.
-fn go_strings(values: &[String]) -> String {
-    let quoted: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
 }
 
 /// The strings of the array at `field` of `obj`.
@@ -298,7 +293,7 @@ fn verbs(rule: &Value, path: &str) -> Vec<Cause> {
         if verbs.len() > 1 {
             return vec![invalid_rendered(
                 &at,
-                &go_strings(&verbs),
+                &go_string_slice(&verbs),
                 "if '*' is present, must not specify other verbs",
             )];
         }
@@ -307,7 +302,7 @@ fn verbs(rule: &Value, path: &str) -> Vec<Cause> {
     if verbs.iter().all(|v| VERBS.contains(&v.as_str())) {
         return Vec::new();
     }
-    vec![not_supported(at, &go_strings(&verbs), &VERBS)]
+    vec![not_supported(at, &go_string_slice(&verbs), &VERBS)]
 }
 
 /// The checks of a list that must not be empty and may hold `*` only alone.
@@ -320,7 +315,7 @@ fn wildcard_list(rule: &Value, path: &str, field: &str, required: &str, what: &s
     if values.len() > 1 && values.iter().any(|v| v == "*") {
         return vec![invalid_rendered(
             &at,
-            &go_strings(&values),
+            &go_string_slice(&values),
             &format!("if '*' is present, must not specify other {what}"),
         )];
     }
@@ -356,7 +351,7 @@ fn resource_rule(rule: &Value, path: &str) -> Vec<Cause> {
         if namespaces.len() > 1 {
             errs.push(invalid_rendered(
                 &at,
-                &go_strings(&namespaces),
+                &go_string_slice(&namespaces),
                 "if '*' is present, must not specify other namespaces",
             ));
         }
@@ -388,7 +383,7 @@ fn non_resource_rule(rule: &Value, path: &str) -> Vec<Cause> {
         if urls.len() > 1 {
             errs.push(invalid_rendered(
                 &at,
-                &go_strings(&urls),
+                &go_string_slice(&urls),
                 "if '*' is present, must not specify other non-resource URLs",
             ));
         }

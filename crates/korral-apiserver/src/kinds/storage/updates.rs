@@ -6,21 +6,7 @@
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::validation::names::{go_quote, invalid_rendered, invalid_value};
-
-/// Go's `%#v` of a `[]string` (`[]string(nil)` when absent).
-fn go_strings(list: Option<&Value>) -> String {
-    match list.and_then(Value::as_array) {
-        None => "[]string(nil)".to_string(),
-        Some(items) => {
-            let items: Vec<String> = items
-                .iter()
-                .map(|s| go_quote(s.as_str().unwrap_or("")))
-                .collect();
-            format!("[]string{{{}}}", items.join(", "))
-        }
-    }
-}
+use crate::validation::names::{go_json_slice, go_quote, invalid_rendered, invalid_value};
 
 /// The string at `field` of `v`, quoted as Go prints it.
 fn quoted(v: &Value, field: &str) -> String {
@@ -70,7 +56,7 @@ fn render_driver(driver: &Value) -> String {
         "storage.CSINodeDriver{{Name:{}, NodeID:{}, TopologyKeys:{}, Allocatable:(*storage.VolumeNodeResources)(nil)}}",
         quoted(driver, "name"),
         quoted(driver, "nodeID"),
-        go_strings(driver.get("topologyKeys")),
+        go_json_slice("string", driver.get("topologyKeys")),
     )
 }
 
@@ -135,7 +121,7 @@ fn render_selector(selector: Option<&Value>) -> String {
                         "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{}}}",
                         quoted(e, "key"),
                         quoted(e, "operator"),
-                        go_strings(e.get("values"))
+                        go_json_slice("string", e.get("values"))
                     )
                 })
                 .collect();

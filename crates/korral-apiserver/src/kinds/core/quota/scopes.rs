@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::validation::names::{go_quote, invalid_rendered};
+use crate::validation::names::{go_json_slice, go_quote, invalid_rendered};
 
 /// The scopes upstream accepts (`IsStandardResourceQuotaScope`).
 const STANDARD_SCOPES: [&str; 7] = [
@@ -92,20 +92,9 @@ fn strings(list: Option<&Value>) -> Vec<&str> {
         .collect()
 }
 
-/// Go's `%#v` of a slice of strings of element type `ty` (`[]T(nil)` when absent).
-fn go_slice(ty: &str, list: Option<&Value>) -> String {
-    match list.filter(|l| l.is_array()) {
-        None => format!("[]{ty}(nil)"),
-        Some(l) => {
-            let items: Vec<String> = strings(Some(l)).iter().map(|s| go_quote(s)).collect();
-            format!("[]{ty}{{{}}}", items.join(", "))
-        }
-    }
-}
-
 /// Go's `%#v` of `spec.scopes` (`[]core.ResourceQuotaScope`).
 fn render_scopes(spec: &Value) -> String {
-    go_slice("core.ResourceQuotaScope", spec.get("scopes"))
+    go_json_slice("core.ResourceQuotaScope", spec.get("scopes"))
 }
 
 /// Go's `%#v` of a `core.ScopeSelector`.
@@ -121,7 +110,7 @@ fn render_selector(selector: &Value) -> String {
                 "core.ScopedResourceSelectorRequirement{{ScopeName:{}, Operator:{}, Values:{}}}",
                 text("scopeName"),
                 text("operator"),
-                go_slice("string", e.get("values"))
+                go_json_slice("string", e.get("values"))
             )
         })
         .collect();
@@ -236,7 +225,7 @@ pub(super) fn validate_scope_selector(spec: &Value) -> Vec<Cause> {
             )),
             "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(invalid_rendered(
                 &format!("{PATH}.values"),
-                &go_slice("string", expression.get("values")),
+                &go_json_slice("string", expression.get("values")),
                 "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
             )),
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
