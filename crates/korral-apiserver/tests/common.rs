@@ -39,6 +39,39 @@ pub async fn raw(
     (status, value)
 }
 
+/// One request with a JSON body (or none) through `env`'s client: the status code and the
+/// JSON answer.
+pub async fn call(env: &TestEnv, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    let content_type = body.map(|_| "application/json");
+    raw(&env.client(), method, path, content_type, bytes).await
+}
+
+/// Checks a refusal against upstream's: a 422 `Invalid` `Status` with `message` and exactly
+/// `causes` in order, each `(reason, message, field)`.
+pub fn assert_invalid(answer: &(u16, Value), message: &str, causes: &[(&str, &str, &str)]) {
+    let (code, body) = answer;
+    assert_eq!(*code, 422, "{body}");
+    assert_eq!(body["kind"], "Status", "{body}");
+    assert_eq!(body["code"], 422, "{body}");
+    assert_eq!(body["reason"], "Invalid", "{body}");
+    assert_eq!(body["message"], message, "{body}");
+    let got: Vec<(String, String, String)> = body["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (s("reason"), s("message"), s("field"))
+        })
+        .collect();
+    let want: Vec<(String, String, String)> = causes
+        .iter()
+        .map(|(r, m, f)| (r.to_string(), m.to_string(), f.to_string()))
+        .collect();
+    assert_eq!(got, want, "{body}");
+}
+
 /// The Widget CRD used across tests (`widgets.ref.example.org`), as in the reference captures.
 pub fn widget_crd() -> Value {
     json!({

@@ -8,35 +8,6 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 
-/// Checks a refusal against upstream's: 422 `Invalid`, the message, the causes in order.
-fn assert_invalid(answer: &(u16, Value), message: &str, causes: &[(&str, &str, &str)]) {
-    let (code, body) = answer;
-    assert_eq!(*code, 422, "{body}");
-    assert_eq!(body["reason"], "Invalid", "{body}");
-    assert_eq!(body["message"], message, "{body}");
-    let got: Vec<(String, String, String)> = body["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-            (s("reason"), s("message"), s("field"))
-        })
-        .collect();
-    let want: Vec<(String, String, String)> = causes
-        .iter()
-        .map(|(r, m, f)| (r.to_string(), m.to_string(), f.to_string()))
-        .collect();
-    assert_eq!(got, want, "{body}");
-}
-
-/// One request with a JSON body (or none).
-async fn call(env: &TestEnv, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-    let ct = body.map(|_| "application/json");
-    raw(&env.client(), method, path, ct, bytes).await
-}
-
 async fn post(env: &TestEnv, path: &str, body: &Value) -> (u16, Value) {
     call(env, "POST", path, Some(body)).await
 }

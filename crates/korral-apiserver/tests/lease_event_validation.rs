@@ -24,27 +24,11 @@ async fn send(env: &TestEnv, method: &str, path: &str, body: &Value) -> (u16, Va
     .await
 }
 
-/// Checks a 422 `Invalid` answer: its message and its causes `(reason, field, message)`.
+/// Checks a 422 `Invalid` answer as [`common::assert_invalid`], each cause written
+/// `(reason, field, message)`.
 fn assert_invalid(answer: &(u16, Value), message: &str, causes: &[(&str, &str, &str)]) {
-    let (code, body) = answer;
-    assert_eq!(*code, 422, "{body}");
-    assert_eq!(body["kind"], "Status", "{body}");
-    assert_eq!(body["reason"], "Invalid", "{body}");
-    assert_eq!(body["message"], message, "{body}");
-    let got: Vec<(String, String, String)> = body["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-            (s("reason"), s("field"), s("message"))
-        })
-        .collect();
-    let want: Vec<(String, String, String)> = causes
-        .iter()
-        .map(|(r, f, m)| (r.to_string(), f.to_string(), m.to_string()))
-        .collect();
-    assert_eq!(got, want, "{body}");
+    let causes: Vec<(&str, &str, &str)> = causes.iter().map(|&(r, f, m)| (r, m, f)).collect();
+    common::assert_invalid(answer, message, &causes);
 }
 
 async fn absent(env: &TestEnv, path: &str) {

@@ -31,29 +31,6 @@ async fn send(env: &TestEnv, method: &str, path: &str, body: &Value) -> (u16, Va
     .await
 }
 
-/// Checks a refusal: 422 `Invalid`, upstream's aggregated message and every cause in order.
-fn assert_invalid(answer: &(u16, Value), message: &str, causes: &[(&str, &str, &str)]) {
-    let (code, body) = answer;
-    assert_eq!(*code, 422, "{body}");
-    assert_eq!(body["kind"], "Status", "{body}");
-    assert_eq!(body["reason"], "Invalid", "{body}");
-    assert_eq!(body["message"], message, "{body}");
-    let got: Vec<(String, String, String)> = body["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-            (s("reason"), s("message"), s("field"))
-        })
-        .collect();
-    let want: Vec<(String, String, String)> = causes
-        .iter()
-        .map(|(r, m, f)| (r.to_string(), m.to_string(), f.to_string()))
-        .collect();
-    assert_eq!(got, want, "{body}");
-}
-
 #[tokio::test]
 async fn roles_and_cluster_roles_refuse_bad_rules() {
     let env = TestEnv::start().await.expect("env");
