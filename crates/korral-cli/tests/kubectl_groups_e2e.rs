@@ -145,6 +145,25 @@ fn scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
         &format!("`kubectl get ing,pdb,pc,sc` headers {want:?}"),
         &out,
     );
+
+    // The `api-extensions` category names what extends the API (the local APIServices here).
+    run.ok_contains(
+        &["get", "api-extensions"],
+        &["apiservice.apiregistration.k8s.io/v1.apps"],
+    );
+    // The default ServiceCIDR and the `kubernetes` Service's IPAddress.
+    run.ok_contains(&["get", "servicecidr"], &["kubernetes", "10.96.0.0/12"]);
+    run.ok_contains(&["get", "ipaddress"], &["10.96.0.1", "services"]);
+    // v1 Endpoints answer with upstream's deprecation warning.
+    let out = run.k(&["get", "endpoints", "-n", "default"]);
+    run.expect(
+        out.success()
+            && out.stderr.contains(
+                "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice",
+            ),
+        "`kubectl get endpoints` warns of the v1 Endpoints deprecation",
+        &out,
+    );
     Ok(())
 }
 
