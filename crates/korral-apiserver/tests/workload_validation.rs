@@ -170,7 +170,8 @@ async fn job_templates_are_immutable_and_cron_schedules_parsed() {
             .is_some_and(|m| m.ends_with(": field is immutable")),
         "{body}"
     );
-    // A Job whose template restarts Always is refused.
+    // A Job whose template restarts Always is refused (upstream: Required, as for a policy
+    // left to the pod default).
     let mut always = job.clone();
     always["metadata"]["name"] = json!("always");
     always["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
@@ -178,7 +179,7 @@ async fn job_templates_are_immutable_and_cron_schedules_parsed() {
     assert_eq!(code, 422, "{body}");
     assert_eq!(
         body["details"]["causes"][0]["message"],
-        "Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""
+        "Required value: valid values: \"OnFailure\", \"Never\""
     );
 
     let cron = json!({

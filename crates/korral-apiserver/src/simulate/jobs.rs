@@ -127,9 +127,22 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         }
     }
     let ready = active.iter().filter(|p| pod_ready(p)).count();
+    // Counted pods stay counted once their Pods are gone (upstream tracks them with a
+    // finalizer; the API refuses a status that lowers the failed or succeeded counter).
+    let counted = |field: &str| {
+        status
+            .get(field)
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0)
+    };
+    let (succeeded_total, failed_total) = (
+        succeeded_count.max(counted("succeeded")),
+        failed.max(counted("failed")),
+    );
     set_count(&mut status, "active", active_count);
-    set_count(&mut status, "succeeded", succeeded_count);
-    set_count(&mut status, "failed", failed);
+    set_count(&mut status, "succeeded", succeeded_total);
+    set_count(&mut status, "failed", failed_total);
     status["ready"] = json!(if suspended { 0 } else { ready });
     status["terminating"] = json!(0);
     status["uncountedTerminatedPods"] = json!({});

@@ -5,7 +5,8 @@
 //! * Deployments get ReplicaSets (`<deployment>-<pod-template-hash>`), rollouts and status
 //!   ([`deployment`]); ReplicaSets keep their Pods (`<replicaset>-<suffix>`) ([`replicaset`]).
 //! * StatefulSets get Pods `<name>-0 … <name>-N-1`, in order ([`statefulset`]).
-//! * Jobs run Pods to completion ([`jobs`]); CronJobs start Jobs on their schedule
+//! * Jobs run Pods to completion ([`jobs`]); finished Jobs with `ttlSecondsAfterFinished`
+//!   are deleted once it expires ([`ttl`]); CronJobs start Jobs on their schedule
 //!   ([`cronjobs`]).
 //! * DaemonSets get one Pod on the node ([`daemonset`]).
 //! * HorizontalPodAutoscalers keep their target's replicas within their bounds (there is no
@@ -43,6 +44,7 @@ pub mod namespaces;
 pub mod pods;
 pub mod replicaset;
 pub mod statefulset;
+pub mod ttl;
 pub mod volumes;
 
 use std::collections::BTreeSet;
@@ -262,7 +264,7 @@ pub struct Cluster {
 }
 
 /// Runs one work item against the current state; `Some(delay)` asks to run it again after
-/// `delay` (a CronJob's next scheduled time).
+/// `delay` (a CronJob's next scheduled time, a finished Job's TTL).
 pub(crate) async fn execute(
     objects: &Objects,
     cluster: &Cluster,
@@ -271,13 +273,16 @@ pub(crate) async fn execute(
     if let Work::CronJob(ns, name) = work {
         return cronjobs::reconcile(objects, ns, name).await;
     }
+    if let Work::Job(ns, name) = work {
+        jobs::reconcile(objects, ns, name).await?;
+        return ttl::reconcile(objects, ns, name, jiff::Timestamp::now()).await;
+    }
     let done: Result<(), ApiError> = match work {
-        Work::CronJob(..) => Ok(()),
+        Work::CronJob(..) | Work::Job(..) => Ok(()),
         Work::Node => pods::ensure_node(objects).await,
         Work::Namespace(name) => namespaces::reconcile(objects, cluster, name).await,
         Work::Deployment(ns, name) => deployment::reconcile(objects, ns, name).await,
         Work::StatefulSet(ns, name) => statefulset::reconcile(objects, ns, name).await,
-        Work::Job(ns, name) => jobs::reconcile(objects, ns, name).await,
         Work::DaemonSet(ns, name) => daemonset::reconcile(objects, ns, name).await,
         Work::ReplicaSet(ns, name) => replicaset::reconcile(objects, ns, name).await,
         Work::Claim(ns, name) => volumes::reconcile_claim(objects, ns, name).await,

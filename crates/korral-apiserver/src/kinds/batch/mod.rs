@@ -4,6 +4,9 @@ use k8s_openapi::api::batch::v1 as api;
 
 use serde_json::{Value, json};
 
+mod indexes;
+mod policies;
+mod status;
 mod validation;
 
 use super::KindDef;

@@ -3,11 +3,14 @@
 
 use serde_json::Value;
 
+use super::policies::{self, set};
+use super::status;
 use crate::ApiError;
 use crate::error::Cause;
 use crate::kinds::strategy::{Context, Strategy};
 use crate::kinds::workload::{
-    canonicalize_template, immutable, nonnegative_fields, restart_policy_in, validate_template,
+    canonicalize_template, immutable, nonnegative, nonnegative_fields, restart_policy_in,
+    validate_template,
 };
 use crate::meta;
 use crate::objects::FieldValidation;
@@ -15,7 +18,7 @@ use crate::quantity;
 use crate::registry::ResourceInfo;
 use crate::selector::from_label_selector_json;
 use crate::validation::enums::{self, Order};
-use crate::validation::names::{child, invalid_value};
+use crate::validation::names::{child, dns1123_label, invalid_value};
 use crate::validation::selectors::validate_label_selector;
 
 /// The strategy of `batch/v1` Jobs.
@@ -39,22 +42,30 @@ impl Strategy for JobStrategy {
     }
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
-        job_spec(obj.get("spec").unwrap_or(&Value::Null), "spec")
+        let spec = obj.get("spec").unwrap_or(&Value::Null);
+        let mut errs = job_spec(spec, "spec");
+        errs.extend(indexed_pod_hostname(obj, spec));
+        errs
     }
 
+    /// The spec rules and what may change, or through `/status` the status rules alone (the
+    /// spec is the stored one), as upstream's status strategy validates.
     fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        if ctx.subresource == Some("status") {
+            return status::job_status_update(obj, old);
+        }
         let mut errs = self.validate(obj, ctx);
         let spec = obj.get("spec").unwrap_or(&Value::Null);
         let old_spec = old.get("spec").unwrap_or(&Value::Null);
-        errs.extend(immutable(spec, old_spec, "completions", "spec"));
+        errs.extend(completions_update(spec, old_spec));
         errs.extend(immutable(spec, old_spec, "selector", "spec"));
         errs.extend(template_update(spec, old_spec, old));
         for field in [
             "completionMode",
             "podFailurePolicy",
             "backoffLimitPerIndex",
-            "successPolicy",
             "managedBy",
+            "successPolicy",
         ] {
             errs.extend(immutable(spec, old_spec, field, "spec"));
         }
@@ -62,9 +73,49 @@ impl Strategy for JobStrategy {
     }
 }
 
+/// An Indexed Job's last pod hostname (`<name>-<completions-1>`) must be a DNS label
+/// (upstream's `ValidateJob`).
+fn indexed_pod_hostname(obj: &Value, spec: &Value) -> Option<Cause> {
+    let completions = set(spec, "completions").and_then(Value::as_i64)?;
+    if spec.get("completionMode").and_then(Value::as_str) != Some("Indexed") || completions <= 0 {
+        return None;
+    }
+    let name = meta::name(obj);
+    let hostname = format!("{name}-{}", completions - 1);
+    if dns1123_label(&hostname).is_empty() {
+        return None;
+    }
+    Some(invalid_value(
+        "metadata.name",
+        &Value::from(name),
+        &format!("will not able to create pod with invalid DNS label: {hostname}"),
+    ))
+}
+
+/// `completions` may change only for Indexed Jobs, together with `parallelism` (upstream's
+/// `validateCompletions` with elastic Indexed Jobs, GA).
+fn completions_update(spec: &Value, old_spec: &Value) -> Option<Cause> {
+    let indexed = spec.get("completionMode").and_then(Value::as_str) == Some("Indexed");
+    if !indexed {
+        return immutable(spec, old_spec, "completions", "spec");
+    }
+    let completions = set(spec, "completions");
+    if completions == set(old_spec, "completions") {
+        return None;
+    }
+    let completions = completions?;
+    (Some(completions) != set(spec, "parallelism")).then(|| {
+        invalid_value(
+            "spec.completions",
+            completions,
+            "can only be modified in tandem with spec.parallelism",
+        )
+    })
+}
+
 /// The template of a Job is immutable, except that a suspended Job that never started may
-/// change its pods' scheduling directives, labels and annotations (upstream's
-/// `validatePodTemplateUpdate`).
+/// change its pods' scheduling directives (node selector, tolerations, node affinity,
+/// scheduling gates), labels and annotations (upstream's `validatePodTemplateUpdate`).
 fn template_update(spec: &Value, old_spec: &Value, old: &Value) -> Option<Cause> {
     let (template, old_template) = (spec.get("template"), old_spec.get("template"));
     if template == old_template {
@@ -73,7 +124,7 @@ fn template_update(spec: &Value, old_spec: &Value, old: &Value) -> Option<Cause>
     let suspended_unstarted = old_spec.get("suspend") == Some(&Value::Bool(true))
         && meta::path(old, "status.startTime").is_none_or(Value::is_null);
     if suspended_unstarted {
-        const MUTABLE: [&str; 4] = ["nodeSelector", "tolerations", "affinity", "schedulingGates"];
+        const MUTABLE: [&str; 3] = ["nodeSelector", "tolerations", "schedulingGates"];
         let strip = |t: Option<&Value>| {
             let mut t = t.cloned().unwrap_or(Value::Null);
             if let Some(metadata) = t.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -83,6 +134,17 @@ fn template_update(spec: &Value, old_spec: &Value, old: &Value) -> Option<Cause>
             if let Some(pod) = t.get_mut("spec").and_then(Value::as_object_mut) {
                 for field in MUTABLE {
                     pod.remove(field);
+                }
+                // Of the affinity, only the node affinity may change.
+                if let Some(affinity) = pod.get_mut("affinity").and_then(Value::as_object_mut) {
+                    affinity.remove("nodeAffinity");
+                    affinity.retain(|_, v| !v.is_null());
+                }
+                if pod
+                    .get("affinity")
+                    .is_some_and(|a| a.is_null() || a.as_object().is_some_and(|a| a.is_empty()))
+                {
+                    pod.remove("affinity");
                 }
             }
             t
@@ -98,19 +160,15 @@ fn template_update(spec: &Value, old_spec: &Value, old: &Value) -> Option<Cause>
     ))
 }
 
-/// Upstream's `ValidateJobSpec`: the selector rules, then the rest of the spec.
+/// Upstream's `ValidateJobSpec`: the rest of the spec, then the selector rules.
 fn job_spec(spec: &Value, path: &str) -> Vec<Cause> {
-    let mut errs = Vec::new();
+    let mut errs = job_spec_rest(spec, path);
     let selector_path = child(path, "selector");
-    match spec.get("selector").filter(|s| !s.is_null()) {
+    match set(spec, "selector") {
         None => errs.push(Cause::required(&selector_path, "")),
         Some(selector) => errs.extend(validate_label_selector(selector, &selector_path)),
     }
-    if let Some(Ok(selector)) = spec
-        .get("selector")
-        .filter(|s| !s.is_null())
-        .map(from_label_selector_json)
-    {
+    if let Some(Ok(selector)) = set(spec, "selector").map(from_label_selector_json) {
         let labels = meta::path(spec, "template.metadata.labels");
         if !selector.matches(labels.and_then(Value::as_object)) {
             errs.push(invalid_value(
@@ -120,11 +178,20 @@ fn job_spec(spec: &Value, path: &str) -> Vec<Cause> {
             ));
         }
     }
-    errs.extend(job_spec_rest(spec, path));
     errs
 }
 
-/// Upstream's `validateJobSpec`: counts, completion mode, the template and its restart policy.
+/// The most pods an Indexed Job may run at once (caps `status.completedIndexes`).
+const MAX_INDEXED_PARALLELISM: i64 = 100_000;
+/// The most failed indexes an Indexed Job may tolerate.
+const MAX_FAILED_INDEXES: i64 = 100_000;
+/// Above this many completions, a per-index backoff limit needs tighter bounds.
+const COMPLETIONS_SOFT_LIMIT: i64 = 100_000;
+/// The most pods (and failed indexes) above [`COMPLETIONS_SOFT_LIMIT`] completions.
+const HIGH_COMPLETIONS_LIMIT: i64 = 10_000;
+
+/// Upstream's `validateJobSpec`: counts, per-index limits, `managedBy`, completion mode, the
+/// policies, the template and its restart policy.
 fn job_spec_rest(spec: &Value, path: &str) -> Vec<Cause> {
     let mut errs = nonnegative_fields(
         spec,
@@ -135,42 +202,155 @@ fn job_spec_rest(spec: &Value, path: &str) -> Vec<Cause> {
             "backoffLimit",
             "ttlSecondsAfterFinished",
             "backoffLimitPerIndex",
-            "maxFailedIndexes",
         ],
         path,
     );
-    if let Some(mode) = spec.get("completionMode").filter(|m| !m.is_null()) {
-        match mode.as_str() {
-            Some("NonIndexed") => {}
-            Some("Indexed") => {
-                if spec.get("completions").is_none_or(Value::is_null) {
-                    errs.push(Cause::required(
-                        child(path, "completions"),
-                        "when completion mode is Indexed",
-                    ));
-                }
-            }
-            _ => errs.push(enums::COMPLETION_MODE.not_supported(
+    let per_index = set(spec, "backoffLimitPerIndex");
+    let max_failed = set(spec, "maxFailedIndexes");
+    if max_failed.is_some() {
+        errs.extend(nonnegative(spec, "maxFailedIndexes", path));
+        if per_index.is_none() {
+            errs.push(Cause::required(
+                child(path, "backoffLimitPerIndex"),
+                "when maxFailedIndexes is specified",
+            ));
+        }
+    }
+    if let Some(managed_by) = set(spec, "managedBy") {
+        errs.extend(policies::managed_by(managed_by, &child(path, "managedBy")));
+    }
+    let mode = set(spec, "completionMode");
+    let indexed = mode.and_then(Value::as_str) == Some("Indexed");
+    if let Some(mode) = mode {
+        if !matches!(mode.as_str(), Some("NonIndexed" | "Indexed")) {
+            errs.push(enums::COMPLETION_MODE.not_supported(
                 child(path, "completionMode"),
                 mode,
                 Order::Declared,
-            )),
+            ));
+        }
+        if indexed {
+            errs.extend(indexed_limits(spec, path));
         }
     }
+    if !indexed {
+        for (field, value) in [
+            ("backoffLimitPerIndex", per_index),
+            ("maxFailedIndexes", max_failed),
+        ] {
+            if let Some(value) = value {
+                errs.push(invalid_value(
+                    &child(path, field),
+                    value,
+                    "requires indexed completion mode",
+                ));
+            }
+        }
+    }
+    let failure_policy = set(spec, "podFailurePolicy");
+    if let Some(policy) = failure_policy {
+        errs.extend(policies::pod_failure_policy(
+            spec,
+            policy,
+            &child(path, "podFailurePolicy"),
+        ));
+    }
+    if let Some(policy) = set(spec, "successPolicy") {
+        errs.extend(policies::success_policy(
+            spec,
+            policy,
+            &child(path, "successPolicy"),
+        ));
+    }
+    errs.extend(policies::pod_replacement_policy(
+        spec,
+        &child(path, "podReplacementPolicy"),
+    ));
     let template_path = child(path, "template");
     let template = spec.get("template").unwrap_or(&Value::Null);
     errs.extend(validate_template(template, &template_path));
-    errs.extend(restart_policy_in(
-        template,
-        &template_path,
-        &["OnFailure", "Never"],
-    ));
-    if meta::path(template, "spec.restartPolicy").is_none() {
-        errs.push(Cause::not_supported(
-            child(&template_path, "spec.restartPolicy"),
-            &Value::from(""),
-            &[Value::from("OnFailure"), Value::from("Never")],
+    let restart_path = child(&template_path, "spec.restartPolicy");
+    match meta::path(template, "spec.restartPolicy").and_then(Value::as_str) {
+        None | Some("" | "Always") => errs.push(Cause::required(
+            &restart_path,
+            "valid values: \"OnFailure\", \"Never\"",
+        )),
+        Some("OnFailure") if failure_policy.is_some() => errs.push(invalid_value(
+            &restart_path,
+            &Value::from("OnFailure"),
+            "only \"Never\" is supported when podFailurePolicy is specified",
+        )),
+        Some("OnFailure" | "Never") => {}
+        Some(_) => errs.extend(restart_policy_in(
+            template,
+            &template_path,
+            &["OnFailure", "Never"],
+        )),
+    }
+    errs
+}
+
+/// `value` when it is a number above `limit`.
+fn above(value: Option<&Value>, limit: i64) -> Option<&Value> {
+    value.filter(|v| v.as_i64().is_some_and(|n| n > limit))
+}
+
+/// The bounds of an Indexed Job: `completions` required, `parallelism` and
+/// `maxFailedIndexes` capped, tighter with a per-index backoff limit and many completions.
+fn indexed_limits(spec: &Value, path: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let completions = set(spec, "completions").and_then(Value::as_i64);
+    let parallelism = set(spec, "parallelism");
+    let max_failed = set(spec, "maxFailedIndexes");
+    if completions.is_none() {
+        errs.push(Cause::required(
+            child(path, "completions"),
+            "when completion mode is Indexed",
         ));
+    }
+    if let Some(p) = above(parallelism, MAX_INDEXED_PARALLELISM) {
+        errs.push(invalid_value(
+            &child(path, "parallelism"),
+            p,
+            &format!(
+                "must be less than or equal to {MAX_INDEXED_PARALLELISM} when completion mode is Indexed"
+            ),
+        ));
+    }
+    if let Some(c) = completions
+        && let Some(m) = above(max_failed, c)
+    {
+        errs.push(invalid_value(
+            &child(path, "maxFailedIndexes"),
+            m,
+            "must be less than or equal to completions",
+        ));
+    }
+    if let Some(m) = above(max_failed, MAX_FAILED_INDEXES) {
+        errs.push(invalid_value(
+            &child(path, "maxFailedIndexes"),
+            m,
+            &format!("must be less than or equal to {MAX_FAILED_INDEXES}"),
+        ));
+    }
+    if completions.is_some_and(|c| c > COMPLETIONS_SOFT_LIMIT)
+        && set(spec, "backoffLimitPerIndex").is_some()
+    {
+        if max_failed.is_none() {
+            errs.push(Cause::required(
+                child(path, "maxFailedIndexes"),
+                &format!("must be specified when completions is above {COMPLETIONS_SOFT_LIMIT}"),
+            ));
+        }
+        let detail = format!(
+            "must be less than or equal to {HIGH_COMPLETIONS_LIMIT} when completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index"
+        );
+        if let Some(p) = above(parallelism, HIGH_COMPLETIONS_LIMIT) {
+            errs.push(invalid_value(&child(path, "parallelism"), p, &detail));
+        }
+        if let Some(m) = above(max_failed, HIGH_COMPLETIONS_LIMIT) {
+            errs.push(invalid_value(&child(path, "maxFailedIndexes"), m, &detail));
+        }
     }
     errs
 }
@@ -207,19 +387,32 @@ impl Strategy for CronJobStrategy {
                 "must be no more than 52 characters",
             ));
         }
-        errs.extend(cron_job_spec(obj.get("spec").unwrap_or(&Value::Null)));
+        errs.extend(cron_job_spec(obj.get("spec").unwrap_or(&Value::Null), None));
         errs
     }
 
-    fn validate_update(&self, obj: &Value, _old: &Value, _ctx: &Context) -> Vec<Cause> {
-        cron_job_spec(obj.get("spec").unwrap_or(&Value::Null))
+    /// The spec rules without the name limit (older, longer names stay updatable); through
+    /// `/status` nothing (upstream's CronJob status strategy validates no status field).
+    fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        if ctx.subresource == Some("status") {
+            return Vec::new();
+        }
+        cron_job_spec(
+            obj.get("spec").unwrap_or(&Value::Null),
+            Some(old.get("spec").unwrap_or(&Value::Null)),
+        )
     }
 }
 
-/// Upstream's `validateCronJobSpec`.
-fn cron_job_spec(spec: &Value) -> Vec<Cause> {
+/// Upstream's `validateCronJobSpec`; on update (`old_spec` set) a schedule may keep a `TZ=`
+/// it already had, and the time zone is checked only when it changed.
+fn cron_job_spec(spec: &Value, old_spec: Option<&Value>) -> Vec<Cause> {
     let mut errs = Vec::new();
-    let time_zone = spec.get("timeZone").filter(|z| !z.is_null());
+    let time_zone = set(spec, "timeZone");
+    let had_tz = old_spec
+        .and_then(|old| old.get("schedule"))
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.contains("TZ"));
     match spec.get("schedule").and_then(Value::as_str).unwrap_or("") {
         "" => errs.push(Cause::required("spec.schedule", "")),
         text => {
@@ -228,12 +421,18 @@ fn cron_job_spec(spec: &Value) -> Vec<Cause> {
                 errs.push(invalid_value("spec.schedule", &value, &e));
             }
             if text.contains("TZ") {
-                let detail = if time_zone.is_some() {
-                    "cannot use both timeZone field and TZ or CRON_TZ in schedule"
-                } else {
-                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
+                let detail = match (had_tz, time_zone.is_some()) {
+                    (true, true) => {
+                        Some("cannot use both timeZone field and TZ or CRON_TZ in schedule")
+                    }
+                    (true, false) => None,
+                    (false, _) => {
+                        Some("cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
+                    }
                 };
-                errs.push(invalid_value("spec.schedule", &value, detail));
+                if let Some(detail) = detail {
+                    errs.push(invalid_value("spec.schedule", &value, detail));
+                }
             }
         }
     }
@@ -242,6 +441,10 @@ fn cron_job_spec(spec: &Value) -> Vec<Cause> {
         &["startingDeadlineSeconds"],
         "spec",
     ));
+    let zone_changed = old_spec.is_none_or(|old| set(old, "timeZone") != time_zone);
+    if let Some(zone) = time_zone.filter(|_| zone_changed) {
+        errs.extend(time_zone_causes(zone));
+    }
     match spec.get("concurrencyPolicy") {
         None | Some(Value::Null) => errs.push(Cause::required("spec.concurrencyPolicy", "")),
         Some(p)
@@ -281,9 +484,6 @@ fn cron_job_spec(spec: &Value) -> Vec<Cause> {
         &["successfulJobsHistoryLimit", "failedJobsHistoryLimit"],
         "spec",
     ));
-    if let Some(zone) = time_zone {
-        errs.extend(time_zone_causes(zone));
-    }
     errs
 }
 
@@ -342,7 +542,8 @@ mod tests {
             "selector": {"matchLabels": {"job-name": "j"}},
             "template": {
                 "metadata": {"labels": {"job-name": "j"}},
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}],
+                         "initContainers": [{"name": "i", "image": "i"}]},
             },
             "backoffLimit": 6,
         });
@@ -354,24 +555,352 @@ mod tests {
         crate::kinds::workload::with_template_defaults(spec)
     }
 
+    fn cron_job_spec_new(spec: &Value) -> Vec<Cause> {
+        cron_job_spec(spec, None)
+    }
+
+    /// The spec of a Job with `extra` merged in and its template's containers named `c`
+    /// (init container `i`).
+    fn indexed(extra: Value) -> Value {
+        let mut spec = job(json!({"completionMode": "Indexed", "completions": 5}));
+        for (k, v) in extra.as_object().expect("object") {
+            spec[k] = v.clone();
+        }
+        spec
+    }
+
     #[test]
     fn job_rules() {
         assert!(job_spec(&job(json!({})), "spec").is_empty());
-        assert_eq!(
-            summaries(job_spec(&job(json!({"parallelism": -1})), "spec")),
-            ["spec.parallelism: Invalid value: -1: must be greater than or equal to 0"]
-        );
         let mut always = job(json!({}));
         always["template"]["spec"]["restartPolicy"] = json!("Always");
+        let mut on_failure_with_policy = job(json!({"podFailurePolicy": {"rules": []}}));
+        on_failure_with_policy["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+        let rule = |r: Value| job(json!({"podFailurePolicy": {"rules": [r]}}));
+        let exit_codes = |op: &str, values: Value| {
+            rule(json!({"action": "FailJob", "onExitCodes": {"operator": op, "values": values}}))
+        };
+        let cases: Vec<(Value, Vec<&str>)> = vec![
+            (
+                job(json!({"parallelism": -1})),
+                vec!["spec.parallelism: Invalid value: -1: must be greater than or equal to 0"],
+            ),
+            (
+                always,
+                vec![
+                    "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+                ],
+            ),
+            (
+                on_failure_with_policy,
+                vec![
+                    "spec.template.spec.restartPolicy: Invalid value: \"OnFailure\": only \"Never\" is supported when podFailurePolicy is specified",
+                ],
+            ),
+            (
+                job(json!({"completionMode": "Indexed"})),
+                vec!["spec.completions: Required value: when completion mode is Indexed"],
+            ),
+            // Pod failure policies.
+            (
+                rule(json!({"action": "FailJob"})),
+                vec![
+                    "spec.podFailurePolicy.rules[0]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
+                ],
+            ),
+            (
+                rule(json!({"action": "FailJob",
+                         "onExitCodes": {"containerName": "c", "operator": "In", "values": [1]},
+                         "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]})),
+                vec![
+                    "spec.podFailurePolicy.rules[0]: Invalid value: specifying both OnExitCodes and OnPodConditions is not supported",
+                ],
+            ),
+            (
+                exit_codes("In", json!([11, 11])),
+                vec!["spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Duplicate value: 11"],
+            ),
+            (
+                exit_codes("In", json!([19, 11])),
+                vec![
+                    "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{19, 11}: must be ordered",
+                ],
+            ),
+            (
+                exit_codes("In", json!([])),
+                vec![
+                    "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{}: at least one value is required",
+                ],
+            ),
+            (
+                exit_codes("In", json!([1, 0, 2])),
+                vec![
+                    "spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Invalid value: 0: must not be 0 for the In operator",
+                    "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{1, 0, 2}: must be ordered",
+                ],
+            ),
+            (exit_codes("NotIn", json!([0, 1])), vec![]),
+            (
+                exit_codes("", json!([1])),
+                vec![
+                    "spec.podFailurePolicy.rules[0].onExitCodes.operator: Required value: valid values: [\"In\" \"NotIn\"]",
+                ],
+            ),
+            (
+                exit_codes("Near", json!([1])),
+                vec![
+                    "spec.podFailurePolicy.rules[0].onExitCodes.operator: Unsupported value: \"Near\": supported values: \"In\", \"NotIn\"",
+                ],
+            ),
+            (
+                exit_codes("In", json!((1..=256).collect::<Vec<i64>>())),
+                vec![
+                    "spec.podFailurePolicy.rules[0].onExitCodes.values: Too many: 256: must have at most 255 items",
+                ],
+            ),
+            (
+                rule(json!({"onExitCodes": {"operator": "In", "values": [1]}})),
+                vec![
+                    "spec.podFailurePolicy.rules[0].action: Required value: valid values: [\"Count\" \"FailIndex\" \"FailJob\" \"Ignore\"]",
+                ],
+            ),
+            (
+                rule(
+                    json!({"action": "Explode", "onExitCodes": {"operator": "In", "values": [1]}}),
+                ),
+                vec![
+                    "spec.podFailurePolicy.rules[0].action: Unsupported value: \"Explode\": supported values: \"Count\", \"FailIndex\", \"FailJob\", \"Ignore\"",
+                ],
+            ),
+            (
+                rule(
+                    json!({"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [1]}}),
+                ),
+                vec![
+                    "spec.podFailurePolicy.rules[0].action: Invalid value: \"FailIndex\": requires the backoffLimitPerIndex to be set",
+                ],
+            ),
+            (
+                rule(
+                    json!({"action": "Ignore", "onExitCodes": {"containerName": "xyz", "operator": "In", "values": [1]}}),
+                ),
+                vec![
+                    "spec.podFailurePolicy.rules[0].onExitCodes.containerName: Invalid value: \"xyz\": must be one of the container or initContainer names in the pod template",
+                ],
+            ),
+            (
+                rule(
+                    json!({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}),
+                ),
+                vec![
+                    "spec.podFailurePolicy.rules[0].onPodConditions[0].status: Required value: valid values: [\"False\" \"True\" \"Unknown\"]",
+                ],
+            ),
+            (
+                rule(
+                    json!({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "Maybe"}]}),
+                ),
+                vec![
+                    "spec.podFailurePolicy.rules[0].onPodConditions[0].status: Unsupported value: \"Maybe\": supported values: \"False\", \"True\", \"Unknown\"",
+                ],
+            ),
+            (
+                rule(
+                    json!({"action": "Ignore", "onPodConditions": [{"type": "Invalid Condition Type", "status": "True"}]}),
+                ),
+                vec![
+                    "spec.podFailurePolicy.rules[0].onPodConditions[0].type: Invalid value: \"Invalid Condition Type\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                ],
+            ),
+            (
+                job(
+                    json!({"podFailurePolicy": {"rules": (1..=21).map(|i| json!({"action": "Count", "onExitCodes": {"operator": "In", "values": [i]}})).collect::<Vec<_>>()}}),
+                ),
+                vec!["spec.podFailurePolicy.rules: Too many: 21: must have at most 20 items"],
+            ),
+            // Pod replacement policies.
+            (
+                job(
+                    json!({"podReplacementPolicy": "TerminatingOrFailed", "podFailurePolicy": {"rules": []}}),
+                ),
+                vec![
+                    "spec.podReplacementPolicy: Unsupported value: \"TerminatingOrFailed\": supported values: \"Failed\"",
+                ],
+            ),
+            (
+                job(json!({"podReplacementPolicy": ""})),
+                vec![
+                    "spec.podReplacementPolicy: Unsupported value: \"\": supported values: \"Failed\", \"TerminatingOrFailed\"",
+                ],
+            ),
+            (
+                job(json!({"podReplacementPolicy": "Failed", "podFailurePolicy": {"rules": []}})),
+                vec![],
+            ),
+            // Success policies.
+            (
+                job(json!({"successPolicy": {"rules": []}})),
+                vec![
+                    "spec.successPolicy: Invalid value: batch.SuccessPolicy{Rules:[]batch.SuccessPolicyRule{}}: requires indexed completion mode",
+                ],
+            ),
+            (
+                indexed(
+                    json!({"successPolicy": {"rules": [{"succeededCount": 1, "succeededIndexes": "0,2,4"}, {"succeededIndexes": "1,3"}]}}),
+                ),
+                vec![],
+            ),
+            (
+                indexed(json!({"successPolicy": {}})),
+                vec![
+                    "spec.successPolicy.rules: Required value: at least one rules must be specified when the successPolicy is specified",
+                ],
+            ),
+            (
+                indexed(json!({"successPolicy": {"rules": [{}]}})),
+                vec![
+                    "spec.successPolicy.rules[0]: Required value: at least one of succeededCount or succeededIndexes must be specified",
+                ],
+            ),
+            (
+                indexed(
+                    json!({"successPolicy": {"rules": [{"succeededIndexes": "invalid-format"}]}}),
+                ),
+                vec![
+                    "spec.successPolicy.rules[0].succeededIndexes: Invalid value: \"invalid-format\": error parsing succeededIndexes: cannot convert string to integer for index: \"invalid\"",
+                ],
+            ),
+            (
+                indexed(json!({"successPolicy": {"rules": [{"succeededCount": -1}]}})),
+                vec![
+                    "spec.successPolicy.rules[0].succeededCount: Invalid value: -1: must be greater than or equal to 0",
+                ],
+            ),
+            (
+                indexed(json!({"successPolicy": {"rules": [{"succeededCount": 6}]}})),
+                vec![
+                    "spec.successPolicy.rules[0].succeededCount: Invalid value: 6: must be less than or equal to 5 (the number of specified completions)",
+                ],
+            ),
+            (
+                indexed(
+                    json!({"successPolicy": {"rules": [{"succeededCount": 4, "succeededIndexes": "0-2"}]}}),
+                ),
+                vec![
+                    "spec.successPolicy.rules[0].succeededCount: Invalid value: 4: must be less than or equal to 3 (the number of indexes in the specified succeededIndexes field)",
+                ],
+            ),
+            (
+                indexed(
+                    json!({"successPolicy": {"rules": vec![json!({"succeededCount": 5}); 21]}}),
+                ),
+                vec!["spec.successPolicy.rules: Too many: 21: must have at most 20 items"],
+            ),
+            // Per-index backoff limits.
+            (
+                job(json!({"backoffLimitPerIndex": 1})),
+                vec![
+                    "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
+                ],
+            ),
+            (
+                indexed(json!({"maxFailedIndexes": 1})),
+                vec![
+                    "spec.backoffLimitPerIndex: Required value: when maxFailedIndexes is specified",
+                ],
+            ),
+            (
+                indexed(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 6})),
+                vec![
+                    "spec.maxFailedIndexes: Invalid value: 6: must be less than or equal to completions",
+                ],
+            ),
+            (
+                indexed(json!({"backoffLimitPerIndex": 1, "completions": 100_001})),
+                vec![
+                    "spec.maxFailedIndexes: Required value: must be specified when completions is above 100000",
+                ],
+            ),
+            (
+                indexed(
+                    json!({"backoffLimitPerIndex": 1, "completions": 100_001, "maxFailedIndexes": 100_001}),
+                ),
+                vec![
+                    "spec.maxFailedIndexes: Invalid value: 100001: must be less than or equal to 100000",
+                    "spec.maxFailedIndexes: Invalid value: 100001: must be less than or equal to 10000 when completions are above 100000 and used with backoff limit per index",
+                ],
+            ),
+            (
+                indexed(
+                    json!({"backoffLimitPerIndex": 1, "completions": 100_001, "maxFailedIndexes": 1, "parallelism": 50_000}),
+                ),
+                vec![
+                    "spec.parallelism: Invalid value: 50000: must be less than or equal to 10000 when completions are above 100000 and used with backoff limit per index",
+                ],
+            ),
+            (
+                indexed(json!({"parallelism": 100_001})),
+                vec![
+                    "spec.parallelism: Invalid value: 100001: must be less than or equal to 100000 when completion mode is Indexed",
+                ],
+            ),
+            // managedBy.
+            (job(json!({"managedBy": "example.com/foo"})), vec![]),
+            (
+                job(json!({"managedBy": "invalid custom controller name"})),
+                vec![
+                    "spec.managedBy: Invalid value: \"invalid custom controller name\": must be a domain-prefixed path (such as \"acme.io/foo\")",
+                ],
+            ),
+            (
+                job(json!({"managedBy": format!("example.com/{}", "x".repeat(60))})),
+                vec!["spec.managedBy: Too long: may not be more than 63 bytes"],
+            ),
+        ];
+        for (spec, want) in cases {
+            assert_eq!(summaries(job_spec(&spec, "spec")), want, "{spec}");
+        }
+    }
+
+    #[test]
+    fn indexed_job_names_must_make_pod_hostnames() {
+        let spec = json!({"completionMode": "Indexed", "completions": 10});
+        let name = "x".repeat(62);
+        let obj = json!({"metadata": {"name": name}, "spec": spec});
         assert_eq!(
-            summaries(job_spec(&always, "spec")),
-            [
-                "spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""
-            ]
+            indexed_pod_hostname(&obj, &spec).map(|c| c.summary()),
+            Some(format!(
+                "metadata.name: Invalid value: \"{name}\": will not able to create pod with invalid DNS label: {name}-9"
+            ))
         );
+        let short = json!({"metadata": {"name": "pi"}, "spec": spec});
+        assert!(indexed_pod_hostname(&short, &spec).is_none());
+    }
+
+    #[test]
+    fn indexed_completions_change_with_parallelism() {
+        let old = indexed(json!({"parallelism": 5}));
+        let mut both = indexed(json!({"parallelism": 7}));
+        both["completions"] = json!(7);
+        assert!(completions_update(&both, &old).is_none());
+        let mut alone = old.clone();
+        alone["completions"] = json!(7);
         assert_eq!(
-            summaries(job_spec(&job(json!({"completionMode": "Indexed"})), "spec")),
-            ["spec.completions: Required value: when completion mode is Indexed"]
+            completions_update(&alone, &old)
+                .map(|c| c.summary())
+                .as_deref(),
+            Some(
+                "spec.completions: Invalid value: 7: can only be modified in tandem with spec.parallelism"
+            )
+        );
+        let plain = job(json!({"completions": 2}));
+        let mut changed = plain.clone();
+        changed["completions"] = json!(3);
+        assert_eq!(
+            completions_update(&changed, &plain)
+                .map(|c| c.summary())
+                .as_deref(),
+            Some("spec.completions: Invalid value: 3: field is immutable")
         );
     }
 
@@ -407,15 +936,15 @@ mod tests {
             }));
             json!({"schedule": schedule, "concurrencyPolicy": "Allow", "jobTemplate": {"spec": job}})
         };
-        assert!(cron_job_spec(&spec("*/5 * * * *")).is_empty());
+        assert!(cron_job_spec_new(&spec("*/5 * * * *")).is_empty());
         assert_eq!(
-            summaries(cron_job_spec(&spec("not a schedule"))),
+            summaries(cron_job_spec_new(&spec("not a schedule"))),
             [
                 "spec.schedule: Invalid value: \"not a schedule\": expected exactly 5 fields, found 3: [not a schedule]"
             ]
         );
         assert_eq!(
-            summaries(cron_job_spec(&spec("TZ=UTC 0 * * * *"))),
+            summaries(cron_job_spec_new(&spec("TZ=UTC 0 * * * *"))),
             [
                 "spec.schedule: Invalid value: \"TZ=UTC 0 * * * *\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
             ]
@@ -423,7 +952,7 @@ mod tests {
         let mut zoned = spec("0 * * * *");
         zoned["timeZone"] = json!("Mars/Olympus");
         assert_eq!(
-            summaries(cron_job_spec(&zoned)),
+            summaries(cron_job_spec_new(&zoned)),
             ["spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus"]
         );
     }
