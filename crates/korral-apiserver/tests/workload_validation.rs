@@ -22,28 +22,6 @@ fn deployment(name: &str, replicas: i64, selector: &str, label: &str) -> Value {
     })
 }
 
-/// Checks a refusal against upstream's: 422 `Invalid`, the message, one cause per field.
-fn assert_invalid(answer: &(u16, Value), message: &str, causes: &[(&str, &str, &str)]) {
-    let (code, body) = answer;
-    assert_eq!(*code, 422, "{body}");
-    assert_eq!(body["reason"], "Invalid", "{body}");
-    assert_eq!(body["message"], message, "{body}");
-    let got: Vec<(String, String, String)> = body["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-            (s("reason"), s("message"), s("field"))
-        })
-        .collect();
-    let want: Vec<(String, String, String)> = causes
-        .iter()
-        .map(|(r, m, f)| (r.to_string(), m.to_string(), f.to_string()))
-        .collect();
-    assert_eq!(got, want, "{body}");
-}
-
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";
 
 async fn post(env: &TestEnv, path: &str, body: &Value) -> (u16, Value) {
