@@ -56,29 +56,6 @@ async fn send(
     .await
 }
 
-/// Checks a refusal: 422 `Invalid`, upstream's message and `(reason, message, field)` causes.
-fn assert_invalid(answer: &(u16, Value), message: &str, causes: &[(&str, &str, &str)]) {
-    let (code, body) = answer;
-    assert_eq!(*code, 422, "{body}");
-    assert_eq!(body["reason"], "Invalid", "{body}");
-    assert_eq!(body["code"], 422, "{body}");
-    assert_eq!(body["message"], message, "{body}");
-    let got: Vec<(String, String, String)> = body["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-            (s("reason"), s("message"), s("field"))
-        })
-        .collect();
-    let want: Vec<(String, String, String)> = causes
-        .iter()
-        .map(|(r, m, f)| (r.to_string(), m.to_string(), f.to_string()))
-        .collect();
-    assert_eq!(got, want, "{body}");
-}
-
 /// A refused Job: one cause, the message upstream aggregates from it.
 fn one(
     kind: &str,
