@@ -39,7 +39,11 @@ impl Strategy for CrdStrategy {
     }
 
     fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
-        crd::validate(obj, Some(old), &ctx.registry)
+        // Upstream's status strategy checks only the accepted names.
+        match ctx.subresource {
+            Some("status") => crd::validate_status_update(obj, old),
+            _ => crd::validate(obj, Some(old), &ctx.registry),
+        }
     }
 
     fn complete(

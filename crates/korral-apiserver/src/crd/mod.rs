@@ -1,154 +1,28 @@
 //! CustomResourceDefinitions: validation, status conditions and registration of served kinds.
 
+mod columns;
+mod internal;
+mod names;
+mod selectable;
+mod subresources;
+mod validation;
+
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::error::Cause;
 use crate::meta;
 use crate::registry::{
     CustomResourceInfo, NameRule, PrinterColumn, Registry, ResourceInfo, ScalePaths, standard_verbs,
 };
-use crate::validation::{names, schema};
+
+pub use validation::{validate, validate_status_update};
 
 /// The finalizer that holds a deleted CRD until its custom resources are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
     meta::path(v, path).and_then(Value::as_str).unwrap_or("")
-}
-
-/// Validates a CRD's spec; returns upstream-style causes.
-pub fn validate(obj: &Value, old: Option<&Value>, registry: &Registry) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let group = str_at(obj, "spec.group");
-    let plural = str_at(obj, "spec.names.plural");
-    let kind = str_at(obj, "spec.names.kind");
-    if group.is_empty() {
-        causes.push(Cause::required("spec.group", ""));
-    } else {
-        if !group.contains('.') {
-            causes.push(Cause::invalid(
-                "spec.group",
-                &json!(group),
-                "should be a domain with at least one dot",
-            ));
-        }
-        for msg in names::dns1123_subdomain(group) {
-            causes.push(Cause::invalid("spec.group", &json!(group), &msg));
-        }
-    }
-    if plural.is_empty() {
-        causes.push(Cause::required("spec.names.plural", ""));
-    } else {
-        for msg in names::dns1123_label(plural) {
-            causes.push(Cause::invalid("spec.names.plural", &json!(plural), &msg));
-        }
-    }
-    let singular = str_at(obj, "spec.names.singular");
-    if !singular.is_empty() {
-        for msg in names::dns1123_label(singular) {
-            causes.push(Cause::invalid(
-                "spec.names.singular",
-                &json!(singular),
-                &msg,
-            ));
-        }
-    }
-    if kind.is_empty() {
-        causes.push(Cause::required("spec.names.kind", ""));
-    }
-    let name = meta::name(obj);
-    if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
-        causes.push(Cause::invalid(
-            "metadata.name",
-            &json!(name),
-            "must be spec.names.plural+\".\"+spec.group",
-        ));
-    }
-    let scope = str_at(obj, "spec.scope");
-    if scope != "Namespaced" && scope != "Cluster" {
-        if scope.is_empty() {
-            causes.push(Cause::required("spec.scope", ""));
-        } else {
-            causes.push(Cause::not_supported(
-                "spec.scope",
-                &json!(scope),
-                &[json!("Cluster"), json!("Namespaced")],
-            ));
-        }
-    }
-    let versions = meta::path(obj, "spec.versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if versions.is_empty() {
-        causes.push(Cause::invalid(
-            "spec.versions",
-            &json!(null),
-            "must have exactly one version marked as storage version",
-        ));
-    }
-    let storage_count = versions
-        .iter()
-        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        .count();
-    if !versions.is_empty() && storage_count != 1 {
-        causes.push(Cause::invalid(
-            "spec.versions",
-            &Value::Array(versions.clone()),
-            "must have exactly one version marked as storage version",
-        ));
-    }
-    causes.extend(validate_conversion(obj));
-    let mut seen = Vec::new();
-    for (i, v) in versions.iter().enumerate() {
-        let vname = str_at(v, "name");
-        let path = format!("spec.versions[{i}]");
-        if vname.is_empty() {
-            causes.push(Cause::required(format!("{path}.name"), ""));
-        } else if seen.contains(&vname) {
-            causes.push(Cause::duplicate(format!("{path}.name"), &json!(vname)));
-        } else {
-            for msg in names::dns1123_label(vname) {
-                causes.push(Cause::invalid(format!("{path}.name"), &json!(vname), &msg));
-            }
-        }
-        seen.push(vname);
-        if let Some(s) = meta::path(v, "schema.openAPIV3Schema") {
-            let schema_path = format!("{path}.schema.openAPIV3Schema");
-            let structural = schema::check_structural(s, &schema_path);
-            if structural.is_empty() {
-                // CEL rules compile, sit where they can, and stay within the cost budget.
-                causes.extend(crate::validation::cel::check_schema_with(
-                    s,
-                    &schema_path,
-                    registry.cel_cache(),
-                ));
-            }
-            causes.extend(structural);
-        }
-    }
-    if let Some(old) = old {
-        if meta::path(old, "status.storedVersions").is_some() {
-            causes.extend(validate_stored_versions(obj));
-        }
-        if str_at(old, "spec.group") != group && !str_at(old, "spec.group").is_empty() {
-            causes.push(Cause::invalid(
-                "spec.group",
-                &json!(group),
-                "field is immutable",
-            ));
-        }
-        if str_at(old, "spec.scope") != scope && !str_at(old, "spec.scope").is_empty() {
-            causes.push(Cause::invalid(
-                "spec.scope",
-                &json!(scope),
-                "field is immutable",
-            ));
-        }
-    }
-    causes
 }
 
 fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Value {
@@ -300,102 +174,6 @@ pub fn record_stored_version(obj: &mut Value, old: &Value) {
         stored.push(json!(v));
     }
     meta::set_path(obj, "status.storedVersions", Value::Array(stored));
-}
-
-/// Upstream's `validateCustomResourceConversion` (paths as upstream reports them, in the
-/// internal type's terms: `spec.conversion.webhookClientConfig`).
-fn validate_conversion(obj: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let Some(conversion) = meta::path(obj, "spec.conversion") else {
-        return causes;
-    };
-    let strategy = str_at(conversion, "strategy");
-    let client_config = meta::path(conversion, "webhook.clientConfig");
-    let review_versions = meta::strings(meta::path(conversion, "webhook.conversionReviewVersions"));
-    match strategy {
-        "Webhook" => {
-            let path = "spec.conversion.webhookClientConfig";
-            match client_config {
-                None => causes.push(Cause::required(
-                    path,
-                    "required when strategy is set to Webhook",
-                )),
-                Some(config) => crate::kinds::admissionregistration::validate_client_config(
-                    &mut causes,
-                    Some(config),
-                    path,
-                ),
-            }
-            let versions: Vec<&str> = review_versions.iter().map(String::as_str).collect();
-            crate::kinds::admissionregistration::validate_review_versions(
-                &mut causes,
-                &versions,
-                "spec.conversion.conversionReviewVersions",
-                true,
-            );
-        }
-        "None" => {
-            if client_config.is_some() {
-                causes.push(Cause::forbidden(
-                    "spec.conversion.webhookClientConfig",
-                    "should not be set when strategy is not set to Webhook",
-                ));
-            }
-            if !review_versions.is_empty() {
-                causes.push(Cause::forbidden(
-                    "spec.conversion.conversionReviewVersions",
-                    "should not be set when strategy is not set to Webhook",
-                ));
-            }
-        }
-        other => causes.push(Cause::not_supported(
-            "spec.conversion.strategy",
-            &json!(other),
-            &[json!("None"), json!("Webhook")],
-        )),
-    }
-    causes
-}
-
-/// Upstream's `ValidateCustomResourceDefinitionStoredVersions`: at least one stored version,
-/// the storage version among them, and each of them still in `spec.versions`.
-fn validate_stored_versions(obj: &Value) -> Vec<Cause> {
-    let stored = meta::strings(meta::path(obj, "status.storedVersions"));
-    let path = "status.storedVersions";
-    if stored.is_empty() {
-        return vec![Cause::invalid(
-            path,
-            &json!(stored),
-            "must have at least one stored version",
-        )];
-    }
-    let versions = meta::path(obj, "spec.versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut causes = Vec::new();
-    for v in &versions {
-        let name = str_at(v, "name");
-        if v.get("storage").and_then(Value::as_bool) == Some(true)
-            && !stored.iter().any(|s| s == name)
-        {
-            causes.push(Cause::invalid(
-                path,
-                v,
-                &format!("must have the storage version {name}"),
-            ));
-        }
-    }
-    for (i, s) in stored.iter().enumerate() {
-        if !versions.iter().any(|v| str_at(v, "name") == s) {
-            causes.push(Cause::invalid(
-                format!("{path}[{i}]"),
-                &json!(s),
-                "must appear in spec.versions",
-            ));
-        }
-    }
-    causes
 }
 
 fn fill_spec_defaults(obj: &mut Value) {
