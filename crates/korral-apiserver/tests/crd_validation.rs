@@ -220,4 +220,17 @@ async fn updates_keep_identity_and_status_writes_check_accepted_names() {
     .await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["status"]["storedVersions"], json!(["v1beta1"]));
+    // The next write of the main resource records the storage version again, as upstream's
+    // PrepareForUpdate does.
+    let label = json!({"metadata": {"labels": {"team": "a"}}});
+    let (code, body) = raw(
+        &env.client(),
+        "PATCH",
+        WIDGETS,
+        Some("application/merge-patch+json"),
+        label.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["status"]["storedVersions"], json!(["v1beta1", "v1"]));
 }

@@ -21,10 +21,12 @@ pub use validation::{validate, validate_status_update};
 /// The finalizer that holds a deleted CRD until its custom resources are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
+/// The string at a dotted path of `v`, empty when absent.
 fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
     meta::path(v, path).and_then(Value::as_str).unwrap_or("")
 }
 
+/// A CRD condition stamped now.
 fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Value {
     json!({
         "type": kind,
@@ -35,6 +37,7 @@ fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Value {
     })
 }
 
+/// Sets a condition, keeping its transition time when its status did not change.
 fn set_condition(obj: &mut Value, cond: Value) {
     let mut conditions = meta::path(obj, "status.conditions")
         .and_then(Value::as_array)
@@ -58,6 +61,7 @@ fn set_condition(obj: &mut Value, cond: Value) {
     meta::set_path(obj, "status.conditions", Value::Array(conditions));
 }
 
+/// `spec.names` with upstream's defaults (`listKind` `<Kind>List`, `singular` the lower-cased kind).
 fn accepted_names(obj: &Value) -> Value {
     let mut names = meta::path(obj, "spec.names").cloned().unwrap_or(json!({}));
     if let Some(map) = names.as_object_mut() {
@@ -158,24 +162,31 @@ pub fn prepare_update(obj: &mut Value, old: &Value) {
     }
 }
 
-/// Keeps `status.storedVersions` of an updated CRD: the list as written (the stored one for a
-/// spec update, the requested one for a status update, where clients drop migrated versions),
-/// plus the storage version when the spec just made it so.
-pub fn record_stored_version(obj: &mut Value, old: &Value) {
+/// `status.storedVersions` after a write of the main resource, as upstream's `PrepareForUpdate`
+/// keeps it: the list as stored, plus the storage version when it is not there yet.
+pub(crate) fn stored_versions_after_update(obj: &Value, old: &Value) -> Vec<Value> {
     let mut stored: Vec<Value> = meta::path(obj, "status.storedVersions")
         .or_else(|| meta::path(old, "status.storedVersions"))
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     if let Some(v) = storage_version(obj)
-        && storage_version(old).as_deref() != Some(v.as_str())
         && !stored.iter().any(|s| s == &json!(v))
     {
         stored.push(json!(v));
     }
+    stored
+}
+
+/// Records the storage version in `status.storedVersions` of a CRD updated through the main
+/// resource (see [`stored_versions_after_update`]). Not for `/status` writes: there the list is
+/// the client's (a storage migration drops versions), as upstream's status strategy keeps it.
+pub fn record_stored_version(obj: &mut Value, old: &Value) {
+    let stored = stored_versions_after_update(obj, old);
     meta::set_path(obj, "status.storedVersions", Value::Array(stored));
 }
 
+/// Upstream's spec defaults besides names: conversion strategy `None`.
 fn fill_spec_defaults(obj: &mut Value) {
     if meta::path(obj, "spec.conversion").is_none() {
         meta::set_path(obj, "spec.conversion", json!({"strategy": "None"}));

@@ -106,10 +106,10 @@ pub fn validate(obj: &Value, old: Option<&Value>, registry: &Registry) -> Vec<Ca
     if let Some(accepted) = meta::path(obj, "status.acceptedNames") {
         causes.extend(validate_names(accepted, "status.acceptedNames"));
     }
-    // On create upstream's strategy records the storage version before validating.
+    // Upstream's strategy records the storage version before validating.
     let stored = match old {
         None => super::storage_version(obj).map(|v| json!([v])),
-        Some(_) => meta::path(obj, "status.storedVersions").cloned(),
+        Some(old) => Some(Value::Array(super::stored_versions_after_update(obj, old))),
     };
     causes.extend(validate_stored_versions(stored.as_ref(), &spec));
     causes.extend(validate_api_approval(obj, old));

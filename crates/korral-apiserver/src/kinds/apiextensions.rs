@@ -30,10 +30,6 @@ impl Strategy for CrdStrategy {
         crd::default_spec(obj);
     }
 
-    fn prepare_for_update(&self, obj: &mut Value, old: &Value) {
-        crd::record_stored_version(obj, old);
-    }
-
     fn validate(&self, obj: &Value, ctx: &Context) -> Vec<Cause> {
         crd::validate(obj, None, &ctx.registry)
     }
@@ -54,7 +50,13 @@ impl Strategy for CrdStrategy {
     ) -> Result<(), ApiError> {
         match old {
             None => crd::prepare_create(obj, &ctx.registry),
-            Some(old) => crd::prepare_update(obj, old),
+            Some(old) => {
+                crd::prepare_update(obj, old);
+                // A /status write keeps the stored versions it asks for.
+                if ctx.subresource != Some("status") {
+                    crd::record_stored_version(obj, old);
+                }
+            }
         }
         Ok(())
     }
