@@ -11,6 +11,7 @@
 //! holds.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use serde_json::{Value, json};
 
@@ -27,6 +28,11 @@ const MANAGED_BY: &str = "ipaddress.kubernetes.io/managed-by";
 const ALLOCATOR: &str = "ipallocator.k8s.io";
 /// The label naming an IPAddress's family.
 const FAMILY: &str = "ipaddress.kubernetes.io/ip-family";
+
+/// Where Services are stored (read on every storage event: built once).
+static SERVICES: LazyLock<String> = LazyLock::new(|| collection_prefix("", "services", None));
+/// Where IPAddresses are stored.
+static ADDRESSES: LazyLock<String> = LazyLock::new(|| collection_prefix(GROUP, RESOURCE, None));
 
 /// The cluster IPs a Service holds (`spec.clusterIPs`, or the legacy `spec.clusterIP`), without
 /// `None` (headless) and empty values.
@@ -53,8 +59,7 @@ fn cluster_ips(service: Option<&Value>) -> BTreeSet<String> {
 /// a Service whose cluster IPs changed (created, changed, deleted), or the holder of one of
 /// the allocator's IPAddresses that was deleted (recreated while the Service holds it).
 pub(super) fn work_for(event: &Event) -> Option<(String, Vec<String>)> {
-    let services = collection_prefix("", "services", None);
-    if event.key.starts_with(&services) {
+    if event.key.starts_with(SERVICES.as_str()) {
         let now = match event.kind {
             EventType::Deleted => BTreeSet::new(),
             _ => cluster_ips(Some(&event.object)),
@@ -64,23 +69,35 @@ pub(super) fn work_for(event: &Event) -> Option<(String, Vec<String>)> {
         return (now != before).then(|| (event.key.clone(), released));
     }
     if event.kind == EventType::Deleted
-        && event
-            .key
-            .starts_with(&collection_prefix(GROUP, RESOURCE, None))
-        && meta::labels(&event.object).and_then(|l| l.get(MANAGED_BY)) == Some(&json!(ALLOCATOR))
+        && event.key.starts_with(ADDRESSES.as_str())
+        && allocated(&event.object)
     {
-        let parent = |f: &str| {
-            meta::path(&event.object, &format!("spec.parentRef.{f}"))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        return Some((
-            format!("{services}{}/{}", parent("namespace"), parent("name")),
-            Vec::new(),
-        ));
+        return Some((parent_key(&event.object), Vec::new()));
     }
     None
+}
+
+/// Whether an IPAddress is one of the allocator's.
+fn allocated(address: &Value) -> bool {
+    meta::labels(address)
+        .and_then(|l| l.get(MANAGED_BY))
+        .and_then(Value::as_str)
+        == Some(ALLOCATOR)
+}
+
+/// The storage key of the Service an IPAddress's `parentRef` names.
+fn parent_key(address: &Value) -> String {
+    let parent = |f: &str| {
+        meta::path(address, &format!("spec.parentRef.{f}"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    format!(
+        "{}{}/{}",
+        SERVICES.as_str(),
+        parent("namespace"),
+        parent("name")
+    )
 }
 
 /// The IPAddress the allocator keeps for `ip` of the Service `namespace/name`.
@@ -117,7 +134,7 @@ pub(super) async fn sync_service(
         return Ok(());
     };
     let Some((namespace, name)) = key
-        .strip_prefix(&collection_prefix("", "services", None))
+        .strip_prefix(SERVICES.as_str())
         .and_then(|rest| rest.split_once('/'))
     else {
         return Ok(());
@@ -172,9 +189,8 @@ pub(super) async fn repair(objects: &Objects) -> Result<(), ApiError> {
         return Ok(());
     };
     let snapshot = objects.storage().snapshot();
-    let services = collection_prefix("", "services", None);
     let keys: Vec<String> = snapshot
-        .range(&services, None)
+        .range(SERVICES.as_str(), None)
         .map(|(key, _)| key.clone())
         .collect();
     let mut first_error = None;
@@ -183,19 +199,11 @@ pub(super) async fn repair(objects: &Objects) -> Result<(), ApiError> {
             first_error.get_or_insert(e);
         }
     }
-    let addresses = collection_prefix(GROUP, RESOURCE, None);
-    for (_, address) in snapshot.range(&addresses, None) {
-        if meta::labels(address).and_then(|l| l.get(MANAGED_BY)) != Some(&json!(ALLOCATOR)) {
+    for (_, address) in snapshot.range(ADDRESSES.as_str(), None) {
+        if !allocated(address) {
             continue;
         }
-        let parent = |f: &str| {
-            meta::path(address, &format!("spec.parentRef.{f}"))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        let key = format!("{services}{}/{}", parent("namespace"), parent("name"));
-        let holder = snapshot.objects.get(&key);
+        let holder = snapshot.objects.get(&parent_key(address));
         if !cluster_ips(holder.map(|s| &**s)).contains(meta::name(address))
             && let Err(e) = release(objects, &info, address).await
         {

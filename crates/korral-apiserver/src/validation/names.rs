@@ -1049,6 +1049,38 @@ fn common_meta(m: &Map<String, Value>, path: &str) -> Vec<Cause> {
     errs
 }
 
+/// Upstream's `IsDomainPrefixedPath` (IngressClass controllers, Job `managedBy`): `host/path` with a DNS subdomain host and an HTTP path.
+pub(crate) fn domain_prefixed_path(value: &str, path: &str) -> Vec<Cause> {
+    if value.is_empty() {
+        return vec![Cause::required(path, "")];
+    }
+    let Some((host, rest)) = value
+        .split_once('/')
+        .filter(|(h, r)| !h.is_empty() && !r.is_empty())
+    else {
+        return vec![invalid_value(
+            path,
+            &Value::from(value),
+            "must be a domain-prefixed path (such as \"acme.io/foo\")",
+        )];
+    };
+    let mut errs: Vec<Cause> = dns1123_subdomain(host)
+        .iter()
+        .map(|m| invalid_value(path, &Value::from(host), m))
+        .collect();
+    let http_path_ok = rest
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/-._~%!$&'()*+,;=:".contains(&b));
+    if !http_path_ok {
+        errs.push(invalid_value(
+            path,
+            &Value::from(rest),
+            "must be a valid HTTP path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')",
+        ));
+    }
+    errs
+}
+
 /// Go's `%#v` of a slice of strings of element type `ty`: `[]core.ResourceQuotaScope{"a"}`.
 pub(crate) fn go_slice_of<S: AsRef<str>>(ty: &str, items: &[S]) -> String {
     let inner: Vec<String> = items.iter().map(|s| go_quote(s.as_ref())).collect();

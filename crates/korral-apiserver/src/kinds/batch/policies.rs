@@ -9,8 +9,8 @@ use super::indexes;
 use crate::error::Cause;
 use crate::validation::enums::{self, Order};
 use crate::validation::names::{
-    NEGATIVE, child, dns1123_subdomain, go_quote, index, invalid_rendered, invalid_value, too_long,
-    validate_qualified_name,
+    NEGATIVE, child, domain_prefixed_path, go_quote, index, invalid_rendered, invalid_value,
+    too_long, validate_qualified_name,
 };
 
 /// At most this many pod failure policy rules (upstream's `maxPodFailurePolicyRules`).
@@ -386,38 +386,6 @@ pub(super) fn managed_by(value: &Value, path: &str) -> Vec<Cause> {
     let mut errs = domain_prefixed_path(text, path);
     if text.len() as i64 > MAX_MANAGED_BY {
         errs.push(too_long(path, MAX_MANAGED_BY));
-    }
-    errs
-}
-
-/// Upstream's `IsDomainPrefixedPath`: `host/path` with a DNS subdomain host and an HTTP path.
-fn domain_prefixed_path(value: &str, path: &str) -> Vec<Cause> {
-    if value.is_empty() {
-        return vec![Cause::required(path, "")];
-    }
-    let Some((host, rest)) = value
-        .split_once('/')
-        .filter(|(h, r)| !h.is_empty() && !r.is_empty())
-    else {
-        return vec![invalid_value(
-            path,
-            &json!(value),
-            "must be a domain-prefixed path (such as \"acme.io/foo\")",
-        )];
-    };
-    let mut errs: Vec<Cause> = dns1123_subdomain(host)
-        .iter()
-        .map(|m| invalid_value(path, &json!(host), m))
-        .collect();
-    let http_path_ok = rest
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/-._~%!$&'()*+,;=:".contains(&b));
-    if !http_path_ok {
-        errs.push(invalid_value(
-            path,
-            &json!(rest),
-            "must be a valid HTTP path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')",
-        ));
     }
     errs
 }

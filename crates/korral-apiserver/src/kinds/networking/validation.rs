@@ -7,8 +7,8 @@ use crate::error::Cause;
 use crate::kinds::workload::immutable;
 use crate::validation::enums::{self, Order};
 use crate::validation::names::{
-    child, dns1035_label, dns1123_label, dns1123_subdomain, go_quote, index, invalid_rendered,
-    invalid_value, path_segment_name, too_long,
+    child, dns1035_label, dns1123_label, dns1123_subdomain, domain_prefixed_path, go_quote, index,
+    invalid_rendered, invalid_value, path_segment_name, too_long,
 };
 use crate::validation::network;
 use crate::validation::ports::{port_name, port_num};
@@ -353,35 +353,6 @@ pub(super) fn ingress_class_spec(spec: &Value, path: &str) -> Vec<Cause> {
     errs.extend(domain_prefixed_path(controller, &controller_path));
     if let Some(params) = set(spec, "parameters") {
         errs.extend(parameters_reference(params, &child(path, "parameters")));
-    }
-    errs
-}
-
-/// `IsDomainPrefixedPath`: `host/path` with a DNS subdomain host and an HTTP path.
-fn domain_prefixed_path(value: &str, path: &str) -> Vec<Cause> {
-    if value.is_empty() {
-        return vec![Cause::required(path, "")];
-    }
-    let Some((host, rest)) = value
-        .split_once('/')
-        .filter(|(h, r)| !h.is_empty() && !r.is_empty())
-    else {
-        return vec![invalid_value(
-            path,
-            &json!(value),
-            "must be a domain-prefixed path (such as \"acme.io/foo\")",
-        )];
-    };
-    let mut errs: Vec<Cause> = invalid_each(path, host, dns1123_subdomain(host)).collect();
-    let http_path_ok = rest
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/-._~%!$&'()*+,;=:".contains(&b));
-    if !http_path_ok {
-        errs.push(invalid_value(
-            path,
-            &json!(rest),
-            "must be a valid HTTP path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')",
-        ));
     }
     errs
 }
