@@ -38,24 +38,6 @@ fn job(name: &str, spec: Value) -> Value {
     job
 }
 
-/// Sends `body` with `method` (and `content_type`) to `path`.
-async fn send(
-    env: &TestEnv,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    body: &Value,
-) -> (u16, Value) {
-    raw(
-        &env.client(),
-        method,
-        path,
-        Some(content_type),
-        body.to_string().into_bytes(),
-    )
-    .await
-}
-
 /// A refused Job: one cause, the message upstream aggregates from it.
 fn one(
     kind: &str,
@@ -208,11 +190,11 @@ async fn job_specs_are_refused_as_upstream_refuses_them() {
             .map(|(r, m, f)| (r.as_str(), m.as_str(), f.as_str()))
             .collect();
         assert_invalid(
-            &send(&env, "POST", JOBS, "application/json", &job(name, spec)).await,
+            &call_as(&env, "POST", JOBS, "application/json", &job(name, spec)).await,
             &msg,
             &causes,
         );
-        let (code, _) = send(
+        let (code, _) = call_as(
             &env,
             "GET",
             &format!("{JOBS}/{name}"),
@@ -227,7 +209,7 @@ async fn job_specs_are_refused_as_upstream_refuses_them() {
     let mut always = job("always", json!({"backoffLimitPerIndex": -1}));
     always["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
     assert_invalid(
-        &send(&env, "POST", JOBS, "application/json", &always).await,
+        &call_as(&env, "POST", JOBS, "application/json", &always).await,
         "Job.batch \"always\" is invalid: [spec.backoffLimitPerIndex: Invalid value: -1: must be greater than or equal to 0, spec.backoffLimitPerIndex: Invalid value: -1: requires indexed completion mode, spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"]",
         &[
             (
@@ -267,7 +249,7 @@ async fn job_specs_are_refused_as_upstream_refuses_them() {
         .map(|(r, m, f)| (r.as_str(), m.as_str(), f.as_str()))
         .collect();
     assert_invalid(
-        &send(&env, "POST", CRON_JOBS, "application/json", &cron).await,
+        &call_as(&env, "POST", CRON_JOBS, "application/json", &cron).await,
         &msg,
         &causes,
     );
@@ -282,7 +264,7 @@ async fn job_specs_are_refused_as_upstream_refuses_them() {
                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
                "successPolicy": {"rules": [{"succeededIndexes": "0,2-4", "succeededCount": 2}]}}),
     );
-    let (code, body) = send(&env, "POST", JOBS, "application/json", &good).await;
+    let (code, body) = call_as(&env, "POST", JOBS, "application/json", &good).await;
     assert_eq!(code, 201, "{body}");
     assert_eq!(
         body["spec"]["successPolicy"]["rules"][0]["succeededIndexes"],
@@ -291,7 +273,7 @@ async fn job_specs_are_refused_as_upstream_refuses_them() {
 
     // Elastic Indexed Jobs: completions change only together with parallelism.
     let path = format!("{JOBS}/good");
-    let (code, body) = send(
+    let (code, body) = call_as(
         &env,
         "PATCH",
         &path,
@@ -312,7 +294,7 @@ async fn job_specs_are_refused_as_upstream_refuses_them() {
         .map(|(r, m, f)| (r.as_str(), m.as_str(), f.as_str()))
         .collect();
     assert_invalid(
-        &send(
+        &call_as(
             &env,
             "PATCH",
             &path,
@@ -328,7 +310,7 @@ async fn job_specs_are_refused_as_upstream_refuses_them() {
 #[tokio::test]
 async fn job_status_writes_follow_upstreams_rules() {
     let env = TestEnv::start().await.expect("env");
-    let (code, created) = send(
+    let (code, created) = call_as(
         &env,
         "POST",
         JOBS,
@@ -342,7 +324,7 @@ async fn job_status_writes_follow_upstreams_rules() {
     let start = "2026-11-28T10:00:00Z";
     let end = "2026-11-28T10:05:00Z";
     let stored = || async {
-        send(
+        call_as(
             &env,
             "GET",
             &format!("{JOBS}/s"),
@@ -393,7 +375,7 @@ async fn job_status_writes_follow_upstreams_rules() {
             .map(|(r, m, f)| (r.as_str(), m.as_str(), f.as_str()))
             .collect();
         assert_invalid(
-            &send(&env, "PATCH", &status_path, MERGE, &patch(status)).await,
+            &call_as(&env, "PATCH", &status_path, MERGE, &patch(status)).await,
             &msg,
             &causes,
         );
@@ -405,7 +387,7 @@ async fn job_status_writes_follow_upstreams_rules() {
     }
 
     // A run, then completion, as the job controller reports them.
-    let (code, body) = send(
+    let (code, body) = call_as(
         &env,
         "PATCH",
         &status_path,
@@ -417,7 +399,7 @@ async fn job_status_writes_follow_upstreams_rules() {
     let done = json!({"active": null, "ready": 0, "succeeded": 1, "completionTime": end, "conditions": [
         {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": end},
         {"type": "Complete", "status": "True", "lastTransitionTime": end}]});
-    let (code, body) = send(&env, "PATCH", &status_path, MERGE, &patch(done)).await;
+    let (code, body) = call_as(&env, "PATCH", &status_path, MERGE, &patch(done)).await;
     assert_eq!(code, 200, "{body}");
 
     // A finished Job stays finished and keeps its counters.
@@ -435,7 +417,7 @@ async fn job_status_writes_follow_upstreams_rules() {
         .map(|(r, m, f)| (r.as_str(), m.as_str(), f.as_str()))
         .collect();
     assert_invalid(
-        &send(&env, "PATCH", &status_path, MERGE, &patch(reopened)).await,
+        &call_as(&env, "PATCH", &status_path, MERGE, &patch(reopened)).await,
         &msg,
         &causes,
     );
@@ -451,7 +433,7 @@ async fn job_status_writes_follow_upstreams_rules() {
         .map(|(r, m, f)| (r.as_str(), m.as_str(), f.as_str()))
         .collect();
     assert_invalid(
-        &send(
+        &call_as(
             &env,
             "PATCH",
             &status_path,
@@ -474,7 +456,7 @@ async fn job_status_writes_follow_upstreams_rules() {
         .map(|(r, m, f)| (r.as_str(), m.as_str(), f.as_str()))
         .collect();
     assert_invalid(
-        &send(
+        &call_as(
             &env,
             "PATCH",
             &status_path,
@@ -492,9 +474,9 @@ async fn job_status_writes_follow_upstreams_rules() {
         "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
             "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}},
     });
-    let (code, body) = send(&env, "POST", CRON_JOBS, "application/json", &cron).await;
+    let (code, body) = call_as(&env, "POST", CRON_JOBS, "application/json", &cron).await;
     assert_eq!(code, 201, "{body}");
-    let (code, body) = send(
+    let (code, body) = call_as(
         &env,
         "PATCH",
         &format!("{CRON_JOBS}/cj/status"),

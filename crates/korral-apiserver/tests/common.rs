@@ -47,6 +47,25 @@ pub async fn call(env: &TestEnv, method: &str, path: &str, body: Option<&Value>)
     raw(&env.client(), method, path, content_type, bytes).await
 }
 
+/// One request with `body` sent as `content_type` (a patch type, say) through `env`'s client:
+/// the status code and the JSON answer.
+pub async fn call_as(
+    env: &TestEnv,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &Value,
+) -> (u16, Value) {
+    raw(
+        &env.client(),
+        method,
+        path,
+        Some(content_type),
+        body.to_string().into_bytes(),
+    )
+    .await
+}
+
 /// Checks a refusal against upstream's: a 422 `Invalid` `Status` with `message` and exactly
 /// `causes` in order, each `(reason, message, field)`.
 pub fn assert_invalid(answer: &(u16, Value), message: &str, causes: &[(&str, &str, &str)]) {

@@ -37,12 +37,6 @@ async fn no_retry_client(env: &TestEnv) -> kube::Client {
     kube::Client::try_from(config).expect("client")
 }
 
-async fn send(env: &TestEnv, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-    let content_type = body.map(|_| "application/json");
-    raw(&env.client(), method, path, content_type, bytes).await
-}
-
 #[tokio::test]
 async fn logs_of_unscheduled_pods_are_empty_and_options_checked() {
     let env = TestEnv::start().await.expect("env");
@@ -52,13 +46,13 @@ async fn logs_of_unscheduled_pods_are_empty_and_options_checked() {
         .expect("create");
 
     // Two containers and none named: upstream's 400 listing them.
-    let (code, body) = send(&env, "GET", &format!("{PODS}/two/log"), None).await;
+    let (code, body) = call(&env, "GET", &format!("{PODS}/two/log"), None).await;
     assert_eq!(code, 400, "{body}");
     assert_eq!(
         body["message"],
         "a container name must be specified for pod two, choose one of: [app side]"
     );
-    let (code, body) = send(&env, "GET", &format!("{PODS}/two/log?container=nope"), None).await;
+    let (code, body) = call(&env, "GET", &format!("{PODS}/two/log?container=nope"), None).await;
     assert_eq!(code, 400, "{body}");
     assert_eq!(body["message"], "container nope is not valid for pod two");
 
@@ -76,7 +70,7 @@ async fn logs_of_unscheduled_pods_are_empty_and_options_checked() {
     assert_eq!(text, "");
 
     // Options are validated as upstream's ValidatePodLogOptions.
-    let (code, body) = send(
+    let (code, body) = call(
         &env,
         "GET",
         &format!("{PODS}/two/log?container=app&tailLines=-3"),
@@ -88,9 +82,9 @@ async fn logs_of_unscheduled_pods_are_empty_and_options_checked() {
         body["message"],
         "PodLogOptions \"two\" is invalid: tailLines: Invalid value: -3: must be greater than or equal to 0"
     );
-    let (code, _) = send(&env, "GET", &format!("{PODS}/missing/log"), None).await;
+    let (code, _) = call(&env, "GET", &format!("{PODS}/missing/log"), None).await;
     assert_eq!(code, 404);
-    let (code, _) = send(&env, "POST", &format!("{PODS}/two/log"), Some(&json!({}))).await;
+    let (code, _) = call(&env, "POST", &format!("{PODS}/two/log"), Some(&json!({}))).await;
     assert_eq!(code, 405);
 
     // exec, attach and port-forward need a node: upstream's 400.
@@ -99,19 +93,19 @@ async fn logs_of_unscheduled_pods_are_empty_and_options_checked() {
         "attach?container=app",
         "portforward",
     ] {
-        let (code, body) = send(&env, "POST", &format!("{PODS}/two/{sub}"), Some(&json!({}))).await;
+        let (code, body) = call(&env, "POST", &format!("{PODS}/two/{sub}"), Some(&json!({}))).await;
         assert_eq!(code, 400, "{sub}: {body}");
         assert_eq!(
             body["message"], "pod two does not have a host assigned",
             "{sub}"
         );
     }
-    let (code, body) = send(&env, "GET", &format!("{PODS}/two/proxy/healthz"), None).await;
+    let (code, body) = call(&env, "GET", &format!("{PODS}/two/proxy/healthz"), None).await;
     assert_eq!(code, 400, "{body}");
     // A service without endpoints: upstream's 503 (asked without the client's retries of 503).
     let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lonely"},
                          "spec": {"ports": [{"port": 80}]}});
-    let (code, body) = send(
+    let (code, body) = call(
         &env,
         "POST",
         "/api/v1/namespaces/default/services",
@@ -145,7 +139,7 @@ async fn bindings_collection_binds_the_named_pod() {
     let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"},
                          "target": {"apiVersion": "v1", "kind": "Node", "name": "node-a"}});
     let bindings = "/api/v1/namespaces/default/bindings";
-    let (code, body) = send(&env, "POST", bindings, Some(&binding)).await;
+    let (code, body) = call(&env, "POST", bindings, Some(&binding)).await;
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["status"], "Success");
     let bound = pods.get("web").await.expect("get");
@@ -154,14 +148,14 @@ async fn bindings_collection_binds_the_named_pod() {
         Some("node-a")
     );
     // Bound once: upstream's 409.
-    let (code, body) = send(&env, "POST", bindings, Some(&binding)).await;
+    let (code, body) = call(&env, "POST", bindings, Some(&binding)).await;
     assert_eq!(code, 409, "{body}");
     assert_eq!(
         body["message"],
         "Operation cannot be fulfilled on pods/binding \"web\": pod web is already assigned to node \"node-a\""
     );
     // The Binding names a pod; nothing is stored and nothing listed.
-    let (code, body) = send(
+    let (code, body) = call(
         &env,
         "POST",
         bindings,
@@ -170,17 +164,17 @@ async fn bindings_collection_binds_the_named_pod() {
     )
     .await;
     assert_eq!(code, 422, "{body}");
-    let (code, _) = send(&env, "GET", bindings, None).await;
+    let (code, _) = call(&env, "GET", bindings, None).await;
     assert_eq!(code, 405);
 
     // Now on a node without a running container: the kubelet's "waiting to start".
-    let (code, body) = send(&env, "GET", &format!("{PODS}/web/log"), None).await;
+    let (code, body) = call(&env, "GET", &format!("{PODS}/web/log"), None).await;
     assert_eq!(code, 400, "{body}");
     assert_eq!(
         body["message"],
         "container \"app\" in pod \"web\" is waiting to start: ContainerCreating"
     );
-    let (code, body) = send(
+    let (code, body) = call(
         &env,
         "POST",
         &format!("{PODS}/web/exec?command=ls"),
@@ -199,7 +193,7 @@ async fn bindings_collection_binds_the_named_pod() {
 #[tokio::test]
 async fn discovery_lists_connect_subresources_as_upstream() {
     let env = TestEnv::start().await.expect("env");
-    let (code, doc) = send(&env, "GET", "/api/v1", None).await;
+    let (code, doc) = call(&env, "GET", "/api/v1", None).await;
     assert_eq!(code, 200);
     let captured: Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
@@ -259,7 +253,7 @@ async fn simulated_running_containers_have_empty_followable_logs() {
             .expect("log"),
         ""
     );
-    let (code, body) = send(
+    let (code, body) = call(
         &env,
         "GET",
         &format!("{PODS}/runner/log?previous=true"),
@@ -280,6 +274,13 @@ async fn simulated_running_containers_have_empty_followable_logs() {
         .await
         .expect("follow")
         .lines();
+    // Still open while the container runs (a closed stream would answer at once).
+    let open = tokio::time::timeout(
+        Duration::from_millis(300),
+        futures::StreamExt::next(&mut lines),
+    )
+    .await;
+    assert!(open.is_err(), "the followed log ended early: {open:?}");
     pods.delete("runner", &DeleteParams::default().grace_period(0))
         .await
         .expect("delete");

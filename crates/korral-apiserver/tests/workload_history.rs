@@ -13,23 +13,6 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(20);
 const REVISIONS: &str = "/apis/apps/v1/namespaces/default/controllerrevisions";
 
-async fn send(
-    env: &TestEnv,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    body: &Value,
-) -> (u16, Value) {
-    raw(
-        &env.client(),
-        method,
-        path,
-        Some(content_type),
-        body.to_string().into_bytes(),
-    )
-    .await
-}
-
 /// The revisions `owner` controls: (revision, image of its data's first container), by revision.
 async fn revisions(env: &TestEnv, owner: &str) -> Vec<(i64, String)> {
     let (code, list) = raw(&env.client(), "GET", REVISIONS, None, vec![]).await;
@@ -93,7 +76,7 @@ fn workload(kind: &str, name: &str, image: &str) -> Value {
 async fn set_image(env: &TestEnv, path: &str, image: &str) {
     let patch =
         json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}});
-    let (code, body) = send(
+    let (code, body) = call_as(
         env,
         "PATCH",
         path,
@@ -117,7 +100,7 @@ async fn daemon_set_and_stateful_set_history_roll_back_and_trim() {
     ] {
         let collection = format!("/apis/apps/v1/namespaces/default/{resource}");
         let path = format!("{collection}/{name}");
-        let (code, body) = send(
+        let (code, body) = call_as(
             &env,
             "POST",
             &collection,
@@ -158,7 +141,7 @@ async fn daemon_set_and_stateful_set_history_roll_back_and_trim() {
         wait_revisions(&env, name, &[(1, "img:1"), (2, "img:2")]).await;
 
         // `kubectl rollout undo --to-revision=1`: revision 1's data as a strategic merge patch.
-        let (code, body) = send(
+        let (code, body) = call_as(
             &env,
             "PATCH",
             &path,
@@ -174,7 +157,7 @@ async fn daemon_set_and_stateful_set_history_roll_back_and_trim() {
         wait_revisions(&env, name, &[(2, "img:2"), (3, "img:1")]).await;
 
         // A limit of one old revision: the oldest goes once a new template is recorded.
-        let (code, body) = send(
+        let (code, body) = call_as(
             &env,
             "PATCH",
             &path,
