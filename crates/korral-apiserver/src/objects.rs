@@ -758,9 +758,9 @@ impl Objects {
                 strategy.prepare_for_subresource_update(subresource, obj, old);
             }
         }
-        let causes = match old {
-            None => strategy.validate(obj, ctx),
-            Some(old) => strategy.validate_update(obj, old, ctx),
+        let (causes, ratcheted) = match old {
+            None => (strategy.validate(obj, ctx), Vec::new()),
+            Some(old) => strategy.validate_update_warned(obj, old, ctx),
         };
         if !causes.is_empty() {
             return Err(ApiError::invalid(
@@ -770,6 +770,7 @@ impl Objects {
                 causes,
             ));
         }
+        warnings.extend(ratcheted);
         warnings.extend(match old {
             None => strategy.warnings_on_create(obj),
             Some(old) => strategy.warnings_on_update(obj, old),

@@ -23,20 +23,32 @@ impl CustomResourceStrategy {
         Self { schema }
     }
 
-    fn causes(&self, obj: &Value, old: Option<&Value>, ctx: &Context) -> Vec<Cause> {
+    /// Every cause, and on an update the warnings of ratcheted rules: schema checks and rules
+    /// on values unchanged since `old` are not enforced (upstream's validation ratcheting).
+    fn causes(&self, obj: &Value, old: Option<&Value>, ctx: &Context) -> (Vec<Cause>, Vec<String>) {
         let Some(s) = &self.schema else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
-        let mut causes = schema::validate_with(obj, s, "", ctx.registry.pattern_cache());
+        let patterns = ctx.registry.pattern_cache();
+        let mut causes = match old {
+            None => schema::validate_with(obj, s, "", patterns),
+            Some(old) => schema::validate_update_with(obj, old, s, "", patterns),
+        };
         causes.retain(|c| !c.field.starts_with("metadata") || c.field == "metadata");
+        let mut warnings = Vec::new();
         // CEL rules run unless a blocking schema error came first.
         if cel::has_rules(s) {
             match schema::blocked_rules_cause(&causes) {
                 Some(blocked) => causes.push(blocked),
-                None => causes.extend(cel::validate_with(obj, old, s, ctx.registry.cel_cache())),
+                None => {
+                    let (failed, ratcheted) =
+                        cel::validate_ratcheted(obj, old, s, ctx.registry.cel_cache());
+                    causes.extend(failed);
+                    warnings = ratcheted;
+                }
             }
         }
-        causes
+        (causes, warnings)
     }
 }
 
@@ -85,10 +97,19 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn validate(&self, obj: &Value, ctx: &Context) -> Vec<Cause> {
-        self.causes(obj, None, ctx)
+        self.causes(obj, None, ctx).0
     }
 
     fn validate_update(&self, obj: &Value, old: &Value, ctx: &Context) -> Vec<Cause> {
+        self.causes(obj, Some(old), ctx).0
+    }
+
+    fn validate_update_warned(
+        &self,
+        obj: &Value,
+        old: &Value,
+        ctx: &Context,
+    ) -> (Vec<Cause>, Vec<String>) {
         self.causes(obj, Some(old), ctx)
     }
 }

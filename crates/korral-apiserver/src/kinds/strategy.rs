@@ -136,6 +136,17 @@ pub(crate) trait Strategy: Debug + Send + Sync {
         self.validate(obj, ctx)
     }
 
+    /// [`Strategy::validate_update`] answering also the warnings of the checks it did not
+    /// enforce (custom resources: rules ratcheted on unchanged values). The pipeline calls this.
+    fn validate_update_warned(
+        &self,
+        obj: &Value,
+        old: &Value,
+        ctx: &Context,
+    ) -> (Vec<Cause>, Vec<String>) {
+        (self.validate_update(obj, old, ctx), Vec::new())
+    }
+
     /// How this kind's `metadata.finalizers` names are checked beyond being qualified names.
     fn finalizer_names(&self) -> FinalizerNames {
         FinalizerNames::Standard

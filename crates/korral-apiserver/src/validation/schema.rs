@@ -103,6 +103,35 @@ pub fn validate_with(
     validate_patterns(value, schema, path, Some(patterns.clone()))
 }
 
+/// [`validate_with`] for an update from `old`, with upstream's validation ratcheting (CRD
+/// validation ratcheting, GA since 1.33): a schema check of a value that did not change since
+/// `old` is not enforced, so tightening a schema does not lock existing objects. Old values are
+/// correlated as upstream does: properties by name, items of `x-kubernetes-list-type: map`
+/// lists by their keys, items of lists without a list type by index (sets and atomic lists
+/// are not correlated item by item). The list-type uniqueness checks run only when `old`
+/// passes them; the embedded-resource checks are not ratcheted.
+pub fn validate_update_with(
+    value: &Value,
+    old: &Value,
+    schema: &Value,
+    path: &str,
+    patterns: &Arc<PatternCache>,
+) -> Vec<Cause> {
+    let mut c = Collector {
+        patterns: Some(patterns.clone()),
+        ..Collector::default()
+    };
+    validate_node(value, schema, "", Some(old), &mut c);
+    let mut causes: Vec<Cause> = c.errs.iter().map(|e| to_cause(e, path)).collect();
+    embedded_meta_pass(value, schema, path, false, &mut causes);
+    let mut old_duplicates = Vec::new();
+    list_type_pass(old, schema, path, &mut old_duplicates);
+    if old_duplicates.is_empty() {
+        list_type_pass(value, schema, path, &mut causes);
+    }
+    causes
+}
+
 fn validate_patterns(
     value: &Value,
     schema: &Value,
@@ -615,7 +644,7 @@ fn openapi_validate(
         patterns,
         ..Collector::default()
     };
-    validate_node(value, schema, "", &mut c);
+    validate_node(value, schema, "", None, &mut c);
     c.errs.iter().map(|e| to_cause(e, prefix)).collect()
 }
 
@@ -692,7 +721,12 @@ fn type_info(s: &Value) -> TypeInfo<'_> {
     }
 }
 
-fn validate_node(v: &Value, s: &Value, name: &str, out: &mut Collector) {
+/// Validates `v` against `s`; `old` is the value correlated with `v` in the stored object on
+/// an update: when unchanged, nothing below is enforced (ratcheting).
+fn validate_node(v: &Value, s: &Value, name: &str, old: Option<&Value>, out: &mut Collector) {
+    if old.is_some_and(|o| json_eq(o, v)) {
+        return;
+    }
     let ti = type_info(s);
     if v.is_null() {
         check_type(v, &ti, name, out);
@@ -700,7 +734,7 @@ fn validate_node(v: &Value, s: &Value, name: &str, out: &mut Collector) {
         return;
     }
     check_type(v, &ti, name, out);
-    check_composition(v, s, name, out);
+    check_composition(v, s, name, old, out);
     if let Value::String(sv) = v {
         check_string(sv, s, name, out);
         check_format(sv, &ti, name, out);
@@ -709,11 +743,11 @@ fn validate_node(v: &Value, s: &Value, name: &str, out: &mut Collector) {
         check_number(n, s, &ti, name, out);
     }
     if let Value::Array(a) = v {
-        check_array(a, s, name, out);
+        check_array(a, s, name, old, out);
     }
     check_enum(v, s, name, out);
     if let Value::Object(m) = v {
-        check_object(m, s, name, out);
+        check_object(m, s, name, old, out);
     }
 }
 
@@ -762,9 +796,15 @@ fn check_type(v: &Value, ti: &TypeInfo<'_>, name: &str, out: &mut Collector) {
     }
 }
 
-fn sub_result(v: &Value, s: &Value, name: &str, parent: &Collector) -> Collector {
+fn sub_result(
+    v: &Value,
+    s: &Value,
+    name: &str,
+    old: Option<&Value>,
+    parent: &Collector,
+) -> Collector {
     let mut c = parent.sibling();
-    validate_node(v, s, name, &mut c);
+    validate_node(v, s, name, old, &mut c);
     c
 }
 
@@ -779,13 +819,13 @@ fn best_failure(results: Vec<Collector>) -> Option<Collector> {
     best
 }
 
-fn check_composition(v: &Value, s: &Value, name: &str, out: &mut Collector) {
+fn check_composition(v: &Value, s: &Value, name: &str, old: Option<&Value>, out: &mut Collector) {
     let any_of = sub_schemas(s, "anyOf");
     if !any_of.is_empty() {
         let mut failures = Vec::new();
         let mut succeeded = false;
         for branch in any_of {
-            let r = sub_result(v, branch, name, out);
+            let r = sub_result(v, branch, name, old, out);
             if r.errs.is_empty() {
                 succeeded = true;
                 break;
@@ -808,7 +848,7 @@ fn check_composition(v: &Value, s: &Value, name: &str, out: &mut Collector) {
         let mut failures = Vec::new();
         let mut validated = 0usize;
         for branch in one_of {
-            let r = sub_result(v, branch, name, out);
+            let r = sub_result(v, branch, name, old, out);
             if r.errs.is_empty() {
                 validated += 1;
             } else if validated == 0 {
@@ -837,7 +877,7 @@ fn check_composition(v: &Value, s: &Value, name: &str, out: &mut Collector) {
     if !all_of.is_empty() {
         let mut validated = 0usize;
         for branch in all_of {
-            let r = sub_result(v, branch, name, out);
+            let r = sub_result(v, branch, name, old, out);
             if r.errs.is_empty() {
                 validated += 1;
             }
@@ -857,7 +897,7 @@ fn check_composition(v: &Value, s: &Value, name: &str, out: &mut Collector) {
     }
 
     if let Some(not) = s.get("not").filter(|n| n.is_object())
-        && sub_result(v, not, name, out).errs.is_empty()
+        && sub_result(v, not, name, old, out).errs.is_empty()
     {
         out.plain(format!(
             "{} must not validate the schema (not)",
@@ -1089,10 +1129,12 @@ fn check_number(n: Num, s: &Value, ti: &TypeInfo<'_>, name: &str, out: &mut Coll
     out.merge(res_max);
 }
 
-fn check_array(a: &[Value], s: &Value, name: &str, out: &mut Collector) {
+fn check_array(a: &[Value], s: &Value, name: &str, old: Option<&Value>, out: &mut Collector) {
     if let Some(it) = items(s) {
+        let old = old.and_then(Value::as_array);
         for (i, x) in a.iter().enumerate() {
-            validate_node(x, it, &format!("{name}[{i}]"), out);
+            let old_item = old.and_then(|o| correlated_item(s, o, x, i));
+            validate_node(x, it, &format!("{name}[{i}]"), old_item, out);
         }
     }
     let size = a.len() as i64;
@@ -1129,8 +1171,34 @@ fn check_array(a: &[Value], s: &Value, name: &str, out: &mut Collector) {
     }
 }
 
+/// The item of the stored list `old` that the item `x` at index `i` of the new list is
+/// compared with under ratcheting: by the map keys in a `map` list, by index in a list without
+/// a list type, none in sets and atomic lists.
+fn correlated_item<'a>(s: &Value, old: &'a [Value], x: &Value, i: usize) -> Option<&'a Value> {
+    match text(s, LIST_TYPE) {
+        "map" => {
+            let keys: Vec<&str> = sub_schemas(s, LIST_MAP_KEYS)
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            if keys.is_empty() {
+                return None;
+            }
+            old.iter().find(|o| {
+                keys.iter().all(|k| match (o.get(k), x.get(k)) {
+                    (Some(a), Some(b)) => json_eq(a, b),
+                    (None, None) => true,
+                    _ => false,
+                })
+            })
+        }
+        "set" | "atomic" => None,
+        _ => old.get(i),
+    }
+}
+
 /// JSON equality with numbers compared by value (`1` equals `1.0`).
-fn json_eq(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
             (Some(i), Some(j)) => i == j,
@@ -1171,7 +1239,14 @@ fn check_enum(v: &Value, s: &Value, name: &str, out: &mut Collector) {
     });
 }
 
-fn check_object(m: &Map<String, Value>, s: &Value, name: &str, out: &mut Collector) {
+fn check_object(
+    m: &Map<String, Value>,
+    s: &Value,
+    name: &str,
+    old: Option<&Value>,
+    out: &mut Collector,
+) {
+    let old_field = |k: &str| old.and_then(|o| o.get(k));
     let n = m.len() as i64;
     if let Some(min) = int_kw(s, "minProperties")
         && n < min
@@ -1206,7 +1281,7 @@ fn check_object(m: &Map<String, Value>, s: &Value, name: &str, out: &mut Collect
         Additional::Schema(a) => {
             for (k, x) in m {
                 if property(s, k).is_none() {
-                    validate_node(x, a, &format!("{name}.{k}"), out);
+                    validate_node(x, a, &format!("{name}.{k}"), old_field(k), out);
                 }
             }
         }
@@ -1223,7 +1298,7 @@ fn check_object(m: &Map<String, Value>, s: &Value, name: &str, out: &mut Collect
                 } else {
                     format!("{name}.{p}")
                 };
-                validate_node(x, ps, &rname, out);
+                validate_node(x, ps, &rname, old_field(p), out);
             }
         }
     }
@@ -3111,6 +3186,98 @@ mod tests {
         assert_eq!(
             joined,
             "[spec.color: Unsupported value: \"green\": supported values: \"red\", \"blue\", spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1, <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]"
+        );
+    }
+
+    /// A schema tightened after objects were stored: a pattern, a maximum, an enum inside
+    /// map-list items, a minimum length inside the items of a list without a list type, a
+    /// required field and a set.
+    fn tightened_schema() -> Value {
+        json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "required": ["owner"],
+            "properties": {
+                "owner": {"type": "string"},
+                "name": {"type": "string", "pattern": "^[a-z]+$"},
+                "size": {"type": "integer", "maximum": 100},
+                "ports": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["port"],
+                    "items": {"type": "object", "required": ["port"], "properties": {
+                        "port": {"type": "integer"},
+                        "protocol": {"type": "string", "enum": ["TCP", "UDP"]}
+                    }}
+                },
+                "steps": {"type": "array", "items": {"type": "string", "minLength": 2}},
+                "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}
+            }
+        }}})
+    }
+
+    fn ratcheted(new: &Value, old: &Value) -> Vec<String> {
+        let patterns = Arc::new(PatternCache::default());
+        summaries(&validate_update_with(
+            new,
+            old,
+            &tightened_schema(),
+            "",
+            &patterns,
+        ))
+    }
+
+    #[test]
+    fn unchanged_invalid_values_are_ratcheted_on_update() {
+        let old = json!({"spec": {
+            "name": "UPPER",
+            "size": 500,
+            "ports": [{"port": 80, "protocol": "tcp"}, {"port": 81, "protocol": "udp"}],
+            "steps": ["x", "ok"],
+            "tags": ["a", "a"]
+        }});
+        let schema = tightened_schema();
+        // What a create of the same object meets.
+        assert_eq!(
+            summaries(&validate(&old, &schema, "")),
+            [
+                "spec.name: Invalid value: \"UPPER\": spec.name in body should match '^[a-z]+$'",
+                "spec.ports[0].protocol: Unsupported value: \"tcp\": supported values: \"TCP\", \"UDP\"",
+                "spec.ports[1].protocol: Unsupported value: \"udp\": supported values: \"TCP\", \"UDP\"",
+                "spec.size: Invalid value: 500: spec.size in body should be less than or equal to 100",
+                "spec.steps[0]: Invalid value: \"x\": spec.steps[0] in body should be at least 2 chars long",
+                "spec.owner: Required value",
+                "spec.tags[1]: Duplicate value: \"a\"",
+            ]
+        );
+        // Unchanged: nothing is enforced.
+        let mut labelled = old.clone();
+        labelled["metadata"] = json!({"labels": {"a": "b"}});
+        assert!(ratcheted(&labelled, &old).is_empty());
+        // Map-list items are matched by key, so reordering and fixing one item keeps the other
+        // ratcheted; the changed spec now meets its own `required`; a list without a list type
+        // matches items by index; the set's duplicates stay allowed as the old set had some.
+        let new = json!({"spec": {
+            "name": "UPPER",
+            "size": 600,
+            "ports": [{"port": 81, "protocol": "UDP"}, {"port": 80, "protocol": "tcp"}, {"port": 82, "protocol": "sctp"}],
+            "steps": ["x", "y"],
+            "tags": ["a", "a", "b"]
+        }});
+        assert_eq!(
+            ratcheted(&new, &old),
+            [
+                "spec.ports[2].protocol: Unsupported value: \"sctp\": supported values: \"TCP\", \"UDP\"",
+                "spec.size: Invalid value: 600: spec.size in body should be less than or equal to 100",
+                "spec.steps[1]: Invalid value: \"y\": spec.steps[1] in body should be at least 2 chars long",
+                "spec.owner: Required value",
+            ]
+        );
+        // Once the old set is valid, duplicates are refused again.
+        let clean = json!({"spec": {"owner": "me", "tags": ["a"]}});
+        let dup = json!({"spec": {"owner": "me", "tags": ["a", "a"]}});
+        assert_eq!(
+            ratcheted(&dup, &clean),
+            ["spec.tags[1]: Duplicate value: \"a\""]
         );
     }
 

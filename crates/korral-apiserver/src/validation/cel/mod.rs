@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use self::compile::{CelCache, Compiled};
 use self::cost::Shape;
-use super::names::{child, go_quote, index, invalid_rendered, key};
+use super::names::{child, go_quote, go_render, index, invalid_rendered, key};
 use crate::error::Cause;
 
 const VALIDATIONS: &str = "x-kubernetes-validations";
@@ -332,14 +332,28 @@ pub fn validate_with(
     schema: &Value,
     cache: &CelCache,
 ) -> Vec<Cause> {
+    validate_ratcheted(obj, old, schema, cache).0
+}
+
+/// [`validate_with`] answering beside the causes the warnings of ratcheted failures: on an
+/// update, a rule that does not read `oldSelf` and fails on a value unchanged since `old`
+/// (correlated as for transition rules) is not enforced but reported as a warning
+/// (`spec.x: Invalid value: ...`), as upstream's CRD validation ratcheting does.
+pub fn validate_ratcheted(
+    obj: &Value,
+    old: Option<&Value>,
+    schema: &Value,
+    cache: &CelCache,
+) -> (Vec<Cause>, Vec<String>) {
     let mut run = Run {
         remaining: REQUEST_BUDGET,
         exhausted: false,
         out: Vec::new(),
+        ratcheted: Vec::new(),
         cache,
     };
-    run.node(schema, obj, old, "", 0);
-    run.out
+    run.node(schema, obj, old, false, "", 0);
+    (run.out, run.ratcheted)
 }
 
 /// Whether any rule is declared anywhere in `schema` (so writes can skip the walk).
@@ -368,6 +382,8 @@ struct Run<'a> {
     remaining: u64,
     exhausted: bool,
     out: Vec<Cause>,
+    /// Failures of rules on unchanged values, as warnings.
+    ratcheted: Vec<String>,
     cache: &'a CelCache,
 }
 
@@ -390,10 +406,26 @@ fn root_view(obj: &Value) -> Value {
 }
 
 impl Run<'_> {
-    fn node(&mut self, s: &Value, v: &Value, old: Option<&Value>, p: &str, depth: usize) {
+    /// Evaluates the rules at and below `v`. `old` is its correlated stored value; without
+    /// one, `parent_unchanged` says whether the nearest correlated ancestor is unchanged (the
+    /// value that decides ratcheting, as upstream's `nearestParentCorrelation`).
+    fn node(
+        &mut self,
+        s: &Value,
+        v: &Value,
+        old: Option<&Value>,
+        parent_unchanged: bool,
+        p: &str,
+        depth: usize,
+    ) {
         if self.exhausted || depth > 128 || v.is_null() || !s.is_object() {
             return;
         }
+        // Compared whole (metadata included at the root), as upstream's correlation does.
+        let unchanged = match old {
+            Some(o) => crate::validation::schema::json_eq(o, v),
+            None => parent_unchanged,
+        };
         let rules = rules_of(s);
         if !rules.is_empty() {
             let (this, prev) = if depth == 0 {
@@ -401,7 +433,13 @@ impl Run<'_> {
             } else {
                 (v.clone(), old.cloned())
             };
-            self.rules(&rules, &this, prev.as_ref(), p);
+            // The root is an object whatever its schema says (upstream's WithTypeAndObjectMeta).
+            let type_name = if depth == 0 {
+                "object"
+            } else {
+                s.get("type").and_then(Value::as_str).unwrap_or("")
+            };
+            self.rules(&rules, &this, prev.as_ref(), unchanged, type_name, p);
             if self.exhausted {
                 return;
             }
@@ -416,9 +454,23 @@ impl Run<'_> {
                     }
                     let old_child = old.and_then(|o| o.get(k));
                     if let Some(sub) = props.and_then(|p| p.get(k)) {
-                        self.node(sub, child_value, old_child, &child(p, k), depth + 1);
+                        self.node(
+                            sub,
+                            child_value,
+                            old_child,
+                            unchanged,
+                            &child(p, k),
+                            depth + 1,
+                        );
                     } else if let Some(sub) = add {
-                        self.node(sub, child_value, old_child, &key(p, k), depth + 1);
+                        self.node(
+                            sub,
+                            child_value,
+                            old_child,
+                            unchanged,
+                            &key(p, k),
+                            depth + 1,
+                        );
                     }
                 }
             }
@@ -442,7 +494,14 @@ impl Run<'_> {
                             .find(|o| keys.iter().all(|k| o.get(k) == item.get(k))),
                         _ => None,
                     };
-                    self.node(item_schema, item, old_item, &index(p, i), depth + 1);
+                    self.node(
+                        item_schema,
+                        item,
+                        old_item,
+                        unchanged,
+                        &index(p, i),
+                        depth + 1,
+                    );
                     if self.exhausted {
                         return;
                     }
@@ -452,8 +511,20 @@ impl Run<'_> {
         }
     }
 
-    fn rules(&mut self, rules: &[Rule], this: &Value, old: Option<&Value>, p: &str) {
+    fn rules(
+        &mut self,
+        rules: &[Rule],
+        this: &Value,
+        old: Option<&Value>,
+        unchanged: bool,
+        type_name: &str,
+        p: &str,
+    ) {
         let field = if p.is_empty() { "<nil>" } else { p };
+        // Errors that are not a rule's verdict name the schema type as their value.
+        let typed = go_quote(type_name);
+        // A failed rule shows the value, except an object's or a list's.
+        let shown = (!matches!(type_name, "object" | "array")).then_some(this);
         let shapes = [
             ("self", Shape::of_json(this)),
             (
@@ -471,7 +542,7 @@ impl Run<'_> {
                 Err(e) => {
                     self.out.push(invalid_rendered(
                         field,
-                        "\"object\"",
+                        &typed,
                         &format!("rule compile error: {e}"),
                     ));
                     continue;
@@ -497,7 +568,7 @@ impl Run<'_> {
                 Err(Stop::Exhausted) => {
                     self.out.push(invalid_rendered(
                         field,
-                        "\"object\"",
+                        &typed,
                         "validation failed due to running out of cost budget, no further validation rules will be run",
                     ));
                     self.exhausted = true;
@@ -505,32 +576,32 @@ impl Run<'_> {
                 }
                 Err(Stop::OverLimit) => self.out.push(invalid_rendered(
                     field,
-                    "\"object\"",
+                    &typed,
                     &format!("call cost exceeds limit for rule: {}", rule.error_string()),
                 )),
                 Err(Stop::Unbounded(e)) => self.out.push(invalid_rendered(
                     field,
-                    "\"object\"",
+                    &typed,
                     &format!("{e} evaluating rule: {}", rule.error_string()),
                 )),
                 Ok(Ok(cel::Value::Bool(true))) => {}
                 Ok(Ok(cel::Value::Bool(false))) => {
                     let detail = self.message(rule, &shapes, ctx);
-                    self.out
-                        .push(reason_cause(rule.reason.as_deref(), cause_field, &detail));
+                    let cause = verdict_cause(rule.reason.as_deref(), cause_field, shown, &detail);
+                    self.fail(cause, unchanged && !compiled.uses_old_self);
                 }
                 Ok(Ok(other)) => self.out.push(invalid_rendered(
                     field,
-                    "\"object\"",
+                    &typed,
                     &format!(
                         "rule did not evaluate to a bool but to {:?} evaluating rule: {}",
                         other.type_of().to_string(),
                         rule.error_string()
                     ),
                 )),
-                Ok(Err(e)) => self.out.push(reason_cause(
-                    rule.reason.as_deref(),
-                    field.to_string(),
+                Ok(Err(e)) => self.out.push(invalid_rendered(
+                    field,
+                    &typed,
                     &format!(
                         "{} evaluating rule: {}",
                         lower_first(&e.to_string()),
@@ -538,6 +609,16 @@ impl Run<'_> {
                     ),
                 )),
             }
+        }
+    }
+
+    /// Records a failed rule: a cause, or under ratcheting a warning.
+    fn fail(&mut self, cause: Cause, ratchet: bool) {
+        if ratchet {
+            self.ratcheted
+                .push(format!("{}: {}", cause.field, cause.message));
+        } else {
+            self.out.push(cause);
         }
     }
 
@@ -613,21 +694,34 @@ fn field_with_path(base: &str, field_path: &str) -> String {
     out
 }
 
-/// A rule failure with the rule's `reason` (default `FieldValueInvalid`).
-fn reason_cause(reason: Option<&str>, field: String, detail: &str) -> Cause {
+/// The cause of a rule that evaluated to false, by its `reason` (upstream's
+/// `fieldErrorForReason`): `value` is the checked value, `None` for an object or a list.
+fn verdict_cause(
+    reason: Option<&str>,
+    field: String,
+    value: Option<&Value>,
+    detail: &str,
+) -> Cause {
     match reason {
         Some("FieldValueForbidden") => Cause::forbidden(field, detail),
         Some("FieldValueRequired") => Cause::required(field, detail),
+        // `field.Duplicate` carries the value only, not the rule's message.
         Some("FieldValueDuplicate") => Cause::new(
             "FieldValueDuplicate",
             field,
-            format!("Duplicate value: {detail}"),
+            match value {
+                Some(v) => format!("Duplicate value: {}", go_render(v)),
+                None => "Duplicate value".to_string(),
+            },
         ),
-        _ => Cause::new(
-            "FieldValueInvalid",
-            field,
-            format!("Invalid value: {detail}"),
-        ),
+        _ => match value {
+            Some(v) => invalid_rendered(&field, &go_render(v), detail),
+            None => Cause::new(
+                "FieldValueInvalid",
+                field,
+                format!("Invalid value: {detail}"),
+            ),
+        },
     }
 }
 

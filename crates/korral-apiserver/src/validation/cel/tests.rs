@@ -96,7 +96,8 @@ fn transition_rules_need_an_old_value() {
     let causes = validate(&new, Some(&old), &s);
     assert_eq!(
         summaries(&causes),
-        ["spec.items[0].size: Invalid value: size cannot shrink"]
+        // A scalar's failure shows its value (an object's or a list's would not).
+        ["spec.items[0].size: Invalid value: 1: size cannot shrink"]
     );
     // A new item has no old value.
     let old = json!({"spec": {"items": [{"name": "b", "size": 4}]}});
@@ -249,4 +250,132 @@ fn crd_check_rejects_old_self_on_uncorrelatable_items() {
     assert!(
         causes[0].contains("oldSelf cannot be used on the uncorrelatable portion of the schema")
     );
+}
+
+/// A schema with rules on a string, on the items of an atomic list and on map-list items.
+fn ratchet_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "note": {
+                        "type": "string",
+                        "x-kubernetes-validations": [
+                            {"rule": "self != 'x'", "message": "note must not be x"}
+                        ]
+                    },
+                    "tags": {
+                        "type": "array",
+                        "items": {
+                            "type": "string",
+                            "x-kubernetes-validations": [
+                                {"rule": "self.size() <= 3", "message": "tag too long", "reason": "FieldValueForbidden"}
+                            ]
+                        }
+                    },
+                    "ports": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["port"],
+                        "items": {
+                            "type": "object",
+                            "properties": {"port": {"type": "integer"}, "name": {"type": "string"}},
+                            "x-kubernetes-validations": [
+                                {"rule": "self.name.size() <= 3", "message": "name too long"}
+                            ]
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+#[test]
+fn failures_on_unchanged_values_are_ratcheted_into_warnings() {
+    let s = ratchet_schema();
+    let cache = CelCache::default();
+    let old = json!({"spec": {
+        "note": "x",
+        "tags": ["long-tag"],
+        "ports": [{"port": 80, "name": "http-alt"}, {"port": 81, "name": "ok"}]
+    }});
+    // Created like this, every failure is an error; scalars show their value. (Properties
+    // are visited in name order.)
+    let (causes, warnings) = validate_ratcheted(&old, None, &s, &cache);
+    assert_eq!(
+        summaries(&causes),
+        [
+            "spec.note: Invalid value: \"x\": note must not be x",
+            "spec.ports[0]: Invalid value: name too long",
+            "spec.tags[0]: Forbidden: tag too long",
+        ]
+    );
+    assert!(warnings.is_empty());
+    // An update that changes none of it (the ports reordered: map items match by key)
+    // enforces nothing and warns about each failure.
+    let new = json!({"spec": {
+        "note": "x",
+        "tags": ["long-tag"],
+        "ports": [{"port": 81, "name": "ok"}, {"port": 80, "name": "http-alt"}]
+    }});
+    let (causes, warnings) = validate_ratcheted(&new, Some(&old), &s, &cache);
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(
+        warnings,
+        [
+            "spec.note: Invalid value: \"x\": note must not be x",
+            "spec.ports[1]: Invalid value: name too long",
+            "spec.tags[0]: Forbidden: tag too long",
+        ]
+    );
+    // Changed values are enforced: items of a list without a list type are not correlated,
+    // so a changed list enforces every item's rules.
+    let new = json!({"spec": {
+        "note": "x",
+        "tags": ["long-tag", "a"],
+        "ports": [{"port": 80, "name": "http-alt2"}, {"port": 81, "name": "ok"}]
+    }});
+    let (causes, warnings) = validate_ratcheted(&new, Some(&old), &s, &cache);
+    assert_eq!(
+        summaries(&causes),
+        [
+            "spec.ports[0]: Invalid value: name too long",
+            "spec.tags[0]: Forbidden: tag too long",
+        ]
+    );
+    assert_eq!(
+        warnings,
+        ["spec.note: Invalid value: \"x\": note must not be x"]
+    );
+}
+
+#[test]
+fn transition_rules_are_never_ratcheted() {
+    let s = widget_schema(
+        json!([{"rule": "self.replicas == oldSelf.replicas + 1", "message": "must grow by one"}]),
+    );
+    let obj = json!({"spec": {"replicas": 3}});
+    let (causes, warnings) = validate_ratcheted(&obj, Some(&obj), &s, &CelCache::default());
+    assert_eq!(
+        summaries(&causes),
+        ["spec: Invalid value: must grow by one"]
+    );
+    assert!(warnings.is_empty());
+}
+
+#[test]
+fn duplicate_reason_shows_the_value_not_the_message() {
+    let s = json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"id": {
+            "type": "string",
+            "x-kubernetes-validations": [{"rule": "self != 'a'", "message": "ignored", "reason": "FieldValueDuplicate"}]
+        }}}}
+    });
+    let causes = validate(&json!({"spec": {"id": "a"}}), None, &s);
+    assert_eq!(summaries(&causes), ["spec.id: Duplicate value: \"a\""]);
+    assert_eq!(causes[0].reason, "FieldValueDuplicate");
 }
