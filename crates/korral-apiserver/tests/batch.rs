@@ -307,6 +307,79 @@ async fn job_specs_are_refused_as_upstream_refuses_them() {
     );
 }
 
+/// The causes of a refusal as `(reason, field, message)`.
+fn causes_of(body: &Value) -> Vec<(String, String, String)> {
+    body["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (s("reason"), s("field"), s("message"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn generated_selectors_cannot_be_contradicted() {
+    let env = TestEnv::start().await.expect("env");
+    // A template label the server would generate, set to another value: the server keeps the
+    // client's value and refuses it, showing the labels as they would be stored.
+    let mut conflicting = job("named", json!({}));
+    conflicting["spec"]["template"]["metadata"] = json!({"labels": {"job-name": "other"}});
+    let (code, body) = call(&env, "POST", JOBS, Some(&conflicting)).await;
+    assert_eq!(code, 422, "{body}");
+    let causes = causes_of(&body);
+    assert_eq!(causes.len(), 1, "{body}");
+    let (reason, field, message) = &causes[0];
+    assert_eq!(reason, "FieldValueInvalid");
+    assert_eq!(field, "spec.template.metadata.labels[job-name]");
+    let shown = message
+        .strip_prefix("Invalid value: ")
+        .and_then(|m| m.strip_suffix(": must be 'named'"))
+        .and_then(|m| serde_json::from_str::<Value>(m).ok())
+        .unwrap_or_else(|| panic!("unexpected message {message}"));
+    let uid = shown["controller-uid"].as_str().unwrap_or_default();
+    assert!(!uid.is_empty(), "{shown}");
+    assert_eq!(
+        shown,
+        json!({
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": "named",
+            "controller-uid": uid,
+            "job-name": "other"
+        })
+    );
+    // A selector of the client's own without `manualSelector`: the generated uid is added
+    // to it, but it still selects on something the server did not generate.
+    let mut own = job("own", json!({"selector": {"matchLabels": {"app": "x"}}}));
+    own["spec"]["template"]["metadata"] = json!({"labels": {"app": "x"}});
+    let (code, body) = call(&env, "POST", JOBS, Some(&own)).await;
+    assert_eq!(code, 422, "{body}");
+    let causes = causes_of(&body);
+    assert_eq!(causes.len(), 1, "{body}");
+    assert_eq!(causes[0].0, "FieldValueInvalid");
+    assert_eq!(causes[0].1, "spec.selector");
+    let shown = causes[0]
+        .2
+        .strip_prefix("Invalid value: ")
+        .and_then(|m| m.strip_suffix(": `selector` not auto-generated"))
+        .and_then(|m| serde_json::from_str::<Value>(m).ok())
+        .unwrap_or_else(|| panic!("unexpected message {}", causes[0].2));
+    assert_eq!(shown["matchLabels"]["app"], "x", "{shown}");
+    assert!(shown["matchLabels"]["batch.kubernetes.io/controller-uid"].is_string());
+    // With `manualSelector` the same Job is accepted, and without a selector the generated
+    // one is.
+    own["spec"]["manualSelector"] = json!(true);
+    own["spec"]["selector"] = json!({"matchLabels": {"app": "x"}});
+    let (code, body) = call(&env, "POST", JOBS, Some(&own)).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = call(&env, "POST", JOBS, Some(&job("plain", json!({})))).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, _) = call(&env, "GET", &format!("{JOBS}/named"), None).await;
+    assert_eq!(code, 404, "a refused Job is not stored");
+}
+
 #[tokio::test]
 async fn job_status_writes_follow_upstreams_rules() {
     let env = TestEnv::start().await.expect("env");

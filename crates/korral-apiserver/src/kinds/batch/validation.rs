@@ -6,6 +6,10 @@ use serde_json::Value;
 use super::policies::{self, set};
 use super::status;
 use crate::ApiError;
+use crate::defaults::{
+    JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL, LEGACY_JOB_CONTROLLER_UID_LABEL,
+    LEGACY_JOB_NAME_LABEL,
+};
 use crate::error::Cause;
 use crate::kinds::strategy::{Context, Strategy};
 use crate::kinds::workload::{
@@ -18,7 +22,7 @@ use crate::quantity;
 use crate::registry::ResourceInfo;
 use crate::selector::from_label_selector_json;
 use crate::validation::enums::{self, Order};
-use crate::validation::names::{child, dns1123_label, invalid_value};
+use crate::validation::names::{child, dns1123_label, invalid_value, key as key_path};
 use crate::validation::selectors::validate_label_selector;
 
 /// The strategy of `batch/v1` Jobs.
@@ -42,10 +46,7 @@ impl Strategy for JobStrategy {
     }
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
-        let spec = obj.get("spec").unwrap_or(&Value::Null);
-        let mut errs = job_spec(spec, "spec");
-        errs.extend(indexed_pod_hostname(obj, spec));
-        errs
+        validate_job(obj, true)
     }
 
     /// The spec rules and what may change, or through `/status` the status rules alone (the
@@ -54,7 +55,12 @@ impl Strategy for JobStrategy {
         if ctx.subresource == Some("status") {
             return status::job_status_update(obj, old);
         }
-        let mut errs = self.validate(obj, ctx);
+        // Jobs created before the `batch.kubernetes.io/` labels existed are not held to them.
+        let old_labels = meta::path(old, "spec.template.metadata.labels");
+        let prefixed = [JOB_NAME_LABEL, JOB_CONTROLLER_UID_LABEL]
+            .iter()
+            .all(|k| old_labels.and_then(|l| l.get(k)).is_some());
+        let mut errs = validate_job(obj, prefixed);
         let spec = obj.get("spec").unwrap_or(&Value::Null);
         let old_spec = old.get("spec").unwrap_or(&Value::Null);
         errs.extend(completions_update(spec, old_spec));
@@ -71,6 +77,68 @@ impl Strategy for JobStrategy {
         }
         errs
     }
+}
+
+/// Upstream's `ValidateJob` after the metadata: the generated selector, the spec, the pod
+/// hostnames of an Indexed Job. `prefixed` requires the `batch.kubernetes.io/` labels.
+fn validate_job(obj: &Value, prefixed: bool) -> Vec<Cause> {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let mut errs = generated_selector(obj, spec, prefixed);
+    errs.extend(job_spec(spec, "spec"));
+    errs.extend(indexed_pod_hostname(obj, spec));
+    errs
+}
+
+/// Unless `manualSelector` is set, the pod template must carry the labels the server
+/// generated (name and uid, which a client may have set to something else) and the selector
+/// must select them (upstream's `validateGeneratedSelector`).
+fn generated_selector(obj: &Value, spec: &Value, prefixed: bool) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    if spec.get("manualSelector") == Some(&Value::Bool(true)) {
+        return errs;
+    }
+    let Some(selector) = set(spec, "selector") else {
+        return errs;
+    };
+    let uid = meta::uid(obj);
+    if uid.is_empty() {
+        errs.push(Cause::required("metadata.uid", ""));
+    }
+    let name = meta::name(obj);
+    let labels = meta::path(spec, "template.metadata.labels");
+    let mut has_label = |key: &str, expected: &str| {
+        let field = key_path("spec.template.metadata.labels", key);
+        match labels.and_then(|l| l.get(key)) {
+            None => errs.push(Cause::required(&field, &format!("must be '{expected}'"))),
+            Some(actual) if actual.as_str() != Some(expected) => errs.push(invalid_value(
+                &field,
+                labels.unwrap_or(&Value::Null),
+                &format!("must be '{expected}'"),
+            )),
+            Some(_) => {}
+        }
+    };
+    has_label(LEGACY_JOB_CONTROLLER_UID_LABEL, uid);
+    has_label(LEGACY_JOB_NAME_LABEL, name);
+    let mut expected = serde_json::Map::new();
+    if prefixed {
+        has_label(JOB_CONTROLLER_UID_LABEL, uid);
+        has_label(JOB_NAME_LABEL, name);
+        expected.insert(JOB_CONTROLLER_UID_LABEL.into(), Value::from(uid));
+        expected.insert(JOB_NAME_LABEL.into(), Value::from(name));
+    }
+    expected.insert(LEGACY_JOB_CONTROLLER_UID_LABEL.into(), Value::from(uid));
+    expected.insert(LEGACY_JOB_NAME_LABEL.into(), Value::from(name));
+    if let Ok(parsed) = from_label_selector_json(selector)
+        && !parsed.matches(Some(&expected))
+    {
+        errs.push(invalid_value(
+            "spec.selector",
+            selector,
+            "`selector` not auto-generated",
+        ));
+    }
+    errs
 }
 
 /// An Indexed Job's last pod hostname (`<name>-<completions-1>`) must be a DNS label
