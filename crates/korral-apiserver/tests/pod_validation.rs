@@ -275,6 +275,37 @@ async fn more_refusals_name_every_cause_with_upstream_paths() {
 }
 
 #[tokio::test]
+async fn an_ephemeral_volume_whose_claim_name_would_be_too_long_is_refused() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let volume = |name: &str| {
+        json!({"name": name, "ephemeral": {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}
+        }}}})
+    };
+    let spec = json!({
+        "containers": [{"name": "c", "image": "x"}],
+        "volumes": [volume("data"), volume("d")]
+    });
+    // `<pod>-data` has 254 characters, one over a claim name's limit; `<pod>-d` fits.
+    let name = "p".repeat(249);
+    let (code, body) = create(&client, &pod(&name, spec.clone())).await;
+    assert_eq!(code, 422, "{body}");
+    let claim = format!("{name}-data");
+    let message = format!(
+        "Invalid value: \"data\": PVC name \"{claim}\": must be no more than 253 characters"
+    );
+    assert_eq!(
+        body["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "message": message, "field": "spec.volumes[0].name"}]),
+        "{body}"
+    );
+    let (code, body) = create(&client, &pod(&"p".repeat(248), spec)).await;
+    assert_eq!(code, 201, "{body}");
+}
+
+#[tokio::test]
 async fn quantities_are_stored_in_canonical_form_as_captured() {
     let env = TestEnv::start().await.expect("env");
     let client = env.client();

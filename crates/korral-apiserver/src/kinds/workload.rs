@@ -77,7 +77,12 @@ pub(crate) fn validate_template(template: &Value, path: &str) -> Vec<Cause> {
     errs.extend(podspec::validate_pod_spec(
         spec,
         &child(path, "spec"),
-        podspec::PodSpecOptions::default(),
+        podspec::PodSpecOptions {
+            pod_name: meta::path(template, "metadata.name")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            ..podspec::PodSpecOptions::default()
+        },
     ));
     errs
 }

@@ -241,14 +241,17 @@ fn nonnegative(v: &Value, field: &str, path: &str, out: &mut Vec<Cause>) {
 
 /// How a pod spec is validated: as a Pod's own spec or as a template inside another kind.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct PodSpecOptions {
+pub(crate) struct PodSpecOptions<'a> {
     /// The spec belongs to a Pod (upstream's `ResourceIsPod`), not a template.
     pub resource_is_pod: bool,
+    /// The name in the pod's (or template's) metadata: ephemeral volumes' claims are named
+    /// after it (`<pod>-<volume>`), which must be a valid claim name. Empty: not checked.
+    pub pod_name: &'a str,
 }
 
 /// Upstream `ValidatePodSpec`: every cause for the pod spec at `base` (`spec`,
 /// `spec.template.spec`), with upstream's field paths and messages.
-pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) -> Vec<Cause> {
+pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     if set_at(spec, "terminationGracePeriodSeconds").is_none() {
         out.push(Cause::required(
@@ -260,7 +263,7 @@ pub(crate) fn validate_pod_spec(spec: &Value, base: &str, opts: PodSpecOptions) 
     let volumes = validate_volumes(
         list_at(spec, "volumes"),
         &child(base, "volumes"),
-        opts.resource_is_pod,
+        opts,
         &mut out,
     );
     let pod_claims = pod_claim_names(spec);
@@ -1854,6 +1857,7 @@ pub(crate) mod tests {
         assert_eq!(causes(&valid(), "spec"), Vec::<String>::new());
         let opts = PodSpecOptions {
             resource_is_pod: true,
+            ..PodSpecOptions::default()
         };
         assert!(validate_pod_spec(&valid(), "spec", opts).is_empty());
         assert!(validate_pod_only(&valid(), "spec").is_empty());
@@ -1880,6 +1884,7 @@ pub(crate) mod tests {
             change(&mut spec);
             let opts = PodSpecOptions {
                 resource_is_pod: pod,
+                ..PodSpecOptions::default()
             };
             let got: Vec<String> = validate_pod_spec(&spec, "spec", opts)
                 .iter()
@@ -2111,6 +2116,7 @@ pub(crate) mod tests {
         assert!(causes(&spec, "spec").is_empty());
         let pod = PodSpecOptions {
             resource_is_pod: true,
+            ..PodSpecOptions::default()
         };
         let causes_of_pod: Vec<String> = validate_pod_spec(&spec, "spec", pod)
             .iter()
@@ -2212,7 +2218,10 @@ pub(crate) mod tests {
                 spec[field] = value;
             }
             let _ = canonicalize_pod_spec(&mut spec.clone());
-            let opts = PodSpecOptions { resource_is_pod: true };
+            let opts = PodSpecOptions {
+                resource_is_pod: true,
+                ..PodSpecOptions::default()
+            };
             let _ = validate_pod_spec(&spec, "spec", opts);
             let _ = validate_pod_only(&spec, "spec");
             let _ = warnings::pod_spec_warnings(None, &json!({}), &spec);

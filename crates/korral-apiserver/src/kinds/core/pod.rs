@@ -41,6 +41,7 @@ fn meta_of(obj: &Value) -> &Value {
 fn validate_spec(obj: &Value) -> Vec<Cause> {
     let opts = PodSpecOptions {
         resource_is_pod: true,
+        pod_name: crate::meta::name(obj),
     };
     let spec = spec_of(obj);
     let mut causes =

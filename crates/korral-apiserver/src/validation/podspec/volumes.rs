@@ -9,8 +9,8 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::{
-    dns_label, int_at, list_at, local_descending_path, not_found, not_supported, set_at, str_at,
-    validate_field_ref, validate_resource_field_ref,
+    PodSpecOptions, dns_label, int_at, list_at, local_descending_path, not_found, not_supported,
+    set_at, str_at, validate_field_ref, validate_resource_field_ref,
 };
 use crate::error::Cause;
 use crate::quantity;
@@ -307,14 +307,14 @@ const VOLUME_SOURCES: [(&str, &str); 30] = [
 pub(super) fn validate_volumes<'a>(
     volumes: &'a [Value],
     path: &str,
-    resource_is_pod: bool,
+    opts: PodSpecOptions<'_>,
     out: &mut Vec<Cause>,
 ) -> Volumes<'a> {
     let mut valid = BTreeMap::new();
     for (i, v) in volumes.iter().enumerate() {
         let vpath = index(path, i);
         let mut errs = Vec::new();
-        validate_volume_source(v, &vpath, resource_is_pod, &mut errs);
+        validate_volume_source(v, &vpath, opts, &mut errs);
         let name = str_at(v, "name");
         if name.is_empty() {
             errs.push(Cause::required(child(&vpath, "name"), ""));
@@ -334,7 +334,8 @@ pub(super) fn validate_volumes<'a>(
 }
 
 /// `validateVolumeSource`: exactly one source, each checked as upstream does.
-fn validate_volume_source(v: &Value, path: &str, resource_is_pod: bool, out: &mut Vec<Cause>) {
+fn validate_volume_source(v: &Value, path: &str, opts: PodSpecOptions<'_>, out: &mut Vec<Cause>) {
+    let resource_is_pod = opts.resource_is_pod;
     let mut count = 0;
     for (source, refused_at) in VOLUME_SOURCES {
         let Some(s) = set_at(v, source) else {
@@ -441,7 +442,10 @@ fn validate_volume_source(v: &Value, path: &str, resource_is_pod: bool, out: &mu
                 }
             }
             "csi" => csi(s, &spath, out),
-            "ephemeral" => ephemeral(s, &spath, out),
+            "ephemeral" => {
+                ephemeral(s, &spath, out);
+                ephemeral_claim_name(opts.pod_name, str_at(v, "name"), path, out);
+            }
             "image" => {
                 if resource_is_pod {
                     required(s, "reference", &spath, out);
@@ -820,6 +824,22 @@ const TEMPLATE_META_FORBIDDEN: [&str; 13] = [
     "finalizers",
     "managedFields",
 ];
+
+/// The claim of an ephemeral volume is named `<pod>-<volume>`, which must be a valid claim
+/// name (skipped while either name is missing: that is refused elsewhere).
+fn ephemeral_claim_name(pod: &str, volume: &str, path: &str, out: &mut Vec<Cause>) {
+    if pod.is_empty() || volume.is_empty() {
+        return;
+    }
+    let claim = format!("{pod}-{volume}");
+    for msg in dns1123_subdomain(&claim) {
+        out.push(invalid_value(
+            &child(path, "name"),
+            &json!(volume),
+            &format!("PVC name {}: {msg}", go_quote(&claim)),
+        ));
+    }
+}
 
 /// `validateEphemeralVolumeSource`: a claim template whose metadata has only labels and
 /// annotations (`ValidateTemplateObjectMeta`). The claim spec itself is the PVC strategy's.
