@@ -45,6 +45,7 @@ mod registry;
 mod scale;
 mod selector;
 pub mod server;
+pub mod signer;
 mod simulate;
 mod storage;
 pub mod tls;

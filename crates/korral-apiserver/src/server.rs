@@ -281,14 +281,15 @@ impl ApiServer {
             (None, Some(dir)) => load_or_create_token(dir)?,
             (None, None) => random_token(),
         };
-        let tls_material = if config.tls {
+        let (tls_material, csr_signer) = if config.tls {
             let hosts = vec![config.bind.to_string()];
-            Some(match &data_dir {
-                Some(dir) => tls::load_or_generate(dir, &hosts)?,
-                None => tls::generate(&hosts)?,
-            })
+            let (material, csr_signer) = match &data_dir {
+                Some(dir) => tls::load_or_generate_with_signer(dir, &hosts)?,
+                None => tls::generate_with_signer(&hosts)?,
+            };
+            (Some(material), Some(csr_signer))
         } else {
-            None
+            (None, None)
         };
         let addr = SocketAddr::new(config.bind, config.port);
         let listener = TcpListener::bind(addr)
@@ -359,9 +360,17 @@ impl ApiServer {
             tokio::spawn(controllers::run(
                 objects.clone(),
                 shutdown_rx.clone(),
-                config.simulation.then(|| crate::simulate::Cluster {
-                    ca_bundle: ca_pem.clone(),
-                }),
+                match config.simulation {
+                    true => Some(crate::simulate::Cluster {
+                        ca_bundle: ca_pem.clone(),
+                        // Without TLS there is no CA: the signer gets one of its own.
+                        signer: match csr_signer {
+                            Some(signer) => Some(Arc::new(signer)),
+                            None => Some(Arc::new(tls::signing_ca()?)),
+                        },
+                    }),
+                    false => None,
+                },
             )),
         ];
         tracing::info!(%url, "korral apiserver ready");

@@ -23,6 +23,8 @@ use rcgen::{
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
+use crate::signer::CertificateSigner;
+
 /// Common name of the generated certificate authority.
 pub const CA_COMMON_NAME: &str = "korral-ca";
 
@@ -138,6 +140,16 @@ pub enum TlsError {
 struct Ca {
     cert_pem: String,
     key: KeyPair,
+}
+
+impl Ca {
+    /// The CA as the signer of CertificateSigningRequests.
+    fn into_signer(self) -> Result<CertificateSigner, TlsError> {
+        CertificateSigner::new(self.cert_pem, self.key).map_err(|e| TlsError::ParseCertificate {
+            what: "CA",
+            detail: e.to_string(),
+        })
+    }
 }
 
 /// The distinguished name and key usages of the CA; also used to rebuild an [`Issuer`] for a
@@ -284,13 +296,27 @@ fn issue_serving(ca: &Ca, hosts: &[String]) -> Result<(String, String), TlsError
 /// Generates a fresh CA and a serving certificate for `localhost`, `127.0.0.1`, `::1` and
 /// `hosts` (IP literals become IP SANs).
 pub fn generate(hosts: &[String]) -> Result<TlsMaterial, TlsError> {
+    generate_with_signer(hosts).map(|(material, _)| material)
+}
+
+/// [`generate`], also answering the CA as a [`CertificateSigner`] (what the simulated
+/// kube-controller-manager issues CertificateSigningRequests' certificates with).
+pub fn generate_with_signer(
+    hosts: &[String],
+) -> Result<(TlsMaterial, CertificateSigner), TlsError> {
     let ca = generate_ca()?;
     let (cert_pem, key_pem) = issue_serving(&ca, hosts)?;
-    Ok(TlsMaterial {
-        ca_cert_pem: ca.cert_pem,
+    let material = TlsMaterial {
+        ca_cert_pem: ca.cert_pem.clone(),
         cert_pem,
         key_pem,
-    })
+    };
+    Ok((material, ca.into_signer()?))
+}
+
+/// A fresh CA as a [`CertificateSigner`], for a server without TLS material of its own.
+pub fn signing_ca() -> Result<CertificateSigner, TlsError> {
+    generate_ca()?.into_signer()
 }
 
 fn parse_cert(what: &'static str, pem: &str) -> Result<CertificateDer<'static>, TlsError> {
@@ -374,6 +400,14 @@ pub fn verify(m: &TlsMaterial, server_name: &str) -> Result<(), TlsError> {
 /// A server restarted on the same directory keeps its CA, so kubeconfigs written earlier stay
 /// valid.
 pub fn load_or_generate(dir: &Path, hosts: &[String]) -> Result<TlsMaterial, TlsError> {
+    load_or_generate_with_signer(dir, hosts).map(|(material, _)| material)
+}
+
+/// [`load_or_generate`], also answering the CA in use as a [`CertificateSigner`].
+pub fn load_or_generate_with_signer(
+    dir: &Path,
+    hosts: &[String],
+) -> Result<(TlsMaterial, CertificateSigner), TlsError> {
     let pki = dir.join(PKI_DIR);
     crate::kubeconfig::create_private_dir(&pki, true).map_err(|source| TlsError::WriteFile {
         path: pki.clone(),
@@ -397,7 +431,7 @@ pub fn load_or_generate(dir: &Path, hosts: &[String]) -> Result<TlsMaterial, Tls
         }
     };
 
-    let (ca, material) = match stored {
+    let (ca, material, generated) = match stored {
         Some(ca) => {
             let (cert_pem, key_pem) = issue_serving(&ca, hosts)?;
             let material = TlsMaterial {
@@ -410,7 +444,7 @@ pub fn load_or_generate(dir: &Path, hosts: &[String]) -> Result<TlsMaterial, Tls
             match verify(&material, "localhost") {
                 Ok(()) => {
                     tracing::debug!(dir = %pki.display(), "reusing the stored CA");
-                    (None, material)
+                    (ca, material, false)
                 }
                 Err(e) => {
                     tracing::warn!(dir = %pki.display(), error = %e, "stored CA does not verify; generating a new one (existing kubeconfigs will stop working)");
@@ -421,7 +455,7 @@ pub fn load_or_generate(dir: &Path, hosts: &[String]) -> Result<TlsMaterial, Tls
         None => fresh(hosts)?,
     };
 
-    if let Some(ca) = ca {
+    if generated {
         write_file(&ca_key_path, ca.key.serialize_pem().as_bytes(), true)?;
         write_file(&ca_cert_path, ca.cert_pem.as_bytes(), false)?;
         tracing::info!(dir = %pki.display(), "generated a new cluster CA");
@@ -436,11 +470,11 @@ pub fn load_or_generate(dir: &Path, hosts: &[String]) -> Result<TlsMaterial, Tls
         material.cert_pem.as_bytes(),
         false,
     )?;
-    Ok(material)
+    Ok((material, ca.into_signer()?))
 }
 
-/// A new CA and serving certificate; the CA is returned for persisting.
-fn fresh(hosts: &[String]) -> Result<(Option<Ca>, TlsMaterial), TlsError> {
+/// A new CA and serving certificate (`true`: the CA is new, to be persisted).
+fn fresh(hosts: &[String]) -> Result<(Ca, TlsMaterial, bool), TlsError> {
     let ca = generate_ca()?;
     let (cert_pem, key_pem) = issue_serving(&ca, hosts)?;
     let material = TlsMaterial {
@@ -448,7 +482,7 @@ fn fresh(hosts: &[String]) -> Result<(Option<Ca>, TlsMaterial), TlsError> {
         cert_pem,
         key_pem,
     };
-    Ok((Some(ca), material))
+    Ok((ca, material, true))
 }
 
 fn load_ca(cert_pem: String, key_pem: &str) -> Result<Ca, TlsError> {

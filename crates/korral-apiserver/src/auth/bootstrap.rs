@@ -1,8 +1,9 @@
 //! The bootstrap ClusterRoles and ClusterRoleBindings an RBAC server starts with (a
 //! representative subset of upstream's): `cluster-admin`, the aggregated `admin`, `edit` and
-//! `view` with their `system:aggregate-to-*` parts, `system:discovery`, `system:basic-user`
-//! and `system:public-info-viewer`. Missing ones are created at start; existing ones are left
-//! alone.
+//! `view` with their `system:aggregate-to-*` parts, `system:discovery`, `system:basic-user`,
+//! `system:public-info-viewer`, and the role of the simulated CSR signing controller
+//! (`system:controller:certificate-controller`). Missing ones are created at start; existing
+//! ones are left alone.
 
 use serde_json::{Value, json};
 
@@ -288,6 +289,54 @@ pub fn cluster_roles() -> Vec<Value> {
                 ),
             ],
         ),
+        // The identity of the simulated CSR signing controller (upstream's controller role).
+        cluster_role(
+            CERTIFICATE_CONTROLLER_ROLE,
+            json!({}),
+            None,
+            vec![
+                rule(
+                    &["certificates.k8s.io"],
+                    &["certificatesigningrequests"],
+                    &["delete", "get", "list", "watch"],
+                ),
+                rule(
+                    &["certificates.k8s.io"],
+                    &[
+                        "certificatesigningrequests/approval",
+                        "certificatesigningrequests/status",
+                    ],
+                    &["update"],
+                ),
+                json!({
+                    "apiGroups": ["certificates.k8s.io"],
+                    "resources": ["signers"],
+                    "resourceNames": ["kubernetes.io/kube-apiserver-client-kubelet"],
+                    "verbs": ["approve"],
+                }),
+                json!({
+                    "apiGroups": ["certificates.k8s.io"],
+                    "resources": ["signers"],
+                    "resourceNames": [
+                        "kubernetes.io/kube-apiserver-client",
+                        "kubernetes.io/kube-apiserver-client-kubelet",
+                        "kubernetes.io/kubelet-serving",
+                        "kubernetes.io/legacy-unknown",
+                    ],
+                    "verbs": ["sign"],
+                }),
+                rule(
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                    &["create"],
+                ),
+                rule(
+                    &["", "events.k8s.io"],
+                    &["events"],
+                    &["create", "patch", "update"],
+                ),
+            ],
+        ),
         cluster_role(
             "system:public-info-viewer",
             json!({}),
@@ -319,8 +368,24 @@ pub fn cluster_role_bindings() -> Vec<Value> {
             "system:public-info-viewer",
             &["system:authenticated", "system:unauthenticated"],
         ),
+        {
+            let mut controller = binding(
+                CERTIFICATE_CONTROLLER_ROLE,
+                CERTIFICATE_CONTROLLER_ROLE,
+                &[],
+            );
+            controller["subjects"] = json!([{
+                "kind": "ServiceAccount",
+                "name": "certificate-controller",
+                "namespace": "kube-system",
+            }]);
+            controller
+        },
     ]
 }
+
+/// The role (and binding) of the CSR signing controller's service account.
+const CERTIFICATE_CONTROLLER_ROLE: &str = "system:controller:certificate-controller";
 
 /// Creates the bootstrap roles and bindings that do not exist yet.
 pub async fn ensure(objects: &Objects) -> Result<(), ApiError> {

@@ -41,7 +41,7 @@ use schemars::JsonSchema;
 use schemars::SchemaGenerator;
 
 use crate::registry::{NameRule, ResourceInfo, ScalePaths, standard_verbs};
-pub(crate) use certificates::request_organizations;
+pub(crate) use certificates::{certificate_request_der, request_organizations};
 pub(crate) use flowcontrol::ensure_configuration as ensure_flow_control_configuration;
 pub(crate) use printer::Printer;
 pub(crate) use scheduling::system_priority_classes;

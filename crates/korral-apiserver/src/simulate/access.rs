@@ -55,6 +55,8 @@ pub enum Actor {
     PvProtection,
     /// The node lifecycle controller (taints of node conditions).
     NodeLifecycle,
+    /// The CSR signing controller.
+    CertificateSigner,
     /// The scheduler.
     Scheduler,
     /// The simulated node's kubelet.
@@ -80,6 +82,7 @@ impl Actor {
             Self::PvcProtection => "pvc-protection-controller",
             Self::PvProtection => "pv-protection-controller",
             Self::NodeLifecycle => "node-controller",
+            Self::CertificateSigner => "certificate-controller",
             Self::Provisioner => {
                 return UserInfo::service_account("kube-system", "korral-volume-provisioner", "");
             }

@@ -19,6 +19,8 @@
 //!   ([`volumes`]).
 //! * Every namespace gets the `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap
 //!   ([`namespaces`]).
+//! * Approved CertificateSigningRequests for the built-in signers get their certificates
+//!   from the cluster's CA ([`csr_signing`]).
 //!
 //! The simulation has no loop of its own: it runs on the built-in controllers' loop
 //! ([`crate::controllers`]), which watches storage once for everything. [`initial_work`] and
@@ -33,6 +35,7 @@
 mod access;
 pub mod autoscaling;
 pub mod cronjobs;
+mod csr_signing;
 pub mod daemonset;
 pub mod deployment;
 pub mod endpoints;
@@ -88,6 +91,8 @@ pub enum Work {
     Service(String, String),
     /// Reconcile the Endpoints of every Service in a namespace.
     Services(String),
+    /// Sign (or fail) a CertificateSigningRequest.
+    CertificateSigningRequest(String),
 }
 
 /// Queues the work the stored state calls for when the loop (re)starts: the node, every
@@ -113,7 +118,14 @@ pub(crate) fn initial_work(snapshot: &Snapshot, queue: &mut BTreeSet<Work>) {
     for (_, pv) in snapshot.range(&prefix, None) {
         queue.insert(Work::Volume(meta::name(pv).to_string()));
     }
+    let prefix = collection_prefix(CSR_GROUP, csr_signing::RESOURCE, None);
+    for (_, csr) in snapshot.range(&prefix, None) {
+        queue.insert(Work::CertificateSigningRequest(meta::name(csr).to_string()));
+    }
 }
+
+/// The group of CertificateSigningRequests.
+const CSR_GROUP: &str = "certificates.k8s.io";
 
 /// Queues every pod not bound to a node yet: a change of the node (uncordoned, say) may let
 /// the scheduler place them now.
@@ -142,6 +154,15 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
             queue.insert(Work::Node);
             queue_unbound_pods(objects, queue);
         }
+        return;
+    }
+    if event
+        .key
+        .starts_with(&collection_prefix(CSR_GROUP, csr_signing::RESOURCE, None))
+    {
+        queue.insert(Work::CertificateSigningRequest(
+            meta::name(&event.object).to_string(),
+        ));
         return;
     }
     if event.key.starts_with("/core/persistentvolumes/") {
@@ -261,6 +282,9 @@ pub struct Cluster {
     /// The PEM CA bundle clients verify the server with (published in every namespace as
     /// `kube-root-ca.crt`); `None` for a server without TLS.
     pub ca_bundle: Option<String>,
+    /// The CA approved CertificateSigningRequests get their certificates from (`None`:
+    /// nothing is signed).
+    pub signer: Option<std::sync::Arc<crate::signer::CertificateSigner>>,
 }
 
 /// Runs one work item against the current state; `Some(delay)` asks to run it again after
@@ -297,6 +321,9 @@ pub(crate) async fn execute(
             result
         }
         Work::Volume(name) => volumes::reconcile_volume(objects, name).await,
+        Work::CertificateSigningRequest(name) => {
+            csr_signing::reconcile(objects, cluster, name).await
+        }
         Work::Pod(ns, name) => pods::reconcile(objects, ns, name).await,
         Work::Service(ns, name) => endpoints::reconcile(objects, ns, name).await,
         Work::Services(ns) => {

@@ -58,6 +58,21 @@ pub(crate) fn request_organizations(csr: &Value) -> Result<Vec<String>, String> 
     pem::subject_organizations(&request)
 }
 
+/// The PKCS#10 request (DER) a CSR object's `spec.request` holds in its PEM `CERTIFICATE
+/// REQUEST` block; the error is Go's message when there is none.
+pub(crate) fn certificate_request_der(csr: &Value) -> Result<Vec<u8>, String> {
+    let encoded = meta::path(csr, "spec.request")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let request = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| e.to_string())?;
+    match pem::decode(&request) {
+        Some((block, _)) if block.kind == "CERTIFICATE REQUEST" => Ok(block.bytes),
+        _ => Err("PEM block type must be CERTIFICATE REQUEST".to_string()),
+    }
+}
+
 /// CertificateSigningRequests.
 #[derive(Debug, Clone, Copy)]
 struct CsrStrategy;
