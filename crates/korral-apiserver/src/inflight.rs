@@ -110,8 +110,9 @@ fn too_many_watches(limit: usize) -> ApiError {
 
 /// Whether the user a request acts as (after impersonation, as upstream's filter sees it) is
 /// in `system:masters`. A request that does not authenticate, or may not impersonate, is not.
-pub fn is_privileged(auth: &crate::auth::Auth, headers: &http::HeaderMap) -> bool {
-    auth.authenticate(headers)
+pub fn is_privileged<B>(auth: &crate::auth::Auth, req: &Request<B>) -> bool {
+    let headers = req.headers();
+    auth.authenticate(headers, req.extensions().get())
         .and_then(|user| crate::auth::impersonation::impersonate(auth, user, headers))
         .is_ok_and(|user| user.in_group(crate::auth::user::MASTERS_GROUP))
 }

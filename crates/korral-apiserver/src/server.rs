@@ -325,12 +325,19 @@ impl ApiServer {
             objects: objects.clone(),
             // Plain HTTP is for loopback use; clients (kubectl) do not send bearer tokens over
             // it, so requests without one are the admin, like upstream's old insecure port.
-            auth: Arc::new(crate::auth::Auth::new(
-                config.authorization,
-                tls_material.is_some().then(|| token.clone()),
-                signer,
-                objects.clone(),
-            )),
+            auth: Arc::new(
+                crate::auth::Auth::new(
+                    config.authorization,
+                    tls_material.is_some().then(|| token.clone()),
+                    signer,
+                    objects.clone(),
+                )
+                .with_client_ca(
+                    tls_material
+                        .as_ref()
+                        .and_then(|m| crate::auth::ClientCa::from_pem(&m.ca_cert_pem)),
+                ),
+            ),
             address: format!("{host}:{}", addr.port()),
             shutdown: shutdown_rx.clone(),
             bookmark_interval: config.bookmark_interval,
@@ -338,7 +345,7 @@ impl ApiServer {
             watch_send_timeout: config.watch_send_timeout,
         });
         let acceptor = match &tls_material {
-            Some(m) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(m)?)),
+            Some(m) => Some(tokio_rustls::TlsAcceptor::from(tls::api_server_config(m)?)),
             None => None,
         };
         let front = Arc::new(Front {
@@ -670,7 +677,7 @@ impl Front {
         self.inflight
             .serve(
                 req,
-                |req| crate::inflight::is_privileged(&auth, req.headers()),
+                |req| crate::inflight::is_privileged(&auth, req),
                 |req| http::handle(state, req),
             )
             .await
@@ -705,11 +712,17 @@ async fn accept_loop(
         connections.spawn(async move {
             let builder = front.builder();
             let handshake_timeout = front.header_read_timeout;
-            let service = service_fn(move |req| {
-                let state = state.clone();
-                let front = front.clone();
-                async move { Ok::<_, std::convert::Infallible>(front.serve(state, req).await) }
-            });
+            // Every request of the connection carries the certificate its client presented.
+            let service = move |certificate: Option<crate::auth::ClientCertificate>| {
+                service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                    let state = state.clone();
+                    let front = front.clone();
+                    if let Some(certificate) = &certificate {
+                        req.extensions_mut().insert(certificate.clone());
+                    }
+                    async move { Ok::<_, std::convert::Infallible>(front.serve(state, req).await) }
+                })
+            };
             let result = match acceptor {
                 // A client that stalls the handshake is dropped like a slow-header one.
                 Some(acceptor) => {
@@ -718,6 +731,17 @@ async fn accept_loop(
                         .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
                     {
                         Ok(tls_stream) => {
+                            let certificate = tls_stream
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .filter(|chain| !chain.is_empty())
+                                .map(|chain| {
+                                    crate::auth::ClientCertificate(Arc::new(
+                                        chain.iter().map(|c| c.to_vec()).collect(),
+                                    ))
+                                });
+                            let service = service(certificate);
                             let conn = builder.serve_connection(
                                 TokioIo::new(crate::limits::StatusOnParseError::new(tls_stream)),
                                 service,
@@ -736,7 +760,7 @@ async fn accept_loop(
                 None => {
                     let conn = builder.serve_connection(
                         TokioIo::new(crate::limits::StatusOnParseError::new(stream)),
-                        service,
+                        service(None),
                     );
                     tokio::select! {
                         r = conn => r,

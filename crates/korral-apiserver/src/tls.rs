@@ -352,6 +352,33 @@ pub fn server_config(m: &TlsMaterial) -> Result<Arc<rustls::ServerConfig>, TlsEr
     Ok(Arc::new(config))
 }
 
+/// The API server's rustls configuration: [`server_config`] that also asks clients for a
+/// certificate issued by the CA of `m` (naming it, requiring none), which the authenticator
+/// then judges ([`crate::auth::x509`]).
+pub fn api_server_config(m: &TlsMaterial) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let cert = parse_cert("serving", &m.cert_pem)?;
+    let key = parse_key("serving", &m.key_pem)?;
+    let ca = crate::auth::ClientCa::from_pem(&m.ca_cert_pem).ok_or_else(|| {
+        TlsError::ParseCertificate {
+            what: "CA",
+            detail: "not a PEM certificate".into(),
+        }
+    })?;
+    let provider = provider();
+    let verifier = crate::auth::x509::AnyClientCertificate::new(
+        &ca,
+        provider.signature_verification_algorithms,
+    );
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(TlsError::BuildConfig)?
+        .with_client_cert_verifier(Arc::new(verifier))
+        .with_single_cert(vec![cert], key)
+        .map_err(TlsError::BuildConfig)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
 /// A rustls client configuration trusting only the CA of `m` (ring provider, ALPN `h2` then
 /// `http/1.1`): what an in-process client (tests, health checks) uses to talk to the server.
 pub fn client_config(m: &TlsMaterial) -> Result<Arc<rustls::ClientConfig>, TlsError> {

@@ -2,7 +2,8 @@
 //! under its bootstrap role): approved requests for the built-in signers get a certificate
 //! issued by the server's CA for the requested subject, usages and duration; a request that
 //! breaks its signer's rules gets a `Failed` condition with upstream's reason and message;
-//! requests that are not approved, are denied, or name another signer get nothing.
+//! requests that are not approved, are denied, or name another signer get nothing. An issued
+//! client certificate then authenticates its subject to the server, for kube-rs and kubectl.
 
 mod common;
 
@@ -23,6 +24,11 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// A PKCS#10 request for `cn` in organization `org`, PEM, base64 as `spec.request` holds it.
 fn request(cn: &str, org: &str) -> String {
+    keyed_request(cn, org).1
+}
+
+/// [`request`] with the PEM private key it was signed with.
+fn keyed_request(cn: &str, org: &str) -> (String, String) {
     let key = KeyPair::generate().expect("key");
     let mut params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
@@ -34,7 +40,10 @@ fn request(cn: &str, org: &str) -> String {
         .expect("request")
         .pem()
         .expect("pem");
-    base64::engine::general_purpose::STANDARD.encode(pem)
+    (
+        key.serialize_pem(),
+        base64::engine::general_purpose::STANDARD.encode(pem),
+    )
 }
 
 /// Creates the CSR `name` and answers it as stored.
@@ -190,4 +199,144 @@ async fn approved_requests_for_built_in_signers_are_signed_or_failed() {
         let (_, csr) = call(&env, "GET", &format!("{CSRS}/{name}"), None).await;
         assert!(!issued(&csr) && !failed(&csr), "{name}: {csr}");
     }
+}
+
+/// A kubeconfig for the server that authenticates with the client certificate `cert_pem` and
+/// its key, and no token.
+fn certificate_kubeconfig(env: &TestEnv, cert_pem: &str, key_pem: &str) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: korral\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: cert\n  user:\n    client-certificate-data: {cert}\n    client-key-data: {key}\ncontexts:\n- name: cert\n  context:\n    cluster: korral\n    user: cert\ncurrent-context: cert\n",
+        server = env.server().url(),
+        ca = b64(env.server().ca_pem().expect("ca")),
+        cert = b64(cert_pem),
+        key = b64(key_pem),
+    )
+}
+
+/// A client for `kubeconfig`.
+async fn client_for(kubeconfig: &str) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(kubeconfig).expect("kubeconfig");
+    let options = kube::config::KubeConfigOptions::default();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .expect("config");
+    kube::Client::try_from(config).expect("client")
+}
+
+#[tokio::test]
+async fn issued_client_certificates_authenticate_their_subject() {
+    let env = TestEnv::builder()
+        .simulation(true)
+        .authorization(AuthorizationMode::Rbac)
+        .start()
+        .await
+        .expect("env");
+    let (key_pem, request) = keyed_request("alice", "dev");
+    create(
+        &env,
+        "alice",
+        json!({"request": request, "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}),
+    )
+    .await;
+    decide(&env, "alice", "Approved").await;
+    let csr = until(&env, "alice", "alice's certificate", issued).await;
+    let cert_pem = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(csr["status"]["certificate"].as_str().expect("certificate"))
+            .expect("base64"),
+    )
+    .expect("utf-8");
+    let kubeconfig = certificate_kubeconfig(&env, &cert_pem, &key_pem);
+    let alice = client_for(&kubeconfig).await;
+
+    // Who am I: the subject, its organization as a group, the certificate as credential.
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let (code, body) = raw(
+        &alice,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        Some("application/json"),
+        review.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let user = &body["status"]["userInfo"];
+    assert_eq!(user["username"], "alice", "{body}");
+    assert_eq!(user["groups"], json!(["dev", "system:authenticated"]));
+    let fingerprint = ring::digest::digest(&ring::digest::SHA256, &der_of(cert_pem.as_bytes()));
+    let hex: String = fingerprint
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        user["extra"]["authentication.kubernetes.io/credential-id"],
+        json!([format!("X509SHA256={hex}")])
+    );
+
+    // RBAC judges alice like any user.
+    let pods = "/api/v1/namespaces/default/pods";
+    let (code, body) = raw(&alice, "GET", pods, None, Vec::new()).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+    );
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "alice-view", "namespace": "default"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]
+    });
+    let (code, body) = call(
+        &env,
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+        Some(&binding),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = raw(&alice, "GET", pods, None, Vec::new()).await;
+    assert_eq!(code, 200, "{body}");
+
+    // kubectl, with the same kubeconfig.
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("alice.kubeconfig");
+    std::fs::write(&path, &kubeconfig).expect("write kubeconfig");
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&path)
+            .args(["auth", "whoami", "-o", "json"])
+            .output()
+            .expect("run kubectl")
+    })
+    .await
+    .expect("kubectl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let whoami: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(whoami["status"]["userInfo"]["username"], "alice");
+
+    // A certificate from another CA is no credential: without a token, 401.
+    let stranger = KeyPair::generate().expect("key");
+    let mut params = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, "mallory");
+    params.distinguished_name = dn;
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let self_signed = params.self_signed(&stranger).expect("certificate");
+    let mallory = client_for(&certificate_kubeconfig(
+        &env,
+        &self_signed.pem(),
+        &stranger.serialize_pem(),
+    ))
+    .await;
+    let (code, body) = raw(&mallory, "GET", "/api/v1/namespaces", None, Vec::new()).await;
+    assert_eq!(code, 401, "{body}");
+    assert_eq!(body["reason"], "Unauthorized", "{body}");
 }

@@ -1,6 +1,7 @@
 //! Authentication and authorization.
 //!
-//! Every request passes through [`Auth::attributes`]: the bearer token is authenticated (the
+//! Every request passes through [`Auth::attributes`]: a client certificate the server's CA
+//! issued authenticates its subject ([`x509`]), else the bearer token is authenticated (the
 //! server's admin token is `korral-admin` in `system:masters`; TokenRequest-issued tokens are
 //! their service account), `Impersonate-*` headers are applied (each one authorized with the
 //! `impersonate` verb, as upstream), and the request's [`Attributes`] are authorized, under
@@ -22,6 +23,7 @@ pub mod rbac;
 pub mod reviews;
 pub mod token;
 pub mod user;
+pub mod x509;
 
 use std::sync::Arc;
 
@@ -31,6 +33,7 @@ pub use attributes::Attributes;
 pub use rbac::Decision;
 pub use token::TokenSigner;
 pub use user::UserInfo;
+pub use x509::{ClientCa, ClientCertificate};
 
 use crate::error::ApiError;
 use crate::objects::Objects;
@@ -53,6 +56,9 @@ pub struct Auth {
     admin_token: Option<String>,
     signer: TokenSigner,
     objects: Arc<Objects>,
+    /// The CA whose client certificates authenticate their subject (`None`: certificates
+    /// are not looked at).
+    client_ca: Option<ClientCa>,
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -97,7 +103,14 @@ impl Auth {
             admin_token,
             signer,
             objects,
+            client_ca: None,
         }
+    }
+
+    /// Authenticates the client certificates `ca` issued (see [`x509`]).
+    pub fn with_client_ca(mut self, ca: Option<ClientCa>) -> Self {
+        self.client_ca = ca;
+        self
     }
 
     /// The authorization mode.
@@ -135,8 +148,18 @@ impl Auth {
         ))
     }
 
-    /// Authenticates a request: 401 `Unauthorized` without a valid token.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<UserInfo, ApiError> {
+    /// Authenticates a request: its client certificate when the CA issued it, else its
+    /// bearer token; 401 `Unauthorized` without either.
+    pub fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        certificate: Option<&ClientCertificate>,
+    ) -> Result<UserInfo, ApiError> {
+        if let (Some(ca), Some(certificate)) = (&self.client_ca, certificate)
+            && let Some(user) = ca.authenticate(certificate, now_seconds())
+        {
+            return Ok(user);
+        }
         match (bearer_token(headers), &self.admin_token) {
             (Some(token), _) => match self.authenticate_token(token) {
                 Some((user, _)) => Ok(user),
@@ -170,8 +193,9 @@ impl Auth {
         path: &str,
         query: &[(String, String)],
         headers: &HeaderMap,
+        certificate: Option<&ClientCertificate>,
     ) -> Result<Attributes, ApiError> {
-        let user = self.authenticate(headers)?;
+        let user = self.authenticate(headers, certificate)?;
         let user = impersonation::impersonate(self, user, headers)?;
         let attrs = attributes::from_request(user, method, path, query);
         self.check(&attrs)?;

@@ -116,6 +116,7 @@ where
         req.uri().path(),
         &parse_query(req.uri()),
         req.headers(),
+        req.extensions().get(),
     )?;
     let registry = state.objects.registry().clone();
     let is_get = req.method() == Method::GET;
