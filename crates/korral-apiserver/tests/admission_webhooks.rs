@@ -1158,3 +1158,85 @@ async fn scale_writes_reach_webhooks_on_the_scale_subresource_with_scale_objects
     let (_, _, stored) = request(&client, "GET", &format!("{deployments}/web"), None).await;
     assert_eq!(stored["spec"]["replicas"], 5);
 }
+
+#[tokio::test]
+async fn a_ca_bundle_injector_patches_one_webhook_by_name() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let ca = base64::engine::general_purpose::STANDARD.encode("old bundle");
+    let hooks = vec![
+        webhook(
+            "a.ref.example.com",
+            "https://127.0.0.1:9/a".into(),
+            &ca,
+            json!({}),
+        ),
+        webhook(
+            "b.ref.example.com",
+            "https://127.0.0.1:9/b".into(),
+            &ca,
+            json!({}),
+        ),
+    ];
+    configure(&client, VWC, "injected.ref.example.com", hooks).await;
+    let path = format!("{VWC}/injected.ref.example.com");
+    let fresh = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+
+    // A strategic merge patch names the webhook it changes; the other stays as it was.
+    let patch = json!({"webhooks": [{"name": "b.ref.example.com", "clientConfig": {"caBundle": fresh("patched")}}]});
+    let (code, _, body) = common::request(
+        &client,
+        "PATCH",
+        &path,
+        Some("application/strategic-merge-patch+json"),
+        Some(patch),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let names: Vec<&str> = body["webhooks"]
+        .as_array()
+        .expect("webhooks")
+        .iter()
+        .filter_map(|w| w["name"].as_str())
+        .collect();
+    assert_eq!(names, ["a.ref.example.com", "b.ref.example.com"]);
+    assert_eq!(body["webhooks"][0]["clientConfig"]["caBundle"], json!(ca));
+    assert_eq!(
+        body["webhooks"][1]["clientConfig"]["caBundle"],
+        json!(fresh("patched"))
+    );
+    assert_eq!(
+        body["webhooks"][1]["clientConfig"]["url"],
+        "https://127.0.0.1:9/b"
+    );
+
+    // A server-side apply of one webhook's bundle by another manager owns just that.
+    let apply = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "injected.ref.example.com"},
+        "webhooks": [{"name": "a.ref.example.com", "clientConfig": {"caBundle": fresh("applied")}}]
+    });
+    let (code, _, body) = common::request(
+        &client,
+        "PATCH",
+        &format!("{path}?fieldManager=injector&force=true"),
+        Some("application/apply-patch+yaml"),
+        Some(apply),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["webhooks"].as_array().map(Vec::len), Some(2), "{body}");
+    assert_eq!(
+        body["webhooks"][0]["clientConfig"]["caBundle"],
+        json!(fresh("applied"))
+    );
+    assert_eq!(
+        body["webhooks"][0]["clientConfig"]["url"],
+        "https://127.0.0.1:9/a"
+    );
+    assert_eq!(
+        body["webhooks"][1]["clientConfig"]["caBundle"],
+        json!(fresh("patched"))
+    );
+}

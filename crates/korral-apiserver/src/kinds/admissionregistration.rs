@@ -6,6 +6,7 @@
 use k8s_openapi::api::admissionregistration::v1 as api;
 use serde_json::{Map, Value, json};
 
+use super::lists::{ListAt, ListRule};
 use super::printer::{AGE, Column, Printer, age, text};
 use super::strategy::{Context, Strategy};
 use super::{API_EXTENSIONS, KindDef};
@@ -27,6 +28,13 @@ mod mutating;
 /// The group these kinds are served in.
 const GROUP: &str = "admissionregistration.k8s.io";
 
+/// Webhook configurations' `webhooks`, keyed by `name` (a patch or apply of one webhook, a
+/// CA bundle injector's say, leaves the others as they are).
+const WEBHOOK_LISTS: &[ListAt] = &[ListAt {
+    path: "webhooks",
+    rule: ListRule::keyed(&["name"]),
+}];
+
 /// The kinds of `admissionregistration.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
     vec![
@@ -37,6 +45,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             "ValidatingWebhookConfiguration",
             Webhooks { mutating: false },
         )
+        .lists(WEBHOOK_LISTS)
         .cluster_scoped()
         .category(API_EXTENSIONS)
         .generation()
@@ -49,6 +58,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             "MutatingWebhookConfiguration",
             Webhooks { mutating: true },
         )
+        .lists(WEBHOOK_LISTS)
         .cluster_scoped()
         .category(API_EXTENSIONS)
         .generation()

@@ -226,5 +226,25 @@ mod tests {
             at("", "v1", "pods", "status.podIPs"),
             Some(ListRule::keyed(&["ip"]))
         );
+        let name = Some(ListRule::keyed(&["name"]));
+        for resource in [
+            "validatingwebhookconfigurations",
+            "mutatingwebhookconfigurations",
+        ] {
+            assert_eq!(
+                at("admissionregistration.k8s.io", "v1", resource, "webhooks"),
+                name
+            );
+        }
+        assert_eq!(at("storage.k8s.io", "v1", "csinodes", "spec.drivers"), name);
+        assert_eq!(
+            at(
+                "resource.k8s.io",
+                "v1",
+                "resourceclaims",
+                "status.reservedFor"
+            ),
+            Some(ListRule::keyed(&["uid"]))
+        );
     }
 }

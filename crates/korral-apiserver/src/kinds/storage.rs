@@ -8,6 +8,7 @@ use k8s_openapi::api::storage::v1 as api;
 use serde_json::{Map, Value, json};
 
 use super::KindDef;
+use super::lists::{ListAt, ListRule};
 use super::printer::{AGE, Column, Printer, age, text};
 use super::strategy::{Context, Strategy};
 use crate::error::{ApiError, Cause};
@@ -55,6 +56,12 @@ enum Kind {
     VolumeAttributesClass,
 }
 
+/// CSINode `spec.drivers`, keyed by `name`.
+const CSI_NODE_LISTS: &[ListAt] = &[ListAt {
+    path: "spec.drivers",
+    rule: ListRule::keyed(&["name"]),
+}];
+
 /// The kinds of `storage.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
     vec![
@@ -75,6 +82,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             "CSINode",
             StorageStrategy(Kind::CsiNode),
         )
+        .lists(CSI_NODE_LISTS)
         .schema::<api::CSINode>()
         .cluster_scoped()
         .printer(CSI_NODES),

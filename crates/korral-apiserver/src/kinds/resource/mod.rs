@@ -13,12 +13,19 @@ use k8s_openapi::api::resource::v1 as api;
 use serde_json::{Map, Value, json};
 
 use super::KindDef;
+use super::lists::{ListAt, ListRule};
 use super::printer::{AGE, Column, Printer, age, text};
 use super::strategy::{Context, Strategy};
 use crate::error::Cause;
 use crate::meta;
 
 const GROUP: &str = "resource.k8s.io";
+
+/// ResourceClaim `status.reservedFor`, keyed by the consumer's `uid`.
+const CLAIM_LISTS: &[ListAt] = &[ListAt {
+    path: "status.reservedFor",
+    rule: ListRule::keyed(&["uid"]),
+}];
 
 /// The kinds of `resource.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
@@ -29,6 +36,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             .generation()
             .printer(AGE_ONLY),
         KindDef::new(GROUP, "v1", "resourceclaims", "ResourceClaim", Claims)
+            .lists(CLAIM_LISTS)
             .schema::<api::ResourceClaim>()
             .status()
             .printer(CLAIMS),
