@@ -229,27 +229,30 @@ fn pem_body(pem: &str) -> Option<Vec<u8>> {
         .map(|c| c.to_vec())
 }
 
+/// A PKCS#10 request (DER) for `cn` in organization `org` with `sans`, for tests.
+#[cfg(test)]
+pub(crate) fn test_request(cn: &str, org: &str, sans: Vec<rcgen::SanType>) -> Vec<u8> {
+    let key = KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::default();
+    let mut dn = rcgen::DistinguishedName::new();
+    dn.push(rcgen::DnType::CommonName, cn);
+    dn.push(rcgen::DnType::OrganizationName, org);
+    params.distinguished_name = dn;
+    params.subject_alt_names = sans;
+    params
+        .serialize_request(&key)
+        .expect("request")
+        .der()
+        .to_vec()
+}
+
 #[cfg(test)]
 mod tests {
-    use rcgen::{CertificateParams, DistinguishedName, DnType, SanType};
+    use rcgen::SanType;
     use x509_parser::extensions::ParsedExtension;
 
+    use super::test_request as request;
     use super::*;
-
-    fn request(cn: &str, org: &str, sans: Vec<SanType>) -> Vec<u8> {
-        let key = KeyPair::generate().expect("key");
-        let mut params = CertificateParams::default();
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, cn);
-        dn.push(DnType::OrganizationName, org);
-        params.distinguished_name = dn;
-        params.subject_alt_names = sans;
-        params
-            .serialize_request(&key)
-            .expect("request")
-            .der()
-            .to_vec()
-    }
 
     fn signer() -> CertificateSigner {
         crate::tls::signing_ca().expect("ca")

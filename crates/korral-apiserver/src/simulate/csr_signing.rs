@@ -260,24 +260,10 @@ impl Names {
 
 #[cfg(test)]
 mod tests {
-    use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, SanType};
+    use rcgen::SanType;
 
     use super::*;
-
-    fn request(cn: &str, org: &str, sans: Vec<SanType>) -> Vec<u8> {
-        let key = KeyPair::generate().expect("key");
-        let mut params = CertificateParams::default();
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, cn);
-        dn.push(DnType::OrganizationName, org);
-        params.distinguished_name = dn;
-        params.subject_alt_names = sans;
-        params
-            .serialize_request(&key)
-            .expect("request")
-            .der()
-            .to_vec()
-    }
+    use crate::signer::test_request as request;
 
     fn usages(list: &[&str]) -> Vec<String> {
         list.iter().map(|u| u.to_string()).collect()

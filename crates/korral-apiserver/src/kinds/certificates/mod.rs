@@ -49,13 +49,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
 /// The organizations (groups) of the subject a CSR object's `spec.request` asks for, as
 /// upstream's `ParseCSR` reads them; the error is Go's message when the request does not parse.
 pub(crate) fn request_organizations(csr: &Value) -> Result<Vec<String>, String> {
-    let encoded = meta::path(csr, "spec.request")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let request = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|e| e.to_string())?;
-    pem::subject_organizations(&request)
+    pem::subject_organizations(&certificate_request_der(csr)?)
 }
 
 /// The PKCS#10 request (DER) a CSR object's `spec.request` holds in its PEM `CERTIFICATE
