@@ -123,3 +123,79 @@ async fn a_data_dir_in_use_is_refused() {
     let err = second.err().expect("second start must fail");
     assert!(err.to_string().contains("in use"), "{err}");
 }
+
+/// The Service IPAddress repair pass on start: an address a Service holds but that went
+/// missing is recreated, and an allocator-managed address whose Service is gone is released.
+#[tokio::test]
+async fn service_ip_addresses_are_repaired_on_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let addresses = "/apis/networking.k8s.io/v1/ipaddresses";
+    let wait = std::time::Duration::from_secs(10);
+    let ip = {
+        let env = TestEnv::builder()
+            .server_config(ServerConfig::durable(&data))
+            .start()
+            .await
+            .expect("env");
+        let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                             "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}});
+        let (code, created) = call(
+            &env,
+            "POST",
+            "/api/v1/namespaces/default/services",
+            Some(&service),
+        )
+        .await;
+        assert_eq!(code, 201, "{created}");
+        let ip = created["spec"]["clusterIP"]
+            .as_str()
+            .expect("ip")
+            .to_string();
+        let path = format!("{addresses}/{ip}");
+        wait_until(wait, "the address is recorded", || async {
+            call(&env, "GET", &path, None).await.0 == 200
+        })
+        .await
+        .expect("recorded");
+        // The server is stopped at once after losing the address, and an orphan of the
+        // allocator is left behind.
+        let (code, body) = call(&env, "DELETE", &path, None).await;
+        assert_eq!(code, 200, "{body}");
+        let orphan = json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+            "metadata": {"name": "10.96.200.200", "labels": {
+                "ipaddress.kubernetes.io/ip-family": "IPv4",
+                "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}},
+            "spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "gone"}}
+        });
+        let (code, body) = call(&env, "POST", addresses, Some(&orphan)).await;
+        assert_eq!(code, 201, "{body}");
+        env.shutdown().await;
+        ip
+    };
+    let env = TestEnv::builder()
+        .server_config(ServerConfig::durable(&data))
+        .start()
+        .await
+        .expect("restart");
+    let path = format!("{addresses}/{ip}");
+    wait_until(wait, "the address is repaired", || async {
+        call(&env, "GET", &path, None).await.0 == 200
+    })
+    .await
+    .expect("repaired");
+    let (_, address) = call(&env, "GET", &path, None).await;
+    assert_eq!(
+        address["spec"]["parentRef"],
+        json!({"resource": "services", "namespace": "default", "name": "web"})
+    );
+    wait_until(wait, "the orphan is released", || async {
+        call(&env, "GET", &format!("{addresses}/10.96.200.200"), None)
+            .await
+            .0
+            == 404
+    })
+    .await
+    .expect("released");
+}

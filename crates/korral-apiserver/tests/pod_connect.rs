@@ -289,3 +289,54 @@ async fn simulated_running_containers_have_empty_followable_logs() {
         .expect("the followed log ends");
     assert!(end.is_none(), "no output: {end:?}");
 }
+
+/// A Service with ready endpoints and a node: the proxies have nothing to reach, and say so
+/// with a 400 (not upstream's answer of the backend, which Korral cannot reach).
+#[tokio::test]
+async fn proxies_to_reachable_services_and_nodes_name_what_is_missing() {
+    let env = TestEnv::start().await.expect("env");
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                         "spec": {"ports": [{"port": 80}]}});
+    let (code, body) = call(
+        &env,
+        "POST",
+        "/api/v1/namespaces/default/services",
+        Some(&service),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let endpoints = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
+                           "subsets": [{"addresses": [{"ip": "10.244.0.9"}], "ports": [{"port": 80}]}]});
+    let (code, body) = call(
+        &env,
+        "POST",
+        "/api/v1/namespaces/default/endpoints",
+        Some(&endpoints),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = call(
+        &env,
+        "GET",
+        "/api/v1/namespaces/default/services/web/proxy/healthz",
+        None,
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        body["message"],
+        "service \"web\" has endpoints, but korral-apiserver has no pod network to reach them"
+    );
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}});
+    let (code, body) = call(&env, "POST", "/api/v1/nodes", Some(&node)).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = call(&env, "GET", "/api/v1/nodes/n1/proxy/metrics", None).await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(body["kind"], "Status");
+    assert_eq!(
+        body["message"],
+        "node \"n1\" runs no kubelet korral-apiserver can reach (the embedded control plane simulates nodes)"
+    );
+    let (code, _) = call(&env, "GET", "/api/v1/nodes/missing/proxy/metrics", None).await;
+    assert_eq!(code, 404);
+}
