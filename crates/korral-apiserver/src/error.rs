@@ -312,6 +312,16 @@ impl ApiError {
         .with_details(Details::default())
     }
 
+    /// 405 `MethodNotAllowed` for a verb on `resource.group` (upstream's
+    /// `NewMethodNotSupported`) with `message`.
+    pub fn method_not_supported(group: &str, resource: &str, message: impl Into<String>) -> Self {
+        Self::new(405, "MethodNotAllowed", message).with_details(Details {
+            group: (!group.is_empty()).then(|| group.to_string()),
+            kind: Some(resource.to_string()),
+            ..Details::default()
+        })
+    }
+
     /// 410 `Expired`: a watch or continue token older than the retained history.
     pub fn expired(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)

@@ -1721,7 +1721,10 @@ mod tests {
             pod_spec: None,
             lists: &[],
             printer: crate::kinds::printer::DEFAULT,
-            strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(None)),
+            strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(
+                None,
+                String::new(),
+            )),
             custom: Some(CustomResourceInfo {
                 crd_name: "widgets.ref.example.org".into(),
                 schema: Some(Arc::new(schema)),

@@ -330,3 +330,76 @@ async fn crd_removed_by_finalizer_update_is_unserved() {
     .await;
     assert_eq!(status, 404, "the kind is no longer served");
 }
+
+/// The discovery document of a CRD's group version is the one upstream serves for the same
+/// CRD (`fixtures/reference/discovery-crd-group.json`): resources, verbs, short names,
+/// subresources and the storage version hash upstream derives from group, version and kind.
+#[tokio::test]
+async fn crd_group_discovery_matches_upstream() {
+    let env = TestEnv::start().await.expect("env");
+    install_widget_crd(&env).await;
+    let path = format!(
+        "{}/tests/fixtures/reference/discovery-crd-group.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let capture: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("capture")).expect("json");
+    let (code, body) = call(&env, "GET", "/apis/ref.example.org/v1", None).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body, capture["body"]);
+    assert_eq!(body["resources"][0]["storageVersionHash"], "u99Ha/k0k4w=");
+}
+
+/// While a CRD is terminating (an object's finalizer holds it), new objects are refused with
+/// upstream's 405 and updates still go through, so the finalizer can be removed.
+#[tokio::test]
+async fn no_new_objects_while_the_crd_is_terminating() {
+    let env = TestEnv::start().await.expect("env");
+    install_widget_crd(&env).await;
+    let widgets_path = "/apis/ref.example.org/v1/namespaces/default/widgets";
+    let held = json!({"apiVersion": "ref.example.org/v1", "kind": "Widget",
+                      "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
+                      "spec": {"replicas": 1}});
+    let (code, body) = call(&env, "POST", widgets_path, Some(&held)).await;
+    assert_eq!(code, 201, "{body}");
+    let crd_path =
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.ref.example.org";
+    let (code, body) = call(&env, "DELETE", crd_path, None).await;
+    assert_eq!(code, 200, "{body}");
+    wait_until(WAIT, "the CRD is terminating", || async {
+        let (_, crd) = call(&env, "GET", crd_path, None).await;
+        crd["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Terminating" && c["status"] == "True")
+        })
+    })
+    .await
+    .expect("terminating");
+    let new = json!({"apiVersion": "ref.example.org/v1", "kind": "Widget",
+                     "metadata": {"name": "late"}, "spec": {"replicas": 1}});
+    let (code, body) = call(&env, "POST", widgets_path, Some(&new)).await;
+    assert_eq!(code, 405, "{body}");
+    assert_eq!(body["reason"], "MethodNotAllowed");
+    assert_eq!(
+        body["message"],
+        "create not allowed while custom resource definition is terminating"
+    );
+    assert_eq!(
+        body["details"],
+        json!({"group": "ref.example.org", "kind": "widgets"})
+    );
+    let (code, body) = call_as(
+        &env,
+        "PATCH",
+        &format!("{widgets_path}/held"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"finalizers": null}}),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    wait_until(WAIT, "the CRD is gone", || async {
+        call(&env, "GET", crd_path, None).await.0 == 404
+    })
+    .await
+    .expect("gone");
+}

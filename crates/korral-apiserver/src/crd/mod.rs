@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::meta;
 use crate::registry::{
-    CustomResourceInfo, NameRule, PrinterColumn, Registry, ResourceInfo, ScalePaths, standard_verbs,
+    CustomResourceInfo, NameRule, PrinterColumn, Registry, ResourceInfo, ScalePaths,
 };
 
 pub use validation::{validate, validate_status_update};
@@ -206,6 +206,24 @@ pub fn mark_terminating(obj: &mut Value) {
     );
 }
 
+/// The verbs of custom resources, in the order upstream's discovery lists them (the
+/// apiextensions discovery controller's, not sorted like built-ins').
+fn custom_resource_verbs() -> Vec<String> {
+    [
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "create",
+        "update",
+        "watch",
+    ]
+    .iter()
+    .map(|v| v.to_string())
+    .collect()
+}
+
 /// The resources a CRD serves, one per served version.
 pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
     let group = str_at(obj, "spec.group").to_string();
@@ -286,7 +304,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 namespaced,
                 short_names: short_names.clone(),
                 categories: categories.clone(),
-                verbs: standard_verbs(),
+                verbs: custom_resource_verbs(),
                 status_subresource: meta::path(v, "subresources.status").is_some(),
                 scale,
                 name_rule: NameRule::Subdomain,
@@ -301,6 +319,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 printer: crate::kinds::printer::DEFAULT,
                 strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(
                     schema.clone(),
+                    crd_name.clone(),
                 )),
                 custom: Some(CustomResourceInfo {
                     crd_name: crd_name.clone(),

@@ -15,12 +15,33 @@ use crate::validation::{cel, schema};
 #[derive(Debug, Clone)]
 pub(crate) struct CustomResourceStrategy {
     schema: Option<Arc<Value>>,
+    /// The defining CRD's name (`<plural>.<group>`).
+    crd_name: String,
 }
 
 impl CustomResourceStrategy {
-    /// A strategy for objects validated by `schema` (`openAPIV3Schema`), if any.
-    pub(crate) fn new(schema: Option<Arc<Value>>) -> Self {
-        Self { schema }
+    /// A strategy for objects validated by `schema` (`openAPIV3Schema`), if any, defined by
+    /// the CRD `crd_name`.
+    pub(crate) fn new(schema: Option<Arc<Value>>, crd_name: String) -> Self {
+        Self { schema, crd_name }
+    }
+
+    /// Whether the defining CRD is being deleted (its `Terminating` condition is true).
+    fn crd_terminating(&self, ctx: &Context) -> bool {
+        let key = crate::storage::object_key(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            None,
+            &self.crd_name,
+        );
+        ctx.storage.get(&key).is_some_and(|crd| {
+            crate::meta::path(&crd, "status.conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|c| {
+                    c.iter()
+                        .any(|c| c["type"] == "Terminating" && c["status"] == "True")
+                })
+        })
     }
 
     /// Every cause, and on an update the warnings of ratcheted rules: schema checks and rules
@@ -87,6 +108,28 @@ impl Strategy for CustomResourceStrategy {
             FieldValidation::Warn => Ok(warnings),
             _ => Ok(Vec::new()),
         }
+    }
+
+    /// No new objects while the CRD is terminating (upstream's 405; updates, which remove
+    /// finalizers, still go through).
+    fn complete(
+        &self,
+        _obj: &mut Value,
+        old: Option<&Value>,
+        ctx: &Context,
+    ) -> Result<(), ApiError> {
+        if old.is_none() && self.crd_terminating(ctx) {
+            let (resource, group) = self
+                .crd_name
+                .split_once('.')
+                .unwrap_or((self.crd_name.as_str(), ""));
+            return Err(ApiError::method_not_supported(
+                group,
+                resource,
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
+        Ok(())
     }
 
     fn default(&self, obj: &mut Value) {
