@@ -353,3 +353,34 @@ pub async fn table(env: &TestEnv, path: &str) -> Value {
     assert_eq!(code, 200, "{body}");
     body
 }
+
+/// The IPAddress collection.
+pub const IP_ADDRESSES: &str = "/apis/networking.k8s.io/v1/ipaddresses";
+
+/// Creates the Service `name` in `default` (selecting `app: <name>`, port 80) and waits until
+/// its cluster IP has its IPAddress; answers the IP.
+pub async fn service_with_address(env: &TestEnv, name: &str) -> String {
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+                         "spec": {"selector": {"app": name}, "ports": [{"port": 80}]}});
+    let (code, created) = call(
+        env,
+        "POST",
+        "/api/v1/namespaces/default/services",
+        Some(&service),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    let ip = created["spec"]["clusterIP"]
+        .as_str()
+        .expect("cluster IP")
+        .to_string();
+    let path = format!("{IP_ADDRESSES}/{ip}");
+    wait_until(
+        Duration::from_secs(20),
+        "the address is recorded",
+        || async { call(env, "GET", &path, None).await.0 == 200 },
+    )
+    .await
+    .expect("recorded");
+    ip
+}

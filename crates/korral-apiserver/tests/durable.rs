@@ -130,7 +130,7 @@ async fn a_data_dir_in_use_is_refused() {
 async fn service_ip_addresses_are_repaired_on_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let addresses = "/apis/networking.k8s.io/v1/ipaddresses";
+    let addresses = IP_ADDRESSES;
     let wait = std::time::Duration::from_secs(10);
     let ip = {
         let env = TestEnv::builder()
@@ -138,26 +138,8 @@ async fn service_ip_addresses_are_repaired_on_restart() {
             .start()
             .await
             .expect("env");
-        let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-                             "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}});
-        let (code, created) = call(
-            &env,
-            "POST",
-            "/api/v1/namespaces/default/services",
-            Some(&service),
-        )
-        .await;
-        assert_eq!(code, 201, "{created}");
-        let ip = created["spec"]["clusterIP"]
-            .as_str()
-            .expect("ip")
-            .to_string();
+        let ip = service_with_address(&env, "web").await;
         let path = format!("{addresses}/{ip}");
-        wait_until(wait, "the address is recorded", || async {
-            call(&env, "GET", &path, None).await.0 == 200
-        })
-        .await
-        .expect("recorded");
         // The server is stopped at once after losing the address, and an orphan of the
         // allocator is left behind.
         let (code, body) = call(&env, "DELETE", &path, None).await;

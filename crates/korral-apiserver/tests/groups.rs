@@ -59,12 +59,6 @@ fn fixture(name: &str) -> Value {
     serde_json::from_str(text).expect("fixture json")
 }
 
-async fn send(env: &TestEnv, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-    let content_type = body.map(|_| "application/json");
-    raw(&env.client(), method, path, content_type, bytes).await
-}
-
 /// A GET with the Table Accept header.
 async fn get_table(env: &TestEnv, path: &str) -> (u16, Value) {
     let request = http::Request::builder()
@@ -180,7 +174,7 @@ async fn minimal_creates_get_upstream_defaults() {
             obj["ports"] = json!([{"port": 80}]);
         }
         let (code, created) =
-            send(&env, "POST", &collection(&captured, resource), Some(&obj)).await;
+            call(&env, "POST", &collection(&captured, resource), Some(&obj)).await;
         assert_eq!(code, 201, "{name}: {created}");
         assert_eq!(comparable(&created), comparable(&captured), "{name}");
     }
@@ -211,11 +205,11 @@ async fn captured_refusals_match_upstream() {
         ),
     ];
     for (name, path, obj) in cases {
-        let (code, status) = send(&env, "POST", path, Some(&obj)).await;
+        let (code, status) = call(&env, "POST", path, Some(&obj)).await;
         assert_eq!(code, 422, "{name}: {status}");
         assert_eq!(status, fixture(name), "{name}");
         // Nothing was stored.
-        let (code, _) = send(
+        let (code, _) = call(
             &env,
             "GET",
             &format!("{path}/{}", obj["metadata"]["name"].as_str().expect("name")),
@@ -231,11 +225,11 @@ async fn more_refusals_and_immutable_fields() {
     let env = TestEnv::start().await.expect("env");
     let sc_path = "/apis/storage.k8s.io/v1/storageclasses";
     let sc = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"}, "provisioner": "example.com/disk"});
-    let (code, created) = send(&env, "POST", sc_path, Some(&sc)).await;
+    let (code, created) = call(&env, "POST", sc_path, Some(&sc)).await;
     assert_eq!(code, 201, "{created}");
     let mut changed = created.clone();
     changed["provisioner"] = json!("example.com/other");
-    let (code, status) = send(&env, "PUT", &format!("{sc_path}/fast"), Some(&changed)).await;
+    let (code, status) = call(&env, "PUT", &format!("{sc_path}/fast"), Some(&changed)).await;
     assert_eq!(code, 422, "{status}");
     assert_eq!(
         status["message"],
@@ -245,12 +239,12 @@ async fn more_refusals_and_immutable_fields() {
     let rc_path = "/apis/node.k8s.io/v1/runtimeclasses";
     let rc = json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"},
         "handler": "kata", "overhead": {"podFixed": {"cpu": 0.5, "memory": "128Mi"}}});
-    let (code, created) = send(&env, "POST", rc_path, Some(&rc)).await;
+    let (code, created) = call(&env, "POST", rc_path, Some(&rc)).await;
     assert_eq!(code, 201, "{created}");
     assert_eq!(created["overhead"]["podFixed"]["cpu"], "500m");
     let mut changed = created.clone();
     changed["handler"] = json!("runc");
-    let (code, status) = send(&env, "PUT", &format!("{rc_path}/kata"), Some(&changed)).await;
+    let (code, status) = call(&env, "PUT", &format!("{rc_path}/kata"), Some(&changed)).await;
     assert_eq!(code, 422, "{status}");
     assert_eq!(
         status["details"]["causes"],
@@ -260,12 +254,12 @@ async fn more_refusals_and_immutable_fields() {
     let es_path = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices";
     let es = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "es"},
         "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.0.5"]}]});
-    let (code, created) = send(&env, "POST", es_path, Some(&es)).await;
+    let (code, created) = call(&env, "POST", es_path, Some(&es)).await;
     assert_eq!(code, 201, "{created}");
     let mut changed = created.clone();
     changed["addressType"] = json!("IPv6");
     changed["endpoints"] = json!([{"addresses": ["2001:db8::1"]}]);
-    let (code, status) = send(&env, "PUT", &format!("{es_path}/es"), Some(&changed)).await;
+    let (code, status) = call(&env, "PUT", &format!("{es_path}/es"), Some(&changed)).await;
     assert_eq!(code, 422, "{status}");
     assert_eq!(
         status["message"],
@@ -273,7 +267,7 @@ async fn more_refusals_and_immutable_fields() {
     );
     let bad = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "bad"},
         "addressType": "IPv4", "endpoints": [{"addresses": ["not-an-ip"]}]});
-    let (code, status) = send(&env, "POST", es_path, Some(&bad)).await;
+    let (code, status) = call(&env, "POST", es_path, Some(&bad)).await;
     assert_eq!(code, 422, "{status}");
     assert_eq!(
         status["details"]["causes"][0]["message"],
@@ -283,7 +277,7 @@ async fn more_refusals_and_immutable_fields() {
     let ing_path = "/apis/networking.k8s.io/v1/namespaces/default/ingresses";
     let ing = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "nopt"},
         "spec": {"rules": [{"http": {"paths": [{"path": "/", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}});
-    let (code, status) = send(&env, "POST", ing_path, Some(&ing)).await;
+    let (code, status) = call(&env, "POST", ing_path, Some(&ing)).await;
     assert_eq!(code, 422, "{status}");
     assert_eq!(
         status["message"],
@@ -330,7 +324,7 @@ async fn discovery_matches_captures() {
         ("discovery.k8s.io", "discovery-discovery-k8s-io-v1"),
         ("storage.k8s.io", "discovery-storage-k8s-io-v1"),
     ] {
-        let (code, doc) = send(&env, "GET", &format!("/apis/{group}/v1"), None).await;
+        let (code, doc) = call(&env, "GET", &format!("/apis/{group}/v1"), None).await;
         assert_eq!(code, 200, "{group}: {doc}");
         assert_eq!(resources(&doc), resources(&fixture(capture)), "{group}");
     }
@@ -371,7 +365,7 @@ async fn tables_match_captured_columns_and_cells() {
     ];
     for (name, resource, fields) in &creates {
         let captured = fixture(name);
-        let (code, body) = send(
+        let (code, body) = call(
             &env,
             "POST",
             &collection(&captured, resource),
@@ -430,7 +424,7 @@ async fn tables_match_captured_columns_and_cells() {
         assert_eq!(got, want, "{capture}");
     }
     // The default StorageClass is marked in its name cell, as kubectl shows it.
-    let (code, body) = send(
+    let (code, body) = call(
         &env,
         "POST",
         "/apis/storage.k8s.io/v1/storageclasses",
@@ -494,7 +488,7 @@ async fn system_priority_classes_exist_and_stay() {
 
     let path = "/apis/scheduling.k8s.io/v1/priorityclasses";
     let reserved = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "system-mine"}, "value": 10});
-    let (code, status) = send(&env, "POST", path, Some(&reserved)).await;
+    let (code, status) = call(&env, "POST", path, Some(&reserved)).await;
     assert_eq!(code, 422, "{status}");
     assert_eq!(
         status["details"]["causes"],
@@ -502,7 +496,7 @@ async fn system_priority_classes_exist_and_stay() {
             "message": "Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-mine is not a known system priority class"}])
     );
     let too_high = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "huge"}, "value": 1_000_000_001});
-    let (code, status) = send(&env, "POST", path, Some(&too_high)).await;
+    let (code, status) = call(&env, "POST", path, Some(&too_high)).await;
     assert_eq!(code, 422, "{status}");
     assert_eq!(
         status["message"],
@@ -511,9 +505,9 @@ async fn system_priority_classes_exist_and_stay() {
 
     // One global default.
     let default = |name: &str| json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": 5, "globalDefault": true});
-    let (code, body) = send(&env, "POST", path, Some(&default("first"))).await;
+    let (code, body) = call(&env, "POST", path, Some(&default("first"))).await;
     assert_eq!(code, 201, "{body}");
-    let (code, status) = send(&env, "POST", path, Some(&default("second"))).await;
+    let (code, status) = call(&env, "POST", path, Some(&default("second"))).await;
     assert_eq!(code, 403, "{status}");
     assert_eq!(
         status["message"],
@@ -659,7 +653,7 @@ async fn simulation_keeps_endpoint_slices_beside_endpoints() {
     let wait = std::time::Duration::from_secs(20);
     let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
         "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}});
-    let (code, body) = send(
+    let (code, body) = call(
         &env,
         "POST",
         "/api/v1/namespaces/default/services",
@@ -671,7 +665,7 @@ async fn simulation_keeps_endpoint_slices_beside_endpoints() {
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
                 {"name": "main", "image": "nginx", "ports": [{"name": "http", "containerPort": 8080}]}]}}}});
-    let (code, body) = send(
+    let (code, body) = call(
         &env,
         "POST",
         "/apis/apps/v1/namespaces/default/deployments",
@@ -723,7 +717,7 @@ async fn simulation_keeps_endpoint_slices_beside_endpoints() {
     .expect("endpoint slice");
 
     // Deleting the service removes its slices.
-    let (code, body) = send(
+    let (code, body) = call(
         &env,
         "DELETE",
         "/api/v1/namespaces/default/services/web",
@@ -756,24 +750,24 @@ async fn ingress_status_writes_are_validated() {
     let ingress = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
         "metadata": {"name": "web"},
         "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}});
-    let (code, created) = send(&env, "POST", ingresses, Some(&ingress)).await;
+    let (code, created) = call(&env, "POST", ingresses, Some(&ingress)).await;
     assert_eq!(code, 201, "{created}");
     let mut good = created.clone();
     good["status"] =
         json!({"loadBalancer": {"ingress": [{"ip": "10.0.0.7"}, {"hostname": "lb.example.com"}]}});
-    let (code, written) = send(&env, "PUT", &format!("{ingresses}/web/status"), Some(&good)).await;
+    let (code, written) = call(&env, "PUT", &format!("{ingresses}/web/status"), Some(&good)).await;
     assert_eq!(code, 200, "{written}");
 
     let mut bad = written.clone();
     bad["status"] =
         json!({"loadBalancer": {"ingress": [{"ip": "10.0.0.300"}, {"hostname": "10.1.2.3"}]}});
-    let (code, body) = send(&env, "PUT", &format!("{ingresses}/web/status"), Some(&bad)).await;
+    let (code, body) = call(&env, "PUT", &format!("{ingresses}/web/status"), Some(&bad)).await;
     assert_eq!(code, 422, "{body}");
     assert_eq!(
         body["message"],
         "Ingress.networking.k8s.io \"web\" is invalid: [status.loadBalancer.ingress[0].ip: Invalid value: \"10.0.0.300\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff), status.loadBalancer.ingress[1].hostname: Invalid value: \"10.1.2.3\": must be a DNS name, not an IP address]"
     );
-    let (_, stored) = send(&env, "GET", &format!("{ingresses}/web"), None).await;
+    let (_, stored) = call(&env, "GET", &format!("{ingresses}/web"), None).await;
     assert_eq!(stored["status"], written["status"]);
 }
 
@@ -813,7 +807,7 @@ async fn v1_endpoints_requests_warn_of_the_deprecation() {
 #[tokio::test]
 async fn the_default_service_cidr_is_kept() {
     let env = TestEnv::start().await.expect("env");
-    let (code, cidr) = send(
+    let (code, cidr) = call(
         &env,
         "GET",
         "/apis/networking.k8s.io/v1/servicecidrs/kubernetes",
@@ -827,7 +821,7 @@ async fn the_default_service_cidr_is_kept() {
     assert_eq!(ready["status"], "True", "{cidr}");
     assert_eq!(ready["message"], "Kubernetes default Service CIDR is ready");
     // The `kubernetes` Service's address is in it.
-    let (_, service) = send(
+    let (_, service) = call(
         &env,
         "GET",
         "/api/v1/namespaces/default/services/kubernetes",
@@ -842,38 +836,20 @@ async fn the_default_service_cidr_is_kept() {
 #[tokio::test]
 async fn service_cluster_ips_have_ip_addresses() {
     let env = TestEnv::start().await.expect("env");
-    let addresses = "/apis/networking.k8s.io/v1/ipaddresses";
+    let addresses = IP_ADDRESSES;
     let wait = std::time::Duration::from_secs(20);
     // The `kubernetes` Service's address.
     wait_until(wait, "10.96.0.1 is recorded", || async {
-        send(&env, "GET", &format!("{addresses}/10.96.0.1"), None)
+        call(&env, "GET", &format!("{addresses}/10.96.0.1"), None)
             .await
             .0
             == 200
     })
     .await
     .expect("kubernetes service address");
-    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-                         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}});
-    let (code, created) = send(
-        &env,
-        "POST",
-        "/api/v1/namespaces/default/services",
-        Some(&service),
-    )
-    .await;
-    assert_eq!(code, 201, "{created}");
-    let ip = created["spec"]["clusterIP"]
-        .as_str()
-        .expect("ip")
-        .to_string();
+    let ip = service_with_address(&env, "web").await;
     let path = format!("{addresses}/{ip}");
-    wait_until(wait, "the address is recorded", || async {
-        send(&env, "GET", &path, None).await.0 == 200
-    })
-    .await
-    .expect("recorded");
-    let (_, address) = send(&env, "GET", &path, None).await;
+    let (_, address) = call(&env, "GET", &path, None).await;
     assert_eq!(
         address["spec"]["parentRef"],
         json!({"resource": "services", "namespace": "default", "name": "web"}),
@@ -886,7 +862,7 @@ async fn service_cluster_ips_have_ip_addresses() {
     );
     let headless = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db"},
                           "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]}});
-    let (code, _) = send(
+    let (code, _) = call(
         &env,
         "POST",
         "/api/v1/namespaces/default/services",
@@ -894,7 +870,7 @@ async fn service_cluster_ips_have_ip_addresses() {
     )
     .await;
     assert_eq!(code, 201);
-    let (code, _) = send(
+    let (code, _) = call(
         &env,
         "DELETE",
         "/api/v1/namespaces/default/services/web",
@@ -903,11 +879,11 @@ async fn service_cluster_ips_have_ip_addresses() {
     .await;
     assert_eq!(code, 200);
     wait_until(wait, "the address is released", || async {
-        send(&env, "GET", &path, None).await.0 == 404
+        call(&env, "GET", &path, None).await.0 == 404
     })
     .await
     .expect("released");
-    let (_, list) = send(&env, "GET", addresses, None).await;
+    let (_, list) = call(&env, "GET", addresses, None).await;
     let names: Vec<&str> = list["items"]
         .as_array()
         .into_iter()
