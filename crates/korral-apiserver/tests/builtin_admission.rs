@@ -350,27 +350,9 @@ async fn concurrent_creates_never_exceed_a_quota_together() {
     );
 }
 
-/// A request with a body of `content_type`.
-async fn send_as(
-    env: &TestEnv,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    body: Value,
-) -> (u16, Value) {
-    raw(
-        &env.client(),
-        method,
-        path,
-        Some(content_type),
-        body.to_string().into_bytes(),
-    )
-    .await
-}
-
 /// A JSON merge patch.
 async fn merge_patch(env: &TestEnv, path: &str, body: Value) -> (u16, Value) {
-    send_as(env, "PATCH", path, "application/merge-patch+json", body).await
+    call_as(env, "PATCH", path, "application/merge-patch+json", &body).await
 }
 
 /// Asserts a 403 Forbidden Status with `message`, naming `name` of `kind` (the plural resource,
@@ -693,12 +675,12 @@ async fn quotas_refuse_updates_that_grow_usage() {
     let (_, stored) = send(&env, "GET", &format!("{base}/services/web"), None).await;
     assert_eq!(stored["spec"]["type"], "ClusterIP");
     // With one port it fits; other changes of a NodePort service then charge nothing more.
-    let (code, s) = send_as(
+    let (code, s) = call_as(
         &env,
         "PATCH",
         &format!("{base}/services/web"),
         "application/json-patch+json",
-        json!([{"op": "remove", "path": "/spec/ports/1"},
+        &json!([{"op": "remove", "path": "/spec/ports/1"},
             {"op": "replace", "path": "/spec/type", "value": "NodePort"}]),
     )
     .await;
@@ -926,12 +908,12 @@ async fn a_pod_resize_is_charged_what_it_adds() {
             "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}})
     };
     let path = format!("{base}/pods/p/resize");
-    let answer = send_as(
+    let answer = call_as(
         &env,
         "PATCH",
         &path,
         "application/strategic-merge-patch+json",
-        resize("1500m"),
+        &resize("1500m"),
     )
     .await;
     assert_forbidden(
@@ -940,12 +922,12 @@ async fn a_pod_resize_is_charged_what_it_adds() {
         "p",
         "pods \"p\" is forbidden: exceeded quota: cpu, requested: requests.cpu=1250m, used: requests.cpu=250m, limited: requests.cpu=1",
     );
-    let (code, p) = send_as(
+    let (code, p) = call_as(
         &env,
         "PATCH",
         &path,
         "application/strategic-merge-patch+json",
-        resize("1"),
+        &resize("1"),
     )
     .await;
     assert_eq!(code, 200, "{p}");
