@@ -2032,7 +2032,12 @@ impl Objects {
         }
         let Committed { event, current } = self.storage.update(key, Box::new(decide)).await?;
         let deleted = match (current, event) {
-            (Some(obj), _) => Deleted::Pending(obj),
+            (Some(obj), _) => {
+                // Marked for deletion, still stored: derived state follows the mark (a
+                // terminating CRD's discovery).
+                self.after_write(info, Some(&obj));
+                Deleted::Pending(obj)
+            }
             (None, Some(ev)) => {
                 info.strategy.after_delete(&self.registry, &ev.object);
                 Deleted::Gone(ev.object.clone())

@@ -350,8 +350,9 @@ async fn crd_group_discovery_matches_upstream() {
     assert_eq!(body["resources"][0]["storageVersionHash"], "u99Ha/k0k4w=");
 }
 
-/// While a CRD is terminating (an object's finalizer holds it), new objects are refused with
-/// upstream's 405 and updates still go through, so the finalizer can be removed.
+/// While a CRD is terminating (an object's finalizer holds it), discovery lists only the
+/// verbs that read or delete, new objects are refused with upstream's 405 and updates still go
+/// through, so the finalizer can be removed.
 #[tokio::test]
 async fn no_new_objects_while_the_crd_is_terminating() {
     let env = TestEnv::start().await.expect("env");
@@ -375,6 +376,13 @@ async fn no_new_objects_while_the_crd_is_terminating() {
     })
     .await
     .expect("terminating");
+    // Discovery stops offering the verbs that write new content, as upstream's does.
+    let (code, body) = call(&env, "GET", "/apis/ref.example.org/v1", None).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        body["resources"][0]["verbs"],
+        json!(["delete", "deletecollection", "get", "list", "watch"])
+    );
     let new = json!({"apiVersion": "ref.example.org/v1", "kind": "Widget",
                      "metadata": {"name": "late"}, "spec": {"replicas": 1}});
     let (code, body) = call(&env, "POST", widgets_path, Some(&new)).await;

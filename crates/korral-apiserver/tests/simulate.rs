@@ -347,6 +347,152 @@ async fn template_change_rolls_to_a_new_replicaset() {
     wait_deployment_ready(&env, "roll", 2).await;
 }
 
+/// A rolling update steps as upstream's: with `maxSurge: 1, maxUnavailable: 0` the new
+/// ReplicaSet grows one replica at a time, the old one shrinks one at a time, never more than
+/// `replicas + 1` are asked for and never fewer than `replicas` are available.
+#[tokio::test]
+async fn rolling_update_steps_within_surge_and_unavailability() {
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    use std::collections::BTreeMap;
+
+    let env = sim_env().await;
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    let mut d = deployment("steps", 4, "nginx:1");
+    d.spec.strategy = Some(
+        serde_json::from_value(
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}),
+        )
+        .expect("strategy"),
+    );
+    deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("create");
+    wait_deployment_ready(&env, "steps", 4).await;
+    let rss: Api<ReplicaSet> = Api::namespaced(env.client(), "default");
+    let listed = rss.list(&ListParams::default()).await.expect("rs");
+    let first = listed.items[0].metadata.name.clone().expect("name");
+    let rv = listed.metadata.resource_version.expect("rv");
+    let mut events = rss
+        .watch(&WatchParams::default().timeout(60), &rv)
+        .await
+        .expect("watch")
+        .boxed();
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}});
+    deployments
+        .patch("steps", &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .expect("patch image");
+
+    // The latest (spec, available) of every ReplicaSet, checked after each event.
+    let mut state: BTreeMap<String, (i32, i32)> = BTreeMap::new();
+    state.insert(first.clone(), (4, 4));
+    let mut new_sizes: Vec<i32> = Vec::new();
+    let mut old_sizes: Vec<i32> = vec![4];
+    let done = tokio::time::timeout(WAIT, async {
+        while let Some(event) = events.next().await {
+            let rs = match event.expect("event") {
+                WatchEvent::Added(rs) | WatchEvent::Modified(rs) => rs,
+                _ => continue,
+            };
+            let name = rs.metadata.name.clone().expect("name");
+            let spec = rs.spec.replicas.unwrap_or(1);
+            let available = rs
+                .status
+                .as_ref()
+                .and_then(|s| s.available_replicas)
+                .unwrap_or(0);
+            let sizes = if name == first {
+                &mut old_sizes
+            } else {
+                &mut new_sizes
+            };
+            if sizes.last() != Some(&spec) {
+                sizes.push(spec);
+            }
+            state.insert(name, (spec, available));
+            let asked: i32 = state.values().map(|(s, _)| s).sum();
+            let up: i32 = state.values().map(|(_, a)| a).sum();
+            assert!(
+                asked <= 5,
+                "more than replicas + maxSurge asked for: {state:?}"
+            );
+            assert!(
+                up >= 4,
+                "fewer than replicas - maxUnavailable available: {state:?}"
+            );
+            if state.get(&first) == Some(&(0, 0))
+                && state.iter().any(|(n, v)| *n != first && *v == (4, 4))
+            {
+                return;
+            }
+        }
+        panic!("the watch ended before the rollout: {state:?}");
+    })
+    .await;
+    done.expect("rollout finished");
+    assert_eq!(new_sizes, vec![1, 2, 3, 4], "the new ReplicaSet's sizes");
+    assert_eq!(old_sizes, vec![4, 3, 2, 1, 0], "the old ReplicaSet's sizes");
+    wait_deployment_ready(&env, "steps", 4).await;
+}
+
+/// A Recreate rollout stops every old pod before the new ReplicaSet exists, as upstream's.
+#[tokio::test]
+async fn recreate_starts_the_new_replica_set_once_the_old_pods_are_gone() {
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+
+    let env = sim_env().await;
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    let mut d = deployment("again", 2, "nginx:1");
+    d.spec.strategy = Some(serde_json::from_value(json!({"type": "Recreate"})).expect("strategy"));
+    deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("create");
+    wait_deployment_ready(&env, "again", 2).await;
+    let rss: Api<ReplicaSet> = Api::namespaced(env.client(), "default");
+    let listed = rss.list(&ListParams::default()).await.expect("rs");
+    let first = listed.items[0].metadata.name.clone().expect("name");
+    let rv = listed.metadata.resource_version.expect("rv");
+    let mut events = rss
+        .watch(&WatchParams::default().timeout(60), &rv)
+        .await
+        .expect("watch")
+        .boxed();
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}});
+    deployments
+        .patch("again", &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .expect("patch image");
+    let mut old_pods = 2;
+    tokio::time::timeout(WAIT, async {
+        while let Some(event) = events.next().await {
+            let rs = match event.expect("event") {
+                WatchEvent::Added(rs) | WatchEvent::Modified(rs) => rs,
+                _ => continue,
+            };
+            let pods = rs.status.as_ref().map_or(0, |s| s.replicas);
+            if rs.metadata.name.as_deref() == Some(first.as_str()) {
+                old_pods = pods;
+                continue;
+            }
+            assert_eq!(
+                old_pods, 0,
+                "the new ReplicaSet appeared while old pods ran"
+            );
+            if rs.status.as_ref().and_then(|s| s.available_replicas) == Some(2) {
+                return;
+            }
+        }
+        panic!("the watch ended before the rollout");
+    })
+    .await
+    .expect("rollout finished");
+    wait_deployment_ready(&env, "again", 2).await;
+}
+
 #[tokio::test]
 async fn deleted_pod_is_replaced_and_deleting_the_deployment_collects_everything() {
     let env = sim_env().await;

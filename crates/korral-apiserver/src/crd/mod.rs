@@ -206,22 +206,36 @@ pub fn mark_terminating(obj: &mut Value) {
     );
 }
 
+/// Whether a CRD is being deleted (its `Terminating` condition is true).
+pub(crate) fn is_terminating(crd: &Value) -> bool {
+    meta::path(crd, "status.conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Terminating" && c["status"] == "True")
+        })
+}
+
 /// The verbs of custom resources, in the order upstream's discovery lists them (the
-/// apiextensions discovery controller's, not sorted like built-ins').
-fn custom_resource_verbs() -> Vec<String> {
-    [
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "create",
-        "update",
-        "watch",
-    ]
-    .iter()
-    .map(|v| v.to_string())
-    .collect()
+/// apiextensions discovery controller's, not sorted like built-ins'). While the CRD
+/// terminates, discovery drops the verbs that would write new content (`patch`, `create`,
+/// `update`), as upstream's does.
+fn custom_resource_verbs(terminating: bool) -> Vec<String> {
+    let verbs: &[&str] = if terminating {
+        &["delete", "deletecollection", "get", "list", "watch"]
+    } else {
+        &[
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch",
+        ]
+    };
+    verbs.iter().map(|v| v.to_string()).collect()
 }
 
 /// The resources a CRD serves, one per served version.
@@ -252,6 +266,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
         .cloned()
         .unwrap_or_default();
     let conversion = Arc::new(crate::conversion::CrdVersions::of(obj));
+    let terminating = is_terminating(obj);
     versions
         .iter()
         .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
@@ -304,7 +319,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 namespaced,
                 short_names: short_names.clone(),
                 categories: categories.clone(),
-                verbs: custom_resource_verbs(),
+                verbs: custom_resource_verbs(terminating),
                 status_subresource: meta::path(v, "subresources.status").is_some(),
                 scale,
                 name_rule: NameRule::Subdomain,

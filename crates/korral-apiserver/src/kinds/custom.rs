@@ -34,14 +34,9 @@ impl CustomResourceStrategy {
             None,
             &self.crd_name,
         );
-        ctx.storage.get(&key).is_some_and(|crd| {
-            crate::meta::path(&crd, "status.conditions")
-                .and_then(Value::as_array)
-                .is_some_and(|c| {
-                    c.iter()
-                        .any(|c| c["type"] == "Terminating" && c["status"] == "True")
-                })
-        })
+        ctx.storage
+            .get(&key)
+            .is_some_and(|crd| crate::crd::is_terminating(&crd))
     }
 
     /// Every cause, and on an update the warnings of ratcheted rules: schema checks and rules

@@ -7,8 +7,12 @@
 //! zero once the new one is available (rolling update) or first (recreate). A name already
 //! taken by a different template bumps `status.collisionCount`, as upstream does.
 //!
-//! Simplification: a rolling update scales the new ReplicaSet straight to `spec.replicas`
-//! (simulated Pods turn Ready at once) instead of stepping by `maxSurge`.
+//! A rolling update steps as upstream's: the new ReplicaSet grows while the total stays within
+//! `replicas + maxSurge`, old ones shrink (unhealthy replicas first, oldest ReplicaSet first)
+//! while availability stays at least `replicas - maxUnavailable`; each step waits for the
+//! ReplicaSets' status, so the intermediate states a client sees are a real rollout's.
+//! Simplification: a change of `spec.replicas` during a rollout is not spread proportionally
+//! over the ReplicaSets (the rollout converges to it instead).
 
 use std::sync::Arc;
 
@@ -73,21 +77,28 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         None if paused => {
             return write_status(objects, &d, None, &owned, false, max_unavailable).await;
         }
+        None if strategy(&d) == "Recreate" && old.iter().any(|rs| running(rs)) => {
+            // Upstream's Recreate creates the new ReplicaSet only once the old pods are gone.
+            for rs in &old {
+                if access::int(rs, "spec.replicas", 1) != 0 {
+                    let mut next = (**rs).clone();
+                    meta::set_path(&mut next, "spec.replicas", json!(0));
+                    access::replace(objects, access::Actor::Deployment, &rs_info, next).await?;
+                }
+            }
+            return write_status(objects, &d, None, &owned, false, max_unavailable).await;
+        }
         None => {
             let collision = meta::path(&d, "status.collisionCount")
                 .and_then(Value::as_u64)
                 .map(|c| c as u32);
             let hash = template_hash(&template, collision);
             let rs_name = format!("{name}-{hash}");
-            let initial = if strategy(&d) == "Recreate"
-                && old
-                    .iter()
-                    .any(|rs| access::int(rs, "status.replicas", 0) > 0)
-            {
-                0
-            } else {
-                desired
-            };
+            let old_total: i64 = old
+                .iter()
+                .map(|rs| access::int(rs, "spec.replicas", 1))
+                .sum();
+            let initial = rolling_new_target(desired, max_surge, 0, old_total);
             let rs = new_replica_set(
                 &d,
                 &template,
@@ -160,7 +171,8 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     .await
 }
 
-/// Scales the new ReplicaSet to `desired` and the old ones down as the strategy allows.
+/// Scales the new ReplicaSet towards `desired` and the old ones down, one step as the
+/// strategy allows (upstream's `rolloutRecreate` and `rolloutRolling`).
 async fn scale(
     objects: &Objects,
     rs_info: &Arc<ResourceInfo>,
@@ -170,32 +182,156 @@ async fn scale(
     desired: i64,
     max_surge: i64,
 ) -> Result<(), ApiError> {
-    let recreate = strategy(d) == "Recreate";
-    let old_running = old
-        .iter()
-        .any(|rs| access::int(rs, "status.replicas", 0) > 0);
-    let new_target = if recreate && old_running { 0 } else { desired };
-    if access::int(new_rs, "spec.replicas", 1) != new_target
-        || annotation(new_rs, DESIRED) != Some(desired.to_string().as_str())
-    {
-        let mut next = new_rs.clone();
-        meta::set_path(&mut next, "spec.replicas", json!(new_target));
-        set_annotation(&mut next, DESIRED, &desired.to_string());
-        set_annotation(&mut next, MAX, &(desired + max_surge).to_string());
+    let resize = |rs: &Value, replicas: i64| -> Option<Value> {
+        let desired_text = desired.to_string();
+        let max_text = (desired + max_surge).to_string();
+        if access::int(rs, "spec.replicas", 1) == replicas
+            && annotation(rs, DESIRED) == Some(desired_text.as_str())
+            && annotation(rs, MAX) == Some(max_text.as_str())
+        {
+            return None;
+        }
+        let mut next = rs.clone();
+        meta::set_path(&mut next, "spec.replicas", json!(replicas));
+        set_annotation(&mut next, DESIRED, &desired_text);
+        set_annotation(&mut next, MAX, &max_text);
+        Some(next)
+    };
+    let mut old: Vec<&Object> = old.iter().collect();
+    old.sort_by(|a, b| {
+        let created = |rs: &Value| {
+            meta::path(rs, "metadata.creationTimestamp")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        created(a)
+            .cmp(&created(b))
+            .then_with(|| meta::name(a).cmp(meta::name(b)))
+    });
+    let counts = |rs: &Value| Replicas {
+        spec: access::int(rs, "spec.replicas", 1),
+        available: access::int(rs, "status.availableReplicas", 0),
+    };
+    let new_counts = counts(new_rs);
+    let old_counts: Vec<Replicas> = old.iter().map(|rs| counts(rs)).collect();
+    let (new_target, old_targets) = if strategy(d) == "Recreate" {
+        let new_target = if old.iter().any(|rs| running(rs)) {
+            0
+        } else {
+            desired
+        };
+        (new_target, vec![0; old.len()])
+    } else {
+        let total = new_counts.spec + old_counts.iter().map(|r| r.spec).sum::<i64>();
+        let new_target = rolling_new_target(desired, max_surge, new_counts.spec, total);
+        if new_target != new_counts.spec {
+            // Upstream's rollout resizes the new ReplicaSet and returns: old ones shrink on
+            // a later pass, once the new replicas are counted.
+            (new_target, old_counts.iter().map(|r| r.spec).collect())
+        } else {
+            let (_, max_unavailable) = rolling_limits(d, desired);
+            let new_counts = Replicas {
+                spec: new_target,
+                ..new_counts
+            };
+            let old_targets =
+                rolling_old_targets(desired, max_unavailable, new_counts, &old_counts);
+            (new_target, old_targets)
+        }
+    };
+    if let Some(next) = resize(new_rs, new_target) {
         access::replace(objects, access::Actor::Deployment, rs_info, next).await?;
     }
-    let new_available = access::int(new_rs, "status.availableReplicas", 0);
-    let scale_old = recreate || new_available >= desired;
-    if scale_old {
-        for rs in old {
-            if access::int(rs, "spec.replicas", 1) != 0 {
-                let mut next = (**rs).clone();
-                meta::set_path(&mut next, "spec.replicas", json!(0));
-                access::replace(objects, access::Actor::Deployment, rs_info, next).await?;
-            }
+    for (rs, target) in old.iter().zip(old_targets) {
+        if access::int(rs, "spec.replicas", 1) != target
+            && let Some(next) = resize(rs, target)
+        {
+            access::replace(objects, access::Actor::Deployment, rs_info, next).await?;
         }
     }
     Ok(())
+}
+
+/// A ReplicaSet's counts as a rolling update reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Replicas {
+    /// `spec.replicas`.
+    spec: i64,
+    /// `status.availableReplicas`.
+    available: i64,
+}
+
+/// The new ReplicaSet's next size in a rolling update (upstream's `NewRSNewReplicas`): down to
+/// `desired` at once, up only while all ReplicaSets together (`total`) stay within
+/// `desired + max_surge`.
+fn rolling_new_target(desired: i64, max_surge: i64, new: i64, total: i64) -> i64 {
+    if new >= desired {
+        return desired;
+    }
+    let max_total = desired + max_surge;
+    if total >= max_total {
+        return new;
+    }
+    new + (max_total - total).min(desired - new)
+}
+
+/// The sizes of the old ReplicaSets (oldest first) after one rolling step (upstream's
+/// `reconcileOldReplicaSets`): replicas that are not available go first, as far as the
+/// new ReplicaSet's unavailable ones leave room; then available ones, as long as
+/// `desired - max_unavailable` replicas stay available.
+fn rolling_old_targets(
+    desired: i64,
+    max_unavailable: i64,
+    new: Replicas,
+    old: &[Replicas],
+) -> Vec<i64> {
+    let mut targets: Vec<i64> = old.iter().map(|r| r.spec).collect();
+    let old_total: i64 = targets.iter().sum();
+    if old_total == 0 {
+        return targets;
+    }
+    let min_available = desired - max_unavailable;
+    let new_unavailable = new.spec - new.available;
+    let max_scaled_down = new.spec + old_total - min_available - new_unavailable;
+    if max_scaled_down <= 0 {
+        return targets;
+    }
+    let mut cleaned = 0;
+    for (target, r) in targets.iter_mut().zip(old) {
+        if cleaned >= max_scaled_down {
+            break;
+        }
+        if r.spec == 0 || r.spec <= r.available {
+            continue;
+        }
+        let n = (max_scaled_down - cleaned).min(r.spec - r.available);
+        *target -= n;
+        cleaned += n;
+    }
+    let available: i64 = new.available + old.iter().map(|r| r.available).sum::<i64>();
+    if available <= min_available {
+        return targets;
+    }
+    let scale_down = available - min_available;
+    let mut done = 0;
+    for target in targets.iter_mut() {
+        if done >= scale_down {
+            break;
+        }
+        if *target == 0 {
+            continue;
+        }
+        let n = (*target).min(scale_down - done);
+        *target -= n;
+        done += n;
+    }
+    targets
+}
+
+/// Whether a ReplicaSet still has pods (`status.replicas` above zero).
+fn running(rs: &Value) -> bool {
+    access::int(rs, "status.replicas", 0) > 0
 }
 
 fn strategy(d: &Value) -> &str {
@@ -507,6 +643,40 @@ mod tests {
         assert_eq!(rolling_limits(&d, 3), (0, 1));
         let d = json!({"spec": {"strategy": {"type": "Recreate"}}});
         assert_eq!(rolling_limits(&d, 3), (0, 0));
+    }
+
+    #[test]
+    fn the_new_replica_set_grows_within_the_surge() {
+        // From scratch: straight to the desired size.
+        assert_eq!(rolling_new_target(4, 1, 0, 0), 4);
+        // A rollout over 4 old replicas with a surge of 1: one at a time.
+        assert_eq!(rolling_new_target(4, 1, 0, 4), 1);
+        assert_eq!(rolling_new_target(4, 1, 1, 5), 1);
+        assert_eq!(rolling_new_target(4, 1, 1, 4), 2);
+        // Never above desired; scaled down to it at once.
+        assert_eq!(rolling_new_target(4, 3, 3, 4), 4);
+        assert_eq!(rolling_new_target(4, 1, 6, 6), 4);
+    }
+
+    #[test]
+    fn old_replica_sets_shrink_within_the_unavailability() {
+        let r = |spec, available| Replicas { spec, available };
+        // The new replica is not available yet: nothing may go.
+        assert_eq!(rolling_old_targets(4, 0, r(1, 0), &[r(4, 4)]), vec![4]);
+        // It is: one old replica goes.
+        assert_eq!(rolling_old_targets(4, 0, r(1, 1), &[r(4, 4)]), vec![3]);
+        // Unavailable old replicas go first, from the oldest ReplicaSet, within what the
+        // new ReplicaSet's unavailable replicas leave.
+        assert_eq!(
+            rolling_old_targets(4, 1, r(2, 0), &[r(3, 1), r(2, 2)]),
+            vec![1, 2]
+        );
+        // Then available ones, oldest first, down to desired - maxUnavailable available.
+        assert_eq!(
+            rolling_old_targets(4, 1, r(2, 2), &[r(1, 1), r(2, 2)]),
+            vec![0, 1]
+        );
+        assert_eq!(rolling_old_targets(4, 1, r(4, 4), &[r(0, 0)]), vec![0]);
     }
 
     #[test]
