@@ -273,6 +273,15 @@ async fn more_refusals_and_immutable_fields() {
         status["details"]["causes"][0]["message"],
         "Invalid value: \"not-an-ip\": must be a valid IPv4 address"
     );
+    let hinted = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "hinted"},
+        "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.0.6"],
+            "hints": {"forZones": [{"name": "a"}, {"name": "a"}], "forNodes": [{"name": "node-1"}]}}]});
+    let (code, status) = call(&env, "POST", es_path, Some(&hinted)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "FieldValueDuplicate", "message": "Duplicate value: \"a\"", "field": "endpoints[0].hints.forZones[1].name"}])
+    );
 
     let ing_path = "/apis/networking.k8s.io/v1/namespaces/default/ingresses";
     let ing = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "nopt"},

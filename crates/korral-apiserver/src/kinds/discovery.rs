@@ -13,7 +13,7 @@ use crate::kinds::workload::immutable;
 use crate::validation::enums::{self, Order};
 use crate::validation::names::{
     child, dns1123_label, dns1123_subdomain, go_quote, index, invalid_rendered,
-    validate_qualified_name,
+    validate_label_value, validate_qualified_name,
 };
 use crate::validation::network;
 
@@ -23,6 +23,8 @@ const MAX_ENDPOINTS: usize = 1000;
 const MAX_ADDRESSES: usize = 100;
 /// The most ports a slice holds.
 const MAX_PORTS: usize = 20000;
+/// The most zones, and the most nodes, an endpoint's hints name.
+const MAX_HINTS: usize = 8;
 
 /// The kinds of `discovery.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
@@ -236,6 +238,42 @@ fn endpoints(items: &[Value], address_type: &str) -> Vec<Cause> {
                 ));
             }
         }
+        if let Some(hints) = endpoint.get("hints").filter(|h| h.is_object()) {
+            errs.extend(validate_hints(hints, &child(&at, "hints")));
+        }
+    }
+    errs
+}
+
+/// A name check answering upstream's messages.
+type NameCheck = fn(&str) -> Vec<String>;
+
+/// `validateHints`: at most eight zones, distinct label values, then at most eight nodes,
+/// distinct node names (a too long list stops the check there, as upstream's does).
+fn validate_hints(hints: &Value, at: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    let hinted: [(&str, NameCheck); 2] = [
+        ("forZones", validate_label_value),
+        ("forNodes", dns1123_subdomain),
+    ];
+    for (field, check) in hinted {
+        let path = child(at, field);
+        let items = list(hints, field);
+        if items.len() > MAX_HINTS {
+            errs.push(too_many(&path, items.len(), MAX_HINTS));
+            return errs;
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, item) in items.iter().enumerate() {
+            let name_path = child(&index(&path, i), "name");
+            let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+            if !seen.insert(name) {
+                errs.push(Cause::duplicate(&name_path, &json!(name)));
+            }
+            for msg in check(name) {
+                errs.push(invalid_rendered(&name_path, &go_quote(name), &msg));
+            }
+        }
     }
     errs
 }
@@ -339,6 +377,39 @@ const ENDPOINT_SLICES: Printer = Printer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hints_name_distinct_zones_and_nodes() {
+        let with_hints = |hints: Value| {
+            validate_endpoint_slice(&json!({"addressType": "IPv4", "endpoints": [
+                {"addresses": ["10.1.0.5"], "hints": hints},
+            ]}))
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect::<Vec<_>>()
+        };
+        assert!(
+            with_hints(json!({"forZones": [{"name": "zone-a"}], "forNodes": [{"name": "node-1"}]}))
+                .is_empty()
+        );
+        assert_eq!(
+            with_hints(json!({
+                "forZones": [{"name": "zone-a"}, {"name": "zone-a"}, {"name": "-bad"}],
+                "forNodes": [{"name": "Node_1"}, {"name": "n"}, {"name": "n"}],
+            })),
+            vec![
+                "endpoints[0].hints.forZones[1].name: Duplicate value: \"zone-a\"",
+                "endpoints[0].hints.forZones[2].name: Invalid value: \"-bad\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                "endpoints[0].hints.forNodes[0].name: Invalid value: \"Node_1\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                "endpoints[0].hints.forNodes[2].name: Duplicate value: \"n\"",
+            ]
+        );
+        let zones: Vec<Value> = (0..9).map(|i| json!({"name": format!("z{i}")})).collect();
+        assert_eq!(
+            with_hints(json!({"forZones": zones, "forNodes": [{"name": "BAD"}]})),
+            vec!["endpoints[0].hints.forZones: Too many: 9: must have at most 8 items"]
+        );
+    }
 
     #[test]
     fn addresses_follow_the_slice_type() {
