@@ -949,3 +949,140 @@ async fn namespace_and_finalizer_name_rules() {
         ]
     );
 }
+
+/// One request with `Accept: accept`: the status code, the `Content-Type` and the body text.
+async fn fetch_as(
+    env: &TestEnv,
+    method: &str,
+    path: &str,
+    accept: &str,
+    body: Option<(&str, &str)>,
+) -> (u16, String, String) {
+    let mut builder = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("accept", accept);
+    if let Some((content_type, _)) = body {
+        builder = builder.header("content-type", content_type);
+    }
+    let bytes = body.map(|(_, b)| b.as_bytes().to_vec()).unwrap_or_default();
+    let request = builder.body(bytes).expect("request");
+    let response = env
+        .client()
+        .send(request.map(kube::client::Body::from))
+        .await
+        .expect("send");
+    let code = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    (
+        code,
+        content_type,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+/// A client that asks for YAML gets YAML, as from upstream's serializer: objects, lists,
+/// Tables and error Statuses, map keys sorted; the same content as the JSON answer.
+#[tokio::test]
+async fn yaml_is_answered_as_yaml() {
+    let env = TestEnv::start().await.expect("env");
+    let collection = "/api/v1/namespaces/default/configmaps";
+    let (code, content_type, text) = fetch_as(
+        &env,
+        "POST",
+        collection,
+        "application/yaml",
+        Some((
+            "application/yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yml\ndata:\n  zeta: \"1\"\n  alpha: \"true\"\n",
+        )),
+    )
+    .await;
+    assert_eq!(
+        (code, content_type.as_str()),
+        (201, "application/yaml"),
+        "{text}"
+    );
+    assert!(
+        text.starts_with(
+            "apiVersion: v1\ndata:\n  alpha: 'true'\n  zeta: '1'\nkind: ConfigMap\nmetadata:\n"
+        ),
+        "{text}"
+    );
+    let (_, json) = call(&env, "GET", &format!("{collection}/yml"), None).await;
+    let (code, _, text) = fetch_as(
+        &env,
+        "GET",
+        &format!("{collection}/yml"),
+        "application/yaml",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    let parsed: serde_json::Value = serde_yaml_ng::from_str(&text).expect("yaml");
+    assert_eq!(parsed, json);
+
+    let (code, content_type, text) =
+        fetch_as(&env, "GET", collection, "application/yaml", None).await;
+    assert_eq!((code, content_type.as_str()), (200, "application/yaml"));
+    let list: serde_json::Value = serde_yaml_ng::from_str(&text).expect("yaml list");
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert!(
+        list["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .any(|i| i["metadata"]["name"] == "yml")
+    );
+
+    let table_accept = "application/yaml;as=Table;v=v1;g=meta.k8s.io";
+    let (code, content_type, text) = fetch_as(
+        &env,
+        "GET",
+        &format!("{collection}/yml"),
+        table_accept,
+        None,
+    )
+    .await;
+    assert_eq!((code, content_type.as_str()), (200, "application/yaml"));
+    let table: serde_json::Value = serde_yaml_ng::from_str(&text).expect("yaml table");
+    assert_eq!(table["kind"], "Table");
+    assert_eq!(table["rows"][0]["cells"][0], "yml");
+
+    let (code, content_type, text) = fetch_as(
+        &env,
+        "GET",
+        &format!("{collection}/missing"),
+        "application/yaml",
+        None,
+    )
+    .await;
+    assert_eq!((code, content_type.as_str()), (404, "application/yaml"));
+    let status: serde_json::Value = serde_yaml_ng::from_str(&text).expect("yaml status");
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["message"], "configmaps \"missing\" not found");
+
+    // A watch has no YAML form: 406, in JSON, as upstream.
+    let (code, content_type, text) = fetch_as(
+        &env,
+        "GET",
+        &format!("{collection}?watch=true"),
+        "application/yaml",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (code, content_type.as_str()),
+        (406, "application/json"),
+        "{text}"
+    );
+}

@@ -9,6 +9,7 @@ use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::negotiate::Format;
 use crate::error::ApiError;
 
 /// Largest request body accepted (3 MiB), as upstream.
@@ -122,6 +123,36 @@ pub fn json_response<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Re
     }
 }
 
+/// A response carrying `value` as YAML, written as upstream's serializer writes it (the JSON
+/// form turned into YAML, map keys sorted).
+pub fn yaml_response(status: StatusCode, value: &Value) -> Response<Body> {
+    match serde_yaml_ng::to_string(&sorted_yaml(value)) {
+        Ok(text) => bytes_response(status, text.into_bytes(), "application/yaml"),
+        Err(e) => error_response(&ApiError::internal(format!("encoding response: {e}"))),
+    }
+}
+
+/// `value` as a YAML value whose maps list their keys in sorted order.
+fn sorted_yaml(value: &Value) -> serde_yaml_ng::Value {
+    use serde_yaml_ng::Value as Yaml;
+    match value {
+        Value::Null => Yaml::Null,
+        Value::Bool(b) => Yaml::Bool(*b),
+        Value::Number(n) => serde_yaml_ng::to_value(n).unwrap_or(Yaml::Null),
+        Value::String(s) => Yaml::String(s.clone()),
+        Value::Array(items) => Yaml::Sequence(items.iter().map(sorted_yaml).collect()),
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Yaml::Mapping(
+                keys.into_iter()
+                    .map(|k| (Yaml::String(k.clone()), sorted_yaml(&map[k])))
+                    .collect(),
+            )
+        }
+    }
+}
+
 /// A response from raw bytes with a content type.
 pub fn bytes_response(status: StatusCode, bytes: Vec<u8>, content_type: &str) -> Response<Body> {
     let mut response = Response::new(full(bytes));
@@ -134,19 +165,20 @@ pub fn bytes_response(status: StatusCode, bytes: Vec<u8>, content_type: &str) ->
 
 /// The `Status` response of an error.
 pub fn error_response(err: &ApiError) -> Response<Body> {
-    error_response_as(err, false)
+    error_response_as(err, Format::Json)
 }
 
-/// The `Status` response of an error, in protobuf when `protobuf` (the client prefers it for
-/// the resource it asked about).
-pub fn error_response_as(err: &ApiError, protobuf: bool) -> Response<Body> {
+/// The `Status` response of an error in `format` (what the client prefers for the resource
+/// it asked about).
+pub fn error_response_as(err: &ApiError, format: Format) -> Response<Body> {
     let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let encoded = protobuf
+    let encoded = (format == Format::Protobuf)
         .then(|| crate::protobuf::encode_object(&err.to_status()).ok())
         .flatten();
-    let mut response = match encoded {
-        Some(bytes) => bytes_response(status, bytes, crate::protobuf::CONTENT_TYPE),
-        None => json_response(status, &err.to_status()),
+    let mut response = match (encoded, format) {
+        (Some(bytes), _) => bytes_response(status, bytes, crate::protobuf::CONTENT_TYPE),
+        (None, Format::Yaml) => yaml_response(status, &err.to_status()),
+        (None, _) => json_response(status, &err.to_status()),
     };
     // As upstream's error writer: a Status that says when to retry says it in the header too.
     if let Some(secs) = err.details.as_ref().and_then(|d| d.retry_after_seconds) {

@@ -292,7 +292,7 @@ async fn serve_resource(
                         json!(meta::resource_version(&obj)),
                     );
                     let t = table::table(&info, [&*obj], list_meta, include, true);
-                    Ok(body::json_response(StatusCode::OK, &t))
+                    Ok(output.respond(StatusCode::OK, &t))
                 }
                 View::Metadata => Ok(output.respond(StatusCode::OK, &view::partial_object(&obj))),
                 View::Object => Ok(output.respond(StatusCode::OK, &obj)),
@@ -588,7 +588,7 @@ pub fn list_view_response(
                 ],
                 "items",
             );
-            list_body::response(&envelope, items)
+            list_body::respond_as(output.format, &envelope, items)
         }
         View::Table(include) => {
             let mut rows: Vec<_> = items.collect();
@@ -597,7 +597,8 @@ pub fn list_view_response(
             }
             let envelope =
                 list_body::Envelope::from_map(table::envelope(&info, metadata, true), "rows");
-            list_body::response(
+            list_body::respond_as(
+                output.format,
                 &envelope,
                 rows.into_iter()
                     .map(move |o| table::row(&info, &o, include)),
@@ -606,7 +607,11 @@ pub fn list_view_response(
         View::Metadata => {
             let envelope =
                 list_body::Envelope::from_map(view::partial_list_envelope(metadata), "items");
-            list_body::response(&envelope, items.map(|o| view::partial_object(&o)))
+            list_body::respond_as(
+                output.format,
+                &envelope,
+                items.map(|o| view::partial_object(&o)),
+            )
         }
     }
 }

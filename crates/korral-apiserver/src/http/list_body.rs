@@ -15,6 +15,7 @@ use http_body_util::{BodyExt, StreamBody};
 use serde_json::{Map, Value};
 
 use super::body::{self, Body};
+use super::negotiate::Format;
 use crate::error::ApiError;
 
 /// Size a chunk grows to before it is handed to the connection (an item is never split, so a
@@ -165,6 +166,38 @@ where
         let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK + CHUNK / 4));
         Some(Ok(Bytes::from(chunk)))
     }
+}
+
+/// A `200 OK` response of the list `envelope` with `items` in `format`: JSON streamed (see
+/// [`response`]), YAML written whole (a YAML list is assembled, then converted).
+pub fn respond_as<I>(format: Format, envelope: &Envelope, items: I) -> Response<Body>
+where
+    I: Iterator + Send + Sync + 'static,
+    I::Item: Borrow<Value>,
+{
+    if format != Format::Yaml {
+        return response(envelope, items);
+    }
+    let mut items = Some(items);
+    let list: Map<String, Value> = envelope
+        .fields
+        .iter()
+        .map(|(name, value)| {
+            let value = match value {
+                Some(v) => v.clone(),
+                None => Value::Array(
+                    items
+                        .take()
+                        .into_iter()
+                        .flatten()
+                        .map(|i| i.borrow().clone())
+                        .collect(),
+                ),
+            };
+            (name.clone(), value)
+        })
+        .collect();
+    body::yaml_response(StatusCode::OK, &Value::Object(list))
 }
 
 /// A `200 OK` JSON response of the list `envelope` with `items`, streamed chunk by chunk. A list

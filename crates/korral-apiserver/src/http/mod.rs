@@ -84,8 +84,8 @@ where
     let response = match route(&state, req).await {
         Ok(r) => armed.after(r),
         Err(err) => {
-            let protobuf = error_in_protobuf(&state, &path, &accept, &err);
-            body::error_response_as(&err, protobuf)
+            let format = error_format(&state, &path, &accept, &err);
+            body::error_response_as(&err, format)
         }
     };
     tracing::debug!(%method, %path, status = response.status().as_u16(), "request");
@@ -298,12 +298,12 @@ where
     }
 }
 
-/// Whether an error `Status` is written in protobuf, as upstream's `ErrorNegotiated` writes
-/// it: when the client prefers protobuf, except for custom resources (their handler does not
-/// offer it for their own responses) and for a failed negotiation itself (406, always JSON).
-fn error_in_protobuf(state: &State, path: &str, accept: &[String], err: &ApiError) -> bool {
+/// The form an error `Status` is written in, as upstream's `ErrorNegotiated` picks it: what
+/// the client prefers (protobuf, except for custom resources, whose handler does not offer it
+/// for their own responses; YAML), JSON for a failed negotiation itself (406).
+fn error_format(state: &State, path: &str, accept: &[String], err: &ApiError) -> negotiate::Format {
     if err.code == 406 {
-        return false;
+        return negotiate::Format::Json;
     }
     let custom = match path::parse(path.trim_end_matches('/')) {
         Some(path::Target::Resource(rp)) => state
@@ -318,8 +318,10 @@ fn error_in_protobuf(state: &State, path: &str, accept: &[String], err: &ApiErro
         stream: false,
         tables: false,
     };
-    negotiate::negotiate(accept.iter().map(String::as_str), offer, None)
-        .is_ok_and(|o| o.format == negotiate::Format::Protobuf && o.view == view::View::Object)
+    match negotiate::negotiate(accept.iter().map(String::as_str), offer, None) {
+        Ok(o) if o.view == view::View::Object => o.format,
+        _ => negotiate::Format::Json,
+    }
 }
 
 /// `POST` of an access review, SelfSubjectReview, TokenReview or TokenRequest.

@@ -11,7 +11,8 @@
 //! are refused it as upstream's CRD handler refuses it (its standard serializers exclude
 //! protobuf), falling through to later clauses. Nothing acceptable: 406 `NotAcceptable`.
 //!
-//! YAML is negotiated as upstream does but answered as JSON (korral has no YAML writer).
+//! YAML is written as upstream's serializer writes it: the JSON form turned into YAML, map
+//! keys sorted.
 
 use http::{HeaderMap, Response, StatusCode, header};
 use serde_json::Value;
@@ -29,8 +30,10 @@ const YAML: &str = "application/yaml";
 /// The wire form of a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// JSON (also for a negotiated YAML).
+    /// JSON.
     Json,
+    /// `application/yaml` (never for watches).
+    Yaml,
     /// `application/vnd.kubernetes.protobuf`.
     Protobuf,
 }
@@ -66,7 +69,10 @@ impl Output {
                 }
             }
         }
-        body::json_response(status, value)
+        match self.format {
+            Format::Yaml => body::yaml_response(status, value),
+            _ => body::json_response(status, value),
+        }
     }
 }
 
@@ -237,10 +243,10 @@ pub fn negotiate<'a>(
                 // The first acceptable type has no streaming form.
                 return Err(not_acceptable(true));
             }
-            let format = if media == crate::protobuf::CONTENT_TYPE {
-                Format::Protobuf
-            } else {
-                Format::Json
+            let format = match media {
+                YAML => Format::Yaml,
+                JSON => Format::Json,
+                _ => Format::Protobuf,
             };
             return Ok(Output { format, view });
         }
@@ -345,7 +351,13 @@ mod tests {
         );
         assert_eq!(out("*/*", BUILTIN), json(object));
         assert_eq!(out("application/*", BUILTIN), json(object));
-        assert_eq!(out("application/yaml", BUILTIN), json(object));
+        assert_eq!(
+            out("application/yaml", BUILTIN),
+            Ok(Output {
+                format: Format::Yaml,
+                view: object
+            })
+        );
         assert_eq!(out("text/html, */*;q=0.8", BUILTIN), json(object));
         assert_eq!(out("text/html", BUILTIN), Err(406));
         let err = negotiate(["application/xml"], BUILTIN, None).expect_err("406");

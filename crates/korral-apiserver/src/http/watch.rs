@@ -172,7 +172,8 @@ pub fn serve(
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         http::HeaderValue::from_static(match output.format {
-            Format::Json => "application/json",
+            // Negotiation never picks YAML for a stream.
+            Format::Json | Format::Yaml => "application/json",
             Format::Protobuf => "application/vnd.kubernetes.protobuf;stream=watch",
         }),
     );
