@@ -406,6 +406,8 @@ pub struct Objects {
     authorization: crate::server::AuthorizationMode,
     /// The optional built-in admission plugins to run.
     plugins: crate::builtin_admission::Plugins,
+    /// Whether the server simulates a cluster (what computed kinds report).
+    simulating: bool,
 }
 
 /// Five random characters of upstream's safe alphabet (generated names, token volumes).
@@ -503,7 +505,14 @@ impl Objects {
             webhook_services: Default::default(),
             authorization: crate::server::AuthorizationMode::default(),
             plugins: crate::builtin_admission::Plugins::default(),
+            simulating: false,
         }
+    }
+
+    /// The same layer telling computed kinds that the server simulates a cluster.
+    pub fn with_simulation(mut self, simulating: bool) -> Self {
+        self.simulating = simulating;
+        self
     }
 
     /// The same layer under the server's authorization mode, which admission plugins that
@@ -575,6 +584,13 @@ impl Objects {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Object, ApiError> {
+        if let Some(all) = info.strategy.computed(self.simulating) {
+            return all
+                .into_iter()
+                .find(|o| meta::name(o) == name)
+                .map(Arc::new)
+                .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name));
+        }
         self.storage
             .get(&Self::key(info, namespace, name))
             .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))
@@ -587,6 +603,20 @@ impl Objects {
         namespace: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ListPage, ApiError> {
+        if let Some(all) = info.strategy.computed(self.simulating) {
+            return Ok(ListPage {
+                revision: self.storage.revision(),
+                items: all
+                    .into_iter()
+                    .filter(|o| {
+                        matches_selectors(info, o, opts.labels.as_ref(), opts.fields.as_ref())
+                    })
+                    .map(Arc::new)
+                    .collect(),
+                continue_token: None,
+                remaining: None,
+            });
+        }
         let prefix = Self::collection(info, namespace);
         let (snapshot, after) = match &opts.continue_token {
             Some(token) => {

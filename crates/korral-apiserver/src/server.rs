@@ -255,6 +255,7 @@ impl ApiServer {
         let objects = Arc::new(
             Objects::new(storage.clone(), registry.clone())
                 .with_authorization(config.authorization)
+                .with_simulation(config.simulation)
                 .with_admission_plugins(crate::builtin_admission::Plugins {
                     // As envtest, the test control plane runs without it; a simulating server
                     // keeps every namespace's `default` ServiceAccount and runs it as a cluster.

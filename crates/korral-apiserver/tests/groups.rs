@@ -40,6 +40,7 @@ fn fixture(name: &str) -> Value {
             include_str!("fixtures/groups/discovery-scheduling-k8s-io-v1.json")
         }
         "discovery-node-k8s-io-v1" => include_str!("fixtures/groups/discovery-node-k8s-io-v1.json"),
+        "discovery-core-v1" => include_str!("fixtures/groups/discovery-core-v1.json"),
         "discovery-discovery-k8s-io-v1" => {
             include_str!("fixtures/groups/discovery-discovery-k8s-io-v1.json")
         }
@@ -337,6 +338,10 @@ async fn discovery_matches_captures() {
         assert_eq!(code, 200, "{group}: {doc}");
         assert_eq!(resources(&doc), resources(&fixture(capture)), "{group}");
     }
+    // The core group, every resource and subresource of it (ComponentStatus included).
+    let (code, doc) = call(&env, "GET", "/api/v1", None).await;
+    assert_eq!(code, 200, "{doc}");
+    assert_eq!(resources(&doc), resources(&fixture("discovery-core-v1")));
 }
 
 /// Column names, types and descriptions of a table.

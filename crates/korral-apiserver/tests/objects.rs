@@ -1086,3 +1086,118 @@ async fn yaml_is_answered_as_yaml() {
         "{text}"
     );
 }
+
+/// `componentstatuses` as upstream serves them: `get` and `list` only (405 for the rest, a
+/// watch included), computed at each read and never stored, with the deprecation warning and
+/// upstream's table; the discovery entry is the captured one. The simulated scheduler and
+/// controllers are healthy on a simulating server, reported not running without one.
+#[tokio::test]
+async fn component_statuses_are_computed_and_read_only() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    let (code, discovery) = send(&client, "GET", "/api/v1", serde_json::Value::Null).await;
+    assert_eq!(code, 200);
+    let captured: serde_json::Value = serde_json::from_str(include_str!(
+        "fixtures/reference/discovery-core-v1-componentstatuses.json"
+    ))
+    .expect("capture");
+    let entry = discovery["resources"]
+        .as_array()
+        .and_then(|r| r.iter().find(|e| e["name"] == "componentstatuses").cloned());
+    assert_eq!(entry, Some(captured));
+
+    let path = "/api/v1/componentstatuses";
+    let (code, list) = send(&client, "GET", path, serde_json::Value::Null).await;
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["kind"], "ComponentStatusList");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["controller-manager", "etcd-0", "scheduler"]);
+    let (code, etcd) = send(
+        &client,
+        "GET",
+        &format!("{path}/etcd-0"),
+        serde_json::Value::Null,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        etcd["conditions"],
+        json!([{"type": "Healthy", "status": "True", "message": "ok"}])
+    );
+    let (code, scheduler) = send(
+        &client,
+        "GET",
+        &format!("{path}/scheduler"),
+        serde_json::Value::Null,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(scheduler["conditions"][0]["status"], "False", "{scheduler}");
+    let (code, _) = send(
+        &client,
+        "GET",
+        &format!("{path}/apiserver"),
+        serde_json::Value::Null,
+    )
+    .await;
+    assert_eq!(code, 404);
+    let printed = table(&env, path).await;
+    let header: Vec<&str> = printed["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(header, ["Name", "Status", "Message", "Error"]);
+    assert_eq!(
+        printed["rows"][1]["cells"],
+        json!(["etcd-0", "Healthy", "ok", ""])
+    );
+
+    for (method, at, body) in [
+        (
+            "POST",
+            path.to_string(),
+            json!({"apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": "x"}}),
+        ),
+        ("DELETE", format!("{path}/etcd-0"), serde_json::Value::Null),
+        ("DELETE", path.to_string(), serde_json::Value::Null),
+        (
+            "PATCH",
+            format!("{path}/etcd-0"),
+            json!({"metadata": {"labels": {"a": "b"}}}),
+        ),
+        ("GET", format!("{path}?watch=true"), serde_json::Value::Null),
+    ] {
+        let (code, status) = send(&client, method, &at, body).await;
+        assert_eq!(
+            (code, status["reason"].as_str()),
+            (405, Some("MethodNotAllowed")),
+            "{method} {at}: {status}"
+        );
+    }
+    // The create-only `bindings` refuse reads the same way.
+    let (code, _) = send(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/bindings",
+        serde_json::Value::Null,
+    )
+    .await;
+    assert_eq!(code, 405);
+
+    let simulating = TestEnv::builder()
+        .simulation(true)
+        .start()
+        .await
+        .expect("env");
+    let table = table(&simulating, path).await;
+    for row in table["rows"].as_array().expect("rows") {
+        assert_eq!(row["cells"][1], "Healthy", "{row}");
+    }
+}

@@ -589,6 +589,19 @@ fn kubectl_explain_describes_builtin_groups() {
                 &["explain", "hpa.spec.nope"],
                 &["field \"nope\" does not exist"],
             );
+            // `kubectl get cs`: upstream's columns, the deprecation warning on stderr.
+            let out = run.ok_contains(
+                &["get", "componentstatuses"],
+                &["NAME", "STATUS", "MESSAGE", "ERROR", "etcd-0"],
+            );
+            run.expect(
+                row(&out, "etcd-0") == ["etcd-0", "Healthy", "ok"]
+                    && out
+                        .stderr
+                        .contains("v1 ComponentStatus is deprecated in v1.19+"),
+                "`kubectl get cs` shows etcd-0 Healthy ok and the deprecation warning",
+                &out,
+            );
             Ok(())
         },
     );

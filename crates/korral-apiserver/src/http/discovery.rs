@@ -76,7 +76,8 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
 /// `group/version/kind` objects of the resource are stored as, in base64. Resources that store
 /// nothing (create-only ones) have none.
 fn storage_version_hash(registry: &Registry, info: &ResourceInfo) -> Option<String> {
-    if info.verbs.iter().all(|v| v == "create") {
+    // Only stored resources have a storage version (not create-only or computed ones).
+    if info.verbs.iter().all(|v| v == "create") || info.strategy.computed(false).is_some() {
         return None;
     }
     let stored = match &info.custom {
@@ -343,6 +344,7 @@ mod tests {
             Some("r2yiGXH7wu8=")
         );
         assert_eq!(hash("", "v1", "bindings"), None);
+        assert_eq!(hash("", "v1", "componentstatuses"), None);
     }
 
     #[test]

@@ -261,6 +261,25 @@ async fn serve_resource(
             None => return Err(ApiError::unknown_resource()),
         },
     };
+    // A built-in resource serves only its verbs (upstream registers no route for the others):
+    // read-only ComponentStatus, create-only Binding. Custom resources keep every verb (a
+    // terminating CRD's discovery lists fewer, yet updates still remove finalizers).
+    if part == Part::Main && !info.is_custom() {
+        let verb = match (method, rp.name.is_some()) {
+            (&Method::GET, _) if flag(query, "watch") => "watch",
+            (&Method::GET, true) => "get",
+            (&Method::GET, false) => "list",
+            (&Method::POST, false) => "create",
+            (&Method::PUT, true) => "update",
+            (&Method::PATCH, true) => "patch",
+            (&Method::DELETE, true) => "delete",
+            (&Method::DELETE, false) => "deletecollection",
+            _ => "",
+        };
+        if !verb.is_empty() && !info.allows(verb) {
+            return Err(ApiError::method_not_allowed());
+        }
+    }
     let objects = &state.objects;
     // Negotiated before anything runs, as upstream's handlers do: a 406 changes nothing.
     let output = negotiate::from_headers(

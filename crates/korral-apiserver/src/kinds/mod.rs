@@ -63,6 +63,7 @@ pub(crate) struct KindDef {
     name_rule: NameRule,
     fields: &'static [&'static str],
     create_only: bool,
+    read_only: bool,
     delete_collection: bool,
     schema: Option<fn(&mut SchemaGenerator)>,
     actions: Vec<actions::Action>,
@@ -106,6 +107,7 @@ impl KindDef {
             name_rule: NameRule::Subdomain,
             fields: &[],
             create_only: false,
+            read_only: false,
             delete_collection: true,
             schema: None,
             actions: Vec::new(),
@@ -181,6 +183,13 @@ impl KindDef {
     /// Served for `create` only; nothing is stored (access reviews, TokenReview).
     pub(crate) fn create_only(mut self) -> Self {
         self.create_only = true;
+        self
+    }
+
+    /// Served for `get` and `list` only: objects the strategy computes at each read
+    /// ([`strategy::Strategy::computed`], ComponentStatus).
+    pub(crate) fn read_only(mut self) -> Self {
+        self.read_only = true;
         self
     }
 
@@ -261,6 +270,9 @@ impl KindDef {
         let mut verbs = standard_verbs();
         if self.create_only {
             verbs = vec!["create".to_string()];
+        }
+        if self.read_only {
+            verbs = vec!["get".to_string(), "list".to_string()];
         }
         if !self.delete_collection {
             verbs.retain(|v| v != "deletecollection");

@@ -220,6 +220,12 @@ pub(crate) trait Strategy: Debug + Send + Sync {
         crate::selector::json_field(stored, field)
     }
 
+    /// For kinds computed at each read instead of stored (ComponentStatus): every object a
+    /// read sees now, given whether the server simulates a cluster; `None` for stored kinds.
+    fn computed(&self, _simulating: bool) -> Option<Vec<Value>> {
+        None
+    }
+
     /// Keeps derived server state in step with a committed object (CRD → served kinds).
     fn after_write(&self, _registry: &Registry, _obj: &Value) {}
 

@@ -1,5 +1,6 @@
 //! The core group (`v1`).
 
+mod component_status;
 mod config_data;
 mod configmap;
 mod endpoints;
@@ -99,6 +100,19 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .short(&["ep"])
         .deprecated("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
         .printer(print::ENDPOINTS),
+        KindDef::new(
+            "",
+            "v1",
+            "componentstatuses",
+            "ComponentStatus",
+            component_status::ComponentStatuses,
+        )
+        .schema::<api::ComponentStatus>()
+        .cluster_scoped()
+        .short(&["cs"])
+        .read_only()
+        .deprecated(component_status::DEPRECATION)
+        .printer(component_status::COMPONENT_STATUSES),
         KindDef::new("", "v1", "events", "Event", EventStrategy::CORE)
             .schema::<api::Event>()
             .names(NameRule::PathSegment)
