@@ -12,6 +12,34 @@ pub use korral_testenv::TestEnv;
 #[allow(unused_imports)]
 pub use korral_testenv::wait_until;
 
+/// One exchange through the kube client with these request headers: the status code, the
+/// response headers and the body bytes.
+pub async fn exchange(
+    client: &Client,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> (u16, http::HeaderMap, Vec<u8>) {
+    let mut builder = http::Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    let request = builder.body(body).expect("request");
+    let response = client
+        .send(request.map(kube::client::Body::from))
+        .await
+        .expect("send");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("body")
+        .to_bytes()
+        .to_vec();
+    (status, headers, bytes)
+}
+
 /// Raw request through the kube client, returning status code and JSON body.
 pub async fn raw(
     client: &Client,
@@ -20,20 +48,11 @@ pub async fn raw(
     content_type: Option<&str>,
     body: Vec<u8>,
 ) -> (u16, Value) {
-    let mut builder = http::Request::builder().method(method).uri(path);
-    if let Some(ct) = content_type {
-        builder = builder.header("content-type", ct);
-    }
-    let request = builder.body(body).expect("request");
-    let response = client
-        .send(request.map(kube::client::Body::from))
-        .await
-        .expect("send");
-    let status = response.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("body")
-        .to_bytes();
+    let headers: Vec<(&str, &str)> = content_type
+        .map(|ct| ("content-type", ct))
+        .into_iter()
+        .collect();
+    let (status, _, bytes) = exchange(client, method, path, &headers, body).await;
     let value = serde_json::from_slice(&bytes)
         .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
     (status, value)
@@ -294,31 +313,18 @@ pub async fn request(
     content_type: Option<&str>,
     body: Option<Value>,
 ) -> (u16, Vec<String>, Value) {
-    let mut builder = http::Request::builder().method(method).uri(path);
-    if body.is_some() {
-        builder = builder.header("content-type", content_type.unwrap_or("application/json"));
-    }
+    let headers: Vec<(&str, &str)> = body
+        .as_ref()
+        .map(|_| ("content-type", content_type.unwrap_or("application/json")))
+        .into_iter()
+        .collect();
     let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-    let response = client
-        .send(
-            builder
-                .body(bytes)
-                .expect("request")
-                .map(kube::client::Body::from),
-        )
-        .await
-        .expect("send");
-    let status = response.status().as_u16();
-    let warnings = response
-        .headers()
+    let (status, headers, bytes) = exchange(client, method, path, &headers, bytes).await;
+    let warnings = headers
         .get_all("warning")
         .iter()
         .filter_map(|v| v.to_str().ok().map(str::to_string))
         .collect();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("body")
-        .to_bytes();
     let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     (status, warnings, value)
 }
@@ -328,22 +334,8 @@ pub const TABLE_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,app
 
 /// GETs `path` as a `Table`: the status code and the JSON body (`null` when not JSON).
 pub async fn table_with_code(env: &TestEnv, path: &str) -> (u16, Value) {
-    let request = http::Request::builder()
-        .method("GET")
-        .uri(path)
-        .header("accept", TABLE_ACCEPT)
-        .body(Vec::new())
-        .expect("request");
-    let response = env
-        .client()
-        .send(request.map(kube::client::Body::from))
-        .await
-        .expect("send");
-    let code = response.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("body")
-        .to_bytes();
+    let accept = [("accept", TABLE_ACCEPT)];
+    let (code, _, bytes) = exchange(&env.client(), "GET", path, &accept, Vec::new()).await;
     (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 

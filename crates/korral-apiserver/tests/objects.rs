@@ -958,31 +958,15 @@ async fn fetch_as(
     accept: &str,
     body: Option<(&str, &str)>,
 ) -> (u16, String, String) {
-    let mut builder = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("accept", accept);
-    if let Some((content_type, _)) = body {
-        builder = builder.header("content-type", content_type);
-    }
+    let mut headers = vec![("accept", accept)];
+    headers.extend(body.map(|(content_type, _)| ("content-type", content_type)));
     let bytes = body.map(|(_, b)| b.as_bytes().to_vec()).unwrap_or_default();
-    let request = builder.body(bytes).expect("request");
-    let response = env
-        .client()
-        .send(request.map(kube::client::Body::from))
-        .await
-        .expect("send");
-    let code = response.status().as_u16();
-    let content_type = response
-        .headers()
+    let (code, headers, bytes) = exchange(&env.client(), method, path, &headers, bytes).await;
+    let content_type = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("body")
-        .to_bytes();
     (
         code,
         content_type,

@@ -10,34 +10,14 @@ use serde_json::{Value, json};
 
 /// A request's code, `Warning` headers and JSON body.
 async fn send(env: &TestEnv, method: &str, path: &str, body: &Value) -> (u16, Vec<String>, Value) {
-    let request = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json")
-        .body(body.to_string().into_bytes())
-        .expect("request");
-    let response = env
-        .client()
-        .send(request.map(kube::client::Body::from))
-        .await
-        .expect("send");
-    let code = response.status().as_u16();
-    let warnings = response
-        .headers()
-        .get_all("warning")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .map(str::to_string)
-        .collect();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("body")
-        .to_bytes();
-    (
-        code,
-        warnings,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    request(
+        &env.client(),
+        method,
+        path,
+        Some("application/json"),
+        Some(body.clone()),
     )
+    .await
 }
 
 async fn namespace(env: &TestEnv, name: &str, labels: Value) {

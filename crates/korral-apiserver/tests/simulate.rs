@@ -347,43 +347,60 @@ async fn template_change_rolls_to_a_new_replicaset() {
     wait_deployment_ready(&env, "roll", 2).await;
 }
 
-/// A rolling update steps as upstream's: with `maxSurge: 1, maxUnavailable: 0` the new
-/// ReplicaSet grows one replica at a time, the old one shrinks one at a time, never more than
-/// `replicas + 1` are asked for and never fewer than `replicas` are available.
-#[tokio::test]
-async fn rolling_update_steps_within_surge_and_unavailability() {
-    use futures::StreamExt;
-    use kube::api::{WatchEvent, WatchParams};
-    use std::collections::BTreeMap;
+/// ReplicaSet events as a watch delivers them.
+type ReplicaSetEvents =
+    futures::stream::BoxStream<'static, kube::Result<kube::api::WatchEvent<ReplicaSet>>>;
 
-    let env = sim_env().await;
+/// Creates Deployment `name` (`replicas` of `nginx:1` with `strategy`), waits until it is ready,
+/// then changes its image to `nginx:2` with a watch on ReplicaSets open from before the
+/// change: the first ReplicaSet's name and the watch's events.
+async fn roll_out(
+    env: &TestEnv,
+    name: &str,
+    replicas: i32,
+    strategy: serde_json::Value,
+) -> (String, ReplicaSetEvents) {
+    use futures::StreamExt;
+    use kube::api::WatchParams;
+
     let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
-    let mut d = deployment("steps", 4, "nginx:1");
-    d.spec.strategy = Some(
-        serde_json::from_value(
-            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}),
-        )
-        .expect("strategy"),
-    );
+    let mut d = deployment(name, replicas, "nginx:1");
+    d.spec.strategy = Some(serde_json::from_value(strategy).expect("strategy"));
     deployments
         .create(&PostParams::default(), &d)
         .await
         .expect("create");
-    wait_deployment_ready(&env, "steps", 4).await;
+    wait_deployment_ready(env, name, replicas).await;
     let rss: Api<ReplicaSet> = Api::namespaced(env.client(), "default");
     let listed = rss.list(&ListParams::default()).await.expect("rs");
     let first = listed.items[0].metadata.name.clone().expect("name");
     let rv = listed.metadata.resource_version.expect("rv");
-    let mut events = rss
+    let events = rss
         .watch(&WatchParams::default().timeout(60), &rv)
         .await
         .expect("watch")
         .boxed();
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}});
     deployments
-        .patch("steps", &PatchParams::default(), &Patch::Strategic(patch))
+        .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
         .await
         .expect("patch image");
+    (first, events)
+}
+
+/// A rolling update steps as upstream's: with `maxSurge: 1, maxUnavailable: 0` the new
+/// ReplicaSet grows one replica at a time, the old one shrinks one at a time, never more than
+/// `replicas + 1` are asked for and never fewer than `replicas` are available.
+#[tokio::test]
+async fn rolling_update_steps_within_surge_and_unavailability() {
+    use futures::StreamExt;
+    use kube::api::WatchEvent;
+    use std::collections::BTreeMap;
+
+    let env = sim_env().await;
+    let strategy =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+    let (first, mut events) = roll_out(&env, "steps", 4, strategy).await;
 
     // The latest (spec, available) of every ReplicaSet, checked after each event.
     let mut state: BTreeMap<String, (i32, i32)> = BTreeMap::new();
@@ -441,31 +458,10 @@ async fn rolling_update_steps_within_surge_and_unavailability() {
 #[tokio::test]
 async fn recreate_starts_the_new_replica_set_once_the_old_pods_are_gone() {
     use futures::StreamExt;
-    use kube::api::{WatchEvent, WatchParams};
+    use kube::api::WatchEvent;
 
     let env = sim_env().await;
-    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
-    let mut d = deployment("again", 2, "nginx:1");
-    d.spec.strategy = Some(serde_json::from_value(json!({"type": "Recreate"})).expect("strategy"));
-    deployments
-        .create(&PostParams::default(), &d)
-        .await
-        .expect("create");
-    wait_deployment_ready(&env, "again", 2).await;
-    let rss: Api<ReplicaSet> = Api::namespaced(env.client(), "default");
-    let listed = rss.list(&ListParams::default()).await.expect("rs");
-    let first = listed.items[0].metadata.name.clone().expect("name");
-    let rv = listed.metadata.resource_version.expect("rv");
-    let mut events = rss
-        .watch(&WatchParams::default().timeout(60), &rv)
-        .await
-        .expect("watch")
-        .boxed();
-    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}});
-    deployments
-        .patch("again", &PatchParams::default(), &Patch::Strategic(patch))
-        .await
-        .expect("patch image");
+    let (first, mut events) = roll_out(&env, "again", 2, json!({"type": "Recreate"})).await;
     let mut old_pods = 2;
     tokio::time::timeout(WAIT, async {
         while let Some(event) = events.next().await {
