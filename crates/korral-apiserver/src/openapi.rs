@@ -1724,6 +1724,7 @@ mod tests {
             strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(
                 None,
                 String::new(),
+                false,
             )),
             custom: Some(CustomResourceInfo {
                 crd_name: "widgets.ref.example.org".into(),

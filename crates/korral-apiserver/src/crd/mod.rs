@@ -335,6 +335,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(
                     schema.clone(),
                     crd_name.clone(),
+                    terminating,
                 )),
                 custom: Some(CustomResourceInfo {
                     crd_name: crd_name.clone(),

@@ -17,26 +17,20 @@ pub(crate) struct CustomResourceStrategy {
     schema: Option<Arc<Value>>,
     /// The defining CRD's name (`<plural>.<group>`).
     crd_name: String,
+    /// Whether the defining CRD is being deleted (the registry re-derives its kinds, and so
+    /// this strategy, on every write of the CRD, the deletion mark included).
+    terminating: bool,
 }
 
 impl CustomResourceStrategy {
     /// A strategy for objects validated by `schema` (`openAPIV3Schema`), if any, defined by
-    /// the CRD `crd_name`.
-    pub(crate) fn new(schema: Option<Arc<Value>>, crd_name: String) -> Self {
-        Self { schema, crd_name }
-    }
-
-    /// Whether the defining CRD is being deleted (its `Terminating` condition is true).
-    fn crd_terminating(&self, ctx: &Context) -> bool {
-        let key = crate::storage::object_key(
-            "apiextensions.k8s.io",
-            "customresourcedefinitions",
-            None,
-            &self.crd_name,
-        );
-        ctx.storage
-            .get(&key)
-            .is_some_and(|crd| crate::crd::is_terminating(&crd))
+    /// the CRD `crd_name`, which is `terminating` or not.
+    pub(crate) fn new(schema: Option<Arc<Value>>, crd_name: String, terminating: bool) -> Self {
+        Self {
+            schema,
+            crd_name,
+            terminating,
+        }
     }
 
     /// Every cause, and on an update the warnings of ratcheted rules: schema checks and rules
@@ -111,9 +105,9 @@ impl Strategy for CustomResourceStrategy {
         &self,
         _obj: &mut Value,
         old: Option<&Value>,
-        ctx: &Context,
+        _ctx: &Context,
     ) -> Result<(), ApiError> {
-        if old.is_none() && self.crd_terminating(ctx) {
+        if old.is_none() && self.terminating {
             let (resource, group) = self
                 .crd_name
                 .split_once('.')
