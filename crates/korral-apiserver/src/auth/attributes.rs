@@ -155,18 +155,7 @@ pub fn from_request(
         attrs.subresource = sub.clone();
     }
     let watch = matches!(query_param(query, "watch"), Some("true" | "1"));
-    attrs.verb = match *method {
-        Method::GET | Method::HEAD if watch => "watch",
-        Method::GET | Method::HEAD if attrs.name.is_empty() => "list",
-        Method::GET | Method::HEAD => "get",
-        Method::POST => "create",
-        Method::PUT => "update",
-        Method::PATCH => "patch",
-        Method::DELETE if attrs.name.is_empty() => "deletecollection",
-        Method::DELETE => "delete",
-        _ => "",
-    }
-    .to_string();
+    attrs.verb = request_verb(method, !attrs.name.is_empty(), watch).to_string();
     if attrs.verb.is_empty() {
         attrs.verb = method.as_str().to_ascii_lowercase();
     }
@@ -186,6 +175,22 @@ pub fn from_request(
         }
     }
     attrs
+}
+
+/// The verb of a resource request (upstream's `RequestInfoFactory`): from its method, whether
+/// it names an object, and whether it watches; empty for other methods.
+pub(crate) fn request_verb(method: &Method, named: bool, watch: bool) -> &'static str {
+    match *method {
+        Method::GET | Method::HEAD if watch => "watch",
+        Method::GET | Method::HEAD if !named => "list",
+        Method::GET | Method::HEAD => "get",
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE if !named => "deletecollection",
+        Method::DELETE => "delete",
+        _ => "",
+    }
 }
 
 #[cfg(test)]

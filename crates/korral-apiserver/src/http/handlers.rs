@@ -265,17 +265,8 @@ async fn serve_resource(
     // read-only ComponentStatus, create-only Binding. Custom resources keep every verb (a
     // terminating CRD's discovery lists fewer, yet updates still remove finalizers).
     if part == Part::Main && !info.is_custom() {
-        let verb = match (method, rp.name.is_some()) {
-            (&Method::GET, _) if flag(query, "watch") => "watch",
-            (&Method::GET, true) => "get",
-            (&Method::GET, false) => "list",
-            (&Method::POST, false) => "create",
-            (&Method::PUT, true) => "update",
-            (&Method::PATCH, true) => "patch",
-            (&Method::DELETE, true) => "delete",
-            (&Method::DELETE, false) => "deletecollection",
-            _ => "",
-        };
+        let verb =
+            crate::auth::attributes::request_verb(method, rp.name.is_some(), flag(query, "watch"));
         if !verb.is_empty() && !info.allows(verb) {
             return Err(ApiError::method_not_allowed());
         }
