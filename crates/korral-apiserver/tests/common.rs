@@ -66,6 +66,13 @@ pub async fn call(env: &TestEnv, method: &str, path: &str, body: Option<&Value>)
     raw(&env.client(), method, path, content_type, bytes).await
 }
 
+/// POSTs `obj` to `collection`, which must answer 201: the created object.
+pub async fn create_ok(env: &TestEnv, collection: &str, obj: &Value) -> Value {
+    let (code, created) = call(env, "POST", collection, Some(obj)).await;
+    assert_eq!(code, 201, "POST {collection}: {created}");
+    created
+}
+
 /// One request with `body` sent as `content_type` (a patch type, say) through `env`'s client:
 /// the status code and the JSON answer.
 pub async fn call_as(
@@ -354,14 +361,7 @@ pub const IP_ADDRESSES: &str = "/apis/networking.k8s.io/v1/ipaddresses";
 pub async fn service_with_address(env: &TestEnv, name: &str) -> String {
     let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                          "spec": {"selector": {"app": name}, "ports": [{"port": 80}]}});
-    let (code, created) = call(
-        env,
-        "POST",
-        "/api/v1/namespaces/default/services",
-        Some(&service),
-    )
-    .await;
-    assert_eq!(code, 201, "{created}");
+    let created = create_ok(env, "/api/v1/namespaces/default/services", &service).await;
     let ip = created["spec"]["clusterIP"]
         .as_str()
         .expect("cluster IP")

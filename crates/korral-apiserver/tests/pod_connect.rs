@@ -105,14 +105,7 @@ async fn logs_of_unscheduled_pods_are_empty_and_options_checked() {
     // A service without endpoints: upstream's 503 (asked without the client's retries of 503).
     let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lonely"},
                          "spec": {"ports": [{"port": 80}]}});
-    let (code, body) = call(
-        &env,
-        "POST",
-        "/api/v1/namespaces/default/services",
-        Some(&service),
-    )
-    .await;
-    assert_eq!(code, 201, "{body}");
+    create_ok(&env, "/api/v1/namespaces/default/services", &service).await;
     let once = no_retry_client(&env).await;
     let (code, body) = raw(
         &once,
@@ -297,24 +290,10 @@ async fn proxies_to_reachable_services_and_nodes_name_what_is_missing() {
     let env = TestEnv::start().await.expect("env");
     let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
                          "spec": {"ports": [{"port": 80}]}});
-    let (code, body) = call(
-        &env,
-        "POST",
-        "/api/v1/namespaces/default/services",
-        Some(&service),
-    )
-    .await;
-    assert_eq!(code, 201, "{body}");
+    create_ok(&env, "/api/v1/namespaces/default/services", &service).await;
     let endpoints = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
                            "subsets": [{"addresses": [{"ip": "10.244.0.9"}], "ports": [{"port": 80}]}]});
-    let (code, body) = call(
-        &env,
-        "POST",
-        "/api/v1/namespaces/default/endpoints",
-        Some(&endpoints),
-    )
-    .await;
-    assert_eq!(code, 201, "{body}");
+    create_ok(&env, "/api/v1/namespaces/default/endpoints", &endpoints).await;
     let (code, body) = call(
         &env,
         "GET",
@@ -328,8 +307,7 @@ async fn proxies_to_reachable_services_and_nodes_name_what_is_missing() {
         "service \"web\" has endpoints, but korral-apiserver has no pod network to reach them"
     );
     let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}});
-    let (code, body) = call(&env, "POST", "/api/v1/nodes", Some(&node)).await;
-    assert_eq!(code, 201, "{body}");
+    create_ok(&env, "/api/v1/nodes", &node).await;
     let (code, body) = call(&env, "GET", "/api/v1/nodes/n1/proxy/metrics", None).await;
     assert_eq!(code, 400, "{body}");
     assert_eq!(body["kind"], "Status");
