@@ -79,12 +79,12 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         }
         None if strategy(&d) == "Recreate" && old.iter().any(|rs| running(rs)) => {
             // Upstream's Recreate creates the new ReplicaSet only once the old pods are gone.
-            for rs in &old {
-                if access::int(rs, "spec.replicas", 1) != 0 {
-                    let mut next = (**rs).clone();
-                    meta::set_path(&mut next, "spec.replicas", json!(0));
-                    access::replace(objects, access::Actor::Deployment, &rs_info, next).await?;
-                }
+            let sizes = Sizes { desired, max_surge };
+            for rs in old
+                .iter()
+                .filter(|rs| access::int(rs, "spec.replicas", 1) != 0)
+            {
+                sizes.set(objects, &rs_info, rs, 0).await?;
             }
             return write_status(objects, &d, None, &owned, false, max_unavailable).await;
         }
@@ -140,7 +140,8 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     };
 
     if !paused {
-        scale(objects, &rs_info, &d, &new_rs, &old, desired, max_surge).await?;
+        let sizes = Sizes { desired, max_surge };
+        scale(objects, &rs_info, &d, &new_rs, &old, sizes, max_unavailable).await?;
     }
 
     // The Deployment carries its newest revision.
@@ -171,7 +172,44 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     .await
 }
 
-/// Scales the new ReplicaSet towards `desired` and the old ones down, one step as the
+/// The size annotations a Deployment puts on the ReplicaSets it scales
+/// (`deployment.kubernetes.io/{desired,max}-replicas`).
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    /// The Deployment's `spec.replicas`.
+    desired: i64,
+    /// Its resolved `maxSurge`.
+    max_surge: i64,
+}
+
+impl Sizes {
+    /// Scales `rs` to `replicas` (upstream's `scaleReplicaSet`): its size and annotations
+    /// written when either differs.
+    async fn set(
+        self,
+        objects: &Objects,
+        rs_info: &Arc<ResourceInfo>,
+        rs: &Value,
+        replicas: i64,
+    ) -> Result<(), ApiError> {
+        let desired = self.desired.to_string();
+        let max = (self.desired + self.max_surge).to_string();
+        if access::int(rs, "spec.replicas", 1) == replicas
+            && annotation(rs, DESIRED) == Some(desired.as_str())
+            && annotation(rs, MAX) == Some(max.as_str())
+        {
+            return Ok(());
+        }
+        let mut next = rs.clone();
+        meta::set_path(&mut next, "spec.replicas", json!(replicas));
+        set_annotation(&mut next, DESIRED, &desired);
+        set_annotation(&mut next, MAX, &max);
+        access::replace(objects, access::Actor::Deployment, rs_info, next).await?;
+        Ok(())
+    }
+}
+
+/// Scales the new ReplicaSet towards `sizes.desired` and the old ones down, one step as the
 /// strategy allows (upstream's `rolloutRecreate` and `rolloutRolling`).
 async fn scale(
     objects: &Objects,
@@ -179,24 +217,10 @@ async fn scale(
     d: &Value,
     new_rs: &Value,
     old: &[Object],
-    desired: i64,
-    max_surge: i64,
+    sizes: Sizes,
+    max_unavailable: i64,
 ) -> Result<(), ApiError> {
-    let resize = |rs: &Value, replicas: i64| -> Option<Value> {
-        let desired_text = desired.to_string();
-        let max_text = (desired + max_surge).to_string();
-        if access::int(rs, "spec.replicas", 1) == replicas
-            && annotation(rs, DESIRED) == Some(desired_text.as_str())
-            && annotation(rs, MAX) == Some(max_text.as_str())
-        {
-            return None;
-        }
-        let mut next = rs.clone();
-        meta::set_path(&mut next, "spec.replicas", json!(replicas));
-        set_annotation(&mut next, DESIRED, &desired_text);
-        set_annotation(&mut next, MAX, &max_text);
-        Some(next)
-    };
+    let desired = sizes.desired;
     let mut old: Vec<&Object> = old.iter().collect();
     old.sort_by(|a, b| {
         let created = |rs: &Value| {
@@ -224,30 +248,22 @@ async fn scale(
         (new_target, vec![0; old.len()])
     } else {
         let total = new_counts.spec + old_counts.iter().map(|r| r.spec).sum::<i64>();
-        let new_target = rolling_new_target(desired, max_surge, new_counts.spec, total);
+        let new_target = rolling_new_target(desired, sizes.max_surge, new_counts.spec, total);
         if new_target != new_counts.spec {
             // Upstream's rollout resizes the new ReplicaSet and returns: old ones shrink on
             // a later pass, once the new replicas are counted.
             (new_target, old_counts.iter().map(|r| r.spec).collect())
         } else {
-            let (_, max_unavailable) = rolling_limits(d, desired);
-            let new_counts = Replicas {
-                spec: new_target,
-                ..new_counts
-            };
             let old_targets =
                 rolling_old_targets(desired, max_unavailable, new_counts, &old_counts);
             (new_target, old_targets)
         }
     };
-    if let Some(next) = resize(new_rs, new_target) {
-        access::replace(objects, access::Actor::Deployment, rs_info, next).await?;
-    }
-    for (rs, target) in old.iter().zip(old_targets) {
-        if access::int(rs, "spec.replicas", 1) != target
-            && let Some(next) = resize(rs, target)
-        {
-            access::replace(objects, access::Actor::Deployment, rs_info, next).await?;
+    sizes.set(objects, rs_info, new_rs, new_target).await?;
+    for ((rs, target), was) in old.iter().zip(old_targets).zip(&old_counts) {
+        // Old ReplicaSets left at their size keep their annotations, as upstream's.
+        if target != was.spec {
+            sizes.set(objects, rs_info, rs, target).await?;
         }
     }
     Ok(())
