@@ -1,7 +1,19 @@
-//! CEL for admission (webhook `matchConditions`, ValidatingAdmissionPolicy expressions): the
-//! validation engine's environment and cost model with admission's variables (`object`,
-//! `oldObject`, `request`, `params`, `namespaceObject`, `variables`).
+//! CEL for admission (webhook `matchConditions`, ValidatingAdmissionPolicy expressions and
+//! MutatingAdmissionPolicy mutations): the validation engine's environment and cost model with
+//! admission's variables (`object`, `oldObject`, `request`, `params`, `namespaceObject`,
+//! `variables`).
+//!
+//! A mutation builds objects with upstream's object initializers (`Object{spec:
+//! Object.spec{replicas: 3}}`, `JSONPatch{op: "add", path: "/x", value: 1}`) and may escape
+//! JSON pointer keys with `jsonpatch.escapeKey`. Those are rewritten once, when the
+//! expression compiles, into the map literals and string functions they stand for, so the
+//! engine and its cost model see ordinary CEL.
 
+use cel::common::ast::{
+    CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, ListExpr, LiteralValue, MapEntryExpr,
+    MapExpr,
+};
+use cel::common::types::CelString;
 use cel::{Context, Program};
 use serde_json::Value;
 
@@ -25,6 +37,13 @@ const VARIABLES: &[&str] = &[
 
 /// Compiles an admission expression; `params` allows the `params` variable.
 pub(crate) fn compile(source: &str, params: bool) -> Result<Program, String> {
+    let program = parse(source)?;
+    bounded(program.expression(), params)?;
+    Ok(program)
+}
+
+/// Parses `source` on a thread with a stack deep enough for the generated parser.
+fn parse(source: &str) -> Result<Program, String> {
     if source.len() > MAX_EXPRESSION_BYTES {
         return Err(format!(
             "expression of {} bytes exceeds the limit of {MAX_EXPRESSION_BYTES} bytes",
@@ -32,25 +51,218 @@ pub(crate) fn compile(source: &str, params: bool) -> Result<Program, String> {
         ));
     }
     let owned = source.to_string();
-    let program = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("cel-admission".into())
         .stack_size(PARSER_STACK)
         .spawn(move || env().compile(&owned).map_err(|e| e.to_string()))
         .map_err(|e| format!("starting the compiler: {e}"))?
         .join()
-        .map_err(|_| "the compiler failed".to_string())??;
+        .map_err(|_| "the compiler failed".to_string())?
+}
+
+/// Checks that the cost model can bound `expr` over admission's variables.
+fn bounded(expr: &IdedExpr, params: bool) -> Result<(), String> {
     let mut probe: Vec<(&str, Shape)> = VARIABLES.iter().map(|v| (*v, Shape::opaque(1))).collect();
     if params {
         probe.push(("params", Shape::opaque(1)));
     }
-    cost::estimate(program.expression(), &probe).map_err(|e| format!("ERROR: <input>: {e}"))?;
-    Ok(program)
+    cost::estimate(expr, &probe).map_err(|e| format!("ERROR: <input>: {e}"))?;
+    Ok(())
+}
+
+/// A compiled mutation expression: object initializers rewritten to map literals, with the
+/// initializers whose type names do not follow their field path (upstream reports those
+/// when the mutation runs).
+#[derive(Debug, Clone)]
+pub(crate) struct Mutation {
+    /// The rewritten expression.
+    expr: IdedExpr,
+    /// Upstream's type-mismatch messages, one per misnamed initializer.
+    mismatches: Vec<String>,
+}
+
+impl Mutation {
+    /// Upstream's `type mismatch` error for misnamed initializers, if any.
+    pub(crate) fn mismatch(&self) -> Option<String> {
+        (!self.mismatches.is_empty())
+            .then(|| format!("type mismatch: {}", self.mismatches.join("\n")))
+    }
+}
+
+/// Compiles a MutatingAdmissionPolicy mutation (`applyConfiguration` or `jsonPatch`
+/// expression), `params` always allowed.
+pub(crate) fn compile_mutation(source: &str) -> Result<Mutation, String> {
+    let program = parse(source)?;
+    let mut mismatches = Vec::new();
+    let expr = rewrite(program.expression(), None, &mut mismatches)?;
+    bounded(&expr, true)?;
+    Ok(Mutation { expr, mismatches })
+}
+
+/// Evaluates a compiled mutation with the given variables.
+pub(crate) fn evaluate_mutation(
+    mutation: &Mutation,
+    vars: &[(&str, &Value)],
+) -> Result<cel::Value, String> {
+    run(&mutation.expr, vars)
+}
+
+/// The type of an initializer: an `Object` (or one of its fields' types) or a `JSONPatch`.
+fn initializer(name: &str) -> bool {
+    name == "Object" || name.starts_with("Object.") || name == "JSONPatch"
+}
+
+/// Rewrites `expr` for the engine: initializers become map literals (their type names checked
+/// against `path`, the type name their position calls for, when known) and
+/// `jsonpatch.escapeKey(k)` becomes `k.replace('~', '~0').replace('/', '~1')`.
+fn rewrite(
+    expr: &IdedExpr,
+    path: Option<&str>,
+    mismatches: &mut Vec<String>,
+) -> Result<IdedExpr, String> {
+    let id = expr.id;
+    let node = match &expr.expr {
+        Expr::Struct(s) => {
+            if !initializer(&s.type_name) {
+                return Err(format!(
+                    "ERROR: <input>: undeclared reference to '{}'",
+                    s.type_name
+                ));
+            }
+            if s.type_name != "JSONPatch"
+                && let Some(expected) = path.filter(|p| *p != s.type_name)
+            {
+                mismatches.push(format!(
+                    "unexpected type name {:?}, expected {expected:?}, which matches field name path from root Object type",
+                    s.type_name
+                ));
+            }
+            let object = s.type_name != "JSONPatch";
+            let mut entries = Vec::with_capacity(s.entries.len());
+            for entry in &s.entries {
+                let EntryExpr::StructField(field) = &entry.expr else {
+                    return Err("ERROR: <input>: malformed object initializer".into());
+                };
+                let child = object.then(|| format!("{}.{}", s.type_name, field.field));
+                entries.push(IdedEntryExpr {
+                    id: entry.id,
+                    expr: EntryExpr::MapEntry(MapEntryExpr {
+                        key: IdedExpr {
+                            id: field.value.id,
+                            expr: Expr::Literal(LiteralValue::String(CelString::from(
+                                field.field.clone(),
+                            ))),
+                        },
+                        value: rewrite(&field.value, child.as_deref(), mismatches)?,
+                        optional: field.optional,
+                    }),
+                });
+            }
+            Expr::Map(MapExpr { entries })
+        }
+        // Lists and maps of initializers keep the type name of their field.
+        Expr::List(l) => Expr::List(ListExpr {
+            elements: l
+                .elements
+                .iter()
+                .map(|e| rewrite(e, path, mismatches))
+                .collect::<Result<_, _>>()?,
+            optional_indices: l.optional_indices.clone(),
+        }),
+        Expr::Map(m) => {
+            let mut entries = Vec::with_capacity(m.entries.len());
+            for entry in &m.entries {
+                let EntryExpr::MapEntry(e) = &entry.expr else {
+                    return Err("ERROR: <input>: malformed map literal".into());
+                };
+                entries.push(IdedEntryExpr {
+                    id: entry.id,
+                    expr: EntryExpr::MapEntry(MapEntryExpr {
+                        key: rewrite(&e.key, None, mismatches)?,
+                        value: rewrite(&e.value, path, mismatches)?,
+                        optional: e.optional,
+                    }),
+                });
+            }
+            Expr::Map(MapExpr { entries })
+        }
+        Expr::Call(c) if is_escape_key(c) => {
+            let key = rewrite(&c.args[0], None, mismatches)?;
+            let replace = |target: IdedExpr, from: &str, to: &str| IdedExpr {
+                id,
+                expr: Expr::Call(CallExpr {
+                    func_name: "replace".into(),
+                    target: Some(Box::new(target)),
+                    args: [from, to]
+                        .into_iter()
+                        .map(|s| IdedExpr {
+                            id,
+                            expr: Expr::Literal(LiteralValue::String(CelString::from(
+                                s.to_string(),
+                            ))),
+                        })
+                        .collect(),
+                }),
+            };
+            return Ok(replace(replace(key, "~", "~0"), "/", "~1"));
+        }
+        Expr::Call(c) => {
+            // The branches of a conditional stand where the conditional stands.
+            let ternary = c.func_name == cel::common::ast::operators::CONDITIONAL;
+            Expr::Call(CallExpr {
+                func_name: c.func_name.clone(),
+                target: c
+                    .target
+                    .as_ref()
+                    .map(|t| rewrite(t, None, mismatches).map(Box::new))
+                    .transpose()?,
+                args: c
+                    .args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| rewrite(a, path.filter(|_| ternary && i > 0), mismatches))
+                    .collect::<Result<_, _>>()?,
+            })
+        }
+        Expr::Select(s) => {
+            let mut s = s.clone();
+            s.operand = Box::new(rewrite(&s.operand, None, mismatches)?);
+            Expr::Select(s)
+        }
+        Expr::Comprehension(c) => {
+            let mut c = c.clone();
+            c.iter_range = rewrite(&c.iter_range, None, mismatches)?;
+            c.accu_init = rewrite(&c.accu_init, None, mismatches)?;
+            c.loop_cond = rewrite(&c.loop_cond, None, mismatches)?;
+            c.loop_step = rewrite(&c.loop_step, None, mismatches)?;
+            c.result = rewrite(&c.result, None, mismatches)?;
+            Expr::Comprehension(c)
+        }
+        other => other.clone(),
+    };
+    Ok(IdedExpr { id, expr: node })
+}
+
+/// Whether a call is `jsonpatch.escapeKey(k)`.
+fn is_escape_key(c: &CallExpr) -> bool {
+    let on_jsonpatch = matches!(
+        c.target.as_deref(),
+        Some(IdedExpr { expr: Expr::Ident(name), .. }) if name == "jsonpatch"
+    );
+    c.args.len() == 1
+        && ((c.func_name == "escapeKey" && on_jsonpatch)
+            || (c.func_name == "jsonpatch.escapeKey" && c.target.is_none()))
 }
 
 /// Evaluates a compiled expression with the given variables (`null` for absent ones).
 pub(crate) fn evaluate(program: &Program, vars: &[(&str, &Value)]) -> Result<cel::Value, String> {
+    run(program.expression(), vars)
+}
+
+/// Evaluates an expression within the runtime cost limit.
+fn run(expr: &IdedExpr, vars: &[(&str, &Value)]) -> Result<cel::Value, String> {
     let shapes: Vec<(&str, Shape)> = vars.iter().map(|(n, v)| (*n, Shape::of_json(v))).collect();
-    let cost = cost::estimate(program.expression(), &shapes).map_err(|e| e.to_string())?;
+    let cost = cost::estimate(expr, &shapes).map_err(|e| e.to_string())?;
     if cost > PER_CALL_LIMIT {
         return Err("operation cancelled: actual cost limit exceeded".into());
     }
@@ -58,7 +270,7 @@ pub(crate) fn evaluate(program: &Program, vars: &[(&str, &Value)]) -> Result<cel
     for (name, value) in vars {
         ctx.add_variable_from_value(*name, to_cel(value));
     }
-    program.execute(&ctx).map_err(|e| e.to_string())
+    cel::Value::resolve(expr, &ctx).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -79,5 +291,59 @@ mod tests {
         assert!(compile("params.x", false).is_err());
         assert!(compile("params.x", true).is_ok());
         assert!(compile("object.(", false).is_err());
+    }
+
+    fn mutate(source: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {
+        let m = compile_mutation(source)?;
+        if let Some(e) = m.mismatch() {
+            return Err(e);
+        }
+        evaluate_mutation(&m, vars).map(|v| super::super::policy::to_json(&v))
+    }
+
+    #[test]
+    fn object_initializers_become_maps() {
+        let obj = serde_json::json!({"metadata": {"name": "a"}});
+        let got = mutate(
+            "Object{metadata: Object.metadata{labels: {'x': object.metadata.name}}, \
+             spec: Object.spec{ports: [Object.spec.ports{port: 80}], replicas: 1 + 1}}",
+            &[("object", &obj)],
+        )
+        .expect("evaluates");
+        assert_eq!(
+            got,
+            serde_json::json!({"metadata": {"labels": {"x": "a"}},
+                               "spec": {"ports": [{"port": 80}], "replicas": 2}})
+        );
+        let got = mutate(
+            "[JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('a.io/b~c'), \
+              value: Object.spec{x: 1}}]",
+            &[],
+        )
+        .expect("evaluates");
+        assert_eq!(
+            got,
+            serde_json::json!([{"op": "add", "path": "/metadata/annotations/a.io~1b~0c",
+                                "value": {"x": 1}}])
+        );
+    }
+
+    #[test]
+    fn initializer_names_must_follow_the_field_path() {
+        let err = mutate(
+            "Object{spec: Object.spec{selector: Object.spec.wrong{}}}",
+            &[],
+        )
+        .expect_err("misnamed");
+        assert_eq!(
+            err,
+            "type mismatch: unexpected type name \"Object.spec.wrong\", expected \"Object.spec.selector\", which matches field name path from root Object type"
+        );
+        // Lists and conditionals keep their field's type name.
+        assert!(mutate("Object{spec: Object.spec{xs: [Object.spec.xs{}]}}", &[]).is_ok());
+        assert!(mutate("Object{spec: true ? Object.spec{} : Object.spec{}}", &[]).is_ok());
+        assert!(mutate("Object{spec: true ? Object.spec{} : Object.other{}}", &[]).is_err());
+        let err = compile_mutation("Widget{}").expect_err("unknown type");
+        assert!(err.contains("undeclared reference to 'Widget'"), "{err}");
     }
 }

@@ -53,6 +53,7 @@ pub(crate) fn any_configuration(objects: &crate::objects::Objects) -> bool {
         "mutatingwebhookconfigurations",
         "validatingwebhookconfigurations",
         "validatingadmissionpolicybindings",
+        "mutatingadmissionpolicybindings",
     ]
     .iter()
     .any(|resource| {

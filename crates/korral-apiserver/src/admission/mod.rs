@@ -1,13 +1,15 @@
-//! Admission webhooks, called as kube-apiserver calls them: the Mutating- and
+//! Admission as kube-apiserver's plugin chain runs it after the built-in plugins:
+//! MutatingAdmissionPolicies, then mutating webhooks (`IfNeeded` policies and webhooks invoked
+//! once more when a later one changed the object; the changed object is validated again), then
+//! ValidatingAdmissionPolicies and validating webhooks. Webhooks are the Mutating- and
 //! ValidatingWebhookConfigurations that match a write (rules, scope, selectors, match
-//! conditions, match policy) receive an `AdmissionReview` v1 over https; mutating webhooks run
-//! first (their JSONPatches applied and the object validated again, `IfNeeded` webhooks invoked
-//! again after later changes), then validating ones. Denials, failures and warnings are answered
-//! with upstream's messages.
+//! conditions, match policy); they receive an `AdmissionReview` v1 over https. Denials,
+//! failures and warnings are answered with upstream's messages.
 
 pub(crate) mod cel;
 pub(crate) mod client;
 mod matching;
+mod mutation;
 mod policy;
 mod review;
 pub(crate) mod url;
@@ -142,10 +144,19 @@ pub(crate) async fn admit(
     if !configured(req.objects, req.info) {
         return Ok(admitted);
     }
-    let mutating = matching::candidates(req, true, object.as_ref());
-    if !mutating.is_empty() {
+    let (policies, failures) = mutation::plan(req, object.as_ref());
+    let webhooks = matching::candidates(req, true, object.as_ref());
+    if !policies.is_empty() || !failures.is_empty() || !webhooks.is_empty() {
         let before = object.clone();
-        review::run_mutating(req, &mutating, object, &mut admitted.warnings).await?;
+        mutate(
+            req,
+            &policies,
+            failures,
+            &webhooks,
+            object,
+            &mut admitted.warnings,
+        )
+        .await?;
         if *object != before
             && let Some(obj) = object.take()
         {
@@ -167,6 +178,86 @@ pub(crate) async fn admit(
         review::run_validating(req, &validating, object.as_ref(), &mut admitted.warnings).await?;
     }
     Ok(admitted)
+}
+
+/// The mutating stage: the policies' invocations in order, then the webhooks; then, once,
+/// every `IfNeeded` policy or webhook after which another one changed the object.
+async fn mutate(
+    req: &Request<'_>,
+    policies: &[mutation::Invocation],
+    failures: Vec<mutation::Failure>,
+    webhooks: &[matching::Candidate],
+    object: &mut Option<Value>,
+    warnings: &mut Vec<String>,
+) -> Result<(), ApiError> {
+    let mut changed_after = vec![false; policies.len() + webhooks.len()];
+    let changed = |at: usize, flags: &mut Vec<bool>| {
+        for flag in flags.iter_mut().take(at) {
+            *flag = true;
+        }
+    };
+    let request = if policies.is_empty() {
+        Value::Null
+    } else {
+        let own = matching::Candidate {
+            hook: Value::Null,
+            matched: req.info.clone(),
+        };
+        let uid = uuid::Uuid::new_v4().to_string();
+        mutation::request_variable(&review::build_review(
+            req,
+            &own,
+            object.as_ref(),
+            req.old,
+            true,
+            &uid,
+        ))
+    };
+    let namespace = if policies.is_empty() {
+        None
+    } else {
+        policy::namespace_object(req)
+    };
+    let run_policies = |object: &mut Option<Value>, only: Option<&[bool]>| {
+        let mut failures = Vec::new();
+        let mut changed_at = Vec::new();
+        for (i, invocation) in policies.iter().enumerate() {
+            if only.is_some_and(|flags| !(flags[i] && invocation.reinvoked())) {
+                continue;
+            }
+            let Some(current) = object.as_mut() else {
+                break;
+            };
+            match mutation::invoke(req, invocation, current, &request, namespace.as_ref()) {
+                Ok(true) => changed_at.push(i),
+                Ok(false) => {}
+                Err(failure) => failures.push(failure),
+            }
+        }
+        (changed_at, failures)
+    };
+    let (changed_at, mut more) = run_policies(object, None);
+    for i in changed_at {
+        changed(i, &mut changed_after);
+    }
+    let mut all_failures = failures;
+    all_failures.append(&mut more);
+    mutation::refuse(req, all_failures)?;
+    for (j, hook) in webhooks.iter().enumerate() {
+        if review::call_mutating(req, hook, object, warnings).await? {
+            changed(policies.len() + j, &mut changed_after);
+        }
+    }
+    let (_, failures) = run_policies(object, Some(&changed_after));
+    mutation::refuse(req, failures)?;
+    for (j, hook) in webhooks.iter().enumerate() {
+        if changed_after[policies.len() + j]
+            && hook.field("reinvocationPolicy", "Never") == "IfNeeded"
+        {
+            review::call_mutating(req, hook, object, warnings).await?;
+        }
+    }
+    Ok(())
 }
 
 /// The `CreateOptions`/`UpdateOptions` fields a review carries beyond `dryRun`.

@@ -32,51 +32,30 @@ pub(crate) fn run(
     review: impl FnOnce() -> Value,
     warnings: &mut Vec<String>,
 ) -> Result<(), ApiError> {
-    let registry = req.objects.registry();
-    let (Some(policies), Some(bindings)) = (
-        registry.get(GROUP, "v1", "validatingadmissionpolicies"),
-        registry.get(GROUP, "v1", "validatingadmissionpolicybindings"),
-    ) else {
-        return Ok(());
-    };
-    let Ok(page) = req.objects.list(&bindings, None, &ListOptions::default()) else {
-        return Ok(());
-    };
-    if page.items.is_empty() {
+    let bound = bound_policies(
+        req,
+        (
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicybindings",
+        ),
+        object,
+    );
+    if bound.is_empty() {
         return Ok(());
     }
-    let mut bound: Vec<_> = page.items;
-    bound.sort_by(|a, b| meta::name(a).cmp(meta::name(b)));
     let review = review();
     let namespace_object = namespace_object(req);
     let mut outcome = Outcome {
         denials: Vec::new(),
         warnings: Vec::new(),
     };
-    for binding in bound {
-        let spec = binding.get("spec").cloned().unwrap_or(Value::Null);
-        let policy_name = spec.get("policyName").and_then(Value::as_str).unwrap_or("");
-        let Ok(policy) = req.objects.get(&policies, None, policy_name) else {
-            continue;
-        };
-        let policy_spec = policy.get("spec").cloned().unwrap_or(Value::Null);
-        let Some(constraints) = policy_spec.get("matchConstraints") else {
-            continue;
-        };
-        if !matches(req, constraints, object, namespace_object.as_ref(), true) {
-            continue;
-        }
-        if let Some(resources) = spec.get("matchResources").filter(|m| m.is_object())
-            && !matches(req, resources, object, namespace_object.as_ref(), false)
-        {
-            continue;
-        }
+    for b in &bound {
         evaluate_binding(
             req,
-            &policy_spec,
-            policy_name,
-            &spec,
-            meta::name(&binding),
+            &b.policy,
+            &b.policy_name,
+            &b.binding,
+            &b.binding_name,
             object,
             &review,
             namespace_object.as_ref(),
@@ -105,8 +84,74 @@ pub(crate) fn run(
     Ok(())
 }
 
+/// A binding that selects the request, with its policy.
+#[derive(Clone)]
+pub(super) struct Bound {
+    /// The policy's name.
+    pub policy_name: String,
+    /// The policy's `spec`.
+    pub policy: Value,
+    /// The binding's name.
+    pub binding_name: String,
+    /// The binding's `spec`.
+    pub binding: Value,
+}
+
+/// The bindings (of the `(policies, bindings)` resources) whose policy's match constraints and
+/// own match resources select the request, ordered by binding name; bindings of missing
+/// policies are skipped, as upstream's policy source does.
+pub(super) fn bound_policies(
+    req: &Request<'_>,
+    (policies, bindings): (&str, &str),
+    object: Option<&Value>,
+) -> Vec<Bound> {
+    let registry = req.objects.registry();
+    let (Some(policies), Some(bindings)) = (
+        registry.get(GROUP, "v1", policies),
+        registry.get(GROUP, "v1", bindings),
+    ) else {
+        return Vec::new();
+    };
+    let Ok(page) = req.objects.list(&bindings, None, &ListOptions::default()) else {
+        return Vec::new();
+    };
+    if page.items.is_empty() {
+        return Vec::new();
+    }
+    let mut listed = page.items;
+    listed.sort_by(|a, b| meta::name(a).cmp(meta::name(b)));
+    let namespace_object = namespace_object(req);
+    let mut bound = Vec::new();
+    for binding in listed {
+        let spec = binding.get("spec").cloned().unwrap_or(Value::Null);
+        let policy_name = spec.get("policyName").and_then(Value::as_str).unwrap_or("");
+        let Ok(policy) = req.objects.get(&policies, None, policy_name) else {
+            continue;
+        };
+        let policy_spec = policy.get("spec").cloned().unwrap_or(Value::Null);
+        let Some(constraints) = policy_spec.get("matchConstraints") else {
+            continue;
+        };
+        if !matches(req, constraints, object, namespace_object.as_ref(), true) {
+            continue;
+        }
+        if let Some(resources) = spec.get("matchResources").filter(|m| m.is_object())
+            && !matches(req, resources, object, namespace_object.as_ref(), false)
+        {
+            continue;
+        }
+        bound.push(Bound {
+            policy_name: policy_name.to_string(),
+            policy: policy_spec,
+            binding_name: meta::name(&binding).to_string(),
+            binding: spec,
+        });
+    }
+    bound
+}
+
 /// The request's Namespace object (`null` for cluster-scoped requests).
-fn namespace_object(req: &Request<'_>) -> Option<Value> {
+pub(super) fn namespace_object(req: &Request<'_>) -> Option<Value> {
     let ns = req.namespace.filter(|_| req.info.namespaced)?;
     let info = req.objects.registry().get("", "v1", "namespaces")?;
     req.objects.get(&info, None, ns).ok().map(|n| (*n).clone())
@@ -284,14 +329,14 @@ fn message(v: &Value, expression: &str, vars: &[(&str, &Value)]) -> String {
 }
 
 /// Evaluates a CEL expression into JSON.
-fn eval(expression: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {
+pub(super) fn eval(expression: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {
     let program = super::cel::compile(expression, true)?;
     super::cel::evaluate(&program, vars).map(|v| to_json(&v))
 }
 
 /// The policy's variables, in order (each may use the previous ones), as a JSON map; a variable
 /// that fails to evaluate is left out (its use then fails the validation that reads it).
-fn evaluate_variables(policy: &Value, base: &[(&str, &Value)]) -> Value {
+pub(super) fn evaluate_variables(policy: &Value, base: &[(&str, &Value)]) -> Value {
     let mut values = Map::new();
     let Some(list) = policy.get("variables").and_then(Value::as_array) else {
         return Value::Object(values);
@@ -310,7 +355,7 @@ fn evaluate_variables(policy: &Value, base: &[(&str, &Value)]) -> Value {
 }
 
 /// A CEL value as JSON (lists, string-keyed maps, scalars).
-fn to_json(value: &cel::Value) -> Value {
+pub(super) fn to_json(value: &cel::Value) -> Value {
     match value {
         cel::Value::Null => Value::Null,
         cel::Value::Bool(b) => json!(b),
@@ -342,7 +387,7 @@ fn to_json(value: &cel::Value) -> Value {
 /// The params a binding evaluates its policy with: `[None]` without `paramKind`; otherwise the
 /// object named by `paramRef.name` or those its selector picks (in the request's namespace when
 /// the param kind is namespaced and no namespace is given).
-fn params(
+pub(super) fn params(
     req: &Request<'_>,
     policy: &Value,
     binding: &Value,

@@ -15,32 +15,8 @@ use crate::meta;
 /// The longest a webhook may take, whatever its configuration says.
 const MAX_TIMEOUT_SECONDS: u64 = 30;
 
-/// Runs the mutating webhooks in order on `object`, applying their patches, then invokes once
-/// more those with `reinvocationPolicy: IfNeeded` when a later webhook changed the object.
-pub(crate) async fn run_mutating(
-    req: &Request<'_>,
-    hooks: &[Candidate],
-    object: &mut Option<Value>,
-    warnings: &mut Vec<String>,
-) -> Result<(), ApiError> {
-    let mut changed_after = vec![false; hooks.len()];
-    for (i, hook) in hooks.iter().enumerate() {
-        if call_mutating(req, hook, object, warnings).await? {
-            for flag in changed_after.iter_mut().take(i) {
-                *flag = true;
-            }
-        }
-    }
-    for (i, hook) in hooks.iter().enumerate() {
-        if changed_after[i] && hook.field("reinvocationPolicy", "Never") == "IfNeeded" {
-            call_mutating(req, hook, object, warnings).await?;
-        }
-    }
-    Ok(())
-}
-
 /// Calls one mutating webhook; answers whether its patch changed the object.
-async fn call_mutating(
+pub(super) async fn call_mutating(
     req: &Request<'_>,
     hook: &Candidate,
     object: &mut Option<Value>,

@@ -53,6 +53,22 @@ pub fn semantics(info: &ResourceInfo) -> Box<dyn Semantics + '_> {
     }
 }
 
+/// Merges a configuration into an object without tracking ownership, as a
+/// MutatingAdmissionPolicy's `ApplyConfiguration` does (upstream's `ApplyStructuredMergeDiff`):
+/// maps merge field by field and associative lists item by item; a configuration that sets an
+/// atomic list, map or struct is refused, since merging it would drop the members it omits.
+pub fn merge_unowned(info: &ResourceInfo, live: &Value, config: &Value) -> Result<Value, String> {
+    let sem = semantics(info);
+    let atomics = walk::atomics(config, sem.as_ref());
+    if !atomics.is_empty() {
+        return Err(format!(
+            "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+            atomics.join(", ")
+        ));
+    }
+    walk::merge(live, config, sem.as_ref()).map_err(|e| format!("failed to merge patch: {e}"))
+}
+
 /// Upstream's `ValidateFieldManager`: at most 128 bytes, printable characters only.
 pub fn validate_field_manager(manager: &str) -> Vec<Cause> {
     let mut causes = Vec::new();

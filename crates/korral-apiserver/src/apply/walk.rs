@@ -334,6 +334,49 @@ pub fn merge(live: &Value, config: &Value, sem: &dyn Semantics) -> Result<Value,
     walk(Some(live), config, &mut At::root(), sem)
 }
 
+/// The atomic lists, maps and structs a configuration sets, as upstream's `findAtomics` names
+/// them (`.spec.selector`, `.spec.template.spec.containers[0].args`): a configuration merged
+/// without ownership must not carry any, or it would silently drop their other members.
+pub fn atomics(config: &Value, sem: &dyn Semantics) -> Vec<String> {
+    fn walk(
+        v: &Value,
+        at: &mut At,
+        shown: &mut String,
+        sem: &dyn Semantics,
+        out: &mut Vec<String>,
+    ) {
+        match v {
+            Value::Object(m) => {
+                if at.map_atomic(sem) {
+                    out.push(shown.clone());
+                }
+                for (k, child) in m {
+                    let len = shown.len();
+                    shown.push('.');
+                    shown.push_str(k);
+                    at.field(k, |at| walk(child, at, shown, sem, out));
+                    shown.truncate(len);
+                }
+            }
+            Value::Array(items) => {
+                if list_type_at(sem, at) == ListType::Atomic {
+                    out.push(shown.clone());
+                }
+                for (i, item) in items.iter().enumerate() {
+                    let len = shown.len();
+                    shown.push_str(&format!("[{i}]"));
+                    at.item(PathElement::Index(i), |at| walk(item, at, shown, sem, out));
+                    shown.truncate(len);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(config, &mut At::root(), &mut String::new(), sem, &mut out);
+    out
+}
+
 type ItemMerge<'f> = dyn FnMut(Option<&Value>, &Value, &mut At) -> Result<Value, String> + 'f;
 
 /// Upstream's associative-list merge order: shared items in the order of the configuration,

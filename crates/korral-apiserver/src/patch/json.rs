@@ -39,6 +39,17 @@ impl fmt::Display for JsonPatchError {
 
 impl std::error::Error for JsonPatchError {}
 
+/// How upstream's library ends the message of a failed `test` operation.
+const TEST_FAILED: &str = "failed: test failed";
+
+impl JsonPatchError {
+    /// Whether a `test` operation failed (rather than the patch being malformed or not
+    /// applicable).
+    pub fn is_test_failure(&self) -> bool {
+        self.0.ends_with(TEST_FAILED)
+    }
+}
+
 /// Reads the operations of a decoded JSON patch document, with the messages of Go's decoder
 /// for a document of the wrong shape (e.g.
 /// `json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp`).
@@ -189,7 +200,7 @@ fn apply_one(doc: &mut Value, op: &Operation) -> Result<(), JsonPatchError> {
                 Ok(())
             } else {
                 Err(JsonPatchError(format!(
-                    "testing value {} failed: test failed",
+                    "testing value {} {TEST_FAILED}",
                     render_pointer(&path)
                 )))
             }

@@ -1,7 +1,6 @@
 //! MutatingAdmissionPolicies and their bindings (`admissionregistration.k8s.io/v1`), stored
 //! with upstream's defaults (`SetDefaults_MutatingAdmissionPolicySpec`, match resources) and
-//! validation (`ValidateMutatingAdmissionPolicy` / `Binding`). The server does not apply their
-//! mutations.
+//! validation (`ValidateMutatingAdmissionPolicy` / `Binding`); `crate::admission` applies them.
 
 use serde_json::{Value, json};
 
@@ -182,7 +181,7 @@ fn validate_mutation(errs: &mut Vec<Cause>, mutation: &Value, path: &str) {
             let expression = text(body, "expression");
             if expression.trim().is_empty() {
                 errs.push(Cause::required(&at, ""));
-            } else if let Err(e) = parse(expression) {
+            } else if let Err(e) = crate::admission::cel::compile_mutation(expression) {
                 errs.push(Cause::invalid(
                     &at,
                     &json!(expression),
@@ -198,29 +197,6 @@ fn validate_mutation(errs: &mut Vec<Cause>, mutation: &Value, path: &str) {
             &format!("must not be specified when patchType is {patch_type}"),
         ));
     }
-}
-
-/// Parses a mutation's expression. Its object construction (`Object{...}`, `JSONPatch{...}`)
-/// is beyond the admission CEL engine's type and cost checks, which this server does not need:
-/// it does not apply mutations. So only the syntax is checked.
-fn parse(source: &str) -> Result<(), String> {
-    use crate::validation::cel::compile::{MAX_EXPRESSION_BYTES, env};
-    /// Stack for the parser thread (the generated parser recurses once per nesting level).
-    const PARSER_STACK: usize = 64 * 1024 * 1024;
-    if source.len() > MAX_EXPRESSION_BYTES {
-        return Err(format!(
-            "expression of {} bytes exceeds the limit of {MAX_EXPRESSION_BYTES} bytes",
-            source.len()
-        ));
-    }
-    let owned = source.to_string();
-    std::thread::Builder::new()
-        .name("cel-mutation".into())
-        .stack_size(PARSER_STACK)
-        .spawn(move || env().compile(&owned).map(|_| ()).map_err(|e| e.to_string()))
-        .map_err(|e| format!("starting the compiler: {e}"))?
-        .join()
-        .map_err(|_| "the compiler failed".to_string())?
 }
 
 /// The strategy of MutatingAdmissionPolicyBindings.
