@@ -607,6 +607,138 @@ fn kubectl_explain_describes_builtin_groups() {
     );
 }
 
+/// A MutatingAdmissionPolicy labelling ConfigMaps of namespace `ns` with `team: <ns>`, a
+/// ValidatingAdmissionPolicy refusing ConfigMaps there without a `mode` key, and their
+/// bindings.
+fn admission_policies(ns: &str) -> String {
+    format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: team-label-{ns}
+spec:
+  matchConstraints:
+    namespaceSelector:
+      matchLabels:
+        kubernetes.io/metadata.name: {ns}
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{{metadata: Object.metadata{{labels: {{"team": namespaceObject.metadata.name}}}}}}'
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: team-label-{ns}
+spec:
+  policyName: team-label-{ns}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: needs-mode-{ns}
+spec:
+  matchConstraints:
+    namespaceSelector:
+      matchLabels:
+        kubernetes.io/metadata.name: {ns}
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  validations:
+  - expression: 'has(object.data) && "mode" in object.data'
+    message: every ConfigMap here needs a mode
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: needs-mode-{ns}
+spec:
+  policyName: needs-mode-{ns}
+  validationActions: [Deny]
+"#
+    )
+}
+
+#[test]
+fn kubectl_meets_admission_policies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]);
+    for_each_kubectl(
+        "kubectl_meets_admission_policies",
+        |kubectl, i, failures| {
+            let server = server.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+            let mut run = Run {
+                kubectl,
+                server,
+                tag: kubectl.display().to_string(),
+                failures,
+            };
+            let ns = format!("policies-{i}");
+            run.ok_contains(&["create", "namespace", &ns], &[]);
+            let file = dir.path().join(format!("policies-{i}.yaml"));
+            std::fs::write(&file, admission_policies(&ns))?;
+            let path = file.display().to_string();
+            run.ok_contains(
+                &["apply", "-f", &path],
+                &[&format!(
+                    "mutatingadmissionpolicy.admissionregistration.k8s.io/team-label-{ns} created"
+                )],
+            );
+            // The mutation labels what kubectl creates.
+            run.ok_contains(
+                &n(
+                    &ns,
+                    &[
+                        "create",
+                        "configmap",
+                        "settings",
+                        "--from-literal=mode=fast",
+                    ],
+                ),
+                &["configmap/settings created"],
+            );
+            run.jsonpath(
+                &n(&ns, &["get", "configmap", "settings"]),
+                "{.metadata.labels.team}",
+                &ns,
+            );
+            // The validation refuses, with upstream's message on kubectl's stderr.
+            run.fails_with(
+            &n(&ns, &["create", "configmap", "bare", "--from-literal=size=1"]),
+            &[
+                "configmaps \"bare\" is forbidden: ValidatingAdmissionPolicy",
+                &format!("'needs-mode-{ns}' with binding 'needs-mode-{ns}' denied request: every ConfigMap here needs a mode"),
+            ],
+        );
+            // Other namespaces are not selected.
+            run.ok_contains(
+                &[
+                    "create",
+                    "configmap",
+                    &format!("elsewhere-{i}"),
+                    "--from-literal=size=1",
+                ],
+                &["created"],
+            );
+            run.jsonpath(
+                &["get", "configmap", &format!("elsewhere-{i}")],
+                "{.metadata.labels}",
+                "",
+            );
+            Ok(())
+        },
+    );
+}
+
 /// A ConfigMap for `diff`, `replace --force` and `edit`, in the given color.
 fn configmap(color: &str) -> String {
     format!(
