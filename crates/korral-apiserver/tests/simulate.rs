@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::*;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, ReplicationController, Service};
 use korral_apiserver::ServerConfig;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -2084,4 +2084,175 @@ async fn the_ready_node_loses_the_not_ready_taint() {
     )
     .await
     .expect("ready and untainted");
+}
+
+/// Whether `pod` is controlled by the `kind` named `name` (of `api_version`).
+fn controlled_by(pod: &Pod, api_version: &str, kind: &str, name: &str) -> bool {
+    pod.metadata.owner_references.as_ref().is_some_and(|refs| {
+        refs.iter().any(|r| {
+            r.controller == Some(true)
+                && r.block_owner_deletion == Some(true)
+                && (r.api_version.as_str(), r.kind.as_str(), r.name.as_str())
+                    == (api_version, kind, name)
+        })
+    })
+}
+
+/// A ReplicationController gets its Pods from upstream's ReplicaSet controller run on it:
+/// named `<rc>-<5 safe characters>`, controlled by the RC, counted in its status; scaling
+/// through `/scale` removes Pods, its selector adopts orphans and releases Pods it no longer
+/// selects, and deleting the RC collects its Pods.
+#[tokio::test]
+async fn replication_controller_keeps_its_pods() {
+    let env = sim_env().await;
+    let rcs: Api<ReplicationController> = Api::namespaced(env.client(), "default");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let rc: ReplicationController = serde_json::from_value(json!({
+        "metadata": {"name": "frontend"},
+        "spec": {
+            "replicas": 3,
+            "selector": {"app": "frontend"},
+            "template": {
+                "metadata": {"labels": {"app": "frontend", "tier": "web"}},
+                "spec": {"containers": [{"name": "main", "image": "nginx"}]}
+            }
+        }
+    }))
+    .expect("rc");
+    rcs.create(&PostParams::default(), &rc)
+        .await
+        .expect("create");
+
+    // Waits until the RC has `n` ready Pods and reports them for its current generation.
+    let settled = |n: usize| {
+        let (rcs, pods) = (rcs.clone(), pods.clone());
+        async move {
+            wait_until(
+                WAIT,
+                format!("replication controller with {n} pods"),
+                || {
+                    let (rcs, pods) = (rcs.clone(), pods.clone());
+                    async move {
+                        let Ok(rc) = rcs.get("frontend").await else {
+                            return false;
+                        };
+                        let s = rc.status.clone().unwrap_or_default();
+                        let n = n as i32;
+                        let pods = pods_with(&pods, "app=frontend").await;
+                        pods.len() == n as usize
+                            && pods.iter().all(ready)
+                            && s.observed_generation == rc.metadata.generation
+                            && s.replicas == n
+                            && s.fully_labeled_replicas.unwrap_or(0) == n
+                            && s.ready_replicas.unwrap_or(0) == n
+                            && s.available_replicas.unwrap_or(0) == n
+                    }
+                },
+            )
+            .await
+            .expect("replication controller settled");
+        }
+    };
+    settled(3).await;
+    let three = pods_with(&pods, "app=frontend").await;
+    for pod in &three {
+        let name = pod.metadata.name.clone().expect("name");
+        let suffix = name.strip_prefix("frontend-").expect("named after the rc");
+        assert!(suffix.len() == 5 && is_safe(suffix), "pod name {name}");
+        assert_eq!(
+            pod.metadata.generate_name.as_deref(),
+            Some("frontend-"),
+            "{name}"
+        );
+        assert!(
+            controlled_by(pod, "v1", "ReplicationController", "frontend"),
+            "{name}: {:?}",
+            pod.metadata.owner_references
+        );
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get("tier").map(String::as_str), Some("web"));
+    }
+
+    rcs.patch_scale(
+        "frontend",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 1}})),
+    )
+    .await
+    .expect("scale down");
+    settled(1).await;
+    let scale = rcs.get_scale("frontend").await.expect("scale");
+    assert_eq!(scale.status.expect("scale status").replicas, 1);
+
+    // As upstream's ClaimPods: an orphan the selector matches is adopted (one Pod too many,
+    // so one goes), a Pod relabelled out of the selector is released (and replaced).
+    let stray: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "stray", "labels": {"app": "frontend", "tier": "web"}},
+        "spec": {"containers": [{"name": "main", "image": "nginx"}]}
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &stray)
+        .await
+        .expect("create stray");
+    wait_until(WAIT, "the orphan adopted and the surplus deleted", || {
+        let pods = pods.clone();
+        async move {
+            let now = pods_with(&pods, "app=frontend").await;
+            let stray = pods.get_opt("stray").await.expect("get stray");
+            now.len() == 1
+                && now
+                    .iter()
+                    .all(|p| controlled_by(p, "v1", "ReplicationController", "frontend"))
+                && stray
+                    .is_none_or(|p| controlled_by(&p, "v1", "ReplicationController", "frontend"))
+        }
+    })
+    .await
+    .expect("adoption");
+    settled(1).await;
+    let kept = pods_with(&pods, "app=frontend").await[0]
+        .metadata
+        .name
+        .clone()
+        .expect("name");
+    pods.patch(
+        &kept,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "moved"}}})),
+    )
+    .await
+    .expect("relabel");
+    wait_until(WAIT, "the relabelled pod released", || {
+        let (pods, kept) = (pods.clone(), kept.clone());
+        async move {
+            pods.get(&kept).await.is_ok_and(|p| {
+                p.metadata
+                    .owner_references
+                    .as_ref()
+                    .is_none_or(|refs| refs.iter().all(|r| r.controller != Some(true)))
+            })
+        }
+    })
+    .await
+    .expect("release");
+    settled(1).await;
+    assert!(
+        pods_with(&pods, "app=frontend")
+            .await
+            .iter()
+            .all(|p| p.metadata.name.as_deref() != Some(kept.as_str())),
+        "the released pod was replaced"
+    );
+
+    rcs.delete("frontend", &DeleteParams::default())
+        .await
+        .expect("delete rc");
+    wait_until(WAIT, "the rc's pods collected", || {
+        let pods = pods.clone();
+        async move { pods_with(&pods, "app=frontend").await.is_empty() }
+    })
+    .await
+    .expect("garbage collection");
+    // The released Pod is nobody's: it stays.
+    assert_eq!(pods_with(&pods, "app=moved").await.len(), 1);
 }

@@ -27,6 +27,9 @@ pub enum Actor {
     Deployment,
     /// The ReplicaSet controller.
     ReplicaSet,
+    /// The ReplicationController manager (upstream's ReplicaSet controller run on
+    /// ReplicationControllers).
+    ReplicationController,
     /// The StatefulSet controller.
     StatefulSet,
     /// The Job controller.
@@ -69,6 +72,7 @@ impl Actor {
         let controller = match self {
             Self::Deployment => "deployment-controller",
             Self::ReplicaSet => "replicaset-controller",
+            Self::ReplicationController => "replication-controller",
             Self::StatefulSet => "statefulset-controller",
             Self::Job => "job-controller",
             Self::CronJob => "cronjob-controller",
@@ -327,6 +331,33 @@ pub async fn delete(
         Err(e) if e.code == 404 => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Rewrites `obj` (while it is still the same incarnation) with `change` applied to the current
+/// object, through the main resource's write pipeline as `actor`, retrying conflicts: the
+/// object as written, or `None` when it is gone or `change` leaves it as it is.
+pub async fn update<F>(
+    objects: &Objects,
+    actor: Actor,
+    info: &Arc<ResourceInfo>,
+    obj: &Value,
+    change: F,
+) -> Result<Option<Object>, ApiError>
+where
+    F: Fn(&mut Value) + Send + Sync + 'static,
+{
+    objects
+        .update_with(
+            info,
+            meta::namespace(obj),
+            meta::name(obj),
+            meta::uid(obj),
+            Part::Main,
+            &actor.write_options(),
+            change,
+        )
+        .await
+        .map(|written| written.map(|w| w.object))
 }
 
 /// Rewrites the status of `obj` (while it is still the same incarnation) with `change`

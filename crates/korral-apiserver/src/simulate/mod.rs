@@ -3,7 +3,8 @@
 //! opt-in for tests through [`crate::ServerConfig::simulation`]).
 //!
 //! * Deployments get ReplicaSets (`<deployment>-<pod-template-hash>`), rollouts and status
-//!   ([`deployment`]); ReplicaSets keep their Pods (`<replicaset>-<suffix>`) ([`replicaset`]).
+//!   ([`deployment`]); ReplicaSets keep their Pods (`<replicaset>-<suffix>`), and so do
+//!   ReplicationControllers, through the same controller as upstream's ([`replicaset`]).
 //! * StatefulSets get Pods `<name>-0 … <name>-N-1`, in order ([`statefulset`]).
 //! * Jobs run Pods to completion ([`jobs`]); finished Jobs with `ttlSecondsAfterFinished`
 //!   are deleted once it expires ([`ttl`]); CronJobs start Jobs on their schedule
@@ -55,7 +56,7 @@ use std::collections::BTreeSet;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
-use crate::storage::{Event, Snapshot, collection_prefix};
+use crate::storage::{Event, Snapshot, collection_prefix, object_key};
 
 /// One unit of simulated controller work, in the order a batch runs it (owners before what
 /// they own, so one pass sees the newest desired state).
@@ -81,6 +82,8 @@ pub enum Work {
     DaemonSet(String, String),
     /// Reconcile a ReplicaSet.
     ReplicaSet(String, String),
+    /// Reconcile a ReplicationController.
+    ReplicationController(String, String),
     /// Bind, provision or release a PersistentVolumeClaim.
     Claim(String, String),
     /// Keep a PersistentVolume's phase, reclaim it, release its protection.
@@ -224,6 +227,7 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
             let (ns, name) = (ns.to_string(), name.to_string());
             queue.extend(match kind {
                 "ReplicaSet" => Some(Work::ReplicaSet(ns, name)),
+                "ReplicationController" => Some(Work::ReplicationController(ns, name)),
                 "Deployment" => Some(Work::Deployment(ns, name)),
                 "StatefulSet" => Some(Work::StatefulSet(ns, name)),
                 "Job" => Some(Work::Job(ns, name)),
@@ -234,16 +238,22 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
         }
     }
     if resource == "pods" {
+        // An orphan wakes the owners that would adopt it (upstream's `addPod`/`updatePod`).
+        for (kind, name) in replicaset::claimants(objects, &event.object) {
+            let key = object_key(kind.group, kind.resource, Some(ns), &name);
+            queue.extend(work_for(kind.group, kind.resource, &key));
+        }
         queue.insert(Work::Services(ns.to_string()));
     }
 }
 
 /// The collections the simulation reacts to.
-const WATCHED: [(&str, &str); 10] = [
+const WATCHED: [(&str, &str); 11] = [
     ("autoscaling", "horizontalpodautoscalers"),
     ("batch", "cronjobs"),
     ("apps", "deployments"),
     ("apps", "replicasets"),
+    ("", "replicationcontrollers"),
     ("apps", "statefulsets"),
     ("batch", "jobs"),
     ("apps", "daemonsets"),
@@ -264,6 +274,7 @@ fn work_for(group: &str, resource: &str, key: &str) -> Option<Work> {
     Some(match (group, resource) {
         ("apps", "deployments") => Work::Deployment(ns, name),
         ("apps", "replicasets") => Work::ReplicaSet(ns, name),
+        ("", "replicationcontrollers") => Work::ReplicationController(ns, name),
         ("apps", "statefulsets") => Work::StatefulSet(ns, name),
         ("batch", "jobs") => Work::Job(ns, name),
         ("batch", "cronjobs") => Work::CronJob(ns, name),
@@ -308,7 +319,12 @@ pub(crate) async fn execute(
         Work::Deployment(ns, name) => deployment::reconcile(objects, ns, name).await,
         Work::StatefulSet(ns, name) => statefulset::reconcile(objects, ns, name).await,
         Work::DaemonSet(ns, name) => daemonset::reconcile(objects, ns, name).await,
-        Work::ReplicaSet(ns, name) => replicaset::reconcile(objects, ns, name).await,
+        Work::ReplicaSet(ns, name) => {
+            replicaset::reconcile(objects, &replicaset::REPLICA_SET, ns, name).await
+        }
+        Work::ReplicationController(ns, name) => {
+            replicaset::reconcile(objects, &replicaset::REPLICATION_CONTROLLER, ns, name).await
+        }
         Work::Claim(ns, name) => volumes::reconcile_claim(objects, ns, name).await,
         Work::Autoscaler(ns, name) => autoscaling::reconcile(objects, ns, name).await,
         Work::Autoscalers(ns) => {
@@ -352,6 +368,14 @@ mod tests {
         assert_eq!(
             work_for("", "pods", "/core/pods/ns1/p"),
             Some(Work::Pod("ns1".into(), "p".into()))
+        );
+        assert_eq!(
+            work_for(
+                "",
+                "replicationcontrollers",
+                "/core/replicationcontrollers/ns1/rc"
+            ),
+            Some(Work::ReplicationController("ns1".into(), "rc".into()))
         );
         assert_eq!(work_for("", "configmaps", "/core/configmaps/ns/x"), None);
         assert!(
