@@ -2256,3 +2256,143 @@ async fn replication_controller_keeps_its_pods() {
     // The released Pod is nobody's: it stays.
     assert_eq!(pods_with(&pods, "app=moved").await.len(), 1);
 }
+
+/// The sizes of a Deployment's ReplicaSets with their `desired-replicas` and `max-replicas`
+/// annotations, by ReplicaSet name.
+async fn replica_set_sizes(
+    rss: &Api<ReplicaSet>,
+) -> std::collections::BTreeMap<String, (i32, String, String)> {
+    let annotation = |rs: &ReplicaSet, key: &str| {
+        rs.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .cloned()
+            .unwrap_or_default()
+    };
+    rss.list(&ListParams::default())
+        .await
+        .expect("rs")
+        .items
+        .iter()
+        .map(|rs| {
+            (
+                rs.metadata.name.clone().unwrap_or_default(),
+                (
+                    rs.spec.replicas.unwrap_or(1),
+                    annotation(rs, "deployment.kubernetes.io/desired-replicas"),
+                    annotation(rs, "deployment.kubernetes.io/max-replicas"),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// A Deployment scaled during a rollout spreads the change over its old and new ReplicaSets in
+/// proportion to their sizes, as upstream's `scale` (sync.go, `GetProportion`): while
+/// rolling, and while paused.
+///
+/// The rollout is held deterministically by cordoning the node before the template changes:
+/// the new ReplicaSet's Pods stay Pending, so none of them becomes available.
+#[tokio::test]
+async fn scaling_during_a_rollout_is_proportional() {
+    let env = sim_env().await;
+    let nodes: Api<Node> = Api::all(env.client());
+    let deployments: Api<Deployment> = Api::namespaced(env.client(), "default");
+    let rss: Api<ReplicaSet> = Api::namespaced(env.client(), "default");
+    let mut d = deployment("prop", 10, "nginx:1");
+    d.spec.strategy = Some(
+        serde_json::from_value(
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}),
+        )
+        .expect("strategy"),
+    );
+    deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("create");
+    wait_deployment_ready(&env, "prop", 10).await;
+    let old = rss.list(&ListParams::default()).await.expect("rs").items[0]
+        .metadata
+        .name
+        .clone()
+        .expect("name");
+    nodes
+        .patch(
+            "korral-node",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"unschedulable": true}})),
+        )
+        .await
+        .expect("cordon");
+    let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}});
+    deployments
+        .patch("prop", &PatchParams::default(), &Patch::Strategic(image))
+        .await
+        .expect("patch image");
+
+    // Waits until the old ReplicaSet has `old_size` and the new one `new_size` replicas, both
+    // annotated for `desired` replicas of at most `max`.
+    let sizes = |old_size: i32, new_size: i32, desired: i32, max: i32| {
+        let (rss, old) = (rss.clone(), old.clone());
+        async move {
+            let want = (desired.to_string(), max.to_string());
+            let reached = wait_until(WAIT, format!("old {old_size}, new {new_size}"), || {
+                let (rss, old, want) = (rss.clone(), old.clone(), want.clone());
+                async move {
+                    let now = replica_set_sizes(&rss).await;
+                    now.len() == 2
+                        && now.iter().all(|(name, (size, d, m))| {
+                            let expected = if *name == old { old_size } else { new_size };
+                            *size == expected && (d, m) == (&want.0, &want.1)
+                        })
+                }
+            })
+            .await;
+            if let Err(e) = reached {
+                panic!("{e}: {:?}", replica_set_sizes(&rss).await);
+            }
+        }
+    };
+    // The rollout (10 replicas, maxSurge 3, maxUnavailable 2) creates the new ReplicaSet with
+    // 3 (10 + 3 - 10), shrinks the old one by 2 to 8 (10 - 2 available), grows the new one to
+    // 5 (13 in all) and stops there: none of the new Pods becomes available.
+    sizes(8, 5, 10, 13).await;
+
+    // Scaled to 15 while rolling: 15 + 3 - 13 = 5 replicas to add, largest ReplicaSet first,
+    // each scaled from its max-replicas 13 to 18:
+    //   old: round(8 * 18 / 13) = round(11.08) = 11, +3;
+    //   new: round(5 * 18 / 13) = round(6.92) = 7, +2 (all that is left).
+    // The rollout then stays (18 = 15 + maxSurge asked for, 8 available < 15 - 2).
+    deployments
+        .patch(
+            "prop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 15}})),
+        )
+        .await
+        .expect("scale up");
+    sizes(11, 7, 15, 18).await;
+
+    // Paused, then scaled to 5 through /scale: 5 + 3 - 18 = -10, largest first, each scaled
+    // from 18 to 8:
+    //   old: round(11 * 8 / 18) = round(4.89) = 5, -6;
+    //   new: round(7 * 8 / 18) = round(3.11) = 3, -4.
+    deployments
+        .patch(
+            "prop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"paused": true}})),
+        )
+        .await
+        .expect("pause");
+    deployments
+        .patch_scale(
+            "prop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .expect("scale down");
+    sizes(5, 3, 5, 8).await;
+}

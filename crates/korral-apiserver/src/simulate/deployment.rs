@@ -11,8 +11,12 @@
 //! `replicas + maxSurge`, old ones shrink (unhealthy replicas first, oldest ReplicaSet first)
 //! while availability stays at least `replicas - maxUnavailable`; each step waits for the
 //! ReplicaSets' status, so the intermediate states a client sees are a real rollout's.
-//! Simplification: a change of `spec.replicas` during a rollout is not spread proportionally
-//! over the ReplicaSets (the rollout converges to it instead).
+//!
+//! A paused Deployment, and one whose `spec.replicas` changed (an active ReplicaSet annotated
+//! with another `desired-replicas`), is only scaled, as upstream's `sync`: with several active
+//! ReplicaSets the difference to `replicas + maxSurge` is spread over them in proportion to
+//! their sizes (each scaled from the `max-replicas` it was sized for), leftovers to the
+//! largest; the rollout resumes on a later pass.
 
 use std::sync::Arc;
 
@@ -63,30 +67,40 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         .cloned()
         .collect();
     let max_old_revision = old.iter().map(|rs| revision(rs)).max().unwrap_or(0);
-    let mut created_new = false;
     let new_rs = match new_rs {
         Some(rs) => {
             // Keep the new ReplicaSet's revision the newest (a rollback reuses an old one).
             let next = annotate(&rs, &d, max_old_revision + 1, desired, max_surge);
             if next != *rs {
-                access::replace(objects, access::Actor::Deployment, &rs_info, next).await?
+                Some(access::replace(objects, access::Actor::Deployment, &rs_info, next).await?)
             } else {
-                rs
+                Some(rs)
             }
         }
-        None if paused => {
-            return write_status(objects, &d, None, &owned, false, max_unavailable).await;
-        }
+        None => None,
+    };
+    let sizes = Sizes { desired, max_surge };
+
+    // As upstream's `syncDeployment`: a paused Deployment and a scaling event (an active
+    // ReplicaSet annotated with another size) are only scaled, proportionally; the rollout
+    // (and the creation of the new ReplicaSet) waits for a later pass.
+    if paused || scaling_event(desired, new_rs.as_ref(), &old) {
+        scale_proportionally(objects, &rs_info, &d, new_rs.as_ref(), &old, sizes).await?;
+        return finish(objects, &d, new_rs.as_ref(), false, max_unavailable).await;
+    }
+
+    let mut created_new = false;
+    let new_rs = match new_rs {
+        Some(rs) => rs,
         None if strategy(&d) == "Recreate" && old.iter().any(|rs| running(rs)) => {
             // Upstream's Recreate creates the new ReplicaSet only once the old pods are gone.
-            let sizes = Sizes { desired, max_surge };
             for rs in old
                 .iter()
                 .filter(|rs| access::int(rs, "spec.replicas", 1) != 0)
             {
                 sizes.set(objects, &rs_info, rs, 0).await?;
             }
-            return write_status(objects, &d, None, &owned, false, max_unavailable).await;
+            return finish(objects, &d, None, false, max_unavailable).await;
         }
         None => {
             let collision = meta::path(&d, "status.collisionCount")
@@ -139,28 +153,43 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         }
     };
 
-    if !paused {
-        let sizes = Sizes { desired, max_surge };
-        scale(objects, &rs_info, &d, &new_rs, &old, sizes, max_unavailable).await?;
-    }
+    scale(objects, &rs_info, &d, &new_rs, &old, sizes, max_unavailable).await?;
+    finish(objects, &d, Some(&new_rs), created_new, max_unavailable).await
+}
 
-    // The Deployment carries its newest revision.
-    let rev = revision(&new_rs).to_string();
-    if annotation(&d, REVISION) != Some(rev.as_str()) {
-        let mut next = (*d).clone();
-        set_annotation(&mut next, REVISION, &rev);
-        let d_info = access::info(objects, "apps", "v1", "deployments")?;
-        access::replace(objects, access::Actor::Deployment, &d_info, next).await?;
+/// Ends a pass: the Deployment carries the newest revision (that of `new_rs`, if any) and
+/// its status is written from its ReplicaSets as they are stored now.
+async fn finish(
+    objects: &Objects,
+    d: &Object,
+    new_rs: Option<&Object>,
+    created_new: bool,
+    max_unavailable: i64,
+) -> Result<(), ApiError> {
+    let (ns, name, uid) = (
+        meta::namespace(d).unwrap_or(""),
+        meta::name(d),
+        meta::uid(d),
+    );
+    if let Some(new_rs) = new_rs {
+        let rev = revision(new_rs).to_string();
+        if annotation(d, REVISION) != Some(rev.as_str()) {
+            let mut next = (**d).clone();
+            set_annotation(&mut next, REVISION, &rev);
+            let d_info = access::info(objects, "apps", "v1", "deployments")?;
+            access::replace(objects, access::Actor::Deployment, &d_info, next).await?;
+        }
     }
-    let d = access::get(objects, "apps", "deployments", ns, name).unwrap_or(d);
+    let d = access::get(objects, "apps", "deployments", ns, name).unwrap_or_else(|| d.clone());
     let all: Vec<Object> = access::list(objects, "apps", "replicasets", ns)
         .into_iter()
-        .filter(|rs| controlled_by(rs, &uid) && !meta::is_deleting(rs))
+        .filter(|rs| controlled_by(rs, uid) && !meta::is_deleting(rs))
         .collect();
-    let new_now = all
-        .iter()
-        .find(|rs| meta::uid(rs) == meta::uid(&new_rs))
-        .cloned();
+    let new_now = new_rs.and_then(|new_rs| {
+        all.iter()
+            .find(|rs| meta::uid(rs) == meta::uid(new_rs))
+            .cloned()
+    });
     write_status(
         objects,
         &d,
@@ -267,6 +296,201 @@ async fn scale(
         }
     }
     Ok(())
+}
+
+/// Whether the Deployment was scaled since its active ReplicaSets were last sized (upstream's
+/// `isScalingEvent`): one of them carries a `deployment.kubernetes.io/desired-replicas` other
+/// than `desired`.
+fn scaling_event(desired: i64, new_rs: Option<&Object>, old: &[Object]) -> bool {
+    old.iter()
+        .chain(new_rs)
+        .filter(|rs| access::int(rs, "spec.replicas", 1) > 0)
+        .filter_map(|rs| int_annotation(rs, DESIRED))
+        .any(|annotated| annotated != desired)
+}
+
+/// An integer annotation of a ReplicaSet (`None` when unset or not a number).
+fn int_annotation(rs: &Value, key: &str) -> Option<i64> {
+    annotation(rs, key).and_then(|v| v.parse().ok())
+}
+
+/// Scales the ReplicaSets of a paused Deployment or after a scaling event (upstream's `scale`):
+/// a single active ReplicaSet (or, with none, the newest) takes `spec.replicas`; a saturated
+/// new ReplicaSet leaves the old ones at zero; otherwise a rolling Deployment spreads the
+/// difference to `replicas + maxSurge` over its active ReplicaSets in proportion to their
+/// sizes ([`proportional_sizes`]). Every write goes through [`Sizes::set`].
+async fn scale_proportionally(
+    objects: &Objects,
+    rs_info: &Arc<ResourceInfo>,
+    d: &Value,
+    new_rs: Option<&Object>,
+    old: &[Object],
+    sizes: Sizes,
+) -> Result<(), ApiError> {
+    let spec = |rs: &Value| access::int(rs, "spec.replicas", 1);
+    // Old ReplicaSets newest first, then the new one (upstream's `FindActiveOrLatest`).
+    let mut old: Vec<&Object> = old.iter().collect();
+    old.sort_by(|a, b| newer_first(a, b));
+    let all: Vec<&Object> = old.iter().copied().chain(new_rs).collect();
+    let active: Vec<&Object> = all.iter().copied().filter(|rs| spec(rs) > 0).collect();
+    let only = match active.len() {
+        0 => new_rs.or_else(|| old.first().copied()),
+        1 => active.first().copied(),
+        _ => None,
+    };
+    if let Some(rs) = only {
+        // (Upstream skips the write when the size is right; writing the annotations too
+        // keeps a later pass from seeing the same scaling event again.)
+        return sizes.set(objects, rs_info, rs, sizes.desired).await;
+    }
+    if all.is_empty() {
+        return Ok(());
+    }
+    if new_rs.is_some_and(|rs| saturated(sizes.desired, rs)) {
+        for rs in old.iter().filter(|rs| spec(rs) > 0) {
+            sizes.set(objects, rs_info, rs, 0).await?;
+        }
+        return Ok(());
+    }
+    if strategy(d) != "RollingUpdate" {
+        return Ok(());
+    }
+    let shares: Vec<Share> = active
+        .iter()
+        .map(|rs| Share {
+            spec: spec(rs),
+            max_replicas: int_annotation(rs, MAX),
+            created: meta::meta_str(rs, "creationTimestamp").unwrap_or(""),
+            name: meta::name(rs),
+        })
+        .collect();
+    let status_replicas = access::int(d, "status.replicas", 0);
+    for (i, target) in proportional_sizes(sizes.desired, sizes.max_surge, status_replicas, &shares)
+    {
+        if let Some(rs) = active.get(i) {
+            sizes.set(objects, rs_info, rs, target).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Orders ReplicaSets newest first (creation time, then name, both descending).
+fn newer_first(a: &Value, b: &Value) -> std::cmp::Ordering {
+    let key = |rs: &Value| {
+        (
+            meta::meta_str(rs, "creationTimestamp")
+                .unwrap_or("")
+                .to_string(),
+            meta::name(rs).to_string(),
+        )
+    };
+    key(b).cmp(&key(a))
+}
+
+/// Whether the new ReplicaSet holds the whole Deployment (upstream's `IsSaturated`): sized
+/// and annotated for `desired` replicas, all of them available.
+fn saturated(desired: i64, rs: &Value) -> bool {
+    access::int(rs, "spec.replicas", 1) == desired
+        && int_annotation(rs, DESIRED) == Some(desired)
+        && access::int(rs, "status.availableReplicas", 0) == desired
+}
+
+/// An active ReplicaSet as proportional scaling reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Share<'a> {
+    /// `spec.replicas`.
+    spec: i64,
+    /// Its `deployment.kubernetes.io/max-replicas` annotation, if it parses.
+    max_replicas: Option<i64>,
+    /// `metadata.creationTimestamp` (RFC 3339, so it orders as text).
+    created: &'a str,
+    /// `metadata.name` (the tie-breaker of equal creation times).
+    name: &'a str,
+}
+
+/// The sizes of the active ReplicaSets `shares` after a proportional scale (upstream's
+/// `scale` for rolling Deployments), as `(index into shares, size)` in the order to write
+/// them.
+///
+/// The difference between `desired + max_surge` (zero when scaling to zero) and their total
+/// is spread largest first (equal sizes: newest first when growing, oldest first when
+/// shrinking), each taking its [`proportion`]; what rounding leaves over goes to the first
+/// (never below zero). `status_replicas` stands in for a missing `max-replicas` annotation.
+fn proportional_sizes(
+    desired: i64,
+    max_surge: i64,
+    status_replicas: i64,
+    shares: &[Share],
+) -> Vec<(usize, i64)> {
+    let total: i64 = shares.iter().map(|s| s.spec).sum();
+    let allowed = if desired > 0 { desired + max_surge } else { 0 };
+    let to_add = allowed - total;
+    let mut order: Vec<usize> = (0..shares.len()).collect();
+    if to_add != 0 {
+        order.sort_by(|&a, &b| {
+            let (a, b) = (&shares[a], &shares[b]);
+            let older = (a.created, a.name).cmp(&(b.created, b.name));
+            let tie = if to_add > 0 { older.reverse() } else { older };
+            b.spec.cmp(&a.spec).then(tie)
+        });
+    }
+    let mut added = 0;
+    let mut sizes: Vec<(usize, i64)> = order
+        .iter()
+        .map(|&i| {
+            let share = &shares[i];
+            let p = proportion(share, desired, max_surge, status_replicas, to_add, added);
+            added += p;
+            (i, share.spec + p)
+        })
+        .collect();
+    if to_add != 0
+        && let Some((_, first)) = sizes.first_mut()
+    {
+        *first = (*first + to_add - added).max(0);
+    }
+    sizes
+}
+
+/// How many replicas one ReplicaSet gains (or loses) of the `to_add` a Deployment spreads,
+/// `added` of which are spread already (upstream's `GetProportion`): its fraction, capped by
+/// what is left.
+fn proportion(
+    share: &Share,
+    desired: i64,
+    max_surge: i64,
+    status_replicas: i64,
+    to_add: i64,
+    added: i64,
+) -> i64 {
+    if share.spec == 0 || to_add == 0 || to_add == added {
+        return 0;
+    }
+    let fraction = fraction(share, desired, max_surge, status_replicas);
+    let left = to_add - added;
+    if to_add > 0 {
+        fraction.min(left)
+    } else {
+        fraction.max(left)
+    }
+}
+
+/// The change that keeps a ReplicaSet's share of the Deployment (upstream's
+/// `getReplicaSetFraction`): its size scaled from the `max-replicas` it was sized for to
+/// `desired + max_surge`, rounded half away from zero, minus its size; all of it when
+/// scaling to zero.
+fn fraction(share: &Share, desired: i64, max_surge: i64, status_replicas: i64) -> i64 {
+    if desired == 0 {
+        return -share.spec;
+    }
+    let annotated = share.max_replicas.unwrap_or(status_replicas);
+    if annotated == 0 {
+        // Upstream divides by zero here; no share is the safe reading (the leftover then
+        // goes to the largest ReplicaSet).
+        return 0;
+    }
+    let scaled = (share.spec * (desired + max_surge)) as f64 / annotated as f64;
+    scaled.round() as i64 - share.spec
 }
 
 /// A ReplicaSet's counts as a rolling update reads them.
@@ -693,6 +917,113 @@ mod tests {
             vec![0, 1]
         );
         assert_eq!(rolling_old_targets(4, 1, r(4, 4), &[r(0, 0)]), vec![0]);
+    }
+
+    /// An active ReplicaSet `name` of `spec` replicas sized for `max` (`created` orders them).
+    fn share<'a>(name: &'a str, created: &'a str, spec: i64, max: Option<i64>) -> Share<'a> {
+        Share {
+            spec,
+            max_replicas: max,
+            created,
+            name,
+        }
+    }
+
+    #[test]
+    fn proportional_scaling_spreads_like_upstream() {
+        const OLD: &str = "2024-01-01T00:00:00Z";
+        const NEW: &str = "2024-01-01T00:01:00Z";
+        // 10 replicas, maxSurge 3, stuck mid-rollout at old 8 + new 5 (both sized for
+        // max-replicas 13), scaled to 15: allowed 15 + 3 = 18, 5 to add, largest first.
+        // old: round(8 * 18 / 13) = round(11.08) = 11 → +3; new: round(5 * 18 / 13) =
+        // round(6.92) = 7 → +2, the 2 left.
+        let stuck = [
+            share("web-old", OLD, 8, Some(13)),
+            share("web-new", NEW, 5, Some(13)),
+        ];
+        assert_eq!(proportional_sizes(15, 3, 13, &stuck), vec![(0, 11), (1, 7)]);
+        // Then to 5: allowed 8, 10 to remove; old: round(11 * 8 / 18) = round(4.89) = 5 → -6;
+        // new: round(7 * 8 / 18) = round(3.11) = 3 → -4.
+        let grown = [
+            share("web-old", OLD, 11, Some(18)),
+            share("web-new", NEW, 7, Some(18)),
+        ];
+        assert_eq!(proportional_sizes(5, 3, 18, &grown), vec![(0, 5), (1, 3)]);
+        // To zero: everything goes.
+        assert_eq!(proportional_sizes(0, 3, 18, &grown), vec![(0, 0), (1, 0)]);
+        // Nothing to add: sizes stay (and are written in the given order).
+        assert_eq!(proportional_sizes(10, 3, 13, &stuck), vec![(0, 8), (1, 5)]);
+    }
+
+    #[test]
+    fn leftovers_go_to_the_first_replica_set_in_scaling_order() {
+        let (t1, t2, t3) = (
+            "2024-01-01T00:00:00Z",
+            "2024-01-01T00:01:00Z",
+            "2024-01-01T00:02:00Z",
+        );
+        let ones = [
+            share("a", t1, 1, Some(3)),
+            share("b", t2, 1, Some(3)),
+            share("c", t3, 1, Some(3)),
+        ];
+        // 3 → 4 (no surge): each fraction round(4 / 3) - 1 = 0, the leftover 1 goes to the
+        // newest of the equal sizes.
+        assert_eq!(
+            proportional_sizes(4, 0, 3, &ones),
+            vec![(2, 2), (1, 1), (0, 1)]
+        );
+        let twos = [
+            share("a", t1, 2, Some(6)),
+            share("b", t2, 2, Some(6)),
+            share("c", t3, 2, Some(6)),
+        ];
+        // 6 → 5: each fraction round(2 * 5 / 6) - 2 = 0, the leftover -1 goes to the oldest.
+        assert_eq!(
+            proportional_sizes(5, 0, 6, &twos),
+            vec![(0, 1), (1, 2), (2, 2)]
+        );
+        // Equal creation times fall back to the name.
+        let same = [share("a", t1, 1, Some(3)), share("b", t1, 1, Some(3))];
+        assert_eq!(proportional_sizes(3, 0, 2, &same), vec![(1, 2), (0, 1)]);
+    }
+
+    #[test]
+    fn fractions_round_half_away_from_zero_and_sizes_stay_non_negative() {
+        let t = "2024-01-01T00:00:00Z";
+        // 5 * 1 / 2 = 2.5 rounds to 3: each loses 2, the leftover -5 would take the first
+        // below zero.
+        let odd = [share("a", t, 5, Some(2)), share("b", t, 5, Some(2))];
+        assert_eq!(proportional_sizes(1, 0, 10, &odd), vec![(0, 0), (1, 3)]);
+        // Without the annotation the Deployment's status.replicas stands in: round(4 * 12 / 6)
+        // = 8 for "b"; "a" (sized for 8) would take round(4 * 12 / 8) - 4 = 2, but the 4 to
+        // add are spent.
+        let mixed = [
+            share("a", t, 4, Some(8)),
+            share("b", "2024-01-01T00:00:01Z", 4, None),
+        ];
+        assert_eq!(proportional_sizes(12, 0, 6, &mixed), vec![(1, 8), (0, 4)]);
+        assert_eq!(fraction(&share("a", t, 4, Some(8)), 12, 0, 6), 2);
+        // A zero max-replicas gives no share rather than a division by zero.
+        assert_eq!(fraction(&share("a", t, 4, Some(0)), 12, 0, 6), 0);
+        assert_eq!(proportion(&share("a", t, 4, Some(8)), 12, 0, 6, 3, 3), 0);
+        assert_eq!(proportion(&share("a", t, 4, Some(8)), 12, 0, 6, 3, 2), 1);
+        assert_eq!(proportion(&share("a", t, 4, Some(8)), 2, 0, 6, -6, 0), -3);
+    }
+
+    #[test]
+    fn scaling_events_read_the_active_replica_sets_annotations() {
+        let rs = |replicas: i64, desired: &str| -> Object {
+            Arc::new(json!({"metadata": {"annotations": {DESIRED: desired}},
+                "spec": {"replicas": replicas}, "status": {"availableReplicas": replicas}}))
+        };
+        assert!(!scaling_event(10, Some(&rs(5, "10")), &[rs(8, "10")]));
+        assert!(scaling_event(15, Some(&rs(5, "10")), &[rs(8, "10")]));
+        // Scaled-down ReplicaSets and unreadable annotations do not count.
+        assert!(!scaling_event(15, Some(&rs(15, "15")), &[rs(0, "10")]));
+        assert!(!scaling_event(15, None, &[rs(3, "many")]));
+        assert!(saturated(15, &rs(15, "15")));
+        assert!(!saturated(15, &rs(15, "10")));
     }
 
     #[test]
