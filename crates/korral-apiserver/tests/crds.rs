@@ -411,3 +411,109 @@ async fn no_new_objects_while_the_crd_is_terminating() {
     .await
     .expect("gone");
 }
+
+/// A namespaced `<plural>.names.example.org` CRD of `kind` with `short_names`.
+fn named_crd(plural: &str, kind: &str, short_names: &[&str]) -> serde_json::Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.names.example.org")},
+        "spec": {"group": "names.example.org", "scope": "Namespaced",
+            "names": {"plural": plural, "kind": kind, "shortNames": short_names},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}]}
+    })
+}
+
+/// `(status, reason, message)` of a CRD's condition.
+fn crd_condition(crd: &serde_json::Value, kind: &str) -> (String, String, String) {
+    let c = crd["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+        .cloned()
+        .unwrap_or_default();
+    let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+    (s("status"), s("reason"), s("message"))
+}
+
+#[tokio::test]
+async fn conflicting_names_wait_until_they_are_free() {
+    let env = TestEnv::start().await.expect("env");
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    create_ok(&env, crds, &named_crd("widgets", "Widget", &["wd"])).await;
+    // Another CRD of the group asking for the same kind (and list kind): not accepted, not
+    // established, not served; its free plural is accepted.
+    let gadgets = create_ok(&env, crds, &named_crd("gadgets", "Widget", &[])).await;
+    assert_eq!(
+        crd_condition(&gadgets, "NamesAccepted"),
+        (
+            "False".into(),
+            "ListKindConflict".into(),
+            "\"WidgetList\" is already in use".into()
+        )
+    );
+    assert_eq!(
+        crd_condition(&gadgets, "Established"),
+        (
+            "False".into(),
+            "NotAccepted".into(),
+            "not all names are accepted".into()
+        )
+    );
+    assert_eq!(gadgets["status"]["acceptedNames"]["plural"], "gadgets");
+    assert_eq!(gadgets["status"]["acceptedNames"]["kind"], "");
+    let (code, _) = call(&env, "GET", "/apis/names.example.org/v1/gadgets", None).await;
+    assert_eq!(code, 404, "not served");
+    // A short name another CRD holds.
+    let things = create_ok(&env, crds, &named_crd("things", "Thing", &["wd", "th"])).await;
+    assert_eq!(
+        crd_condition(&things, "NamesAccepted"),
+        (
+            "False".into(),
+            "ShortNamesConflict".into(),
+            "\"wd\" is already in use".into()
+        )
+    );
+
+    // Once the CRD holding the names is gone, the others get them and are served.
+    let (code, _) = call(
+        &env,
+        "DELETE",
+        &format!("{crds}/widgets.names.example.org"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    for (name, kind) in [("gadgets", "Widget"), ("things", "Thing")] {
+        let path = format!("{crds}/{name}.names.example.org");
+        let shared = &env;
+        wait_until(WAIT, "names accepted", || {
+            let path = path.clone();
+            async move {
+                let (_, crd) = call(shared, "GET", &path, None).await;
+                crd_condition(&crd, "Established").0 == "True"
+            }
+        })
+        .await
+        .expect("established");
+        let (_, crd) = call(&env, "GET", &path, None).await;
+        assert_eq!(
+            crd_condition(&crd, "NamesAccepted"),
+            (
+                "True".into(),
+                "NoConflicts".into(),
+                "no conflicts found".into()
+            )
+        );
+        assert_eq!(crd["status"]["acceptedNames"]["kind"], kind);
+        let (code, list) = call(
+            &env,
+            "GET",
+            &format!("/apis/names.example.org/v1/{name}"),
+            None,
+        )
+        .await;
+        assert_eq!(code, 200, "{list}");
+    }
+    env.shutdown().await;
+}

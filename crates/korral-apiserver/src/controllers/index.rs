@@ -30,6 +30,9 @@ pub(super) enum Work {
     Crd(String),
     /// The CRD at this key was deleted from storage: stop serving its kinds if it is still gone.
     CrdGone(String),
+    /// A CRD of this group was written or deleted: accept the names of the group's other CRDs
+    /// that were waiting for them (upstream's naming controller).
+    CrdNames(String),
     /// Something changed in the namespace with this name, which has ResourceQuotas: recount
     /// their `status.used`.
     Quota(String),

@@ -313,6 +313,12 @@ impl Controller {
                 }
             }
         }
+        if KeyParts::parse(&event.key).is_some_and(|p| p.is_crd()) {
+            let group = meta::path(&event.object, "spec.group")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            self.queue.insert(Work::CrdNames(group.to_string()));
+        }
         if event.kind == EventType::Deleted
             && KeyParts::parse(&event.key).is_some_and(|p| p.is_crd())
         {
@@ -501,6 +507,7 @@ async fn execute(
             }
             Ok(Vec::new())
         }
+        Work::CrdNames(group) => accept_crd_names(objects, group).await,
         Work::Workload(item) => return simulate(objects, cluster, item).await,
     };
     match result {
@@ -737,6 +744,41 @@ async fn finalize_namespace(objects: &Objects, key: &str, uid: &str) -> Result<(
         },
     )
     .await
+}
+
+/// Upstream's naming controller for one group: every CRD of `group` still waiting for some
+/// of its names (not being deleted) gets those that are free now.
+async fn accept_crd_names(objects: &Objects, group: &str) -> Result<Vec<Work>, ApiError> {
+    let snapshot = objects.storage().snapshot();
+    let prefix = collection_prefix("apiextensions.k8s.io", "customresourcedefinitions", None);
+    let waiting: Vec<(String, Object)> = snapshot
+        .range(&prefix, None)
+        .filter(|(_, c)| {
+            meta::path(c, "spec.group").and_then(Value::as_str) == Some(group)
+                && !meta::is_deleting(c)
+                && crd::naming::pending(c)
+        })
+        .map(|(k, c)| (k.clone(), c.clone()))
+        .collect();
+    for (key, current) in waiting {
+        let taken = crd::naming::Taken::in_group(&snapshot, group);
+        let mut next = (*current).clone();
+        crd::naming::accept(&mut next, &taken);
+        if next == *current {
+            continue;
+        }
+        tracing::debug!(crd = meta::name(&current), "accepting CRD names");
+        modify(
+            objects,
+            Writer::CrdNaming,
+            &key,
+            meta::uid(&current),
+            Part::Status,
+            move |obj| crd::naming::accept(obj, &taken),
+        )
+        .await?;
+    }
+    Ok(Vec::new())
 }
 
 /// Deletes the custom resources of a CRD being deleted, then releases the CRD.

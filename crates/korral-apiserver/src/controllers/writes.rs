@@ -31,6 +31,8 @@ pub(super) enum Writer {
     Disruption,
     /// The CRD finalizer, which upstream runs inside the apiextensions server itself.
     CrdFinalizer,
+    /// The CRD naming controller, also run inside the apiextensions server.
+    CrdNaming,
 }
 
 impl Writer {
@@ -41,7 +43,7 @@ impl Writer {
             Self::Namespace => "namespace-controller",
             Self::ResourceQuota => "resourcequota-controller",
             Self::Disruption => "disruption-controller",
-            Self::CrdFinalizer => {
+            Self::CrdFinalizer | Self::CrdNaming => {
                 // The server's loopback identity.
                 return UserInfo {
                     name: "system:apiserver".into(),

@@ -3,6 +3,7 @@
 mod columns;
 mod internal;
 mod names;
+pub mod naming;
 mod selectable;
 mod subresources;
 mod validation;
@@ -15,6 +16,7 @@ use crate::meta;
 use crate::registry::{
     CustomResourceInfo, NameRule, PrinterColumn, Registry, ResourceInfo, ScalePaths,
 };
+use crate::storage::Snapshot;
 
 pub use validation::{validate, validate_status_update};
 
@@ -97,69 +99,39 @@ pub fn default_spec(obj: &mut Value) {
     meta::set_path(obj, "spec.names", names);
 }
 
-/// Fills defaults and the initial status of a new CRD: names accepted and established.
-pub fn prepare_create(obj: &mut Value, registry: &Registry) {
+/// Fills defaults and the initial status of a new CRD: the names the naming controller
+/// accepts (see [`naming`]) and, when all are, `Established`.
+pub fn prepare_create(obj: &mut Value, registry: &Registry, snapshot: &Snapshot) {
     fill_spec_defaults(obj);
     let names = accepted_names(obj);
-    meta::set_path(obj, "spec.names", names.clone());
-    let group = str_at(obj, "spec.group").to_string();
-    let plural = str_at(obj, "spec.names.plural").to_string();
-    let name = meta::name(obj).to_string();
-    if registry.plural_taken(&group, &plural, &name) {
-        meta::set_path(
-            obj,
-            "status.acceptedNames",
-            json!({"plural": "", "kind": ""}),
-        );
-        set_condition(
-            obj,
-            condition(
-                "NamesAccepted",
-                "False",
-                "PluralConflict",
-                &format!("\"{plural}\" is already in use"),
-            ),
-        );
-        set_condition(
-            obj,
-            condition(
-                "Established",
-                "False",
-                "NotAccepted",
-                "not all names are accepted",
-            ),
-        );
-    } else {
-        meta::set_path(obj, "status.acceptedNames", names);
-        set_condition(
-            obj,
-            condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
-        );
-        set_condition(
-            obj,
-            condition(
-                "Established",
-                "True",
-                "InitialNamesAccepted",
-                "the initial names have been accepted",
-            ),
-        );
-    }
+    meta::set_path(obj, "spec.names", names);
+    accept_names(obj, registry, snapshot);
     let stored: Vec<Value> = storage_version(obj)
         .map(|v| vec![json!(v)])
         .unwrap_or_default();
     meta::set_path(obj, "status.storedVersions", Value::Array(stored));
 }
 
-/// Keeps a CRD's status in step with an updated spec.
-pub fn prepare_update(obj: &mut Value, old: &Value) {
+/// Keeps a CRD's status in step with an updated spec: changed names are accepted where free.
+pub fn prepare_update(obj: &mut Value, registry: &Registry, snapshot: &Snapshot) {
     fill_spec_defaults(obj);
     let names = accepted_names(obj);
-    meta::set_path(obj, "spec.names", names.clone());
-    let accepted = str_at(old, "status.acceptedNames.plural");
-    if !accepted.is_empty() || meta::path(old, "status").is_none() {
-        meta::set_path(obj, "status.acceptedNames", names);
+    meta::set_path(obj, "spec.names", names);
+    if naming::pending(obj) {
+        accept_names(obj, registry, snapshot);
     }
+}
+
+/// The naming controller's decision for `obj`: the names its group's other CRDs (and the
+/// group's built-in resources) have taken.
+fn accept_names(obj: &mut Value, registry: &Registry, snapshot: &Snapshot) {
+    let group = str_at(obj, "spec.group").to_string();
+    let mut taken = naming::Taken::in_group(snapshot, &group);
+    let plural = str_at(obj, "spec.names.plural").to_string();
+    if registry.plural_taken(&group, &plural, meta::name(obj)) {
+        taken.insert_plural(&plural);
+    }
+    naming::accept(obj, &taken);
 }
 
 /// `status.storedVersions` after a write of the main resource, as upstream's `PrepareForUpdate`
@@ -242,7 +214,10 @@ fn custom_resource_verbs(terminating: bool) -> Vec<String> {
 pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
     let group = str_at(obj, "spec.group").to_string();
     let plural = str_at(obj, "status.acceptedNames.plural").to_string();
-    if plural.is_empty() {
+    // Upstream's handler serves a CRD whose names are accepted or that is established.
+    if plural.is_empty()
+        || !(naming::is_true(obj, "NamesAccepted") || naming::is_true(obj, "Established"))
+    {
         return Vec::new();
     }
     let names = meta::path(obj, "status.acceptedNames")

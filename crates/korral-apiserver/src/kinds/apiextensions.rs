@@ -49,9 +49,9 @@ impl Strategy for CrdStrategy {
         ctx: &Context,
     ) -> Result<(), ApiError> {
         match old {
-            None => crd::prepare_create(obj, &ctx.registry),
+            None => crd::prepare_create(obj, &ctx.registry, &ctx.storage.snapshot()),
             Some(old) => {
-                crd::prepare_update(obj, old);
+                crd::prepare_update(obj, &ctx.registry, &ctx.storage.snapshot());
                 // A /status write keeps the stored versions it asks for.
                 if ctx.subresource != Some("status") {
                     crd::record_stored_version(obj, old);
