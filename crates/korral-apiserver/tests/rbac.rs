@@ -1386,3 +1386,120 @@ async fn escalation_is_checked_on_the_object_the_guarded_write_stores() {
     let now = admin_roles.get("created-by-apply").await.expect("get");
     assert!(now.metadata.labels.unwrap_or_default().is_empty());
 }
+
+/// A client authenticating with `token`.
+async fn client_with_token(env: &TestEnv, token: &str) -> Client {
+    let yaml = korral_apiserver::kubeconfig::render(
+        env.server().url(),
+        env.server().ca_pem(),
+        token,
+        "korral",
+    );
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("config");
+    Client::try_from(config).expect("client")
+}
+
+#[tokio::test]
+async fn token_audiences_are_checked_as_upstream() {
+    let env = rbac_env().await;
+    namespace(&env, "aud").await;
+    env.service_account_token("aud", "robot")
+        .await
+        .expect("account");
+    let reviews = "/apis/authentication.k8s.io/v1/tokenreviews";
+    let review = |token: &str, audiences: Value| {
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+               "spec": {"token": token, "audiences": audiences}})
+    };
+    // A token requested for another audience than the server's.
+    let (code, issued) = raw(
+        &env.client(),
+        "POST",
+        "/api/v1/namespaces/aud/serviceaccounts/robot/token",
+        &[],
+        Some(
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                    "spec": {"audiences": ["vault", "other"]}}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{issued}");
+    let vault = issued["status"]["token"]
+        .as_str()
+        .expect("token")
+        .to_string();
+
+    // Reviewed for the server's audience (none asked): refused with upstream's error.
+    let (code, body) = raw(
+        &env.client(),
+        "POST",
+        reviews,
+        &[],
+        Some(review(&vault, json!(null))),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(body["status"]["authenticated"], false);
+    assert_eq!(
+        body["status"]["error"],
+        "[invalid bearer token, token audiences [\"vault\" \"other\"] is invalid for the target audiences [\"https://kubernetes.default.svc.cluster.local\"]]"
+    );
+    // Reviewed for its audience: authenticated, with the audiences it matched.
+    let (_, body) = raw(
+        &env.client(),
+        "POST",
+        reviews,
+        &[],
+        Some(review(&vault, json!(["vault", "x"]))),
+    )
+    .await;
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(body["status"]["audiences"], json!(["vault"]));
+    assert_eq!(
+        body["status"]["user"]["username"],
+        "system:serviceaccount:aud:robot"
+    );
+    // The server itself does not accept it.
+    let client = client_with_token(&env, &vault).await;
+    let (code, _) = raw(
+        &client,
+        "GET",
+        "/api/v1/namespaces/aud/configmaps",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(code, 401);
+
+    // A default token is for the server's audience, reported when no audience is asked.
+    let default = env
+        .service_account_token("aud", "robot")
+        .await
+        .expect("token");
+    let (_, body) = raw(
+        &env.client(),
+        "POST",
+        reviews,
+        &[],
+        Some(review(&default, json!(null))),
+    )
+    .await;
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(
+        body["status"]["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    let (_, body) = raw(
+        &env.client(),
+        "POST",
+        reviews,
+        &[],
+        Some(review(&default, json!(["vault"]))),
+    )
+    .await;
+    assert_eq!(body["status"]["authenticated"], false, "{body}");
+    env.shutdown().await;
+}

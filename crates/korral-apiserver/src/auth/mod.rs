@@ -128,23 +128,62 @@ impl Auth {
         &self.objects
     }
 
-    /// Who a bearer token belongs to, with the token's audiences; `None` when it is not valid.
-    pub fn authenticate_token(&self, token: &str) -> Option<(UserInfo, Vec<String>)> {
+    /// Who a bearer token belongs to, and the audiences it is valid for among `audiences`
+    /// (the server's own, [`token::ISSUER`], when `None`), as upstream's token authenticators
+    /// decide: a service account token must share an audience with them (one without
+    /// audiences counts as the server's); the admin token is valid for the server's audience
+    /// only, and reports no audiences when none are asked for.
+    pub fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: Option<&[String]>,
+    ) -> Result<(UserInfo, Vec<String>), TokenRejection> {
+        let implicit = [token::ISSUER.to_string()];
         if let Some(admin) = &self.admin_token
             && constant_time_eq(token.as_bytes(), admin.as_bytes())
         {
-            return Some((UserInfo::admin(), Vec::new()));
+            return match audiences {
+                None => Ok((UserInfo::admin(), Vec::new())),
+                Some(target) => {
+                    let shared = intersect(&implicit, target);
+                    if shared.is_empty() {
+                        Err(TokenRejection::Invalid)
+                    } else {
+                        Ok((UserInfo::admin(), shared))
+                    }
+                }
+            };
         }
-        let claims = self.signer.verify(token, now_seconds())?;
+        let claims = self
+            .signer
+            .verify(token, now_seconds())
+            .ok_or(TokenRejection::Invalid)?;
+        let own = if claims.audiences.is_empty() {
+            implicit.to_vec()
+        } else {
+            claims.audiences.clone()
+        };
+        let target = audiences.unwrap_or(&implicit);
+        let shared = intersect(&own, target);
+        if shared.is_empty() {
+            return Err(TokenRejection::Audiences {
+                token: own,
+                target: target.to_vec(),
+            });
+        }
         // The token dies with its service account (a new one of the same name has a new uid).
         let key = object_key("", "serviceaccounts", Some(&claims.namespace), &claims.name);
-        let sa = self.objects.storage().get(&key)?;
+        let sa = self
+            .objects
+            .storage()
+            .get(&key)
+            .ok_or(TokenRejection::Invalid)?;
         if crate::meta::uid(&sa) != claims.uid || crate::meta::is_deleting(&sa) {
-            return None;
+            return Err(TokenRejection::Invalid);
         }
-        Some((
+        Ok((
             UserInfo::service_account(&claims.namespace, &claims.name, &claims.uid),
-            claims.audiences,
+            shared,
         ))
     }
 
@@ -161,10 +200,10 @@ impl Auth {
             return Ok(user);
         }
         match (bearer_token(headers), &self.admin_token) {
-            (Some(token), _) => match self.authenticate_token(token) {
-                Some((user, _)) => Ok(user),
-                None if self.admin_token.is_none() => Ok(UserInfo::admin()),
-                None => Err(ApiError::unauthorized()),
+            (Some(token), _) => match self.authenticate_token(token, None) {
+                Ok((user, _)) => Ok(user),
+                Err(_) if self.admin_token.is_none() => Ok(UserInfo::admin()),
+                Err(_) => Err(ApiError::unauthorized()),
             },
             (None, None) => Ok(UserInfo::admin()),
             (None, Some(_)) => Err(ApiError::unauthorized()),
@@ -201,6 +240,48 @@ impl Auth {
         self.check(&attrs)?;
         Ok(attrs)
     }
+}
+
+/// Why a bearer token does not authenticate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenRejection {
+    /// Not a token this server issued or knows (or its service account is gone).
+    Invalid,
+    /// A service account token for none of the audiences asked for.
+    Audiences {
+        /// The token's audiences.
+        token: Vec<String>,
+        /// The audiences asked for.
+        target: Vec<String>,
+    },
+}
+
+impl TokenRejection {
+    /// The error a TokenReview reports, as upstream's union of authenticators words it.
+    pub fn review_error(&self) -> String {
+        match self {
+            Self::Invalid => "invalid bearer token".to_string(),
+            Self::Audiences { token, target } => format!(
+                "[invalid bearer token, token audiences {} is invalid for the target audiences {}]",
+                go_quoted(token),
+                go_quoted(target)
+            ),
+        }
+    }
+}
+
+/// A string list as Go's `%q` prints it: `["a" "b"]`.
+fn go_quoted(items: &[String]) -> String {
+    let quoted: Vec<String> = items
+        .iter()
+        .map(|s| serde_json::Value::from(s.as_str()).to_string())
+        .collect();
+    format!("[{}]", quoted.join(" "))
+}
+
+/// The members of `a` that `b` holds, in `a`'s order (upstream's `Audiences.Intersect`).
+fn intersect(a: &[String], b: &[String]) -> Vec<String> {
+    a.iter().filter(|x| b.contains(x)).cloned().collect()
 }
 
 #[cfg(test)]

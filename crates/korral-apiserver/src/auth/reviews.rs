@@ -279,8 +279,10 @@ pub fn serve(
         Review::SelfSubject => Ok(answer(review, body, json!({"userInfo": user.to_json()}))),
         Review::Token => {
             let token = str_at(&spec, "token");
-            let status = match auth.authenticate_token(token) {
-                Some((who, audiences)) if !token.is_empty() => {
+            let asked = strings(spec.get("audiences"));
+            let asked = (!asked.is_empty()).then_some(asked.as_slice());
+            let status = match auth.authenticate_token(token, asked) {
+                Ok((who, audiences)) if !token.is_empty() => {
                     let mut s = json!({"authenticated": true, "user": who.to_json()});
                     if !audiences.is_empty()
                         && let Some(map) = s.as_object_mut()
@@ -289,7 +291,12 @@ pub fn serve(
                     }
                     s
                 }
-                _ => json!({"authenticated": false, "user": {}, "error": "invalid bearer token"}),
+                Ok(_) => {
+                    json!({"authenticated": false, "user": {}, "error": "invalid bearer token"})
+                }
+                Err(why) => {
+                    json!({"authenticated": false, "user": {}, "error": why.review_error()})
+                }
             };
             Ok(answer(review, body, status))
         }
