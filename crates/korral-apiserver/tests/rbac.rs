@@ -1503,3 +1503,170 @@ async fn token_audiences_are_checked_as_upstream() {
     assert_eq!(body["status"]["authenticated"], false, "{body}");
     env.shutdown().await;
 }
+
+#[tokio::test]
+async fn tokens_bound_to_objects_die_with_them() {
+    let env = rbac_env().await;
+    namespace(&env, "bound").await;
+    env.service_account_token("bound", "robot")
+        .await
+        .expect("account");
+    let admin = env.client();
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+        "spec": {"serviceAccountName": "robot", "containers": [{"name": "app", "image": "nginx"}]}});
+    let (code, pod) = raw(
+        &admin,
+        "POST",
+        "/api/v1/namespaces/bound/pods",
+        &[],
+        Some(pod),
+    )
+    .await;
+    assert_eq!(code, 201, "{pod}");
+    let pod_uid = pod["metadata"]["uid"].as_str().expect("uid").to_string();
+    let token_path = "/api/v1/namespaces/bound/serviceaccounts/robot/token";
+    let request = |reference: Value| {
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+               "spec": {"boundObjectRef": reference}})
+    };
+    let (code, issued) = raw(
+        &admin,
+        "POST",
+        token_path,
+        &[],
+        Some(request(
+            json!({"kind": "Pod", "apiVersion": "v1", "name": "web", "uid": pod_uid}),
+        )),
+    )
+    .await;
+    assert_eq!(code, 201, "{issued}");
+    assert_eq!(issued["spec"]["boundObjectRef"]["name"], "web");
+    let token = issued["status"]["token"]
+        .as_str()
+        .expect("token")
+        .to_string();
+
+    // The token's user carries the pod it is bound to.
+    let whoami = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let client = client_with_token(&env, &token).await;
+    let (code, review) = raw(
+        &client,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        &[],
+        Some(whoami.clone()),
+    )
+    .await;
+    assert_eq!(code, 201, "{review}");
+    let extra = &review["status"]["userInfo"]["extra"];
+    assert_eq!(
+        extra["authentication.kubernetes.io/pod-name"],
+        json!(["web"])
+    );
+    assert_eq!(
+        extra["authentication.kubernetes.io/pod-uid"],
+        json!([pod_uid])
+    );
+    assert!(
+        extra["authentication.kubernetes.io/credential-id"][0]
+            .as_str()
+            .is_some_and(|c| c.starts_with("JTI=")),
+        "{extra}"
+    );
+
+    // Refusals as upstream's.
+    let (code, body) = raw(
+        &admin,
+        "POST",
+        token_path,
+        &[],
+        Some(request(
+            json!({"kind": "ConfigMap", "apiVersion": "v1", "name": "x"}),
+        )),
+    )
+    .await;
+    assert_eq!(
+        (code, body["message"].clone()),
+        (
+            400,
+            json!("cannot bind token to object of type /v1, Kind=ConfigMap")
+        )
+    );
+    let (code, body) = raw(
+        &admin,
+        "POST",
+        token_path,
+        &[],
+        Some(request(
+            json!({"kind": "Pod", "apiVersion": "v1", "name": "web", "uid": "other"}),
+        )),
+    )
+    .await;
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(
+        body["message"],
+        "Operation cannot be fulfilled on Pod \"web\": the UID in the bound object reference (other) does not match the UID in record. The object might have been deleted and then recreated"
+    );
+    let (code, _) = raw(
+        &admin,
+        "POST",
+        token_path,
+        &[],
+        Some(request(
+            json!({"kind": "Secret", "apiVersion": "v1", "name": "missing"}),
+        )),
+    )
+    .await;
+    assert_eq!(code, 404);
+    let other = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "other"},
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+    let (code, _) = raw(
+        &admin,
+        "POST",
+        "/api/v1/namespaces/bound/pods",
+        &[],
+        Some(other),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let (code, body) = raw(
+        &admin,
+        "POST",
+        token_path,
+        &[],
+        Some(request(
+            json!({"kind": "Pod", "apiVersion": "v1", "name": "other"}),
+        )),
+    )
+    .await;
+    assert_eq!(
+        (code, body["message"].clone()),
+        (
+            400,
+            json!(
+                "cannot bind token for serviceaccount \"robot\" to pod running with different serviceaccount name."
+            )
+        )
+    );
+
+    // Once the pod is gone, so is the token.
+    let (code, _) = raw(
+        &admin,
+        "DELETE",
+        "/api/v1/namespaces/bound/pods/web",
+        &[],
+        Some(json!({"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let (code, _) = raw(
+        &client,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        &[],
+        Some(whoami),
+    )
+    .await;
+    assert_eq!(code, 401);
+    env.shutdown().await;
+}

@@ -181,10 +181,49 @@ impl Auth {
         if crate::meta::uid(&sa) != claims.uid || crate::meta::is_deleting(&sa) {
             return Err(TokenRejection::Invalid);
         }
-        Ok((
-            UserInfo::service_account(&claims.namespace, &claims.name, &claims.uid),
-            shared,
-        ))
+        // A bound token dies with the object it is bound to.
+        let alive = |resource: &str, namespace: Option<&str>, object: &token::BoundObject| {
+            let key = object_key("", resource, namespace, &object.name);
+            self.objects.storage().get(&key).is_some_and(|o| {
+                crate::meta::uid(&o) == object.uid && !crate::meta::is_deleting(&o)
+            })
+        };
+        let bound = &claims.bound;
+        let ns = Some(claims.namespace.as_str());
+        if bound.pod.as_ref().is_some_and(|p| !alive("pods", ns, p))
+            || bound
+                .secret
+                .as_ref()
+                .is_some_and(|s| !alive("secrets", ns, s))
+            || (bound.pod.is_none()
+                && bound
+                    .node
+                    .as_ref()
+                    .is_some_and(|n| !alive("nodes", None, n)))
+        {
+            return Err(TokenRejection::Invalid);
+        }
+        let mut user = UserInfo::service_account(&claims.namespace, &claims.name, &claims.uid);
+        let mut extra = |key: &str, value: &str| {
+            if !value.is_empty() {
+                user.extra.insert(
+                    format!("authentication.kubernetes.io/{key}"),
+                    vec![value.to_string()],
+                );
+            }
+        };
+        if !claims.id.is_empty() {
+            extra("credential-id", &format!("JTI={}", claims.id));
+        }
+        if let Some(pod) = &bound.pod {
+            extra("pod-name", &pod.name);
+            extra("pod-uid", &pod.uid);
+        }
+        if let Some(node) = &bound.node {
+            extra("node-name", &node.name);
+            extra("node-uid", &node.uid);
+        }
+        Ok((user, shared))
     }
 
     /// Authenticates a request: its client certificate when the CA issued it, else its

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::attributes::Attributes;
-use super::token::ISSUER;
+use super::token::{BoundObject, BoundObjects, ISSUER};
 use super::user::UserInfo;
 use super::{Auth, now_seconds, rbac};
 use crate::error::{ApiError, Cause};
@@ -304,6 +304,99 @@ pub fn serve(
     }
 }
 
+/// The objects a TokenRequest's `boundObjectRef` binds the token of service account `name` to,
+/// as upstream's TokenREST resolves them: a Pod running as that account (and its node), a
+/// Node or a Secret; the reference's uid, when given, must be the object's.
+fn bind(
+    auth: &Auth,
+    namespace: &str,
+    name: &str,
+    reference: &Value,
+) -> Result<BoundObjects, ApiError> {
+    let kind = str_at(reference, "kind");
+    let api_version = str_at(reference, "apiVersion");
+    let object_name = str_at(reference, "name");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let objects = auth.objects();
+    let get = |resource: &str, ns: Option<&str>, object: &str| {
+        let info = objects
+            .registry()
+            .get("", "v1", resource)
+            .ok_or_else(ApiError::unknown_resource)?;
+        objects.get(&info, ns, object)
+    };
+    let mut bound = BoundObjects::default();
+    let found = match (group, kind) {
+        ("", "Pod") => {
+            let pod = get("pods", Some(namespace), object_name)?;
+            if crate::meta::path(&pod, "spec.serviceAccountName")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                != name
+            {
+                return Err(ApiError::bad_request(format!(
+                    "cannot bind token for serviceaccount {name:?} to pod running with different serviceaccount name."
+                )));
+            }
+            let node_name = crate::meta::path(&pod, "spec.nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !node_name.is_empty() {
+                let uid = match get("nodes", None, node_name) {
+                    Ok(node) => crate::meta::uid(&node).to_string(),
+                    Err(e) if e.code == 404 => String::new(),
+                    Err(e) => return Err(e),
+                };
+                bound.node = Some(BoundObject {
+                    name: node_name.to_string(),
+                    uid,
+                });
+            }
+            let object = BoundObject {
+                name: object_name.to_string(),
+                uid: crate::meta::uid(&pod).to_string(),
+            };
+            bound.pod = Some(object.clone());
+            object
+        }
+        ("", "Node") => {
+            let node = get("nodes", None, object_name)?;
+            let object = BoundObject {
+                name: object_name.to_string(),
+                uid: crate::meta::uid(&node).to_string(),
+            };
+            bound.node = Some(object.clone());
+            object
+        }
+        ("", "Secret") => {
+            let secret = get("secrets", Some(namespace), object_name)?;
+            let object = BoundObject {
+                name: object_name.to_string(),
+                uid: crate::meta::uid(&secret).to_string(),
+            };
+            bound.secret = Some(object.clone());
+            object
+        }
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "cannot bind token to object of type {group}/{version}, Kind={kind}"
+            )));
+        }
+    };
+    let want = str_at(reference, "uid");
+    if !want.is_empty() && want != found.uid {
+        return Err(ApiError::conflict_because(
+            group,
+            kind,
+            object_name,
+            &format!(
+                "the UID in the bound object reference ({want}) does not match the UID in record. The object might have been deleted and then recreated"
+            ),
+        ));
+    }
+    Ok(bound)
+}
+
 /// Issues a service account token.
 fn token_request(
     auth: &Auth,
@@ -352,6 +445,10 @@ fn token_request(
     if audiences.is_empty() {
         audiences.push(ISSUER.to_string());
     }
+    let bound = match spec.get("boundObjectRef").filter(|r| r.is_object()) {
+        Some(reference) => bind(auth, namespace, name, reference)?,
+        None => BoundObjects::default(),
+    };
     let now = now_seconds();
     let token = auth.signer().issue(
         namespace,
@@ -360,6 +457,7 @@ fn token_request(
         &audiences,
         now,
         seconds,
+        &bound,
     );
     let expires = jiff::Timestamp::from_second(now + seconds)
         .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())

@@ -46,6 +46,64 @@ pub struct ServiceAccountClaims {
     pub audiences: Vec<String>,
     /// Expiry, seconds since the epoch.
     pub expires: i64,
+    /// The token's id (`jti`).
+    pub id: String,
+    /// The objects the token is bound to (it dies with them).
+    pub bound: BoundObjects,
+}
+
+/// An object a token is bound to: its name and uid.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BoundObject {
+    /// The object's name.
+    pub name: String,
+    /// The object's uid (empty for a pod's node that did not exist).
+    pub uid: String,
+}
+
+/// The objects a TokenRequest bound a token to (`kubernetes.io.pod`, `.secret`, `.node`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BoundObjects {
+    /// The pod (in the service account's namespace).
+    pub pod: Option<BoundObject>,
+    /// The secret (in the service account's namespace).
+    pub secret: Option<BoundObject>,
+    /// The node (a pod's node, or the object bound to).
+    pub node: Option<BoundObject>,
+}
+
+impl BoundObjects {
+    /// The claims under `kubernetes.io`.
+    fn claims(&self, into: &mut serde_json::Map<String, Value>) {
+        for (key, object) in [
+            ("pod", &self.pod),
+            ("secret", &self.secret),
+            ("node", &self.node),
+        ] {
+            if let Some(o) = object {
+                let mut claim = json!({"name": o.name});
+                if !o.uid.is_empty() {
+                    claim["uid"] = json!(o.uid);
+                }
+                into.insert(key.into(), claim);
+            }
+        }
+    }
+
+    /// Reads the claims under `kubernetes.io`.
+    fn from_claims(k8s: &Value) -> Self {
+        let object = |key: &str| {
+            k8s.get(key).map(|o| BoundObject {
+                name: o.get("name").and_then(Value::as_str).unwrap_or("").into(),
+                uid: o.get("uid").and_then(Value::as_str).unwrap_or("").into(),
+            })
+        };
+        BoundObjects {
+            pod: object("pod"),
+            secret: object("secret"),
+            node: object("node"),
+        }
+    }
 }
 
 /// Signs and verifies service account tokens.
@@ -105,7 +163,9 @@ impl TokenSigner {
         }
     }
 
-    /// Issues a token for a service account valid for `seconds` from `now` (epoch seconds).
+    /// Issues a token for a service account valid for `seconds` from `now` (epoch seconds),
+    /// bound to `bound`.
+    #[allow(clippy::too_many_arguments)]
     pub fn issue(
         &self,
         namespace: &str,
@@ -114,8 +174,13 @@ impl TokenSigner {
         audiences: &[String],
         now: i64,
         seconds: i64,
+        bound: &BoundObjects,
     ) -> String {
         let header = json!({"alg": "HS256", "typ": "JWT", "kid": "korral"});
+        let mut k8s = serde_json::Map::new();
+        k8s.insert("namespace".into(), json!(namespace));
+        k8s.insert("serviceaccount".into(), json!({"name": name, "uid": uid}));
+        bound.claims(&mut k8s);
         let claims = json!({
             "aud": audiences,
             "exp": now + seconds,
@@ -123,10 +188,7 @@ impl TokenSigner {
             "nbf": now,
             "iss": ISSUER,
             "jti": uuid::Uuid::new_v4().to_string(),
-            "kubernetes.io": {
-                "namespace": namespace,
-                "serviceaccount": {"name": name, "uid": uid},
-            },
+            "kubernetes.io": k8s,
             "sub": super::user::service_account_user(namespace, name),
         });
         let signing_input = format!(
@@ -172,6 +234,12 @@ impl TokenSigner {
                 })
                 .unwrap_or_default(),
             expires,
+            id: claims
+                .get("jti")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            bound: BoundObjects::from_claims(k8s),
         })
     }
 }
@@ -183,7 +251,15 @@ mod tests {
     #[test]
     fn tokens_verify_until_they_expire() {
         let signer = TokenSigner::ephemeral().expect("key");
-        let token = signer.issue("ns", "robot", "u1", &[ISSUER.to_string()], 1000, 600);
+        let token = signer.issue(
+            "ns",
+            "robot",
+            "u1",
+            &[ISSUER.to_string()],
+            1000,
+            600,
+            &BoundObjects::default(),
+        );
         let claims = signer.verify(&token, 1001).expect("valid");
         assert_eq!(
             (
@@ -206,7 +282,7 @@ mod tests {
     fn persistent_key_survives_reopen() {
         let dir = tempfile::tempdir().expect("dir");
         let a = TokenSigner::persistent(dir.path()).expect("key");
-        let token = a.issue("ns", "robot", "u1", &[], 0, 100);
+        let token = a.issue("ns", "robot", "u1", &[], 0, 100, &BoundObjects::default());
         let b = TokenSigner::persistent(dir.path()).expect("key");
         assert!(b.verify(&token, 1).is_some());
     }
