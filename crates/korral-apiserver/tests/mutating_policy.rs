@@ -483,6 +483,41 @@ async fn match_conditions_variables_and_failure_policies_are_honoured() {
         "condition false"
     );
 
+    // A condition that fails to evaluate refuses the write (failurePolicy Fail), unless
+    // another condition is false.
+    install(
+        &env,
+        "broken-condition",
+        ("", "secrets"),
+        json!({
+            "matchConditions": [
+                {"name": "missing-key", "expression": "object.data.nope == 'x'"},
+                {"name": "only-labelled", "expression": "has(object.metadata.labels)"}],
+            "mutations": [apply_configuration(
+                "Object{metadata: Object.metadata{labels: {\"seen\": \"yes\"}}}")],
+        }),
+    )
+    .await;
+    let secrets = "/api/v1/namespaces/default/secrets";
+    let plain = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain"},
+                       "data": {"k": "dg=="}});
+    let created = create_ok(&env, secrets, &plain).await;
+    assert!(
+        created["metadata"].get("labels").is_none(),
+        "a false condition skips"
+    );
+    let labelled = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "labelled", "labels": {"a": "b"}}, "data": {"k": "dg=="}});
+    let (code, body) = call(&env, "POST", secrets, Some(&labelled)).await;
+    assert_eq!(code, 403, "{body}");
+    let message = body["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with(
+            "policy 'broken-condition' with binding 'broken-condition-binding' denied request: expression 'object.data.nope == 'x'' resulted in error: "
+        ),
+        "{message}"
+    );
+
     // Atomic members may not be set by an apply configuration.
     install(
         &env,

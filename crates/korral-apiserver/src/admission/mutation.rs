@@ -159,8 +159,9 @@ fn variables<'a>(
     ]
 }
 
-/// Whether every match condition of the policy holds for the current object; an expression
-/// that fails is an error (the policy's `failurePolicy` decides what it does).
+/// Whether every match condition of the policy holds for the current object, as upstream's
+/// matcher decides: a false condition skips the policy; otherwise a failed expression is an
+/// error (the policy's `failurePolicy` decides what it does).
 fn conditions_hold(
     req: &Request<'_>,
     invocation: &Invocation,
@@ -181,21 +182,24 @@ fn conditions_hold(
     let values = evaluate_variables(&invocation.bound.policy, &base);
     let mut vars = base;
     vars.push(("variables", &values));
-    let mut all = true;
+    // Any false condition skips the policy, errors or not; otherwise an error fails.
+    let mut errors = Vec::new();
     for c in conditions {
         let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
         match eval(expression, &vars) {
             Ok(Value::Bool(true)) => {}
-            Ok(Value::Bool(false)) => all = false,
-            Ok(other) => {
-                return Err(format!(
-                    "expression '{expression}' resulted in error: no such overload: {other}"
-                ));
-            }
-            Err(e) => return Err(format!("expression '{expression}' resulted in error: {e}")),
+            Ok(Value::Bool(false)) => return Ok(false),
+            Ok(other) => errors.push(format!(
+                "expression '{expression}' resulted in error: no such overload: {other}"
+            )),
+            Err(e) => errors.push(format!("expression '{expression}' resulted in error: {e}")),
         }
     }
-    Ok(all)
+    match errors.len() {
+        0 => Ok(true),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
+    }
 }
 
 /// Evaluates a compiled mutation into JSON.
