@@ -37,6 +37,9 @@ struct Options {
     /// The versions (by name, `""` for the spec level) whose over-long, unchanged selectable
     /// field list is kept.
     too_many_selectable_allowed: Vec<String>,
+    /// The stored CRD already names no ConversionReview version the server speaks (stored by
+    /// an older server): the update need not fix that.
+    unrecognized_review_versions_allowed: bool,
 }
 
 impl Options {
@@ -44,7 +47,7 @@ impl Options {
     fn create() -> Self {
         Self {
             require_schema: true,
-            too_many_selectable_allowed: Vec::new(),
+            ..Self::default()
         }
     }
 
@@ -75,8 +78,22 @@ impl Options {
         Self {
             require_schema,
             too_many_selectable_allowed: allowed,
+            unrecognized_review_versions_allowed: false,
         }
     }
+}
+
+/// Upstream's `hasValidConversionReviewVersionOrEmpty` of a stored CRD: no review versions, or
+/// at least one the server speaks.
+fn recognized_review_versions_or_none(crd: &Value) -> bool {
+    let versions = meta::strings(meta::path(
+        crd,
+        "spec.conversion.webhook.conversionReviewVersions",
+    ));
+    versions.is_empty()
+        || versions
+            .iter()
+            .any(|v| crate::kinds::admissionregistration::ACCEPTED_VERSIONS.contains(&v.as_str()))
 }
 
 /// Validates a CRD being created (`old` `None`) or updated through the main resource; returns
@@ -97,7 +114,10 @@ pub fn validate(obj: &Value, old: Option<&Value>, registry: &Registry) -> Vec<Ca
     }
     let opts = match old {
         None => Options::create(),
-        Some(old) => Options::update(&spec, &InternalSpec::of(old)),
+        Some(old) => Options {
+            unrecognized_review_versions_allowed: !recognized_review_versions_or_none(old),
+            ..Options::update(&spec, &InternalSpec::of(old))
+        },
     };
     causes.extend(validate_spec(obj, &spec, &opts, registry));
     if let Some(old) = old {
@@ -294,7 +314,10 @@ fn validate_spec(
             "must be None if spec.preserveUnknownFields is true",
         ));
     }
-    causes.extend(validate_conversion(obj));
+    causes.extend(validate_conversion(
+        obj,
+        !opts.unrecognized_review_versions_allowed,
+    ));
     causes
 }
 
@@ -511,8 +534,9 @@ fn validate_preserve_unknown_fields(obj: &Value, old: Option<&Value>) -> Vec<Cau
 }
 
 /// Upstream's `validateCustomResourceConversion` (paths as upstream reports them, in the
-/// internal type's terms: `spec.conversion.webhookClientConfig`).
-fn validate_conversion(obj: &Value) -> Vec<Cause> {
+/// internal type's terms: `spec.conversion.webhookClientConfig`); `require_recognized`: the
+/// review versions must include one the server speaks.
+fn validate_conversion(obj: &Value, require_recognized: bool) -> Vec<Cause> {
     let mut causes = Vec::new();
     let Some(conversion) = meta::path(obj, "spec.conversion") else {
         return causes;
@@ -539,7 +563,7 @@ fn validate_conversion(obj: &Value) -> Vec<Cause> {
                 &mut causes,
                 &versions,
                 "spec.conversion.conversionReviewVersions",
-                true,
+                require_recognized,
             );
         }
         "None" => {

@@ -410,8 +410,8 @@ impl Relaxed {
     }
 }
 
-/// The AdmissionReview versions the server speaks.
-const ACCEPTED_VERSIONS: &[&str] = &["v1", "v1beta1"];
+/// The AdmissionReview (and ConversionReview) versions the server speaks.
+pub(crate) const ACCEPTED_VERSIONS: &[&str] = &["v1", "v1beta1"];
 
 /// [`validate_webhooks`] with an update's relaxations.
 fn validate_webhooks_with(obj: &Value, mutating: bool, relaxed: Relaxed) -> Vec<Cause> {

@@ -352,3 +352,27 @@ fn deprecation_warnings_must_be_printable() {
         }
     }
 }
+
+#[test]
+fn unrecognized_review_versions_stored_by_an_older_server_may_stay() {
+    let webhook = |versions: Value| {
+        with(|c| {
+            c["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+                "clientConfig": {"url": "https://convert.example.com/convert"},
+                "conversionReviewVersions": versions}});
+        })
+    };
+    let message = "spec.conversion.conversionReviewVersions: Invalid value: []string{\"v2\"}: must include at least one of v1, v1beta1";
+    assert_eq!(create(&webhook(json!(["v2"]))), [message]);
+    // An update of a CRD stored with only unknown versions need not fix them.
+    let stored = webhook(json!(["v2"]));
+    let mut next = stored.clone();
+    next["spec"]["versions"][0]["served"] = json!(true);
+    next["metadata"]["labels"] = json!({"touched": "yes"});
+    assert_eq!(update(&next, &stored), Vec::<String>::new());
+    // One that had a recognized version may not drop it.
+    assert_eq!(
+        update(&webhook(json!(["v2"])), &webhook(json!(["v1"]))),
+        [message]
+    );
+}
