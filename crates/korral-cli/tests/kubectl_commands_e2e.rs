@@ -143,6 +143,26 @@ fn for_each_kubectl(
     failures.finish(test);
 }
 
+/// Runs `steps` with every kubectl found against one in-memory server (the kubectl's index
+/// and a scratch directory given), collecting failures.
+fn with_each_kubectl(
+    test: &str,
+    mut steps: impl FnMut(&mut Run<'_>, usize, &Path) -> anyhow::Result<()>,
+) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]);
+    for_each_kubectl(test, |kubectl, i, failures| {
+        let server = server.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let mut run = Run {
+            kubectl,
+            server,
+            tag: kubectl.display().to_string(),
+            failures,
+        };
+        steps(&mut run, i, dir.path())
+    });
+}
+
 fn autoscale_and_set(run: &mut Run<'_>, ns: &str) -> anyhow::Result<()> {
     run.ok_contains(
         &["create", "namespace", ns],
@@ -398,52 +418,40 @@ spec:
 
 #[test]
 fn kubectl_autoscale_and_set_commands() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start(dir.path(), &[]);
-    for_each_kubectl(
-        "kubectl_autoscale_and_set_commands",
-        |kubectl, i, failures| {
-            let server = server.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-            let mut run = Run {
-                kubectl,
-                server,
-                tag: kubectl.display().to_string(),
-                failures,
-            };
-            let ns = format!("cmds-{i}");
-            autoscale_and_set(&mut run, &ns)?;
-            let hpa = dir.path().join(format!("hpa-{i}.yaml"));
-            std::fs::write(&hpa, HPA_MIN_OVER_MAX)?;
-            run.fails_with(
+    with_each_kubectl("kubectl_autoscale_and_set_commands", |run, i, dir| {
+        let ns = format!("cmds-{i}");
+        autoscale_and_set(run, &ns)?;
+        let hpa = dir.join(format!("hpa-{i}.yaml"));
+        std::fs::write(&hpa, HPA_MIN_OVER_MAX)?;
+        run.fails_with(
             &n(&ns, &["create", "-f", &hpa.display().to_string()]),
             &[
                 "The HorizontalPodAutoscaler \"inverted\" is invalid: spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
             ],
         );
-            let memory = dir.path().join(format!("memory-{i}.yaml"));
-            std::fs::write(&memory, HPA_MEMORY)?;
-            run.ok_contains(
-                &n(&ns, &["apply", "-f", &memory.display().to_string()]),
-                &["horizontalpodautoscaler.autoscaling/memory created"],
-            );
-            run.jsonpath(
-                &n(&ns, &["get", "hpa", "memory"]),
-                "{.spec.metrics[0].resource.target.averageValue} {.spec.minReplicas}",
-                "512Mi 1",
-            );
-            let out = run.ok_contains(&n(&ns, &["get", "hpa", "memory"]), &["Deployment/web"]);
-            run.expect(
-                row(&out, "memory")
-                    .get(2..4)
-                    .map(|r| r.join(" "))
-                    .as_deref()
-                    == Some("memory: <unknown>/512Mi"),
-                "`kubectl get hpa memory`: TARGETS memory: <unknown>/512Mi",
-                &out,
-            );
-            Ok(())
-        },
-    );
+        let memory = dir.join(format!("memory-{i}.yaml"));
+        std::fs::write(&memory, HPA_MEMORY)?;
+        run.ok_contains(
+            &n(&ns, &["apply", "-f", &memory.display().to_string()]),
+            &["horizontalpodautoscaler.autoscaling/memory created"],
+        );
+        run.jsonpath(
+            &n(&ns, &["get", "hpa", "memory"]),
+            "{.spec.metrics[0].resource.target.averageValue} {.spec.minReplicas}",
+            "512Mi 1",
+        );
+        let out = run.ok_contains(&n(&ns, &["get", "hpa", "memory"]), &["Deployment/web"]);
+        run.expect(
+            row(&out, "memory")
+                .get(2..4)
+                .map(|r| r.join(" "))
+                .as_deref()
+                == Some("memory: <unknown>/512Mi"),
+            "`kubectl get hpa memory`: TARGETS memory: <unknown>/512Mi",
+            &out,
+        );
+        Ok(())
+    });
 }
 
 /// `kubectl explain` arguments and what its output must hold: upstream's field descriptions
@@ -563,48 +571,36 @@ const EXPLAINED: &[(&[&str], &[&str])] = &[
 
 #[test]
 fn kubectl_explain_describes_builtin_groups() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start(dir.path(), &[]);
-    for_each_kubectl(
-        "kubectl_explain_describes_builtin_groups",
-        |kubectl, _, failures| {
-            let server = server.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-            let mut run = Run {
-                kubectl,
-                server,
-                tag: kubectl.display().to_string(),
-                failures,
-            };
-            for (args, needles) in EXPLAINED {
-                run.ok_contains(args, needles);
-            }
-            // The recursive form walks the schema's references.
-            let out = run.ok_contains(&["explain", "pdb.spec", "--recursive"], &["matchLabels"]);
-            run.expect(
-                out.stdout.contains("matchExpressions") && out.stdout.contains("operator"),
-                "`kubectl explain pdb.spec --recursive` lists the selector's nested fields",
-                &out,
-            );
-            run.fails_with(
-                &["explain", "hpa.spec.nope"],
-                &["field \"nope\" does not exist"],
-            );
-            // `kubectl get cs`: upstream's columns, the deprecation warning on stderr.
-            let out = run.ok_contains(
-                &["get", "componentstatuses"],
-                &["NAME", "STATUS", "MESSAGE", "ERROR", "etcd-0"],
-            );
-            run.expect(
-                row(&out, "etcd-0") == ["etcd-0", "Healthy", "ok"]
-                    && out
-                        .stderr
-                        .contains("v1 ComponentStatus is deprecated in v1.19+"),
-                "`kubectl get cs` shows etcd-0 Healthy ok and the deprecation warning",
-                &out,
-            );
-            Ok(())
-        },
-    );
+    with_each_kubectl("kubectl_explain_describes_builtin_groups", |run, _, _| {
+        for (args, needles) in EXPLAINED {
+            run.ok_contains(args, needles);
+        }
+        // The recursive form walks the schema's references.
+        let out = run.ok_contains(&["explain", "pdb.spec", "--recursive"], &["matchLabels"]);
+        run.expect(
+            out.stdout.contains("matchExpressions") && out.stdout.contains("operator"),
+            "`kubectl explain pdb.spec --recursive` lists the selector's nested fields",
+            &out,
+        );
+        run.fails_with(
+            &["explain", "hpa.spec.nope"],
+            &["field \"nope\" does not exist"],
+        );
+        // `kubectl get cs`: upstream's columns, the deprecation warning on stderr.
+        let out = run.ok_contains(
+            &["get", "componentstatuses"],
+            &["NAME", "STATUS", "MESSAGE", "ERROR", "etcd-0"],
+        );
+        run.expect(
+            row(&out, "etcd-0") == ["etcd-0", "Healthy", "ok"]
+                && out
+                    .stderr
+                    .contains("v1 ComponentStatus is deprecated in v1.19+"),
+            "`kubectl get cs` shows etcd-0 Healthy ok and the deprecation warning",
+            &out,
+        );
+        Ok(())
+    });
 }
 
 /// A MutatingAdmissionPolicy labelling ConfigMaps of namespace `ns` with `team: <ns>`, a
@@ -670,73 +666,61 @@ spec:
 
 #[test]
 fn kubectl_meets_admission_policies() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start(dir.path(), &[]);
-    for_each_kubectl(
-        "kubectl_meets_admission_policies",
-        |kubectl, i, failures| {
-            let server = server.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-            let mut run = Run {
-                kubectl,
-                server,
-                tag: kubectl.display().to_string(),
-                failures,
-            };
-            let ns = format!("policies-{i}");
-            run.ok_contains(&["create", "namespace", &ns], &[]);
-            let file = dir.path().join(format!("policies-{i}.yaml"));
-            std::fs::write(&file, admission_policies(&ns))?;
-            let path = file.display().to_string();
-            run.ok_contains(
-                &["apply", "-f", &path],
-                &[&format!(
-                    "mutatingadmissionpolicy.admissionregistration.k8s.io/team-label-{ns} created"
-                )],
-            );
-            // The mutation labels what kubectl creates.
-            run.ok_contains(
-                &n(
-                    &ns,
-                    &[
-                        "create",
-                        "configmap",
-                        "settings",
-                        "--from-literal=mode=fast",
-                    ],
-                ),
-                &["configmap/settings created"],
-            );
-            run.jsonpath(
-                &n(&ns, &["get", "configmap", "settings"]),
-                "{.metadata.labels.team}",
+    with_each_kubectl("kubectl_meets_admission_policies", |run, i, dir| {
+        let ns = format!("policies-{i}");
+        run.ok_contains(&["create", "namespace", &ns], &[]);
+        let file = dir.join(format!("policies-{i}.yaml"));
+        std::fs::write(&file, admission_policies(&ns))?;
+        let path = file.display().to_string();
+        run.ok_contains(
+            &["apply", "-f", &path],
+            &[&format!(
+                "mutatingadmissionpolicy.admissionregistration.k8s.io/team-label-{ns} created"
+            )],
+        );
+        // The mutation labels what kubectl creates.
+        run.ok_contains(
+            &n(
                 &ns,
-            );
-            // The validation refuses, with upstream's message on kubectl's stderr.
-            run.fails_with(
+                &[
+                    "create",
+                    "configmap",
+                    "settings",
+                    "--from-literal=mode=fast",
+                ],
+            ),
+            &["configmap/settings created"],
+        );
+        run.jsonpath(
+            &n(&ns, &["get", "configmap", "settings"]),
+            "{.metadata.labels.team}",
+            &ns,
+        );
+        // The validation refuses, with upstream's message on kubectl's stderr.
+        run.fails_with(
             &n(&ns, &["create", "configmap", "bare", "--from-literal=size=1"]),
             &[
                 "configmaps \"bare\" is forbidden: ValidatingAdmissionPolicy",
                 &format!("'needs-mode-{ns}' with binding 'needs-mode-{ns}' denied request: every ConfigMap here needs a mode"),
             ],
         );
-            // Other namespaces are not selected.
-            run.ok_contains(
-                &[
-                    "create",
-                    "configmap",
-                    &format!("elsewhere-{i}"),
-                    "--from-literal=size=1",
-                ],
-                &["created"],
-            );
-            run.jsonpath(
-                &["get", "configmap", &format!("elsewhere-{i}")],
-                "{.metadata.labels}",
-                "",
-            );
-            Ok(())
-        },
-    );
+        // Other namespaces are not selected.
+        run.ok_contains(
+            &[
+                "create",
+                "configmap",
+                &format!("elsewhere-{i}"),
+                "--from-literal=size=1",
+            ],
+            &["created"],
+        );
+        run.jsonpath(
+            &["get", "configmap", &format!("elsewhere-{i}")],
+            "{.metadata.labels}",
+            "",
+        );
+        Ok(())
+    });
 }
 
 /// A ConfigMap for `diff`, `replace --force` and `edit`, in the given color.
@@ -1157,31 +1141,19 @@ fn replace_and_edit_steps(run: &mut Run<'_>, ns: &str, dir: &Path) -> anyhow::Re
 
 #[test]
 fn kubectl_diff_prune_replace_and_edit() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start(dir.path(), &[]);
-    for_each_kubectl(
-        "kubectl_diff_prune_replace_and_edit",
-        |kubectl, i, failures| {
-            let server = server.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-            let mut run = Run {
-                kubectl,
-                server,
-                tag: kubectl.display().to_string(),
-                failures,
-            };
-            let ns = format!("files-{i}");
-            let work = dir.path().join(&ns);
-            std::fs::create_dir_all(&work)?;
-            run.ok_contains(
-                &["create", "namespace", &ns],
-                &[&format!("namespace/{ns} created")],
-            );
-            diff_steps(&mut run, &ns, &work)?;
-            prune_steps(&mut run, &ns, &work)?;
-            replace_and_edit_steps(&mut run, &ns, &work)?;
-            Ok(())
-        },
-    );
+    with_each_kubectl("kubectl_diff_prune_replace_and_edit", |run, i, dir| {
+        let ns = format!("files-{i}");
+        let work = dir.join(&ns);
+        std::fs::create_dir_all(&work)?;
+        run.ok_contains(
+            &["create", "namespace", &ns],
+            &[&format!("namespace/{ns} created")],
+        );
+        diff_steps(run, &ns, &work)?;
+        prune_steps(run, &ns, &work)?;
+        replace_and_edit_steps(run, &ns, &work)?;
+        Ok(())
+    });
 }
 
 /// Two replicas with local storage (an emptyDir), a DaemonSet, and a budget that lets one of

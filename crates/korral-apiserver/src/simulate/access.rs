@@ -346,18 +346,7 @@ pub async fn update<F>(
 where
     F: Fn(&mut Value) + Send + Sync + 'static,
 {
-    objects
-        .update_with(
-            info,
-            meta::namespace(obj),
-            meta::name(obj),
-            meta::uid(obj),
-            Part::Main,
-            &actor.write_options(),
-            change,
-        )
-        .await
-        .map(|written| written.map(|w| w.object))
+    rewrite(objects, actor, info, obj, Part::Main, change).await
 }
 
 /// Rewrites the status of `obj` (while it is still the same incarnation) with `change`
@@ -373,18 +362,35 @@ pub async fn update_status<F>(
 where
     F: Fn(&mut Value) + Send + Sync + 'static,
 {
+    rewrite(objects, actor, info, obj, Part::Status, change)
+        .await
+        .map(|_| ())
+}
+
+/// [`update`] / [`update_status`] through the write pipeline of `part`.
+async fn rewrite<F>(
+    objects: &Objects,
+    actor: Actor,
+    info: &Arc<ResourceInfo>,
+    obj: &Value,
+    part: Part,
+    change: F,
+) -> Result<Option<Object>, ApiError>
+where
+    F: Fn(&mut Value) + Send + Sync + 'static,
+{
     objects
         .update_with(
             info,
             meta::namespace(obj),
             meta::name(obj),
             meta::uid(obj),
-            Part::Status,
+            part,
             &actor.write_options(),
             change,
         )
         .await
-        .map(|_| ())
+        .map(|written| written.map(|w| w.object))
 }
 
 /// Sets the replicas of `name` through its `/scale` subresource as `actor`.
