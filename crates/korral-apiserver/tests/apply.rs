@@ -624,7 +624,7 @@ async fn bad_requests_are_rejected_and_change_nothing() {
         err["message"]
             .as_str()
             .unwrap_or("")
-            .contains("omits key field \"name\""),
+            .contains("omits all key fields [\"name\"]"),
         "{err}"
     );
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());

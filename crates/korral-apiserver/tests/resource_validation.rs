@@ -377,3 +377,92 @@ async fn claim_status_allocations_are_validated_on_the_status_subresource() {
         vec!["spec: Invalid value: \"object\": field is immutable"]
     );
 }
+
+#[tokio::test]
+async fn claim_device_status_merges_per_device_under_server_side_apply() {
+    let env = TestEnv::start().await.expect("env");
+    let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "pair"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 2}}]}}});
+    let (code, body) = send(
+        &env,
+        "POST",
+        &format!("{RESOURCE}/namespaces/default/resourceclaims"),
+        &claim,
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let status_path = format!("{RESOURCE}/namespaces/default/resourceclaims/pair/status");
+    let result = |device: &str| json!({"request": "gpu", "driver": "gpu.example.com", "pool": "node-1", "device": device});
+    let (code, body) = send(
+        &env,
+        "PATCH",
+        &status_path,
+        &json!({"status": {"allocation": {"devices": {"results": [result("gpu-0"), result("gpu-1")]}}}}),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    // Two drivers' agents each apply the status of their own device.
+    let apply = |manager: &'static str, device: &'static str, ip: &'static str| {
+        let path = format!("{status_path}?fieldManager={manager}");
+        let body = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "pair"},
+            "status": {"devices": [{"driver": "gpu.example.com", "pool": "node-1",
+                "device": device, "networkData": {"ips": [ip]}}]}});
+        let client = env.client();
+        async move {
+            raw(
+                &client,
+                "PATCH",
+                &path,
+                Some("application/apply-patch+yaml"),
+                body.to_string().into_bytes(),
+            )
+            .await
+        }
+    };
+    let (code, body) = apply("agent-a", "gpu-0", "10.0.0.1/24").await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = apply("agent-b", "gpu-1", "10.0.0.2/24").await;
+    assert_eq!(
+        code, 200,
+        "no conflict: the list merges by device key: {body}"
+    );
+    let devices: Vec<&str> = body["status"]["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .filter_map(|d| d["device"].as_str())
+        .collect();
+    assert_eq!(devices, ["gpu-0", "gpu-1"]);
+    // Each agent owns its own entry, keyed without the (absent) share id.
+    let managed = body["metadata"]["managedFields"]
+        .as_array()
+        .expect("managed");
+    let owned = |manager: &str| {
+        managed
+            .iter()
+            .find(|m| m["manager"] == manager)
+            .map(|m| m["fieldsV1"]["f:status"]["f:devices"].clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        owned("agent-b").as_object().is_some_and(|o| o.contains_key(
+            "k:{\"device\":\"gpu-1\",\"driver\":\"gpu.example.com\",\"pool\":\"node-1\"}"
+        )),
+        "{managed:?}"
+    );
+    // Re-applying agent-a's entry changes only it.
+    let (code, body) = apply("agent-a", "gpu-0", "10.0.0.9/24").await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        body["status"]["devices"][1]["networkData"]["ips"],
+        json!(["10.0.0.2/24"])
+    );
+    assert_eq!(
+        body["status"]["devices"][0]["networkData"]["ips"],
+        json!(["10.0.0.9/24"])
+    );
+    env.shutdown().await;
+}

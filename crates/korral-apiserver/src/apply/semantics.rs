@@ -53,7 +53,7 @@ impl ListType {
     /// The list type of a built-in kind's list rule (`None`: atomic).
     fn of(rule: Option<ListRule>) -> Self {
         match rule {
-            Some(ListRule::Map { keys, .. }) => {
+            Some(ListRule::Map { keys, .. } | ListRule::ApplyMap { keys }) => {
                 ListType::Map(keys.iter().map(|k| k.to_string()).collect())
             }
             Some(ListRule::Set) => ListType::Set,

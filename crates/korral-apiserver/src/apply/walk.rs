@@ -69,18 +69,25 @@ fn item_element(
                     display(&at.path)
                 ));
             };
+            // As structured-merge-diff (v6.3+): a key field the item omits and that has no
+            // default is left out of the item's key; only an item without any is refused.
             let mut fields = Map::new();
             for key in keys {
                 let value = match m.get(key) {
-                    Some(v) if !v.is_null() => v.clone(),
-                    _ => sem.key_default(&at.names, key).ok_or_else(|| {
-                        format!(
-                            "{}: element {index}: associative list with keys has an element that omits key field {key:?} (and doesn't have default value)",
-                            display(&at.path)
-                        )
-                    })?,
+                    Some(v) if !v.is_null() => Some(v.clone()),
+                    _ => sem.key_default(&at.names, key),
                 };
-                fields.insert(key.clone(), value);
+                if let Some(value) = value {
+                    fields.insert(key.clone(), value);
+                }
+            }
+            if fields.is_empty() {
+                let quoted: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
+                return Err(format!(
+                    "{}: element {index}: associative list with keys has an element that omits all key fields [{}] (and doesn't have default values for any key fields)",
+                    display(&at.path),
+                    quoted.join(" ")
+                ));
             }
             Ok(PathElement::key(&fields))
         }
@@ -554,7 +561,11 @@ mod tests {
         );
         let bad = json!({"spec": {"containers": [{"image": "x"}]}});
         let err = applied_set(&bad, &pod()).expect_err("missing key");
-        assert!(err.contains("omits key field \"name\""), "{err}");
+        assert!(err.contains("omits all key fields [\"name\"]"), "{err}");
+        // A key field without a value and without a default is left out of the key.
+        let ports = json!({"spec": {"containers": [{"name": "c", "ports": [
+            {"containerPort": 80}, {"containerPort": 80, "protocol": "UDP"}]}]}});
+        assert!(applied_set(&ports, &pod()).is_ok());
         let dup = json!({"spec": {"containers": [{"name": "a"}, {"name": "a"}]}});
         assert!(applied_set(&dup, &pod()).is_err());
     }

@@ -22,6 +22,12 @@ pub(crate) enum ListRule {
         /// `listMapKeys`.
         keys: &'static [&'static str],
     },
+    /// Items identified by keys for server-side apply only (`+listType=map` without
+    /// `+patchStrategy=merge`): a strategic merge patch replaces the list.
+    ApplyMap {
+        /// `listMapKeys`; an item may omit some (not all) of them.
+        keys: &'static [&'static str],
+    },
     /// A set of scalars: a patch merges them, an apply owns each value.
     Set,
     /// Replaced whole by a patch and owned whole by an apply (what lists are by default;

@@ -108,7 +108,7 @@ impl MergeStrategy for BuiltinStrategy<'_> {
         match crate::kinds::lists::rule(self.info, path) {
             Some(ListRule::Map { patch_key, .. }) => ListStrategy::merge(patch_key),
             Some(ListRule::Set) => ListStrategy::MergePrimitives,
-            Some(ListRule::Atomic) | None => ListStrategy::Replace,
+            Some(ListRule::ApplyMap { .. } | ListRule::Atomic) | None => ListStrategy::Replace,
         }
     }
 }

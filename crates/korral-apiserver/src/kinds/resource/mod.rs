@@ -21,11 +21,20 @@ use crate::meta;
 
 const GROUP: &str = "resource.k8s.io";
 
-/// ResourceClaim `status.reservedFor`, keyed by the consumer's `uid`.
-const CLAIM_LISTS: &[ListAt] = &[ListAt {
-    path: "status.reservedFor",
-    rule: ListRule::keyed(&["uid"]),
-}];
+/// ResourceClaim `status.reservedFor`, keyed by the consumer's `uid`, and `status.devices`,
+/// keyed (for server-side apply only) by driver, device, pool and the optional share id.
+const CLAIM_LISTS: &[ListAt] = &[
+    ListAt {
+        path: "status.reservedFor",
+        rule: ListRule::keyed(&["uid"]),
+    },
+    ListAt {
+        path: "status.devices",
+        rule: ListRule::ApplyMap {
+            keys: &["driver", "device", "pool", "shareID"],
+        },
+    },
+];
 
 /// The kinds of `resource.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
