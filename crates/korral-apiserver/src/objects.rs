@@ -543,6 +543,11 @@ impl Objects {
         &self.registry
     }
 
+    /// The server's authorization mode (controllers that review access consult it).
+    pub fn authorization(&self) -> crate::server::AuthorizationMode {
+        self.authorization
+    }
+
     /// What strategies may consult: this server's registry and storage.
     fn context(&self) -> Context {
         Context {

@@ -340,3 +340,158 @@ async fn issued_client_certificates_authenticate_their_subject() {
     assert_eq!(code, 401, "{body}");
     assert_eq!(body["reason"], "Unauthorized", "{body}");
 }
+
+/// The `Approved` condition of a CSR, if any.
+fn approval(csr: &Value) -> Option<Value> {
+    csr["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Approved")
+        .cloned()
+}
+
+#[tokio::test]
+async fn kubelet_client_requests_are_approved_after_an_access_review() {
+    let env = TestEnv::builder()
+        .simulation(true)
+        .authorization(AuthorizationMode::Rbac)
+        .start()
+        .await
+        .expect("env");
+    let kubelet_client = |cn: &str| {
+        json!({"request": request(cn, "system:nodes"),
+               "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+               "usages": ["digital signature", "client auth"]})
+    };
+    // Who may ask for new node certificates, and who for their own node's.
+    for (name, subresource, subject) in [
+        (
+            "node-bootstrapper",
+            "nodeclient",
+            json!({"kind": "Group", "name": "bootstrappers", "apiGroup": "rbac.authorization.k8s.io"}),
+        ),
+        (
+            "node-renewer",
+            "selfnodeclient",
+            json!({"kind": "Group", "name": "system:nodes", "apiGroup": "rbac.authorization.k8s.io"}),
+        ),
+    ] {
+        create_ok(&env, "/apis/rbac.authorization.k8s.io/v1/clusterroles", &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": ["certificates.k8s.io"],
+                "resources": ["certificatesigningrequests", format!("certificatesigningrequests/{subresource}")],
+                "verbs": ["create", "get"]}]})).await;
+        create_ok(&env, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [subject]})).await;
+    }
+    let post = |user: &'static str, group: &'static str, name: &'static str, spec: Value| {
+        let env = &env;
+        async move {
+            let client = env.client_as_user(user, &[group]).await.expect("client");
+            let body = json!({"apiVersion": "certificates.k8s.io/v1",
+                "kind": "CertificateSigningRequest", "metadata": {"name": name}, "spec": spec});
+            let (code, stored) = raw(
+                &client,
+                "POST",
+                CSRS,
+                Some("application/json"),
+                body.to_string().into_bytes(),
+            )
+            .await;
+            assert_eq!(code, 201, "{stored}");
+        }
+    };
+    // A bootstrapper asks for a new node's certificate: approved, then signed.
+    post(
+        "bootstrap-token-abc",
+        "bootstrappers",
+        "new-node",
+        kubelet_client("system:node:n1"),
+    )
+    .await;
+    let csr = until(&env, "new-node", "the new node's certificate", issued).await;
+    let approved = approval(&csr).expect("approved");
+    assert_eq!(approved["status"], "True");
+    assert_eq!(approved["reason"], "AutoApproved");
+    assert_eq!(
+        approved["message"],
+        "Auto approving kubelet client certificate after SubjectAccessReview."
+    );
+    // A node renews its own certificate.
+    post(
+        "system:node:n2",
+        "system:nodes",
+        "renewal",
+        kubelet_client("system:node:n2"),
+    )
+    .await;
+    let csr = until(&env, "renewal", "the renewed certificate", issued).await;
+    assert_eq!(
+        approval(&csr).expect("approved")["message"],
+        "Auto approving self kubelet client certificate after SubjectAccessReview."
+    );
+    // Not approved: a node asking for another node's certificate, a requester without the
+    // permission, a request that breaks the kubelet client rules, another signer.
+    post(
+        "system:node:n2",
+        "system:nodes",
+        "other-node",
+        kubelet_client("system:node:n3"),
+    )
+    .await;
+    let outsider = env
+        .client_as_user("mallory", &["dev"])
+        .await
+        .expect("client");
+    create_ok(&env, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", &json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "mallory-csr"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "node-renewer"},
+        "subjects": [{"kind": "User", "name": "mallory", "apiGroup": "rbac.authorization.k8s.io"}]})).await;
+    let body = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": "outsider"}, "spec": kubelet_client("system:node:n4")});
+    let (code, _) = raw(
+        &outsider,
+        "POST",
+        CSRS,
+        Some("application/json"),
+        body.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let mut wrong_org = kubelet_client("system:node:n1");
+    wrong_org["request"] = json!(request("system:node:n1", "dev"));
+    post(
+        "bootstrap-token-abc",
+        "bootstrappers",
+        "wrong-org",
+        wrong_org,
+    )
+    .await;
+    let mut other_signer = kubelet_client("system:node:n1");
+    other_signer["signerName"] = json!("kubernetes.io/kube-apiserver-client");
+    post(
+        "bootstrap-token-abc",
+        "bootstrappers",
+        "other-signer",
+        other_signer,
+    )
+    .await;
+    // A later request is approved once these were looked at: they were left alone.
+    post(
+        "bootstrap-token-abc",
+        "bootstrappers",
+        "marker",
+        kubelet_client("system:node:n5"),
+    )
+    .await;
+    until(&env, "marker", "the marker's certificate", issued).await;
+    for name in ["other-node", "outsider", "wrong-org", "other-signer"] {
+        let (_, csr) = call(&env, "GET", &format!("{CSRS}/{name}"), None).await;
+        assert!(approval(&csr).is_none() && !issued(&csr), "{name}: {csr}");
+    }
+}

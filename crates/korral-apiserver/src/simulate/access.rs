@@ -367,8 +367,9 @@ where
         .map(|_| ())
 }
 
-/// [`update`] / [`update_status`] through the write pipeline of `part`.
-async fn rewrite<F>(
+/// [`update`] / [`update_status`] through the write pipeline of `part` (also an update
+/// subresource such as `approval`).
+pub async fn rewrite<F>(
     objects: &Objects,
     actor: Actor,
     info: &Arc<ResourceInfo>,

@@ -31,12 +31,12 @@ use crate::objects::Objects;
 use crate::storage::object_key;
 
 /// The group of CertificateSigningRequests.
-const GROUP: &str = "certificates.k8s.io";
+pub(super) const GROUP: &str = "certificates.k8s.io";
 /// Their resource.
 pub(super) const RESOURCE: &str = "certificatesigningrequests";
 
 const CLIENT: &str = "kubernetes.io/kube-apiserver-client";
-const KUBELET_CLIENT: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+pub(super) const KUBELET_CLIENT: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 const KUBELET_SERVING: &str = "kubernetes.io/kubelet-serving";
 
 /// The longest a certificate lasts, and how long when the request says nothing (upstream's
@@ -148,7 +148,7 @@ fn ttl(expiration_seconds: Option<i64>) -> Duration {
 
 /// The rules of the built-in signer `signer` for `request` (DER) with `usages`; the error is
 /// upstream's message.
-fn signer_rules(signer: &str, request: &[u8], usages: &[String]) -> Result<(), String> {
+pub(super) fn signer_rules(signer: &str, request: &[u8], usages: &[String]) -> Result<(), String> {
     if signer == CLIENT {
         return client_usages(usages);
     }

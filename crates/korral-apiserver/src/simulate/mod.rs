@@ -20,7 +20,8 @@
 //!   ([`volumes`]).
 //! * Every namespace gets the `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap
 //!   ([`namespaces`]).
-//! * Approved CertificateSigningRequests for the built-in signers get their certificates
+//! * Kubelet client CertificateSigningRequests whose requester may ask for them are approved
+//!   ([`csr_approving`]); approved requests for the built-in signers get their certificates
 //!   from the cluster's CA ([`csr_signing`]).
 //!
 //! The simulation has no loop of its own: it runs on the built-in controllers' loop
@@ -36,6 +37,7 @@
 mod access;
 pub mod autoscaling;
 pub mod cronjobs;
+mod csr_approving;
 mod csr_signing;
 pub mod daemonset;
 pub mod deployment;
@@ -338,6 +340,7 @@ pub(crate) async fn execute(
         }
         Work::Volume(name) => volumes::reconcile_volume(objects, name).await,
         Work::CertificateSigningRequest(name) => {
+            csr_approving::reconcile(objects, name).await?;
             csr_signing::reconcile(objects, cluster, name).await
         }
         Work::Pod(ns, name) => pods::reconcile(objects, ns, name).await,
