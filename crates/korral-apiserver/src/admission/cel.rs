@@ -13,6 +13,9 @@ use cel::common::ast::{
     CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, ListExpr, LiteralValue, MapEntryExpr,
     MapExpr,
 };
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
 use cel::common::types::CelString;
 use cel::{Context, Program};
 use serde_json::Value;
@@ -34,6 +37,52 @@ const VARIABLES: &[&str] = &[
     "variables",
     "authorizer",
 ];
+
+/// Compiled expressions kept (per kind); a cache is emptied when it fills up.
+const CACHE_ENTRIES: usize = 1024;
+
+/// Compiled expressions by source. Compiling is a function of the source alone, so the
+/// servers of one process share the cache; only successes are kept.
+struct Cache<K, T>(LazyLock<Mutex<HashMap<K, Arc<T>>>>);
+
+impl<K: std::hash::Hash + Eq, T> Cache<K, T> {
+    const fn new() -> Self {
+        Cache(LazyLock::new(|| Mutex::new(HashMap::new())))
+    }
+
+    /// The compiled form of `key`, from the cache or from `compile`.
+    fn get_or(
+        &self,
+        key: K,
+        compile: impl FnOnce() -> Result<T, String>,
+    ) -> Result<Arc<T>, String> {
+        if let Some(hit) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let compiled = Arc::new(compile()?);
+        let mut entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= CACHE_ENTRIES {
+            entries.clear();
+        }
+        entries.insert(key, compiled.clone());
+        Ok(compiled)
+    }
+}
+
+/// Admission expressions (with or without `params`) compiled for evaluation.
+static PROGRAMS: Cache<(String, bool), Program> = Cache::new();
+/// Mutations compiled for evaluation.
+static MUTATIONS: Cache<String, Mutation> = Cache::new();
+
+/// [`compile`] through a cache, for expressions evaluated on every admitted write.
+pub(crate) fn compile_cached(source: &str, params: bool) -> Result<Arc<Program>, String> {
+    PROGRAMS.get_or((source.to_string(), params), || compile(source, params))
+}
+
+/// [`compile_mutation`] through a cache.
+pub(crate) fn compile_mutation_cached(source: &str) -> Result<Arc<Mutation>, String> {
+    MUTATIONS.get_or(source.to_string(), || compile_mutation(source))
+}
 
 /// Compiles an admission expression; `params` allows the `params` variable.
 pub(crate) fn compile(source: &str, params: bool) -> Result<Program, String> {

@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use super::Request;
-use super::cel::{Mutation, compile_mutation, evaluate_mutation};
+use super::cel::{Mutation, compile_mutation_cached, evaluate_mutation};
 use super::policy::{Bound, bound_policies, eval, evaluate_variables, params, to_json};
 use crate::error::{ApiError, Cause, Details};
 use crate::patch::json::{Operation, apply_operations};
@@ -112,7 +112,7 @@ pub(super) fn invoke(
             .and_then(|b| b.get("expression"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        let compiled = compile_mutation(source).map_err(fail)?;
+        let compiled = compile_mutation_cached(source).map_err(fail)?;
         let result = evaluate(
             req, invocation, &compiled, source, object, request, namespace,
         )

@@ -330,7 +330,7 @@ fn message(v: &Value, expression: &str, vars: &[(&str, &Value)]) -> String {
 
 /// Evaluates a CEL expression into JSON.
 pub(super) fn eval(expression: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {
-    let program = super::cel::compile(expression, true)?;
+    let program = super::cel::compile_cached(expression, true)?;
     super::cel::evaluate(&program, vars).map(|v| to_json(&v))
 }
 

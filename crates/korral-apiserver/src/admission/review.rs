@@ -273,7 +273,7 @@ fn conditions_hold(req: &Request<'_>, hook: &Candidate, review: &Value) -> Resul
     for cond in conditions {
         let name = cond.get("name").and_then(Value::as_str).unwrap_or("");
         let expression = cond.get("expression").and_then(Value::as_str).unwrap_or("");
-        let program = super::cel::compile(expression, false)
+        let program = super::cel::compile_cached(expression, false)
             .map_err(|e| format!("compilation failed for matchCondition {name:?}: {e}"))?;
         let vars = [("object", object), ("oldObject", old), ("request", request)];
         match super::cel::evaluate(&program, &vars) {
