@@ -8,20 +8,11 @@ mod common;
 
 use base64::Engine;
 use common::*;
-use korral_testenv::AuthorizationMode;
 use kube::Client;
 use serde_json::{Value, json};
 
 const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
 const SIGNER: &str = "example.com/signer";
-
-async fn rbac_env() -> TestEnv {
-    TestEnv::builder()
-        .authorization(AuthorizationMode::Rbac)
-        .start()
-        .await
-        .expect("start RBAC test env")
-}
 
 async fn send(client: &Client, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
     let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();

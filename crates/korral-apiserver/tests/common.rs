@@ -12,6 +12,15 @@ pub use korral_testenv::TestEnv;
 #[allow(unused_imports)]
 pub use korral_testenv::wait_until;
 
+/// A test server that enforces RBAC.
+pub async fn rbac_env() -> TestEnv {
+    TestEnv::builder()
+        .authorization(korral_testenv::AuthorizationMode::Rbac)
+        .start()
+        .await
+        .expect("start RBAC test env")
+}
+
 /// One exchange through the kube client with these request headers: the status code, the
 /// response headers and the body bytes.
 pub async fn exchange(

@@ -5,6 +5,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::rbac_env;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::authorization::v1::{
@@ -18,14 +19,6 @@ use korral_testenv::{AuthorizationMode, TestEnv, wait_until};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-
-async fn rbac_env() -> TestEnv {
-    TestEnv::builder()
-        .authorization(AuthorizationMode::Rbac)
-        .start()
-        .await
-        .expect("start RBAC test env")
-}
 
 fn from<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).expect("valid object")

@@ -7,8 +7,8 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::raw;
-use korral_testenv::{AuthorizationMode, TestEnv};
+use common::{raw, rbac_env};
+use korral_testenv::TestEnv;
 use serde_json::{Value, json};
 
 /// Upstream's ClusterRoles (testdata/cluster-roles.yaml for a default server).
@@ -126,14 +126,6 @@ const ROLE_BINDINGS: &[&str] = &[
     "kube-system/system:controller:cloud-provider",
     "kube-system/system:controller:token-cleaner",
 ];
-
-async fn rbac_env() -> TestEnv {
-    TestEnv::builder()
-        .authorization(AuthorizationMode::Rbac)
-        .start()
-        .await
-        .expect("start RBAC test env")
-}
 
 /// GET `path` as the admin: the JSON answer, which must be 200.
 async fn get(env: &TestEnv, path: &str) -> Value {

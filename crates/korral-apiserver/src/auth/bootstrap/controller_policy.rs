@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::policy::{Binding, EVENTS, READ, Role, Rule, Subject, named, rule};
+use super::policy::{Binding, EVENTS, READ, Role, Subject, cluster_role, named, rule};
 
 /// The prefix of every controller role (upstream's `saRolePrefix`).
 pub const PREFIX: &str = "system:controller:";
@@ -32,20 +32,9 @@ const MANAGE: &[&str] = &["create", "delete", "get", "list", "update", "watch"];
 /// `apps` and `extensions`.
 const APPS: &[&str] = &["apps", "extensions"];
 
-/// A controller's ClusterRole, `system:controller:<name>`.
-const fn controller(name: &'static str, rules: &'static [Rule]) -> Role {
-    Role {
-        name,
-        namespace: None,
-        labels: &[],
-        aggregate: None,
-        rules,
-    }
-}
-
 /// Upstream's controller roles of a default server, in the order of its testdata (by name).
 pub static CONTROLLER_ROLES: &[Role] = &[
-    controller(
+    cluster_role(
         "system:controller:attachdetach-controller",
         &[
             rule(
@@ -66,7 +55,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             rule(&["storage.k8s.io"], &["csinodes"], READ),
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:certificate-controller",
         &[
             rule(
@@ -107,7 +96,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:clusterrole-aggregation-controller",
         &[rule(
             &["rbac.authorization.k8s.io"],
@@ -115,7 +104,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             &["escalate", "get", "list", "patch", "update", "watch"],
         )],
     ),
-    controller(
+    cluster_role(
         "system:controller:cronjob-controller",
         &[
             rule(&["batch"], &["cronjobs"], READ_UPDATE),
@@ -126,7 +115,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:daemon-set-controller",
         &[
             rule(APPS, &["daemonsets"], READ),
@@ -139,7 +128,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:deployment-controller",
         &[
             rule(APPS, &["deployments"], READ_UPDATE),
@@ -150,7 +139,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:device-taint-eviction-controller",
         &[
             rule(CORE, &["pods"], &["delete", "get", "list", "watch"]),
@@ -161,7 +150,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:disruption-controller",
         &[
             rule(APPS, &["deployments"], READ),
@@ -175,7 +164,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:endpoint-controller",
         &[
             rule(CORE, &["pods", "services"], READ),
@@ -184,7 +173,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:endpointslice-controller",
         &[
             rule(CORE, &["nodes", "pods", "services"], READ),
@@ -193,7 +182,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:endpointslicemirroring-controller",
         &[
             rule(CORE, &["endpoints", "services"], READ),
@@ -203,7 +192,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:ephemeral-volume-controller",
         &[
             rule(CORE, &["pods"], READ),
@@ -216,7 +205,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:expand-controller",
         &[
             rule(
@@ -229,7 +218,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:generic-garbage-collector",
         &[
             rule(
@@ -240,7 +229,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:horizontal-pod-autoscaler",
         &[
             rule(&["autoscaling"], &["horizontalpodautoscalers"], READ),
@@ -257,7 +246,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:job-controller",
         &[
             rule(
@@ -271,7 +260,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:legacy-service-account-token-cleaner",
         &[
             named(
@@ -283,7 +272,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             rule(CORE, &["secrets"], &["delete", "patch"]),
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:namespace-controller",
         &[
             rule(CORE, &["namespaces"], &["delete", "get", "list", "watch"]),
@@ -295,7 +284,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             ),
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:node-controller",
         &[
             rule(
@@ -309,7 +298,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:persistent-volume-binder",
         &[
             rule(CORE, &["persistentvolumes"], MANAGE),
@@ -327,7 +316,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             rule(CORE, &["events"], &["watch"]),
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:pod-garbage-collector",
         &[
             rule(CORE, &["pods"], &["delete", "list", "watch"]),
@@ -335,11 +324,11 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             rule(CORE, &["pods/status"], &["patch"]),
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:pv-protection-controller",
         &[rule(CORE, &["persistentvolumes"], READ_UPDATE), EVENTS],
     ),
-    controller(
+    cluster_role(
         "system:controller:pvc-protection-controller",
         &[
             rule(CORE, &["persistentvolumeclaims"], READ_UPDATE),
@@ -348,7 +337,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:replicaset-controller",
         &[
             rule(APPS, &["replicasets"], READ_UPDATE),
@@ -358,7 +347,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:replication-controller",
         &[
             rule(CORE, &["replicationcontrollers"], READ_UPDATE),
@@ -368,7 +357,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:resource-claim-controller",
         &[
             rule(CORE, &["pods"], READ),
@@ -392,7 +381,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             ),
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:resourcequota-controller",
         &[
             rule(&["*"], &["*"], LIST_WATCH),
@@ -400,11 +389,11 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:root-ca-cert-publisher",
         &[rule(CORE, &["configmaps"], &["create", "update"]), EVENTS],
     ),
-    controller(
+    cluster_role(
         "system:controller:route-controller",
         &[
             rule(CORE, &["nodes"], LIST_WATCH),
@@ -412,7 +401,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:selinux-warning-controller",
         &[
             EVENTS,
@@ -422,11 +411,11 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             rule(&["storage.k8s.io"], &["csidrivers"], READ),
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:service-account-controller",
         &[rule(CORE, &["serviceaccounts"], &["create"]), EVENTS],
     ),
-    controller(
+    cluster_role(
         "system:controller:service-cidrs-controller",
         &[
             rule(
@@ -448,7 +437,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:service-controller",
         &[
             rule(CORE, &["services"], READ),
@@ -457,7 +446,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:statefulset-controller",
         &[
             rule(CORE, &["pods"], LIST_WATCH),
@@ -480,21 +469,21 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:ttl-after-finished-controller",
         &[
             rule(&["batch"], &["jobs"], &["delete", "get", "list", "watch"]),
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:ttl-controller",
         &[
             rule(CORE, &["nodes"], &["list", "patch", "update", "watch"]),
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:validatingadmissionpolicy-status-controller",
         &[
             rule(
@@ -510,7 +499,7 @@ pub static CONTROLLER_ROLES: &[Role] = &[
             EVENTS,
         ],
     ),
-    controller(
+    cluster_role(
         "system:controller:volumeattributesclass-protection-controller",
         &[
             rule(CORE, &["persistentvolumeclaims"], READ),

@@ -3,7 +3,7 @@
 //! testdata lists them (see [`super`] for the source).
 
 use super::policy::{
-    Binding, EVENTS, READ, Role, Subject, named, namespaced_binding, namespaced_role, rule,
+    Binding, EVENTS, READ, Role, Rule, Subject, named, namespaced_binding, namespaced_role, rule,
 };
 
 /// The namespace of the control plane's components.
@@ -14,6 +14,15 @@ const KUBE_PUBLIC: &str = "kube-public";
 const CORE: &[&str] = &[""];
 /// What leader election does to its leases and lease candidates.
 const LEADER_ELECTION: &[&str] = &["create", "get", "list", "update", "watch"];
+/// The rules of the leader-locking Roles: leases and lease candidates for leader election.
+const LEADER_LOCKING: &[Rule] = &[
+    rule(&["coordination.k8s.io"], &["leases"], LEADER_ELECTION),
+    rule(
+        &["coordination.k8s.io"],
+        &["leasecandidates"],
+        LEADER_ELECTION,
+    ),
+];
 
 /// Upstream's namespaced bootstrap Roles, by namespace then name.
 pub static ROLES: &[Role] = &[
@@ -39,26 +48,12 @@ pub static ROLES: &[Role] = &[
     namespaced_role(
         KUBE_SYSTEM,
         "system::leader-locking-kube-controller-manager",
-        &[
-            rule(&["coordination.k8s.io"], &["leases"], LEADER_ELECTION),
-            rule(
-                &["coordination.k8s.io"],
-                &["leasecandidates"],
-                LEADER_ELECTION,
-            ),
-        ],
+        LEADER_LOCKING,
     ),
     namespaced_role(
         KUBE_SYSTEM,
         "system::leader-locking-kube-scheduler",
-        &[
-            rule(&["coordination.k8s.io"], &["leases"], LEADER_ELECTION),
-            rule(
-                &["coordination.k8s.io"],
-                &["leasecandidates"],
-                LEADER_ELECTION,
-            ),
-        ],
+        LEADER_LOCKING,
     ),
     namespaced_role(
         KUBE_SYSTEM,
