@@ -475,6 +475,9 @@ async fn conflicting_names_wait_until_they_are_free() {
         )
     );
 
+    // A third CRD waiting for the same kind.
+    create_ok(&env, crds, &named_crd("sprockets", "Widget", &[])).await;
+
     // Once the CRD holding the names is gone, the others get them and are served.
     let (code, _) = call(
         &env,
@@ -515,5 +518,19 @@ async fn conflicting_names_wait_until_they_are_free() {
         .await;
         assert_eq!(code, 200, "{list}");
     }
+    // The freed kind went to one waiting CRD only.
+    let (_, sprockets) = call(
+        &env,
+        "GET",
+        &format!("{crds}/sprockets.names.example.org"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        crd_condition(&sprockets, "NamesAccepted").1,
+        "ListKindConflict",
+        "{sprockets}"
+    );
+    assert_eq!(sprockets["status"]["acceptedNames"]["kind"], "");
     env.shutdown().await;
 }

@@ -761,7 +761,9 @@ async fn accept_crd_names(objects: &Objects, group: &str) -> Result<Vec<Work>, A
         .map(|(k, c)| (k.clone(), c.clone()))
         .collect();
     for (key, current) in waiting {
-        let taken = crd::naming::Taken::in_group(&snapshot, group);
+        // Read the group afresh: a CRD accepted in an earlier round holds its names now, so
+        // two CRDs waiting for the same freed name do not both get it.
+        let taken = crd::naming::Taken::in_group(&objects.storage().snapshot(), group);
         let mut next = (*current).clone();
         crd::naming::accept(&mut next, &taken);
         if next == *current {
