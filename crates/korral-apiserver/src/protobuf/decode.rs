@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use serde_json::{Map, Number, Value};
 
-use super::descriptors::{Descriptors, Field, FieldType, Scalar, Special, ValueType};
+use super::descriptors::{Descriptors, Field, FieldType, Message, Scalar, Special, ValueType};
 use super::wire::{Reader, WireValue};
 use super::{MAX_DEPTH, ProtobufError};
 
@@ -44,7 +44,8 @@ pub(crate) fn decode_message(
         Special::IntOrString => return decode_int_or_string(bytes),
         Special::Quantity => return decode_quantity(bytes),
         Special::RawExtension => return decode_raw_extension(d, bytes, depth),
-        Special::FieldsV1 => return decode_fields_v1(bytes),
+        Special::EmbeddedJson => return decode_embedded_json(bytes),
+        Special::SchemaOrArray | Special::SchemaOrBool | Special::SchemaOrStringArray => {}
     }
 
     // Only fields present on the wire get a slot, so memory follows the input size.
@@ -143,7 +144,48 @@ pub(crate) fn decode_message(
             object.entry(k).or_insert(v);
         }
     }
+    if msg.special.is_union() {
+        return Ok(union_json(msg, object));
+    }
     Ok(Value::Object(object))
+}
+
+/// The JSON form of an apiextensions union message from its decoded fields, as the Go
+/// type's `MarshalJSON` writes it.
+fn union_json(msg: &Message, mut fields: Map<String, Value>) -> Value {
+    let mut take = |number: u32| {
+        msg.json_name(number)
+            .and_then(|name| fields.remove(name))
+            .filter(|v| !v.is_null())
+    };
+    let non_empty = |v: &Option<Value>| {
+        v.as_ref()
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+    };
+    match msg.special {
+        Special::SchemaOrArray => {
+            let (schema, schemas) = (take(1), take(2));
+            if non_empty(&schemas) {
+                schemas.unwrap_or(Value::Null)
+            } else {
+                schema.unwrap_or(Value::Null)
+            }
+        }
+        Special::SchemaOrBool => {
+            let (allows, schema) = (take(1), take(2));
+            schema.unwrap_or_else(|| Value::Bool(allows.and_then(|v| v.as_bool()).unwrap_or(false)))
+        }
+        Special::SchemaOrStringArray => {
+            let (schema, property) = (take(1), take(2));
+            if non_empty(&property) {
+                property.unwrap_or(Value::Null)
+            } else {
+                schema.unwrap_or(Value::Null)
+            }
+        }
+        _ => Value::Object(fields),
+    }
 }
 
 /// The error for a field carried with the wrong wire type.
@@ -302,6 +344,11 @@ fn scalar_json(s: Scalar, wire: WireValue<'_>) -> Option<Result<Value, ProtobufE
 
 /// A finite float as JSON; Go's encoder rejects NaN and infinities too.
 fn float_json(f: f64) -> Result<Value, ProtobufError> {
+    // Go's encoding/json writes integral floats below 1e21 without a fraction (`1`, not
+    // `1.0`); those that fit an i64 become JSON integers here.
+    if f.fract() == 0.0 && f.abs() < 9.0e18 {
+        return Ok(Value::from(f as i64));
+    }
     Number::from_f64(f)
         .map(Value::Number)
         .ok_or(ProtobufError::InvalidValue(
@@ -503,9 +550,9 @@ fn decode_raw_extension(
     embedded_json(&raw)
 }
 
-/// `FieldsV1` (Raw = 1): the embedded JSON.
-fn decode_fields_v1(bytes: &[u8]) -> Result<Value, ProtobufError> {
-    match single_bytes_field(bytes, "FieldsV1")? {
+/// `FieldsV1` or apiextensions' `JSON` (raw = 1): the embedded JSON.
+fn decode_embedded_json(bytes: &[u8]) -> Result<Value, ProtobufError> {
+    match single_bytes_field(bytes, "embedded JSON")? {
         Some(raw) => embedded_json(&raw),
         None => Ok(Value::Null),
     }

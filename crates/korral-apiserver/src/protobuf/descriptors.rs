@@ -139,18 +139,48 @@ pub(crate) enum Special {
     Quantity,
     /// `runtime.RawExtension`: the embedded JSON (or protobuf object).
     RawExtension,
-    /// `meta.v1.FieldsV1`: the embedded JSON.
-    FieldsV1,
+    /// `meta.v1.FieldsV1` and apiextensions' `JSON`: the embedded JSON (`null` when empty).
+    EmbeddedJson,
+    /// apiextensions' `JSONSchemaPropsOrArray` (schema = 1, schemas = 2): the schema object,
+    /// or the array of schemas when there are any.
+    SchemaOrArray,
+    /// apiextensions' `JSONSchemaPropsOrBool` (allows = 1, schema = 2): the schema object
+    /// when there is one, else the boolean.
+    SchemaOrBool,
+    /// apiextensions' `JSONSchemaPropsOrStringArray` (schema = 1, property = 2): the array
+    /// of property names when there are any, else the schema object, else `null`.
+    SchemaOrStringArray,
 }
 
 impl Special {
+    /// Whether the message's fields are decoded and encoded as usual, the JSON form then
+    /// choosing between them (the apiextensions unions).
+    pub(crate) fn is_union(self) -> bool {
+        matches!(
+            self,
+            Special::SchemaOrArray | Special::SchemaOrBool | Special::SchemaOrStringArray
+        )
+    }
+
     /// The special handling of the message `full_name`.
     fn of(full_name: &str) -> Special {
         match full_name {
             "k8s.io.apimachinery.pkg.apis.meta.v1.Time" => Special::Time,
             "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime" => Special::MicroTime,
             "k8s.io.apimachinery.pkg.apis.meta.v1.Duration" => Special::Duration,
-            "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1" => Special::FieldsV1,
+            "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1"
+            | "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON" => {
+                Special::EmbeddedJson
+            }
+            "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray" => {
+                Special::SchemaOrArray
+            }
+            "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool" => {
+                Special::SchemaOrBool
+            }
+            "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray" => {
+                Special::SchemaOrStringArray
+            }
             "k8s.io.apimachinery.pkg.util.intstr.IntOrString" => Special::IntOrString,
             "k8s.io.apimachinery.pkg.api.resource.Quantity"
             | "k8s.io.apimachinery.pkg.api.resource.QuantityValue" => Special::Quantity,
@@ -174,6 +204,13 @@ pub(crate) struct Message {
 }
 
 impl Message {
+    /// The JSON name of field `number`, if the message has it.
+    pub(crate) fn json_name(&self, number: u32) -> Option<&str> {
+        self.field_index(number)
+            .and_then(|i| self.fields.get(i))
+            .map(|f| f.json.as_str())
+    }
+
     /// The position of field `number` in [`Message::fields`].
     pub(crate) fn field_index(&self, number: u32) -> Option<usize> {
         self.fields.binary_search_by_key(&number, |f| f.number).ok()

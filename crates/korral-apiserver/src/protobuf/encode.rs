@@ -41,6 +41,12 @@ pub(crate) fn encode_message(
         .ok_or_else(|| ProtobufError::Descriptors(format!("no message #{idx}")))?;
     match msg.special {
         Special::None => {}
+        special if special.is_union() => {
+            let fields = union_fields(msg, value)?;
+            let mut out = Vec::new();
+            encode_fields(d, msg, &fields, &[], depth, &mut out)?;
+            return Ok(out);
+        }
         special => return encode_special(special, value, &msg.full_name),
     }
     let mut out = Vec::new();
@@ -346,6 +352,36 @@ fn decode_base64(text: &str) -> Option<Vec<u8>> {
         })
 }
 
+/// The fields of an apiextensions union message for its JSON form, as the Go type's
+/// `UnmarshalJSON` reads it.
+fn union_fields(msg: &Message, value: &Value) -> Result<Map<String, Value>, ProtobufError> {
+    let mut fields = Map::new();
+    let mut put = |number: u32, v: Value| {
+        if let Some(name) = msg.json_name(number) {
+            fields.insert(name.to_owned(), v);
+        }
+    };
+    match (msg.special, value) {
+        (_, Value::Null) => {}
+        (Special::SchemaOrArray | Special::SchemaOrStringArray, Value::Object(_)) => {
+            put(1, value.clone());
+        }
+        (Special::SchemaOrArray | Special::SchemaOrStringArray, Value::Array(_)) => {
+            put(2, value.clone());
+        }
+        (Special::SchemaOrBool, Value::Object(_)) => {
+            put(1, Value::Bool(true));
+            put(2, value.clone());
+        }
+        (Special::SchemaOrBool, Value::Bool(_)) => put(1, value.clone()),
+        (Special::SchemaOrBool, _) => {
+            return Err(shape(&msg.full_name, "a boolean or a JSON schema"));
+        }
+        _ => return Err(shape(&msg.full_name, "a JSON schema or an array")),
+    }
+    Ok(fields)
+}
+
 /// Encodes a message with special JSON handling; `null` is its Go zero value.
 fn encode_special(special: Special, v: &Value, name: &str) -> Result<Vec<u8>, ProtobufError> {
     let mut out = Vec::new();
@@ -411,7 +447,12 @@ fn encode_special(special: Special, v: &Value, name: &str) -> Result<Vec<u8>, Pr
             };
             put_bytes_field(&mut out, 1, text.as_bytes());
         }
-        Special::RawExtension | Special::FieldsV1 => {
+        Special::SchemaOrArray | Special::SchemaOrBool | Special::SchemaOrStringArray => {
+            return Err(ProtobufError::Descriptors(format!(
+                "{name}: a union message is encoded through its fields"
+            )));
+        }
+        Special::RawExtension | Special::EmbeddedJson => {
             if !v.is_null() {
                 let raw = serde_json::to_vec(v)
                     .map_err(|e| ProtobufError::EmbeddedJson(format!("{name}: {e}")))?;

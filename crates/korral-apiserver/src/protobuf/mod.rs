@@ -12,6 +12,8 @@
 //! `generated.proto` files and Go struct tags by `tools/gen_protobuf_descriptors.py`
 //! (regeneration steps are in its header). Kubernetes JSON conventions applied:
 //!
+//! - apiextensions' `JSON` → the embedded JSON; its `JSONSchemaPropsOr{Array,Bool,StringArray}`
+//!   unions → the schema object or the array/boolean, as their Go `MarshalJSON` choose.
 //! - `meta.v1.Time` → RFC 3339 seconds (`null` when empty), `MicroTime` → RFC 3339 with
 //!   microseconds, `meta.v1.Duration` → Go duration string, `IntOrString` → number or
 //!   string, `Quantity` → string, `RawExtension` / `FieldsV1` → the embedded JSON,
@@ -42,6 +44,8 @@ mod wire;
 
 #[cfg(test)]
 mod encode_tests;
+#[cfg(test)]
+mod extension_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
