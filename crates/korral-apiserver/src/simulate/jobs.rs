@@ -1,17 +1,42 @@
-//! The Job controller: Pods per `parallelism` until `completions` succeeded, then `Complete`.
+//! The Job controller: Pods per `parallelism` until `completions` succeeded, then `Complete`;
+//! failed Pods are counted, replaced after a back-off, and fail the Job as upstream's do.
 //!
 //! Pods are named `<job>-<suffix>` (`<job>-<index>-<suffix>` for `Indexed` Jobs, which also
 //! get the completion-index annotation and label). A suspended Job has its active Pods deleted
 //! and a `Suspended` condition; resuming sets it `False` and starts Pods again. Status follows
-//! upstream: `startTime`, `active`, `ready`, `succeeded`, `terminating`,
-//! `uncountedTerminatedPods`, and on completion `completionTime` with the `SuccessCriteriaMet`
-//! and `Complete` conditions. Simulated Pods never fail, so `backoffLimit` never triggers.
+//! upstream: `startTime`, `active`, `ready`, `succeeded`, `failed`, `terminating`,
+//! `uncountedTerminatedPods`, `failedIndexes`, and on completion `completionTime` with the
+//! `SuccessCriteriaMet` and `Complete` conditions.
+//!
+//! Failures (Pods fail through the simulated kubelet's `korral.dev/exit-code` annotation, see
+//! [`super::pods`], or a client writing `status.phase: Failed`), decided in [`job_failures`]:
+//!
+//! * `status.failed` counts failed Pods (and, once the Job fails, the active Pods it deletes)
+//!   that the `podFailurePolicy` does not `Ignore`; it never decreases. Without the
+//!   `batch.kubernetes.io/job-tracking` finalizer (the simulation does not put it on Pods),
+//!   failed Pods that a client deletes before the Job counted them are not counted.
+//! * Failed Pods are replaced after upstream's back-off (10s doubling per consecutive failure
+//!   since the last success, at most 10 minutes; per index with `backoffLimitPerIndex`,
+//!   which also gives replacements the `job-index-failure-count` annotations): the Job asks
+//!   to be reconciled again when it ends. With `podReplacementPolicy: Failed` (the default
+//!   with a `podFailurePolicy`) terminating Pods are not replaced until they are gone.
+//! * The Job fails (`BackoffLimitExceeded`) once more Pods failed than `backoffLimit`, or,
+//!   for `restartPolicy: OnFailure`, the restarts of its running Pods' containers reach it;
+//!   `DeadlineExceeded` once it ran `activeDeadlineSeconds` (it asks to be reconciled then);
+//!   `PodFailurePolicy` when a `FailJob` rule matches a failed Pod; `MaxFailedIndexesExceeded`
+//!   or `FailedIndexes` for `backoffLimitPerIndex` (failed indexes in `status.failedIndexes`,
+//!   `FailIndex` rules fail an index at once). It first gets `FailureTarget`, its active Pods
+//!   are deleted, and once none is terminating it gets `Failed` with the same reason and
+//!   message; a failed Job is left alone.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
+use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
 use super::access::{self, pod_active, pod_ready};
+use super::job_failures::{self as failures, INDEX_FAILURE_COUNT, INDEX_IGNORED_FAILURE_COUNT};
 use super::replicaset::owned_pods;
 use crate::error::ApiError;
 use crate::meta;
@@ -22,19 +47,59 @@ const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 const COMPLETED: &str = "Reached expected number of succeeded pods";
 const TIMES: [&str; 2] = ["lastProbeTime", "lastTransitionTime"];
 
-/// Reconciles one Job.
-pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+/// The terminal condition a reconcile decided on: `FailureTarget` first, `Failed` once the
+/// Job's Pods are gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Failure {
+    /// `FailureTarget` or `Failed`.
+    kind: &'static str,
+    reason: String,
+    message: String,
+}
+
+impl Failure {
+    fn target((reason, message): (&str, &str)) -> Self {
+        Self {
+            kind: "FailureTarget",
+            reason: reason.to_string(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// The earlier of two optional delays.
+fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The condition `kind` when `True`.
+fn true_condition<'a>(conditions: &'a [Value], kind: &str) -> Option<&'a Value> {
+    conditions
+        .iter()
+        .find(|c| c["type"] == kind && c["status"] == "True")
+}
+
+/// Reconciles one Job; `Some(delay)` asks to run again after `delay` (a replacement's
+/// back-off ends, the active deadline passes).
+pub async fn reconcile(
+    objects: &Objects,
+    ns: &str,
+    name: &str,
+) -> Result<Option<Duration>, ApiError> {
     let Some(job) = access::get(objects, "batch", "jobs", ns, name) else {
-        return Ok(());
+        return Ok(None);
     };
     if meta::is_deleting(&job) || finished(&job) {
-        return Ok(());
+        return Ok(None);
     }
+    let now = Timestamp::now();
     let pod_info = access::info(objects, "", "v1", "pods")?;
     let pods = owned_pods(objects, ns, meta::uid(&job));
+    let all: Vec<&Value> = pods.iter().map(|p| &**p).collect();
     let active: Vec<&Object> = pods.iter().filter(|p| pod_active(p)).collect();
-    let succeeded: Vec<&Object> = pods.iter().filter(|p| phase(p) == "Succeeded").collect();
-    let failed = pods.iter().filter(|p| phase(p) == "Failed").count();
     let suspended = meta::path(&job, "spec.suspend").and_then(Value::as_bool) == Some(true);
     let parallelism = access::int(&job, "spec.parallelism", 1).max(0) as usize;
     let completions = meta::path(&job, "spec.completions")
@@ -42,6 +107,29 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         .map(|c| c.max(0) as usize);
     let indexed =
         meta::path(&job, "spec.completionMode").and_then(Value::as_str) == Some("Indexed");
+    let policy = meta::path(&job, "spec.podFailurePolicy").filter(|p| !p.is_null());
+    let only_replace_failed = policy.is_some()
+        || meta::path(&job, "spec.podReplacementPolicy").and_then(Value::as_str) == Some("Failed");
+    let per_index = meta::path(&job, "spec.backoffLimitPerIndex")
+        .and_then(Value::as_i64)
+        .filter(|_| indexed);
+    let backoff_limit = access::int(&job, "spec.backoffLimit", 6);
+    // Indexed Jobs only count Pods of their indexes.
+    let valid = |p: &Value| !indexed || index_of(p).is_some_and(|i| i < completions.unwrap_or(0));
+    let succeeded: Vec<&Object> = pods
+        .iter()
+        .filter(|p| phase(p) == "Succeeded" && valid(p))
+        .collect();
+    let failed_pods: Vec<&Value> = all
+        .iter()
+        .copied()
+        .filter(|p| failures::pod_failed(p, only_replace_failed) && valid(p))
+        .collect();
+    let counted_failed = failed_pods
+        .iter()
+        .filter(|p| failures::match_policy(policy, p).counts)
+        .count();
+    let terminating = all.iter().filter(|p| failures::pod_terminating(p)).count();
     let succeeded_indexes: BTreeSet<usize> = succeeded.iter().filter_map(|p| index_of(p)).collect();
     let succeeded_count = if indexed {
         succeeded_indexes.len()
@@ -49,19 +137,124 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         succeeded.len()
     };
 
-    let complete = match completions {
-        Some(c) => succeeded_count >= c,
-        // Work-queue Jobs: done once one Pod succeeded and none is left running.
-        None => succeeded_count > 0 && active.is_empty(),
-    };
     let mut status = job.get("status").cloned().unwrap_or_else(|| json!({}));
     let mut conditions: Vec<Value> = status
         .get("conditions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    // Counted pods stay counted once their Pods are gone (upstream tracks them with a
+    // finalizer; the API refuses a status that lowers the failed or succeeded counter).
+    let counted = |field: &str| {
+        status
+            .get(field)
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0)
+    };
+    let (succeeded_total, mut failed_total) = (
+        succeeded_count.max(counted("succeeded")),
+        counted_failed.max(counted("failed")),
+    );
+    if !suspended && status.get("startTime").is_none() {
+        status["startTime"] = json!(meta::now_rfc3339());
+    }
+
+    // Why the Job fails, in upstream's order.
+    let mut again = None;
+    let mut failure = true_condition(&conditions, "FailureTarget").map(|c| Failure {
+        kind: "Failed",
+        reason: c["reason"].as_str().unwrap_or("").to_string(),
+        message: c["message"].as_str().unwrap_or("").to_string(),
+    });
+    if failure.is_none() {
+        failure = all
+            .iter()
+            .filter(|p| failures::pod_failed(p, only_replace_failed))
+            .find_map(|p| failures::match_policy(policy, p).fail_job)
+            .map(|message| Failure::target((failures::POD_FAILURE_POLICY, &message)));
+    }
+    if failure.is_none() {
+        let deadline = meta::path(&job, "spec.activeDeadlineSeconds").and_then(Value::as_i64);
+        let started = status
+            .get("startTime")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<Timestamp>().ok());
+        if i64::try_from(failed_total).unwrap_or(i64::MAX) > backoff_limit
+            || failures::past_backoff_limit_on_failure(&job, &all)
+        {
+            failure = Some(Failure::target(failures::BACKOFF_LIMIT_EXCEEDED));
+        } else if let (Some(seconds), Some(started), false) = (deadline, started, suspended) {
+            let ran = now.duration_since(started);
+            let allowed = jiff::SignedDuration::from_secs(seconds);
+            if ran >= allowed {
+                failure = Some(Failure::target(failures::DEADLINE_EXCEEDED));
+            } else {
+                again = Some((allowed - ran).unsigned_abs());
+            }
+        }
+    }
+    let mut failed_indexes: BTreeSet<usize> = BTreeSet::new();
+    if let (Some(limit), Some(c)) = (per_index, completions) {
+        let previous = status
+            .get("failedIndexes")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        failed_indexes = failures::parse_indexes(previous, c);
+        failed_indexes.extend(
+            all.iter()
+                .filter(|p| failures::index_failed(policy, p, limit, only_replace_failed))
+                .filter_map(|p| index_of(p))
+                .filter(|i| *i < c),
+        );
+        if failure.is_none() {
+            let max = meta::path(&job, "spec.maxFailedIndexes").and_then(Value::as_u64);
+            if max.is_some_and(|m| failed_indexes.len() as u64 > m) {
+                failure = Some(Failure::target(failures::MAX_FAILED_INDEXES_EXCEEDED));
+            } else if !failed_indexes.is_empty()
+                && failed_indexes.len() + succeeded_indexes.len() >= c
+            {
+                failure = Some(Failure::target(failures::FAILED_INDEXES));
+            }
+        }
+    }
+
+    let complete = failure.is_none()
+        && match completions {
+            Some(c) => succeeded_count >= c,
+            // Work-queue Jobs: done once one Pod succeeded and none is left running.
+            None => succeeded_count > 0 && active.is_empty(),
+        };
     let mut active_count = active.len();
-    if suspended {
+    let mut ready = active.iter().filter(|p| pod_ready(p)).count();
+    let mut terminating_count = terminating;
+    if let Some(failure) = &failure {
+        // A failing Job's active Pods go, and count as failed (upstream: every Pod still
+        // tracked when the Job finishes).
+        for pod in &active {
+            access::delete(objects, access::Actor::Job, &pod_info, pod).await?;
+            if valid(pod) && failures::match_policy(policy, pod).counts {
+                failed_total += 1;
+            }
+        }
+        if !active.is_empty() {
+            terminating_count = owned_pods(objects, ns, meta::uid(&job))
+                .iter()
+                .filter(|p| failures::pod_terminating(p))
+                .count();
+        }
+        (active_count, ready) = (0, 0);
+        // `Failed` waits for terminating Pods (upstream's `enactJobFinished`); their
+        // deletion queues the Job again.
+        if failure.kind == "FailureTarget" || terminating_count == 0 {
+            access::set_condition(
+                &mut conditions,
+                json!({"type": failure.kind, "status": "True", "reason": failure.reason, "message": failure.message}),
+                &TIMES,
+            );
+        }
+        tracing::debug!(job = %name, namespace = %ns, kind = failure.kind, reason = %failure.reason, "job failing");
+    } else if suspended {
         for pod in &active {
             access::delete(objects, access::Actor::Job, &pod_info, pod).await?;
         }
@@ -85,30 +278,59 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
                 &TIMES,
             );
         }
-        if status.get("startTime").is_none() {
-            status["startTime"] = json!(meta::now_rfc3339());
-        }
         if !complete {
             let wanted = match completions {
                 Some(c) => parallelism.min(c.saturating_sub(succeeded_count)),
                 None if succeeded_count > 0 => 0,
                 None => parallelism,
             };
-            let missing = wanted.saturating_sub(active.len());
-            if indexed {
-                let busy: BTreeSet<usize> = active.iter().filter_map(|p| index_of(p)).collect();
-                let free = (0..completions.unwrap_or(0))
-                    .filter(|i| !busy.contains(i) && !succeeded_indexes.contains(i))
-                    .take(missing);
+            // With `podReplacementPolicy: Failed`, terminating Pods are not replaced yet.
+            let waiting = if only_replace_failed { terminating } else { 0 };
+            let missing = wanted.saturating_sub(active.len() + waiting);
+            let wait = if missing > 0 && per_index.is_none() {
+                let succeeded: Vec<&Value> = succeeded.iter().map(|p| &***p).collect();
+                failures::job_backoff(&succeeded, &failed_pods, now)
+            } else {
+                Duration::ZERO
+            };
+            if !wait.is_zero() {
+                again = earliest(again, Some(wait));
+            } else if indexed {
+                let mut busy: BTreeSet<usize> = active.iter().filter_map(|p| index_of(p)).collect();
+                if only_replace_failed {
+                    busy.extend(
+                        all.iter()
+                            .filter(|p| failures::pod_terminating(p))
+                            .filter_map(|p| index_of(p)),
+                    );
+                }
+                let free: Vec<usize> = (0..completions.unwrap_or(0))
+                    .filter(|i| {
+                        !busy.contains(i)
+                            && !succeeded_indexes.contains(i)
+                            && !failed_indexes.contains(i)
+                    })
+                    .take(missing)
+                    .collect();
+                let last_failed = last_failed_per_index(&failed_pods);
                 for index in free {
-                    access::create(
-                        objects,
-                        access::Actor::Job,
-                        &pod_info,
-                        Some(ns),
-                        new_pod(&job, Some(index)),
-                    )
-                    .await?;
+                    let replaced = last_failed.get(&index).copied();
+                    let mut pod = new_pod(&job, Some(index));
+                    if per_index.is_some() {
+                        let wait = failures::index_backoff(replaced, now);
+                        if !wait.is_zero() {
+                            again = earliest(again, Some(wait));
+                            continue;
+                        }
+                        let (count, ignored) = failures::replacement_counts(policy, replaced);
+                        pod["metadata"]["annotations"][INDEX_FAILURE_COUNT] =
+                            json!(count.to_string());
+                        if ignored > 0 {
+                            pod["metadata"]["annotations"][INDEX_IGNORED_FAILURE_COUNT] =
+                                json!(ignored.to_string());
+                        }
+                    }
+                    access::create(objects, access::Actor::Job, &pod_info, Some(ns), pod).await?;
                     active_count += 1;
                 }
             } else {
@@ -126,28 +348,17 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
             }
         }
     }
-    let ready = active.iter().filter(|p| pod_ready(p)).count();
-    // Counted pods stay counted once their Pods are gone (upstream tracks them with a
-    // finalizer; the API refuses a status that lowers the failed or succeeded counter).
-    let counted = |field: &str| {
-        status
-            .get(field)
-            .and_then(Value::as_u64)
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(0)
-    };
-    let (succeeded_total, failed_total) = (
-        succeeded_count.max(counted("succeeded")),
-        failed.max(counted("failed")),
-    );
     set_count(&mut status, "active", active_count);
     set_count(&mut status, "succeeded", succeeded_total);
     set_count(&mut status, "failed", failed_total);
     status["ready"] = json!(if suspended { 0 } else { ready });
-    status["terminating"] = json!(0);
+    status["terminating"] = json!(terminating_count);
     status["uncountedTerminatedPods"] = json!({});
     if indexed && !succeeded_indexes.is_empty() {
-        status["completedIndexes"] = json!(ranges(&succeeded_indexes));
+        status["completedIndexes"] = json!(failures::render_indexes(&succeeded_indexes));
+    }
+    if per_index.is_some() && completions.is_some() {
+        status["failedIndexes"] = json!(failures::render_indexes(&failed_indexes));
     }
     if complete && !suspended {
         let now = meta::now_rfc3339();
@@ -174,7 +385,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         status["conditions"] = Value::Array(conditions);
     }
     if job.get("status") == Some(&status) {
-        return Ok(());
+        return Ok(again);
     }
     access::write_status(
         objects,
@@ -183,7 +394,32 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         &job,
         status,
     )
-    .await
+    .await?;
+    Ok(again)
+}
+
+/// The last failed Pod of each index (most earlier failures, then latest to finish), whose
+/// failure counts its replacement inherits (upstream's `getPodsWithDelayedDeletionPerIndex`).
+fn last_failed_per_index<'a>(failed: &[&'a Value]) -> BTreeMap<usize, &'a Value> {
+    let mut last: BTreeMap<usize, &Value> = BTreeMap::new();
+    for pod in failed {
+        let Some(index) = index_of(pod) else {
+            continue;
+        };
+        let key = |p: &Value| {
+            (
+                failures::absolute_failure_count(p),
+                failures::finish_time(p),
+            )
+        };
+        match last.get(&index) {
+            Some(previous) if key(previous) > key(pod) => {}
+            _ => {
+                last.insert(index, pod);
+            }
+        }
+    }
+    last
 }
 
 fn phase(pod: &Value) -> &str {
@@ -215,25 +451,6 @@ fn index_of(pod: &Value) -> Option<usize> {
         .as_str()?
         .parse()
         .ok()
-}
-
-/// `0-2,4` style ranges, as in `status.completedIndexes`.
-fn ranges(indexes: &BTreeSet<usize>) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut iter = indexes.iter().copied().peekable();
-    while let Some(start) = iter.next() {
-        let mut end = start;
-        while iter.peek() == Some(&(end + 1)) {
-            end += 1;
-            iter.next();
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-    }
-    parts.join(",")
 }
 
 fn new_pod(job: &Value, index: Option<usize>) -> Value {
@@ -268,12 +485,6 @@ fn new_pod(job: &Value, index: Option<usize>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn completed_indexes_render_as_ranges() {
-        let set: BTreeSet<usize> = [0, 1, 2, 4, 6, 7].into_iter().collect();
-        assert_eq!(ranges(&set), "0-2,4,6-7");
-    }
 
     #[test]
     fn indexed_pods_are_named_and_annotated() {

@@ -6,14 +6,18 @@
 //!   ([`deployment`]); ReplicaSets keep their Pods (`<replicaset>-<suffix>`), and so do
 //!   ReplicationControllers, through the same controller as upstream's ([`replicaset`]).
 //! * StatefulSets get Pods `<name>-0 … <name>-N-1`, in order ([`statefulset`]).
-//! * Jobs run Pods to completion ([`jobs`]); finished Jobs with `ttlSecondsAfterFinished`
+//! * Jobs run Pods to completion, replace failed ones after a back-off and fail as upstream's
+//!   do (`backoffLimit`, `activeDeadlineSeconds`, `podFailurePolicy`, `backoffLimitPerIndex`)
+//!   ([`jobs`], [`job_failures`]); finished Jobs with `ttlSecondsAfterFinished`
 //!   are deleted once it expires ([`ttl`]); CronJobs start Jobs on their schedule
 //!   ([`cronjobs`]).
 //! * DaemonSets get one Pod on the node ([`daemonset`]).
 //! * HorizontalPodAutoscalers keep their target's replicas within their bounds (there is no
 //!   metrics API) ([`autoscaling`]).
 //! * Pods (owned or bare) are scheduled onto one simulated Node, then run and turn Ready
-//!   ([`pods`]).
+//!   ([`pods`]); Job Pods then succeed. The `korral.dev/exit-code` and `korral.dev/run-seconds`
+//!   annotations make any Pod's containers exit (and fail, restart or crash-loop as its
+//!   `restartPolicy` says).
 //! * Services with a selector get Endpoints ([`endpoints`]).
 //! * PersistentVolumeClaims bind to fitting volumes or get one provisioned from their
 //!   StorageClass; released volumes are reclaimed; protection finalizers hold claims in use
@@ -44,6 +48,7 @@ pub mod deployment;
 pub mod endpoints;
 mod endpointslices;
 mod history;
+pub mod job_failures;
 pub mod jobs;
 pub mod names;
 pub mod namespaces;
@@ -301,7 +306,8 @@ pub struct Cluster {
 }
 
 /// Runs one work item against the current state; `Some(delay)` asks to run it again after
-/// `delay` (a CronJob's next scheduled time, a finished Job's TTL).
+/// `delay` (a CronJob's next scheduled time, a finished Job's TTL, the end of a failed Pod's
+/// back-off or a Job's active deadline, a Pod's container exiting or restarting).
 pub(crate) async fn execute(
     objects: &Objects,
     cluster: &Cluster,
@@ -311,11 +317,18 @@ pub(crate) async fn execute(
         return cronjobs::reconcile(objects, ns, name).await;
     }
     if let Work::Job(ns, name) = work {
-        jobs::reconcile(objects, ns, name).await?;
-        return ttl::reconcile(objects, ns, name, jiff::Timestamp::now()).await;
+        let again = jobs::reconcile(objects, ns, name).await?;
+        let expiry = ttl::reconcile(objects, ns, name, jiff::Timestamp::now()).await?;
+        return Ok(match (again, expiry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        });
+    }
+    if let Work::Pod(ns, name) = work {
+        return pods::reconcile(objects, ns, name).await;
     }
     let done: Result<(), ApiError> = match work {
-        Work::CronJob(..) | Work::Job(..) => Ok(()),
+        Work::CronJob(..) | Work::Job(..) | Work::Pod(..) => Ok(()),
         Work::Node => pods::ensure_node(objects).await,
         Work::Namespace(name) => namespaces::reconcile(objects, cluster, name).await,
         Work::Deployment(ns, name) => deployment::reconcile(objects, ns, name).await,
@@ -343,7 +356,6 @@ pub(crate) async fn execute(
             csr_approving::reconcile(objects, name).await?;
             csr_signing::reconcile(objects, cluster, name).await
         }
-        Work::Pod(ns, name) => pods::reconcile(objects, ns, name).await,
         Work::Service(ns, name) => endpoints::reconcile(objects, ns, name).await,
         Work::Services(ns) => {
             let mut result = Ok(());

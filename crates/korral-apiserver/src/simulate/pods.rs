@@ -8,12 +8,33 @@
 //! (`spec.unschedulable`), new Pods that do not tolerate `node.kubernetes.io/unschedulable`
 //! stay `Pending` with upstream's `Unschedulable` condition, as on a one-node cluster, and are
 //! scheduled once it is uncordoned.
+//!
+//! Containers that exit: two Pod annotations (on a Job's or Deployment's Pod template they
+//! reach every Pod) make the containers of any Pod exit, and a Job's Pods fail:
+//!
+//! * `korral.dev/exit-code: "<int>"`: the exit code of every container (default `0`);
+//! * `korral.dev/run-seconds: "<int>"`: how long containers run before they exit (default
+//!   `0`: at the kubelet's next step). A Job Pod without either annotation exits with `0` at
+//!   once; other Pods without them run until deleted.
+//!
+//! On exit, each container is `terminated` (`exitCode`, reason `Completed` for 0 and `Error`
+//! otherwise, `startedAt`, `finishedAt`, `containerID`). Then, as upstream's kubelet:
+//! `restartPolicy: Never` (or `OnFailure` with exit code 0) ends the Pod: `Succeeded` or
+//! `Failed`, `Ready` and `ContainersReady` `False` with reason `PodCompleted` / `PodFailed`.
+//! `Always` (and `OnFailure` with a non-zero code) restarts the containers: the first exit is
+//! restarted at once (`restartCount` 1, `lastState.terminated`), later ones wait in
+//! `CrashLoopBackOff` (`back-off 10s restarting failed container=<c> pod=<pod>_<ns>(<uid>)`,
+//! doubling up to 5m0s, the Pod `Running` but not Ready with `ContainersNotReady`) and are
+//! then restarted with `restartCount` one higher. Waits are timers of the controllers' loop
+//! (the reconcile returns when to run again), so nothing spins. A Pod whose phase a client set
+//! to `Succeeded` or `Failed` (through `/status`) is left as it is.
 
 use std::collections::HashSet;
-
-use serde_json::{Value, json};
-
 use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
 
 use super::access::{self, Actor, controller_of};
 use super::names;
@@ -35,6 +56,15 @@ const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 /// filter, then preemption).
 const UNSCHEDULABLE_MESSAGE: &str = "0/1 nodes are available: 1 node(s) were unschedulable. \
     preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
+
+/// The annotation giving the exit code of a Pod's containers.
+pub const EXIT_CODE_ANNOTATION: &str = "korral.dev/exit-code";
+/// The annotation giving how many seconds a Pod's containers run before they exit.
+pub const RUN_SECONDS_ANNOTATION: &str = "korral.dev/run-seconds";
+/// The kubelet's first back-off before restarting a crashed container.
+const CONTAINER_BACKOFF: Duration = Duration::from_secs(10);
+/// The kubelet's longest back-off before restarting a crashed container.
+const MAX_CONTAINER_BACKOFF: Duration = Duration::from_secs(300);
 
 /// Registers the node (when the server serves Nodes) and keeps its status Ready.
 pub async fn ensure_node(objects: &Objects) -> Result<(), ApiError> {
@@ -149,20 +179,22 @@ async fn clear_not_ready_taint(
         .map(|_| ())
 }
 
-/// Moves one Pod one step along its lifecycle.
-pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+/// Moves one Pod one step along its lifecycle; `Some(delay)` asks to run again after `delay`
+/// (its containers exit or restart then).
+pub async fn reconcile(
+    objects: &Objects,
+    ns: &str,
+    name: &str,
+) -> Result<Option<Duration>, ApiError> {
     let Some(pod) = access::get(objects, "", "pods", ns, name) else {
-        return Ok(());
+        return Ok(None);
     };
-    if meta::is_deleting(&pod) {
-        return Ok(());
+    if meta::is_deleting(&pod) || terminal(&pod) {
+        return Ok(None);
     }
     let phase = meta::path(&pod, "status.phase")
         .and_then(Value::as_str)
         .unwrap_or("");
-    if matches!(phase, "Succeeded" | "Failed") {
-        return Ok(());
-    }
     let info = access::info(objects, "", "v1", "pods")?;
     let node = meta::path(&pod, "spec.nodeName")
         .and_then(Value::as_str)
@@ -170,24 +202,349 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     if node.is_empty() && node_cordoned(objects) && !tolerates_unschedulable(&pod) {
         // The scheduler finds no node: the pod waits, as upstream's does.
         return access::update_status(objects, Actor::Scheduler, &info, &pod, mark_unschedulable)
-            .await;
+            .await
+            .map(|()| None);
     }
     if node.is_empty() {
         // The scheduler binds the pod through `pods/binding` (which also sets `PodScheduled`).
-        return bind(objects, &info, &pod).await;
+        return bind(objects, &info, &pod).await.map(|()| None);
     }
     if phase != "Running" {
         let ip = free_pod_ip(objects);
         return access::update_status(objects, Actor::Kubelet, &info, &pod, move |pod| {
-            run(pod, &ip);
+            if !terminal(pod) {
+                run(pod, &ip);
+            }
         })
-        .await;
+        .await
+        .map(|()| None);
     }
-    let job_pod = controller_of(&pod).is_some_and(|(kind, _, _)| kind == "Job");
-    if job_pod {
-        return access::update_status(objects, Actor::Kubelet, &info, &pod, complete).await;
+    let Some(exit) = exit_of(&pod) else {
+        return Ok(None);
+    };
+    let now = Timestamp::now();
+    let step = next_step(&pod, exit, now);
+    if let Step::Wait(delay) = step {
+        return Ok(Some(delay));
     }
-    Ok(())
+    let at = meta::now_rfc3339();
+    access::update_status(objects, Actor::Kubelet, &info, &pod, move |pod| {
+        // A client may have ended the pod meanwhile: its status stands.
+        if !terminal(pod) {
+            apply(pod, step, exit.code, &at);
+        }
+    })
+    .await
+    .map(|()| None)
+}
+
+/// Whether a pod's phase is `Succeeded` or `Failed` (set by the kubelet or a client).
+fn terminal(pod: &Value) -> bool {
+    matches!(
+        meta::path(pod, "status.phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// How a pod's containers exit: with `code`, `after` they started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Exit {
+    code: i64,
+    after: Duration,
+}
+
+/// The exit of a pod's containers: from its annotations, `0` at once for a Job's pod, none
+/// for other pods without them (malformed values count as absent).
+fn exit_of(pod: &Value) -> Option<Exit> {
+    let annotation = |key: &str| {
+        let value = meta::path(pod, "metadata.annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)?;
+        let parsed = value.trim().parse::<i64>().ok();
+        if parsed.is_none() {
+            tracing::debug!(pod = %meta::name(pod), key, value, "ignoring a malformed annotation");
+        }
+        parsed
+    };
+    let code = annotation(EXIT_CODE_ANNOTATION).filter(|c| i32::try_from(*c).is_ok());
+    let seconds = annotation(RUN_SECONDS_ANNOTATION).and_then(|s| u32::try_from(s).ok());
+    let job_pod = controller_of(pod).is_some_and(|(kind, _, _)| kind == "Job");
+    if !job_pod && code.is_none() && seconds.is_none() {
+        return None;
+    }
+    Some(Exit {
+        code: code.unwrap_or(0),
+        after: Duration::from_secs(u64::from(seconds.unwrap_or(0))),
+    })
+}
+
+/// The kubelet's next step for a running pod whose containers exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Nothing until `delay` passed.
+    Wait(Duration),
+    /// The containers exit and the pod ends (`Succeeded` or `Failed`).
+    End,
+    /// The containers exit and are restarted (at once the first time, else after a back-off
+    /// in `CrashLoopBackOff`).
+    Crash,
+    /// The back-off is over: the containers run again.
+    Restart,
+}
+
+/// The kubelet's back-off after a container's `restarts` restarts (10s, doubling, at most
+/// 5 minutes).
+fn container_backoff(restarts: i64) -> Duration {
+    let mut delay = CONTAINER_BACKOFF;
+    for _ in 1..restarts {
+        delay = delay.saturating_mul(2);
+        if delay >= MAX_CONTAINER_BACKOFF {
+            return MAX_CONTAINER_BACKOFF;
+        }
+    }
+    delay
+}
+
+fn timestamp(value: Option<&Value>) -> Option<Timestamp> {
+    value?.as_str()?.parse().ok()
+}
+
+/// How long from `now` until `since + delay` (zero once passed).
+fn until(since: Option<Timestamp>, delay: Duration, now: Timestamp) -> Duration {
+    let Some(since) = since else {
+        return Duration::ZERO;
+    };
+    let elapsed = now.duration_since(since);
+    if elapsed.is_negative() {
+        return delay;
+    }
+    delay.saturating_sub(elapsed.unsigned_abs())
+}
+
+/// What the kubelet does next with a running pod whose containers exit as `exit` says.
+fn next_step(pod: &Value, exit: Exit, now: Timestamp) -> Step {
+    let statuses = meta::path(pod, "status.containerStatuses")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if let Some(waiting) = statuses.iter().find(|s| {
+        s.pointer("/state/waiting/reason").and_then(Value::as_str) == Some("CrashLoopBackOff")
+    }) {
+        let restarts = waiting
+            .get("restartCount")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let finished = timestamp(waiting.pointer("/lastState/terminated/finishedAt"));
+        return match until(finished, container_backoff(restarts), now) {
+            d if d.is_zero() => Step::Restart,
+            d => Step::Wait(d),
+        };
+    }
+    let started = statuses
+        .iter()
+        .filter_map(|s| timestamp(s.pointer("/state/running/startedAt")))
+        .min();
+    let wait = until(started, exit.after, now);
+    if !wait.is_zero() {
+        return Step::Wait(wait);
+    }
+    let policy = meta::path(pod, "spec.restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("Always");
+    match policy {
+        "Never" => Step::End,
+        "OnFailure" if exit.code == 0 => Step::End,
+        _ => Step::Crash,
+    }
+}
+
+/// Applies a kubelet step (not [`Step::Wait`]) to a running pod, at `now`.
+fn apply(pod: &mut Value, step: Step, code: i64, now: &str) {
+    match step {
+        Step::Wait(_) => {}
+        Step::End => end(pod, code, now),
+        Step::Crash => crash(pod, code, now),
+        Step::Restart => restart(pod, now),
+    }
+}
+
+/// `state.terminated` of a container that ran until `now` and exited with `code`.
+fn terminated(status: &Value, code: i64, now: &str) -> Value {
+    let started = status
+        .pointer("/state/running/startedAt")
+        .cloned()
+        .unwrap_or_else(|| json!(now));
+    let reason = if code == 0 { "Completed" } else { "Error" };
+    json!({"terminated": {
+        "exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now,
+        "containerID": status.get("containerID").cloned().unwrap_or(Value::Null),
+    }})
+}
+
+/// Sets the pod's `Ready` and `ContainersReady` conditions (and `PodReadyToStartContainers`
+/// when given), stamping `lastTransitionTime` on a change of status.
+fn set_readiness(
+    status: &mut Value,
+    ready: &str,
+    reason: Option<&str>,
+    message: Option<&str>,
+    sandbox: Option<&str>,
+    now: &str,
+) {
+    let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for c in conditions.iter_mut() {
+        let kind = c
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let wanted = match kind.as_str() {
+            "Ready" | "ContainersReady" => ready,
+            "PodReadyToStartContainers" => match sandbox {
+                Some(s) => s,
+                None => continue,
+            },
+            _ => continue,
+        };
+        if c.get("status").and_then(Value::as_str) != Some(wanted) {
+            c["status"] = json!(wanted);
+            c["lastTransitionTime"] = json!(now);
+        }
+        let Some(map) = c.as_object_mut() else {
+            continue;
+        };
+        let (reason, message) = match kind.as_str() {
+            "PodReadyToStartContainers" => (None, None),
+            _ => (reason, message),
+        };
+        match reason {
+            Some(r) => map.insert("reason".into(), json!(r)),
+            None => map.remove("reason"),
+        };
+        match message {
+            Some(m) => map.insert("message".into(), json!(m)),
+            None => map.remove("message"),
+        };
+    }
+}
+
+/// The pod's containers exit with `code` and the pod ends: `Succeeded` for 0, else `Failed`.
+fn end(pod: &mut Value, code: i64, now: &str) {
+    let Some(status) = pod.get_mut("status") else {
+        return;
+    };
+    let (phase, reason) = if code == 0 {
+        ("Succeeded", "PodCompleted")
+    } else {
+        ("Failed", "PodFailed")
+    };
+    status["phase"] = json!(phase);
+    set_readiness(status, "False", Some(reason), None, Some("False"), now);
+    if let Some(statuses) = status
+        .get_mut("containerStatuses")
+        .and_then(Value::as_array_mut)
+    {
+        for s in statuses.iter_mut() {
+            let state = terminated(s, code, now);
+            s["ready"] = json!(false);
+            s["started"] = json!(false);
+            s["state"] = state;
+        }
+    }
+    if let Some(map) = status.as_object_mut() {
+        map.remove("podIP");
+        map.remove("podIPs");
+    }
+}
+
+/// Go's rendering of a whole number of seconds (`10s`, `1m20s`, `5m0s`).
+fn go_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    match (secs / 3600, secs / 60 % 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, m, s) => format!("{h}h{m}m{s}s"),
+    }
+}
+
+/// The pod's containers exit with `code` and are restarted: the first time at once, later
+/// after a back-off in `CrashLoopBackOff` (the pod stays `Running`, not Ready).
+fn crash(pod: &mut Value, code: i64, now: &str) {
+    let who = format!(
+        "{}_{}({})",
+        meta::name(pod),
+        meta::namespace(pod).unwrap_or(""),
+        meta::uid(pod)
+    );
+    let Some(status) = pod.get_mut("status") else {
+        return;
+    };
+    let Some(statuses) = status
+        .get_mut("containerStatuses")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    let mut waiting: Vec<String> = Vec::new();
+    for s in statuses.iter_mut() {
+        let restarts = s.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
+        s["lastState"] = terminated(s, code, now);
+        if restarts == 0 {
+            s["restartCount"] = json!(1);
+            s["containerID"] = json!(format!("containerd://{}", names::random_container_id()));
+            s["state"] = json!({"running": {"startedAt": now}});
+            continue;
+        }
+        let container = s
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let message = format!(
+            "back-off {} restarting failed container={container} pod={who}",
+            go_duration(container_backoff(restarts))
+        );
+        s["state"] = json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}});
+        s["ready"] = json!(false);
+        s["started"] = json!(false);
+        waiting.push(container);
+    }
+    if !waiting.is_empty() {
+        let message = format!("containers with unready status: [{}]", waiting.join(" "));
+        set_readiness(
+            status,
+            "False",
+            Some("ContainersNotReady"),
+            Some(&message),
+            None,
+            now,
+        );
+    }
+}
+
+/// The back-off is over: the pod's waiting containers run again, one restart more.
+fn restart(pod: &mut Value, now: &str) {
+    let Some(status) = pod.get_mut("status") else {
+        return;
+    };
+    if let Some(statuses) = status
+        .get_mut("containerStatuses")
+        .and_then(Value::as_array_mut)
+    {
+        for s in statuses.iter_mut() {
+            if s.pointer("/state/waiting").is_none() {
+                continue;
+            }
+            let restarts = s.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
+            s["restartCount"] = json!(restarts + 1);
+            s["containerID"] = json!(format!("containerd://{}", names::random_container_id()));
+            s["state"] = json!({"running": {"startedAt": now}});
+            s["ready"] = json!(true);
+            s["started"] = json!(true);
+        }
+    }
+    set_readiness(status, "True", None, None, None, now);
 }
 
 /// The scheduler's binding of a pod to the simulated node; a pod bound meanwhile (by the
@@ -393,52 +750,6 @@ fn run(pod: &mut Value, ip: &str) {
     }
 }
 
-/// A Job's pod finishes successfully.
-fn complete(pod: &mut Value) {
-    let now = meta::now_rfc3339();
-    let Some(status) = pod.get_mut("status") else {
-        return;
-    };
-    status["phase"] = json!("Succeeded");
-    if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
-        for c in conditions.iter_mut() {
-            match c.get("type").and_then(Value::as_str) {
-                Some("Ready" | "ContainersReady") => {
-                    c["status"] = json!("False");
-                    c["reason"] = json!("PodCompleted");
-                    c["lastTransitionTime"] = json!(now);
-                }
-                Some("PodReadyToStartContainers") => {
-                    c["status"] = json!("False");
-                    c["lastTransitionTime"] = json!(now);
-                }
-                _ => {}
-            }
-        }
-    }
-    if let Some(statuses) = status
-        .get_mut("containerStatuses")
-        .and_then(Value::as_array_mut)
-    {
-        for s in statuses.iter_mut() {
-            let started = s
-                .pointer("/state/running/startedAt")
-                .cloned()
-                .unwrap_or_else(|| json!(now));
-            let id = s.get("containerID").cloned().unwrap_or(Value::Null);
-            s["ready"] = json!(false);
-            s["started"] = json!(false);
-            s["state"] = json!({"terminated": {
-                "exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": now, "containerID": id,
-            }});
-        }
-    }
-    if let Some(map) = status.as_object_mut() {
-        map.remove("podIP");
-        map.remove("podIPs");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,7 +831,7 @@ mod tests {
                 "{kind}"
             );
         }
-        complete(&mut pod);
+        end(&mut pod, 0, "t1");
         assert_eq!(pod["status"]["phase"], "Succeeded");
         assert_eq!(
             pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"],
