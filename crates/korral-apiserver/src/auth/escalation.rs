@@ -30,31 +30,23 @@ pub fn applies(auth: &Auth, attrs: &Attributes) -> bool {
         && !attrs.user.in_group(MASTERS_GROUP)
 }
 
-/// One verb on one resource (or URL) and name: what "holding a rule" is checked against.
+/// One verb on one resource (or URL) and name: what "holding a rule" is checked against, in
+/// the order of upstream's `BreakdownRule` (group, resource, verb, name; then URL, verb).
 fn atoms(rule: &PolicyRule, namespace: &str, base: &Attributes) -> Vec<Attributes> {
     let mut out = Vec::new();
-    for verb in &rule.verbs {
-        for url in &rule.non_resource_urls {
-            out.push(Attributes {
-                user: base.user.clone(),
-                verb: verb.clone(),
-                resource_request: false,
-                path: url.clone(),
-                ..Attributes::default()
-            });
-        }
-        for group in &rule.api_groups {
-            for resource in &rule.resources {
-                let (resource, subresource) = match resource.split_once('/') {
-                    Some((r, s)) if r != "*" => (r.to_string(), s.to_string()),
-                    _ => (resource.clone(), String::new()),
-                };
-                let names: Vec<String> = if rule.resource_names.is_empty() {
-                    vec![String::new()]
-                } else {
-                    rule.resource_names.clone()
-                };
-                for name in names {
+    let names: Vec<String> = if rule.resource_names.is_empty() {
+        vec![String::new()]
+    } else {
+        rule.resource_names.clone()
+    };
+    for group in &rule.api_groups {
+        for resource in &rule.resources {
+            let (resource, subresource) = match resource.split_once('/') {
+                Some((r, s)) if r != "*" => (r.to_string(), s.to_string()),
+                _ => (resource.clone(), String::new()),
+            };
+            for verb in &rule.verbs {
+                for name in &names {
                     out.push(Attributes {
                         user: base.user.clone(),
                         verb: verb.clone(),
@@ -63,14 +55,61 @@ fn atoms(rule: &PolicyRule, namespace: &str, base: &Attributes) -> Vec<Attribute
                         api_group: group.clone(),
                         resource: resource.clone(),
                         subresource: subresource.clone(),
-                        name,
+                        name: name.clone(),
                         ..Attributes::default()
                     });
                 }
             }
         }
     }
+    for url in &rule.non_resource_urls {
+        for verb in &rule.verbs {
+            out.push(Attributes {
+                user: base.user.clone(),
+                verb: verb.clone(),
+                resource_request: false,
+                path: url.clone(),
+                ..Attributes::default()
+            });
+        }
+    }
     out
+}
+
+/// The rule of one atom: one verb on one resource (and name) or one URL.
+fn atom_rule(atom: &Attributes) -> PolicyRule {
+    let verbs = vec![atom.verb.clone()];
+    if !atom.resource_request {
+        return PolicyRule {
+            verbs,
+            non_resource_urls: vec![atom.path.clone()],
+            ..PolicyRule::default()
+        };
+    }
+    PolicyRule {
+        verbs,
+        api_groups: vec![atom.api_group.clone()],
+        resources: vec![atom.combined_resource()],
+        resource_names: if atom.name.is_empty() {
+            Vec::new()
+        } else {
+            vec![atom.name.clone()]
+        },
+        non_resource_urls: Vec::new(),
+    }
+}
+
+/// Upstream's `Covers(owner, servant)`: the parts of `servant`'s rules (each one verb on one
+/// resource and name, or on one URL, as upstream's `BreakdownRule` splits them) that no rule
+/// of `owner` allows; empty when `owner` covers `servant`.
+pub(crate) fn uncovered(owner: &[PolicyRule], servant: &[PolicyRule]) -> Vec<PolicyRule> {
+    let base = Attributes::default();
+    servant
+        .iter()
+        .flat_map(|rule| atoms(rule, "", &base))
+        .filter(|atom| !owner.iter().any(|rule| rule.allows(atom)))
+        .map(|atom| atom_rule(&atom))
+        .collect()
 }
 
 fn quoted(list: &[String]) -> String {

@@ -6,9 +6,11 @@
 //! ([`namespace_policy`]), each with upstream's `kubernetes.io/bootstrapping: rbac-defaults`
 //! label and `rbac.authorization.kubernetes.io/autoupdate: "true"` annotation.
 //!
-//! Missing objects are created at start ([`ensure`]); existing ones are left alone, so a
-//! durable server keeps what its users changed (the server does not reconcile them). The
-//! objects are rendered once per process.
+//! At start, missing objects are created and existing ones reconciled as upstream's
+//! `rbac/bootstrap-roles` hook does ([`ensure`]): what a durable server's users removed comes
+//! back, what they added stays, and objects annotated
+//! `rbac.authorization.kubernetes.io/autoupdate: "false"` are left alone. The objects are
+//! rendered once per process.
 //!
 //! The facts come from the testdata of kubernetes/kubernetes'
 //! `plugin/pkg/auth/authorizer/rbac/bootstrappolicy`, the newest stored versions found:
