@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::rbac_env;
+use common::{assert_invalid, rbac_env};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::authorization::v1::{
@@ -1661,5 +1661,280 @@ async fn tokens_bound_to_objects_die_with_them() {
     )
     .await;
     assert_eq!(code, 401);
+    env.shutdown().await;
+}
+
+/// POSTs an access review of `kind` (e.g. `subjectaccessreviews`) at `path_prefix` as the admin.
+async fn post_review(env: &TestEnv, path: &str, kind: &str, spec: Value) -> (u16, Value) {
+    raw(
+        &env.client(),
+        "POST",
+        path,
+        &[],
+        Some(json!({"apiVersion": "authorization.k8s.io/v1", "kind": kind, "spec": spec})),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn access_review_selectors_are_validated_as_upstream() {
+    let env = rbac_env().await;
+    let sar = |spec: Value| {
+        post_review(
+            &env,
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            "SubjectAccessReview",
+            spec,
+        )
+    };
+    let invalid = |causes: &[(&str, &str, &str)]| {
+        let lines: Vec<String> = causes.iter().map(|(_, m, f)| format!("{f}: {m}")).collect();
+        let joined = if lines.len() == 1 {
+            lines[0].clone()
+        } else {
+            format!("[{}]", lines.join(", "))
+        };
+        format!("SubjectAccessReview.authorization.k8s.io \"\" is invalid: {joined}")
+    };
+    // Every cause at once, in upstream's order: the subject, then the field and label
+    // selectors (rawSelector and requirements are exclusive, one of them is required).
+    let causes = [
+        (
+            "FieldValueInvalid",
+            "Invalid value: \"\": at least one of user or group must be specified",
+            "spec.user",
+        ),
+        (
+            "FieldValueInvalid",
+            "Invalid value: \"metadata.name=x\": may not specified at the same time as requirements",
+            "spec.resourceAttributes.fieldSelector.rawSelector",
+        ),
+        (
+            "FieldValueRequired",
+            "Required value: when spec.resourceAttributes.labelSelector is specified, requirements or rawSelector is required",
+            "spec.resourceAttributes.labelSelector.requirements",
+        ),
+    ];
+    assert_invalid(
+        &sar(json!({"resourceAttributes": {
+            "verb": "list", "resource": "pods",
+            "fieldSelector": {"rawSelector": "metadata.name=x",
+                              "requirements": [{"key": "metadata.name", "operator": "In", "values": ["x"]}]},
+            "labelSelector": {},
+        }}))
+        .await,
+        &invalid(&causes),
+        &causes,
+    );
+    // Field requirements: a key, values for In/NotIn and none for Exists/DoesNotExist; an
+    // operator the server does not know is allowed (newer clients).
+    let causes = [
+        (
+            "FieldValueRequired",
+            "Required value: must be specified",
+            "spec.resourceAttributes.fieldSelector.requirements[0].key",
+        ),
+        (
+            "FieldValueRequired",
+            "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+            "spec.resourceAttributes.fieldSelector.requirements[0].values",
+        ),
+        (
+            "FieldValueForbidden",
+            "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            "spec.resourceAttributes.fieldSelector.requirements[1].values",
+        ),
+    ];
+    assert_invalid(
+        &sar(json!({"user": "alice", "resourceAttributes": {
+            "verb": "list", "resource": "pods",
+            "fieldSelector": {"requirements": [
+                {"key": "", "operator": "In", "values": []},
+                {"key": "spec.nodeName", "operator": "DoesNotExist", "values": ["n"]},
+                {"key": "spec.nodeName", "operator": "Gt", "values": ["1"]},
+            ]},
+        }}))
+        .await,
+        &invalid(&causes),
+        &causes,
+    );
+    // Label requirements: a qualified-name key and label values.
+    let causes = [
+        (
+            "FieldValueForbidden",
+            "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            "spec.resourceAttributes.labelSelector.requirements[0].values",
+        ),
+        (
+            "FieldValueInvalid",
+            "Invalid value: \"()foo\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            "spec.resourceAttributes.labelSelector.requirements[0].key",
+        ),
+        (
+            "FieldValueInvalid",
+            "Invalid value: \"-x-\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            "spec.resourceAttributes.labelSelector.requirements[0].values[0]",
+        ),
+        // An empty name part is empty and does not match the pattern (both, as upstream).
+        (
+            "FieldValueInvalid",
+            "Invalid value: \"\": name part must be non-empty",
+            "spec.resourceAttributes.labelSelector.requirements[1].key",
+        ),
+        (
+            "FieldValueInvalid",
+            "Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            "spec.resourceAttributes.labelSelector.requirements[1].key",
+        ),
+    ];
+    assert_invalid(
+        &sar(json!({"groups": ["g"], "resourceAttributes": {
+            "verb": "list", "resource": "pods",
+            "labelSelector": {"requirements": [
+                {"key": "()foo", "operator": "Exists", "values": ["-x-"]},
+                {"key": "", "operator": "Unknown"},
+            ]},
+        }}))
+        .await,
+        &invalid(&causes),
+        &causes,
+    );
+    // SelfSubjectAccessReview and LocalSubjectAccessReview check them too.
+    let both = json!({"rawSelector": "a=b", "requirements": [{"key": "a", "operator": "Exists"}]});
+    let cause = (
+        "FieldValueInvalid",
+        "Invalid value: \"a=b\": may not specified at the same time as requirements",
+        "spec.resourceAttributes.labelSelector.rawSelector",
+    );
+    assert_invalid(
+        &post_review(
+            &env,
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            json!({"resourceAttributes": {"verb": "list", "resource": "pods", "labelSelector": both}}),
+        )
+        .await,
+        &format!(
+            "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: {}: {}",
+            cause.2, cause.1
+        ),
+        &[cause],
+    );
+    let namespace_cause = (
+        "FieldValueInvalid",
+        "Invalid value: \"other\": must match metadata.namespace",
+        "spec.resourceAttributes.namespace",
+    );
+    assert_invalid(
+        &post_review(
+            &env,
+            "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            json!({"user": "alice", "resourceAttributes": {
+                "namespace": "other", "verb": "list", "resource": "pods", "labelSelector": both,
+            }}),
+        )
+        .await,
+        &format!(
+            "LocalSubjectAccessReview.authorization.k8s.io \"\" is invalid: [{}: {}, {}: {}]",
+            cause.2, cause.1, namespace_cause.2, namespace_cause.1
+        ),
+        &[cause, namespace_cause],
+    );
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn access_reviews_with_selectors_are_decided_without_them() {
+    let env = rbac_env().await;
+    namespace(&env, "r").await;
+    role(
+        &env,
+        "r",
+        "cm-reader",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]),
+    )
+    .await;
+    role_binding(
+        &env,
+        "r",
+        "read",
+        "Role",
+        "cm-reader",
+        sa_subject("r", "bot"),
+    )
+    .await;
+    let review = |verb: &str, field: Value, label: Value| {
+        let mut attrs = json!({"namespace": "r", "verb": verb, "resource": "configmaps"});
+        if !field.is_null() {
+            attrs["fieldSelector"] = field;
+        }
+        if !label.is_null() {
+            attrs["labelSelector"] = label;
+        }
+        post_review(
+            &env,
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            "SubjectAccessReview",
+            json!({"user": "system:serviceaccount:r:bot", "resourceAttributes": attrs}),
+        )
+    };
+    // Selectors the builder parses: RBAC ignores them.
+    let (code, body) = review(
+        "list",
+        json!({"rawSelector": "metadata.name=a"}),
+        json!({"requirements": [{"key": "app", "operator": "In", "values": ["x"]}]}),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["status"]["allowed"], true, "{body}");
+    assert!(body["status"].get("evaluationError").is_none(), "{body}");
+    // Selectors it cannot parse (an unparsable rawSelector; requirements it does not support
+    // or know) are ignored, and the status says so; the decision is the same.
+    let (code, body) = review(
+        "list",
+        json!({"rawSelector": "metadata.name"}),
+        json!({"requirements": [
+            {"key": "app", "operator": "Exists"},
+            {"key": "tier", "operator": "Near", "values": ["x"]},
+        ]}),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["status"]["allowed"], true, "{body}");
+    assert_eq!(
+        body["status"]["evaluationError"],
+        "spec.resourceAttributes.fieldSelector ignored due to parse error; spec.resourceAttributes.labelSelector partially ignored due to parse error"
+    );
+    let (code, body) = review(
+        "delete",
+        json!({"requirements": [
+            {"key": "metadata.name", "operator": "Exists"},
+            {"key": "metadata.name", "operator": "In", "values": ["a", "b"]},
+        ]}),
+        json!({"rawSelector": "a in (b"}),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["status"]["allowed"], false, "{body}");
+    assert_eq!(
+        body["status"]["evaluationError"],
+        "spec.resourceAttributes.fieldSelector ignored due to parse error; spec.resourceAttributes.labelSelector ignored due to parse error"
+    );
+    let (code, body) = review(
+        "list",
+        json!({"requirements": [
+            {"key": "metadata.name", "operator": "NotIn", "values": ["a"]},
+            {"key": "metadata.name", "operator": "DoesNotExist"},
+        ]}),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["status"]["allowed"], true, "{body}");
+    assert_eq!(
+        body["status"]["evaluationError"],
+        "spec.resourceAttributes.fieldSelector partially ignored due to parse error"
+    );
     env.shutdown().await;
 }

@@ -5,7 +5,10 @@
 //! * `authentication.k8s.io/v1`: SelfSubjectReview (`kubectl auth whoami`), TokenReview;
 //! * `POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token` (TokenRequest).
 //!
-//! Nothing is stored: each answers with the request object and a computed `status`.
+//! Nothing is stored: each answers with the request object and a computed `status`. Access
+//! reviews are validated as upstream validates them, their resource attributes' field and label
+//! selectors included; the RBAC authorizer ignores selectors, and those the attributes builder
+//! cannot parse are reported in `status.evaluationError` as upstream reports them.
 
 use std::collections::BTreeMap;
 
@@ -16,7 +19,11 @@ use super::token::{BoundObject, BoundObjects, ISSUER};
 use super::user::UserInfo;
 use super::{Auth, now_seconds, rbac};
 use crate::error::{ApiError, Cause};
+use crate::selector::{FieldSelector, LabelSelector, Operator, Requirement};
 use crate::server::AuthorizationMode;
+use crate::validation::names::{
+    child, go_quote, index, invalid_rendered, validate_label_value, validate_qualified_name,
+};
 
 const AUTHZ: &str = "authorization.k8s.io";
 const AUTHN: &str = "authentication.k8s.io";
@@ -97,30 +104,213 @@ fn invalid(review: Review, name: &str, causes: Vec<Cause>) -> ApiError {
     ApiError::invalid(review.group(), review.kind(), name, causes)
 }
 
-/// The attributes an access review's spec asks about.
-fn spec_attributes(review: Review, user: UserInfo, spec: &Value) -> Result<Attributes, ApiError> {
-    let resource = spec.get("resourceAttributes").filter(|v| !v.is_null());
-    let non_resource = spec.get("nonResourceAttributes").filter(|v| !v.is_null());
+/// A member that is present and not null.
+fn present<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    v.get(key).filter(|v| !v.is_null())
+}
+
+/// The items of a JSON list (none when it is not one).
+fn items(v: Option<&Value>) -> &[Value] {
+    v.and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// Every cause upstream's `Validate{Self,Local,}SubjectAccessReview` finds in an access
+/// review's spec (`pkg/apis/authorization/validation`), in its order: exactly one kind of
+/// attributes, a user or group (not for a SelfSubjectAccessReview), the resource attributes'
+/// selectors, and for a LocalSubjectAccessReview the namespace of the path (`namespace`) and
+/// no non-resource attributes. The metadata checks are not made.
+fn access_review_causes(review: Review, spec: &Value, namespace: &str) -> Vec<Cause> {
+    let resource = present(spec, "resourceAttributes");
+    let non_resource = present(spec, "nonResourceAttributes");
+    let mut causes = Vec::new();
     match (resource, non_resource) {
-        (Some(_), Some(n)) => Err(invalid(
-            review,
-            "",
-            vec![Cause::invalid(
+        (Some(_), Some(n)) => causes.push(Cause::invalid(
+            "spec.nonResourceAttributes",
+            n,
+            "cannot be specified in combination with resourceAttributes",
+        )),
+        (None, None) => causes.push(Cause::invalid(
+            "spec.resourceAttributes",
+            &json!("null"),
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )),
+        _ => {}
+    }
+    if review != Review::SelfSubjectAccess
+        && str_at(spec, "user").is_empty()
+        && items(spec.get("groups")).is_empty()
+    {
+        causes.push(Cause::invalid(
+            "spec.user",
+            &json!(""),
+            "at least one of user or group must be specified",
+        ));
+    }
+    if let Some(r) = resource {
+        causes.extend(selector_causes(r));
+    }
+    if review == Review::LocalSubjectAccess {
+        if let Some(r) = resource
+            && str_at(r, "namespace") != namespace
+        {
+            causes.push(Cause::invalid(
+                "spec.resourceAttributes.namespace",
+                &json!(str_at(r, "namespace")),
+                "must match metadata.namespace",
+            ));
+        }
+        if let Some(n) = non_resource {
+            causes.push(Cause::invalid(
                 "spec.nonResourceAttributes",
                 n,
-                "cannot be specified in combination with resourceAttributes",
-            )],
-        )),
-        (None, None) => Err(invalid(
-            review,
-            "",
-            vec![Cause::invalid(
-                "spec.resourceAttributes",
-                &json!("null"),
-                "exactly one of nonResourceAttributes or resourceAttributes must be specified",
-            )],
-        )),
-        (Some(r), None) => Ok(Attributes {
+                "disallowed on this kind of request",
+            ));
+        }
+    }
+    causes
+}
+
+/// Upstream's `validateFieldSelectorAttributes` and `validateLabelSelectorAttributes`: a
+/// selector has a `rawSelector` or `requirements`, not both; each requirement is checked as
+/// `ValidateFieldSelectorRequirement` / `ValidateLabelSelectorRequirement` check it with
+/// `AllowUnknownOperatorInRequirement` (an operator the server does not know is no error).
+fn selector_causes(resource_attributes: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for (field, labels) in [("fieldSelector", false), ("labelSelector", true)] {
+        let Some(selector) = present(resource_attributes, field) else {
+            continue;
+        };
+        let path = child("spec.resourceAttributes", field);
+        let raw = str_at(selector, "rawSelector");
+        let requirements = items(selector.get("requirements"));
+        if !raw.is_empty() && !requirements.is_empty() {
+            causes.push(invalid_rendered(
+                &child(&path, "rawSelector"),
+                &go_quote(raw),
+                "may not specified at the same time as requirements",
+            ));
+        }
+        if raw.is_empty() && requirements.is_empty() {
+            causes.push(Cause::required(
+                child(&path, "requirements"),
+                &format!("when {path} is specified, requirements or rawSelector is required"),
+            ));
+        }
+        for (i, requirement) in requirements.iter().enumerate() {
+            let at = index(&child(&path, "requirements"), i);
+            let key = str_at(requirement, "key");
+            let values = items(requirement.get("values"));
+            if !labels && key.is_empty() {
+                causes.push(Cause::required(child(&at, "key"), "must be specified"));
+            }
+            match str_at(requirement, "operator") {
+                "In" | "NotIn" if values.is_empty() => causes.push(Cause::required(
+                    child(&at, "values"),
+                    "must be specified when `operator` is 'In' or 'NotIn'",
+                )),
+                "Exists" | "DoesNotExist" if !values.is_empty() => causes.push(Cause::forbidden(
+                    child(&at, "values"),
+                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                )),
+                _ => {}
+            }
+            if labels {
+                for msg in validate_qualified_name(key) {
+                    causes.push(invalid_rendered(&child(&at, "key"), &go_quote(key), &msg));
+                }
+                for (j, value) in values.iter().enumerate() {
+                    let value = value.as_str().unwrap_or("");
+                    for msg in validate_label_value(value) {
+                        causes.push(invalid_rendered(
+                            &index(&child(&at, "values"), j),
+                            &go_quote(value),
+                            &msg,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    causes
+}
+
+/// Whether the authorizer attributes builder (upstream's `ResourceAttributesFrom`) fails to
+/// parse (part of) a field selector: `None` when it parses, else whether some requirements
+/// were kept. Requirements supersede a `rawSelector`, as upstream's builder reads them.
+fn field_selector_ignored(selector: &Value) -> Option<bool> {
+    let raw = str_at(selector, "rawSelector");
+    let requirements = items(selector.get("requirements"));
+    if requirements.is_empty() {
+        return (!raw.is_empty() && FieldSelector::parse_str(raw).is_err()).then_some(false);
+    }
+    // `fieldSelectorAsSelector`: one value for In and NotIn; Exists and DoesNotExist are not
+    // supported yet.
+    let kept = requirements
+        .iter()
+        .filter(|r| {
+            matches!(str_at(r, "operator"), "In" | "NotIn") && items(r.get("values")).len() == 1
+        })
+        .count();
+    (kept < requirements.len()).then_some(kept > 0)
+}
+
+/// [`field_selector_ignored`] for a label selector (`labels.Parse`, or upstream's
+/// `labelSelectorAsSelector` of the requirements).
+fn label_selector_ignored(selector: &Value) -> Option<bool> {
+    let raw = str_at(selector, "rawSelector");
+    let requirements = items(selector.get("requirements"));
+    if requirements.is_empty() {
+        return (!raw.is_empty() && LabelSelector::parse_str(raw).is_err()).then_some(false);
+    }
+    let kept = requirements
+        .iter()
+        .filter(|r| {
+            let operator = match str_at(r, "operator") {
+                "In" => Operator::In,
+                "NotIn" => Operator::NotIn,
+                "Exists" => Operator::Exists,
+                "DoesNotExist" => Operator::DoesNotExist,
+                _ => return false,
+            };
+            let values = strings(r.get("values"));
+            Requirement::new(str_at(r, "key"), operator, values, None).is_ok()
+        })
+        .count();
+    (kept < requirements.len()).then_some(kept > 0)
+}
+
+/// Upstream's `BuildEvaluationError` for selectors the attributes builder could not parse
+/// (the authorizer itself, RBAC, reports no error and ignores selectors).
+fn selector_evaluation_error(resource_attributes: &Value) -> Option<String> {
+    let mut errors = Vec::new();
+    for (field, ignored) in [
+        (
+            "fieldSelector",
+            field_selector_ignored as fn(&Value) -> Option<bool>,
+        ),
+        ("labelSelector", label_selector_ignored),
+    ] {
+        let Some(partially) = present(resource_attributes, field).and_then(ignored) else {
+            continue;
+        };
+        let how = if partially {
+            "partially ignored"
+        } else {
+            "ignored"
+        };
+        errors.push(format!(
+            "spec.resourceAttributes.{field} {how} due to parse error"
+        ));
+    }
+    (!errors.is_empty()).then(|| errors.join("; "))
+}
+
+/// The attributes a valid access review's spec asks about.
+fn spec_attributes(user: UserInfo, spec: &Value) -> Attributes {
+    match present(spec, "resourceAttributes") {
+        Some(r) => Attributes {
             user,
             verb: str_at(r, "verb").to_string(),
             resource_request: true,
@@ -131,15 +321,48 @@ fn spec_attributes(review: Review, user: UserInfo, spec: &Value) -> Result<Attri
             subresource: str_at(r, "subresource").to_string(),
             name: str_at(r, "name").to_string(),
             path: String::new(),
-        }),
-        (None, Some(n)) => Ok(Attributes {
-            user,
-            verb: str_at(n, "verb").to_string(),
-            resource_request: false,
-            path: str_at(n, "path").to_string(),
-            ..Attributes::default()
-        }),
+        },
+        None => {
+            let n = present(spec, "nonResourceAttributes").unwrap_or(&Value::Null);
+            Attributes {
+                user,
+                verb: str_at(n, "verb").to_string(),
+                resource_request: false,
+                path: str_at(n, "path").to_string(),
+                ..Attributes::default()
+            }
+        }
     }
+}
+
+/// Answers an access review: validates its spec, then authorizes what it asks about for
+/// `requester` (a SelfSubjectAccessReview) or the user its spec names.
+fn access_review(
+    auth: &Auth,
+    requester: &UserInfo,
+    review: Review,
+    namespace: &str,
+    body: Value,
+    spec: &Value,
+) -> Result<Value, ApiError> {
+    let causes = access_review_causes(review, spec, namespace);
+    if !causes.is_empty() {
+        return Err(invalid(review, "", causes));
+    }
+    let subject = if review == Review::SelfSubjectAccess {
+        requester.clone()
+    } else {
+        spec_user(spec)
+    };
+    let attrs = spec_attributes(subject, spec);
+    let decision = auth.authorize(&attrs);
+    let mut status = access_status(decision);
+    if let Some(error) = present(spec, "resourceAttributes").and_then(selector_evaluation_error)
+        && let Some(map) = status.as_object_mut()
+    {
+        map.insert("evaluationError".into(), json!(error));
+    }
+    Ok(answer(review, body, status))
 }
 
 fn answer(review: Review, mut body: Value, status: Value) -> Value {
@@ -173,33 +396,20 @@ fn access_status(decision: rbac::Decision) -> Value {
     status
 }
 
-/// The user a SubjectAccessReview's spec names.
-fn spec_user(review: Review, spec: &Value) -> Result<UserInfo, ApiError> {
-    let user = str_at(spec, "user").to_string();
-    let groups = strings(spec.get("groups"));
-    if user.is_empty() && groups.is_empty() {
-        return Err(invalid(
-            review,
-            "",
-            vec![Cause::invalid(
-                "spec.user",
-                &json!(""),
-                "at least one of user or group must be specified",
-            )],
-        ));
-    }
+/// The user a (validated) SubjectAccessReview's spec names.
+fn spec_user(spec: &Value) -> UserInfo {
     let mut extra = BTreeMap::new();
     if let Some(map) = spec.get("extra").and_then(Value::as_object) {
         for (k, v) in map {
             extra.insert(k.clone(), strings(Some(v)));
         }
     }
-    Ok(UserInfo {
-        name: user,
+    UserInfo {
+        name: str_at(spec, "user").to_string(),
         uid: str_at(spec, "uid").to_string(),
-        groups,
+        groups: strings(spec.get("groups")),
         extra,
-    })
+    }
 }
 
 /// Serves a review for `user` (the authenticated, possibly impersonated, requester).
@@ -215,42 +425,8 @@ pub fn serve(
     let empty = json!({});
     let spec = body.get("spec").unwrap_or(&empty).clone();
     match review {
-        Review::SelfSubjectAccess => {
-            let attrs = spec_attributes(review, user.clone(), &spec)?;
-            Ok(answer(review, body, access_status(auth.authorize(&attrs))))
-        }
-        Review::SubjectAccess => {
-            let subject = spec_user(review, &spec)?;
-            let attrs = spec_attributes(review, subject, &spec)?;
-            Ok(answer(review, body, access_status(auth.authorize(&attrs))))
-        }
-        Review::LocalSubjectAccess => {
-            let namespace = namespace.unwrap_or("");
-            if let Some(n) = spec.get("nonResourceAttributes").filter(|v| !v.is_null()) {
-                return Err(invalid(
-                    review,
-                    "",
-                    vec![Cause::invalid(
-                        "spec.nonResourceAttributes",
-                        n,
-                        "disallowed on this kind of request",
-                    )],
-                ));
-            }
-            let subject = spec_user(review, &spec)?;
-            let attrs = spec_attributes(review, subject, &spec)?;
-            if attrs.namespace != namespace {
-                return Err(invalid(
-                    review,
-                    "",
-                    vec![Cause::invalid(
-                        "spec.resourceAttributes.namespace",
-                        &json!(attrs.namespace),
-                        "must match metadata.namespace",
-                    )],
-                ));
-            }
-            Ok(answer(review, body, access_status(auth.authorize(&attrs))))
+        Review::SelfSubjectAccess | Review::SubjectAccess | Review::LocalSubjectAccess => {
+            access_review(auth, user, review, namespace.unwrap_or(""), body, &spec)
         }
         Review::SelfSubjectRules => {
             let namespace = str_at(&spec, "namespace");
