@@ -838,4 +838,184 @@ mod tests {
             0
         );
     }
+
+    /// A running pod with one container `c` started at `started`.
+    fn running_pod(policy: &str, started: &str, annotations: Value) -> Value {
+        json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "annotations": annotations},
+            "spec": {"restartPolicy": policy, "nodeName": NODE_NAME, "containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": "Running", "podIP": "10.244.0.5", "conditions": [
+                {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": started},
+                {"type": "Ready", "status": "True", "lastTransitionTime": started},
+                {"type": "ContainersReady", "status": "True", "lastTransitionTime": started}],
+                "containerStatuses": [{"name": "c", "containerID": "containerd://old", "ready": true, "started": true,
+                    "restartCount": 0, "state": {"running": {"startedAt": started}}, "lastState": {}}]},
+        })
+    }
+
+    fn condition<'a>(pod: &'a Value, kind: &str) -> &'a Value {
+        pod["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == kind))
+            .unwrap_or(&Value::Null)
+    }
+
+    #[test]
+    fn exit_annotations_decide_whether_and_how_containers_exit() {
+        let mut job_pod = running_pod("Never", "t", json!({}));
+        job_pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j", "controller": true}]);
+        let zero = Some(Exit {
+            code: 0,
+            after: Duration::ZERO,
+        });
+        assert_eq!(exit_of(&job_pod), zero, "job pods complete at once");
+        assert_eq!(
+            exit_of(&running_pod("Always", "t", json!({}))),
+            None,
+            "other pods run"
+        );
+        let table = [
+            (
+                json!({EXIT_CODE_ANNOTATION: "3"}),
+                Some(Exit {
+                    code: 3,
+                    after: Duration::ZERO,
+                }),
+            ),
+            (
+                json!({EXIT_CODE_ANNOTATION: "-1", RUN_SECONDS_ANNOTATION: "30"}),
+                Some(Exit {
+                    code: -1,
+                    after: Duration::from_secs(30),
+                }),
+            ),
+            (
+                json!({RUN_SECONDS_ANNOTATION: "5"}),
+                Some(Exit {
+                    code: 0,
+                    after: Duration::from_secs(5),
+                }),
+            ),
+            (json!({EXIT_CODE_ANNOTATION: "x"}), None),
+            (json!({RUN_SECONDS_ANNOTATION: "-5"}), None),
+        ];
+        for (annotations, want) in table {
+            assert_eq!(
+                exit_of(&running_pod("Always", "t", annotations.clone())),
+                want,
+                "{annotations}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_restart_policy_decides_what_an_exit_does() {
+        let now: Timestamp = "2026-01-01T00:01:00Z".parse().unwrap_or_default();
+        let long_ago = "2026-01-01T00:00:00Z";
+        let exit = |code: i64, after: u64| Exit {
+            code,
+            after: Duration::from_secs(after),
+        };
+        let table = [
+            ("Never", exit(1, 0), Step::End),
+            ("Never", exit(0, 0), Step::End),
+            ("OnFailure", exit(0, 0), Step::End),
+            ("OnFailure", exit(2, 0), Step::Crash),
+            ("Always", exit(0, 0), Step::Crash),
+            ("Never", exit(1, 90), Step::Wait(Duration::from_secs(30))),
+        ];
+        for (policy, exit, want) in table {
+            assert_eq!(
+                next_step(&running_pod(policy, long_ago, json!({})), exit, now),
+                want,
+                "{policy} {exit:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn failing_containers_restart_then_crash_loop_with_the_kubelets_back_off() {
+        let mut pod = running_pod("OnFailure", "2026-01-01T00:00:00Z", json!({}));
+        crash(&mut pod, 3, "2026-01-01T00:00:01Z");
+        let c = pod["status"]["containerStatuses"][0].clone();
+        assert_eq!(c["restartCount"], 1, "the first exit restarts at once");
+        assert_eq!(c["state"]["running"]["startedAt"], "2026-01-01T00:00:01Z");
+        assert_eq!(
+            c["lastState"]["terminated"],
+            json!({"exitCode": 3, "reason": "Error",
+            "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:01Z", "containerID": "containerd://old"})
+        );
+        assert_ne!(c["containerID"], "containerd://old");
+        assert_eq!(condition(&pod, "Ready")["status"], "True");
+
+        crash(&mut pod, 3, "2026-01-01T00:00:02Z");
+        let c = pod["status"]["containerStatuses"][0].clone();
+        assert_eq!(c["restartCount"], 1);
+        assert_eq!(c["ready"], false);
+        assert_eq!(c["state"]["waiting"]["reason"], "CrashLoopBackOff");
+        assert_eq!(
+            c["state"]["waiting"]["message"],
+            "back-off 10s restarting failed container=c pod=p_ns(u)"
+        );
+        assert_eq!(pod["status"]["phase"], "Running");
+        for kind in ["Ready", "ContainersReady"] {
+            let ready = condition(&pod, kind);
+            assert_eq!(ready["status"], "False", "{kind}");
+            assert_eq!(ready["reason"], "ContainersNotReady");
+            assert_eq!(ready["message"], "containers with unready status: [c]");
+        }
+        let exit = Exit {
+            code: 3,
+            after: Duration::ZERO,
+        };
+        let at = |t: &str| t.parse::<Timestamp>().unwrap_or_default();
+        assert_eq!(
+            next_step(&pod, exit, at("2026-01-01T00:00:07Z")),
+            Step::Wait(Duration::from_secs(5))
+        );
+        assert_eq!(
+            next_step(&pod, exit, at("2026-01-01T00:00:12Z")),
+            Step::Restart
+        );
+
+        restart(&mut pod, "2026-01-01T00:00:12Z");
+        let c = pod["status"]["containerStatuses"][0].clone();
+        assert_eq!(c["restartCount"], 2);
+        assert!(c["state"]["running"].is_object());
+        assert_eq!(condition(&pod, "Ready")["status"], "True");
+        assert!(condition(&pod, "Ready").get("reason").is_none());
+        crash(&mut pod, 3, "2026-01-01T00:00:13Z");
+        assert_eq!(
+            pod["status"]["containerStatuses"][0]["state"]["waiting"]["message"],
+            "back-off 20s restarting failed container=c pod=p_ns(u)"
+        );
+        assert_eq!(container_backoff(6), MAX_CONTAINER_BACKOFF);
+        assert_eq!(go_duration(container_backoff(4)), "1m20s");
+        assert_eq!(go_duration(MAX_CONTAINER_BACKOFF), "5m0s");
+    }
+
+    #[test]
+    fn a_failed_exit_ends_the_pod_failed() {
+        let mut pod = running_pod("Never", "2026-01-01T00:00:00Z", json!({}));
+        end(&mut pod, 7, "2026-01-01T00:00:05Z");
+        assert_eq!(pod["status"]["phase"], "Failed");
+        let c = &pod["status"]["containerStatuses"][0];
+        assert_eq!(c["state"]["terminated"]["exitCode"], 7);
+        assert_eq!(c["state"]["terminated"]["reason"], "Error");
+        assert_eq!(c["state"]["terminated"]["containerID"], "containerd://old");
+        assert_eq!(
+            c["state"]["terminated"]["finishedAt"],
+            "2026-01-01T00:00:05Z"
+        );
+        for kind in ["Ready", "ContainersReady"] {
+            assert_eq!(condition(&pod, kind)["status"], "False");
+            assert_eq!(condition(&pod, kind)["reason"], "PodFailed");
+        }
+        assert_eq!(
+            condition(&pod, "PodReadyToStartContainers")["status"],
+            "False"
+        );
+        assert!(pod["status"].get("podIP").is_none());
+        assert!(terminal(&pod));
+    }
 }
