@@ -585,4 +585,28 @@ mod tests {
         assert_eq!(parse_indexes("1,x,3-9", 5), [1, 3, 4].into_iter().collect());
         assert!(parse_indexes("", 3).is_empty());
     }
+
+    #[test]
+    fn terminating_pods_count_as_failed_unless_only_failed_pods_are_replaced() {
+        let pod = |phase: &str, deleting: bool| {
+            let mut p = json!({"metadata": {"name": "p"}, "status": {"phase": phase}});
+            if deleting {
+                p["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            p
+        };
+        // (pod, podReplacementPolicy Failed, failed, terminating)
+        let table = [
+            (pod("Failed", false), false, true, false),
+            (pod("Failed", false), true, true, false),
+            (pod("Running", true), false, true, true),
+            (pod("Running", true), true, false, true),
+            (pod("Succeeded", true), false, false, false),
+            (pod("Running", false), false, false, false),
+        ];
+        for (pod, only_failed, failed, terminating) in table {
+            assert_eq!(pod_failed(&pod, only_failed), failed, "{pod} {only_failed}");
+            assert_eq!(pod_terminating(&pod), terminating, "{pod}");
+        }
+    }
 }

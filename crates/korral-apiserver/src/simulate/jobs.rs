@@ -160,21 +160,23 @@ pub async fn reconcile(
         status["startTime"] = json!(meta::now_rfc3339());
     }
 
-    // Why the Job fails, in upstream's order.
+    // Why the Job fails, in upstream's order; a Job that met its success criteria (and waits
+    // for terminating Pods) is not failed any more.
+    let criteria_met = true_condition(&conditions, "SuccessCriteriaMet").is_some();
     let mut again = None;
     let mut failure = true_condition(&conditions, "FailureTarget").map(|c| Failure {
         kind: "Failed",
         reason: c["reason"].as_str().unwrap_or("").to_string(),
         message: c["message"].as_str().unwrap_or("").to_string(),
     });
-    if failure.is_none() {
+    if failure.is_none() && !criteria_met {
         failure = all
             .iter()
             .filter(|p| failures::pod_failed(p, only_replace_failed))
             .find_map(|p| failures::match_policy(policy, p).fail_job)
             .map(|message| Failure::target((failures::POD_FAILURE_POLICY, &message)));
     }
-    if failure.is_none() {
+    if failure.is_none() && !criteria_met {
         let deadline = meta::path(&job, "spec.activeDeadlineSeconds").and_then(Value::as_i64);
         let started = status
             .get("startTime")
@@ -207,7 +209,7 @@ pub async fn reconcile(
                 .filter_map(|p| index_of(p))
                 .filter(|i| *i < c),
         );
-        if failure.is_none() {
+        if failure.is_none() && !criteria_met {
             let max = meta::path(&job, "spec.maxFailedIndexes").and_then(Value::as_u64);
             if max.is_some_and(|m| failed_indexes.len() as u64 > m) {
                 failure = Some(Failure::target(failures::MAX_FAILED_INDEXES_EXCEEDED));
@@ -220,11 +222,12 @@ pub async fn reconcile(
     }
 
     let complete = failure.is_none()
-        && match completions {
-            Some(c) => succeeded_count >= c,
-            // Work-queue Jobs: done once one Pod succeeded and none is left running.
-            None => succeeded_count > 0 && active.is_empty(),
-        };
+        && (criteria_met
+            || match completions {
+                Some(c) => succeeded_count >= c,
+                // Work-queue Jobs: done once one Pod succeeded and none is left running.
+                None => succeeded_count > 0 && active.is_empty(),
+            });
     let mut active_count = active.len();
     let mut ready = active.iter().filter(|p| pod_ready(p)).count();
     let mut terminating_count = terminating;
@@ -361,10 +364,15 @@ pub async fn reconcile(
         status["failedIndexes"] = json!(failures::render_indexes(&failed_indexes));
     }
     if complete && !suspended {
-        let now = meta::now_rfc3339();
-        status["completionTime"] = json!(now);
         status["ready"] = json!(0);
-        for kind in ["SuccessCriteriaMet", "Complete"] {
+        // `Complete` waits for terminating Pods, as `Failed` does.
+        let kinds: &[&str] = if terminating_count == 0 {
+            status["completionTime"] = json!(meta::now_rfc3339());
+            &["SuccessCriteriaMet", "Complete"]
+        } else {
+            &["SuccessCriteriaMet"]
+        };
+        for kind in kinds {
             access::set_condition(
                 &mut conditions,
                 json!({"type": kind, "status": "True", "reason": "CompletionsReached", "message": COMPLETED}),
