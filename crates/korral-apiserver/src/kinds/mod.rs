@@ -44,6 +44,7 @@ use crate::registry::{NameRule, ResourceInfo, ScalePaths, standard_verbs};
 pub(crate) use certificates::{certificate_request_der, request_organizations};
 pub(crate) use flowcontrol::ensure_configuration as ensure_flow_control_configuration;
 pub(crate) use printer::Printer;
+pub(crate) use resource::device_selected;
 pub(crate) use scheduling::system_priority_classes;
 pub(crate) use storage::is_default_class;
 pub(crate) use strategy::{Context, DeletePlan, FinalizerNames, Strategy};

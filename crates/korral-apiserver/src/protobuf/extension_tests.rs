@@ -54,7 +54,10 @@ fn the_kinds_and_their_lists_have_messages() {
     ] {
         assert!(supports_kind(api_version, kind), "{api_version} {kind}");
     }
-    assert!(!supports_kind("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition"));
+    assert!(!supports_kind(
+        "apiextensions.k8s.io/v1beta1",
+        "CustomResourceDefinition"
+    ));
 }
 
 #[test]

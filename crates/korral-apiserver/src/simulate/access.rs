@@ -60,6 +60,8 @@ pub enum Actor {
     NodeLifecycle,
     /// The CSR signing controller.
     CertificateSigner,
+    /// The ResourceClaim controller (claims from templates, reservations released).
+    ResourceClaim,
     /// The scheduler.
     Scheduler,
     /// The simulated node's kubelet.
@@ -87,6 +89,7 @@ impl Actor {
             Self::PvProtection => "pv-protection-controller",
             Self::NodeLifecycle => "node-controller",
             Self::CertificateSigner => "certificate-controller",
+            Self::ResourceClaim => "resource-claim-controller",
             Self::Provisioner => {
                 return UserInfo::service_account("kube-system", "korral-volume-provisioner", "");
             }
@@ -158,6 +161,16 @@ pub fn get(objects: &Objects, group: &str, resource: &str, ns: &str, name: &str)
 pub fn list(objects: &Objects, group: &str, resource: &str, ns: &str) -> Vec<Object> {
     let snapshot = objects.storage().snapshot();
     let prefix = collection_prefix(group, resource, Some(ns));
+    snapshot
+        .range(&prefix, None)
+        .map(|(_, o)| o.clone())
+        .collect()
+}
+
+/// Every stored object of a resource: of all namespaces, or cluster-scoped.
+pub fn list_all(objects: &Objects, group: &str, resource: &str) -> Vec<Object> {
+    let snapshot = objects.storage().snapshot();
+    let prefix = collection_prefix(group, resource, None);
     snapshot
         .range(&prefix, None)
         .map(|(_, o)| o.clone())

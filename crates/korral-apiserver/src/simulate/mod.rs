@@ -18,6 +18,9 @@
 //!   ([`pods`]); Job Pods then succeed. The `korral.dev/exit-code` and `korral.dev/run-seconds`
 //!   annotations make any Pod's containers exit (and fail, restart or crash-loop as its
 //!   `restartPolicy` says).
+//! * Pods' ResourceClaims are made from their templates, allocated from the published
+//!   ResourceSlices and reserved before the Pod is bound, then released and deallocated once
+//!   it is done ([`resource_claims`]).
 //! * Services with a selector get Endpoints ([`endpoints`]).
 //! * PersistentVolumeClaims bind to fitting volumes or get one provisioned from their
 //!   StorageClass; released volumes are reclaimed; protection finalizers hold claims in use
@@ -39,6 +42,7 @@
 //! stored workload is queued, so a durable server picks up where it stopped; nothing polls.
 
 mod access;
+mod allocator;
 pub mod autoscaling;
 pub mod cronjobs;
 mod csr_approving;
@@ -54,6 +58,7 @@ pub mod names;
 pub mod namespaces;
 pub mod pods;
 pub mod replicaset;
+pub mod resource_claims;
 pub mod statefulset;
 pub mod ttl;
 pub mod volumes;
@@ -97,6 +102,8 @@ pub enum Work {
     Volume(String),
     /// Move a Pod along its lifecycle.
     Pod(String, String),
+    /// Release a ResourceClaim's reservations for Pods gone or done, deallocate it.
+    ResourceClaim(String, String),
     /// Reconcile the Endpoints of a Service.
     Service(String, String),
     /// Reconcile the Endpoints of every Service in a namespace.
@@ -132,10 +139,17 @@ pub(crate) fn initial_work(snapshot: &Snapshot, queue: &mut BTreeSet<Work>) {
     for (_, csr) in snapshot.range(&prefix, None) {
         queue.insert(Work::CertificateSigningRequest(meta::name(csr).to_string()));
     }
+    let prefix = collection_prefix(DRA_GROUP, "resourceclaims", None);
+    for (_, claim) in snapshot.range(&prefix, None) {
+        let ns = meta::namespace(claim).unwrap_or_default().to_string();
+        queue.insert(Work::ResourceClaim(ns, meta::name(claim).to_string()));
+    }
 }
 
 /// The group of CertificateSigningRequests.
 const CSR_GROUP: &str = "certificates.k8s.io";
+/// The group of the dynamic resource allocation kinds.
+const DRA_GROUP: &str = "resource.k8s.io";
 
 /// Queues every pod not bound to a node yet: a change of the node (uncordoned, say) may let
 /// the scheduler place them now.
@@ -185,6 +199,22 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
         }
         return;
     }
+    if event.key.starts_with(&format!("/{DRA_GROUP}/")) {
+        // Devices freed or published, classes or templates made: unbound Pods may fit now.
+        if event
+            .key
+            .starts_with(&collection_prefix(DRA_GROUP, "resourceclaims", None))
+        {
+            queue.insert(Work::ResourceClaim(
+                meta::namespace(&event.object)
+                    .unwrap_or_default()
+                    .to_string(),
+                meta::name(&event.object).to_string(),
+            ));
+        }
+        queue_unbound_pods(objects, queue);
+        return;
+    }
     let Some((group, resource, ns, _)) = split_key(&event.key) else {
         return;
     };
@@ -209,6 +239,11 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
         for pod in std::iter::once(&event.object).chain(event.previous.iter()) {
             for claim in volumes::claims_of(pod) {
                 queue.insert(Work::Claim(ns.to_string(), claim));
+            }
+            for (_, claim) in resource_claims::claim_names(pod) {
+                if let Some(claim) = claim {
+                    queue.insert(Work::ResourceClaim(ns.to_string(), claim));
+                }
             }
         }
     }
@@ -341,6 +376,7 @@ pub(crate) async fn execute(
             replicaset::reconcile(objects, &replicaset::REPLICATION_CONTROLLER, ns, name).await
         }
         Work::Claim(ns, name) => volumes::reconcile_claim(objects, ns, name).await,
+        Work::ResourceClaim(ns, name) => resource_claims::sync_claim(objects, ns, name).await,
         Work::Autoscaler(ns, name) => autoscaling::reconcile(objects, ns, name).await,
         Work::Autoscalers(ns) => {
             let mut result = Ok(());

@@ -38,6 +38,7 @@ use serde_json::{Value, json};
 
 use super::access::{self, Actor, controller_of};
 use super::names;
+use super::resource_claims::{self, Verdict};
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
@@ -206,6 +207,19 @@ pub async fn reconcile(
             .map(|()| None);
     }
     if node.is_empty() {
+        // The ResourceClaim controller makes the pod's template claims; the scheduler's DRA
+        // plugin allocates and reserves its claims before the pod is bound.
+        resource_claims::sync_pod(objects, &pod).await?;
+        let Some(pod) = access::get(objects, "", "pods", ns, name) else {
+            return Ok(None);
+        };
+        if let Verdict::Unschedulable(message) = resource_claims::schedule(objects, &pod).await? {
+            return access::update_status(objects, Actor::Scheduler, &info, &pod, move |pod| {
+                mark_unschedulable_because(pod, &message);
+            })
+            .await
+            .map(|()| None);
+        }
         // The scheduler binds the pod through `pods/binding` (which also sets `PodScheduled`).
         return bind(objects, &info, &pod).await.map(|()| None);
     }
@@ -610,6 +624,11 @@ fn tolerates_unschedulable(pod: &Value) -> bool {
 /// The pod stays `Pending` with `PodScheduled` `False`, reason `Unschedulable` (left alone
 /// when it already says so).
 fn mark_unschedulable(pod: &mut Value) {
+    mark_unschedulable_because(pod, UNSCHEDULABLE_MESSAGE);
+}
+
+/// Marks a pod `Pending` with the scheduler's `Unschedulable` condition saying `message`.
+fn mark_unschedulable_because(pod: &mut Value, message: &str) {
     let mut conditions: Vec<Value> = meta::path(pod, "status.conditions")
         .and_then(Value::as_array)
         .cloned()
@@ -617,7 +636,7 @@ fn mark_unschedulable(pod: &mut Value) {
     access::set_condition(
         &mut conditions,
         json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
-            "reason": "Unschedulable", "message": UNSCHEDULABLE_MESSAGE}),
+            "reason": "Unschedulable", "message": message}),
         &["lastTransitionTime"],
     );
     meta::set_path(pod, "status.phase", json!("Pending"));

@@ -10,8 +10,11 @@
 //! `optional.of`/`none`, `hasValue`, `value`, `orValue`, `or`) and `cel.bind`; the other
 //! Kubernetes libraries (URLs, IPs and CIDRs, sets, format) are not declared.
 //!
-//! Nothing evaluates selectors here (nothing allocates devices), so a selector is compiled and
-//! checked as upstream does at admission: it must parse, every reference must be declared, the
+//! [`device_selected`] evaluates a selector against one device for the simulated scheduler's
+//! allocator, with the standard library and the string extensions (the Kubernetes quantity,
+//! semver, regex and lists libraries are declared for checking but not evaluated: a selector
+//! calling them fails at evaluation). At admission a selector is compiled and checked as
+//! upstream does: it must parse, every reference must be declared, the
 //! types of operators and functions must fit, the result must be `bool` (or of unknown type),
 //! and its estimated cost ([`cost`], bounded by what a device can hold) must stay within
 //! `CELSelectorExpressionMaxCost`. The type check is a small inference over the parsed tree
@@ -152,6 +155,47 @@ fn check_uncached(expression: &str) -> Verdict {
         Ok(c) if c > MAX_COST => Verdict::TooComplex,
         Ok(_) => Verdict::Valid,
         Err(e) => Verdict::Invalid(format!("compilation failed: ERROR: <input>: {e}")),
+    }
+}
+
+/// Whether the selector `expression` selects `device` (the JSON form of a
+/// `kubernetes.DRADevice`: `driver`, `attributes` and `capacity` by domain, and
+/// `allowMultipleAllocations`), or why it could not be evaluated (upstream's allocator then
+/// fails the allocation with that error).
+pub(crate) fn device_selected(
+    expression: &str,
+    device: &serde_json::Value,
+) -> Result<bool, String> {
+    static PROGRAMS: LazyLock<Mutex<HashMap<String, Arc<cel::Program>>>> =
+        LazyLock::new(Mutex::default);
+    let cached = PROGRAMS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(expression)
+        .cloned();
+    let program = match cached {
+        Some(p) => p,
+        None => {
+            let program = Arc::new(
+                parse_in(env(), expression).map_err(|e| format!("compilation failed: {}", e.0))?,
+            );
+            let mut programs = PROGRAMS.lock().unwrap_or_else(|e| e.into_inner());
+            if programs.len() >= CACHE_ENTRIES {
+                programs.clear();
+            }
+            programs.insert(expression.to_string(), Arc::clone(&program));
+            program
+        }
+    };
+    let mut ctx = cel::Context::with_env(env().clone());
+    ctx.add_variable_from_value("device", crate::validation::cel::value::to_cel(device));
+    match cel::Value::resolve(program.expression(), &ctx) {
+        Ok(cel::Value::Bool(b)) => Ok(b),
+        Ok(other) => Err(format!(
+            "CEL result of type {} could not be converted to bool",
+            other.type_of()
+        )),
+        Err(e) => Err(format!("CEL runtime error: {e}")),
     }
 }
 

@@ -9,6 +9,8 @@ mod slice;
 mod status;
 mod validation;
 
+pub(crate) use cel::device_selected;
+
 use k8s_openapi::api::resource::v1 as api;
 use serde_json::{Map, Value, json};
 
