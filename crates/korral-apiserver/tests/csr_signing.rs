@@ -495,3 +495,55 @@ async fn kubelet_client_requests_are_approved_after_an_access_review() {
         assert!(approval(&csr).is_none() && !issued(&csr), "{name}: {csr}");
     }
 }
+
+/// Decides the CSR `name` as [`decide`] does, the decision dated `ago` in the past.
+async fn decide_at(env: &TestEnv, name: &str, kind: &str, ago: jiff::SignedDuration) {
+    let (_, mut csr) = call(env, "GET", &format!("{CSRS}/{name}"), None).await;
+    let when = (jiff::Timestamp::now() - ago).to_string();
+    csr["status"]["conditions"] = json!([{
+        "type": kind, "status": "True", "reason": "KubectlApprove",
+        "message": "decided", "lastUpdateTime": when, "lastTransitionTime": when
+    }]);
+    let (code, body) = call(env, "PUT", &format!("{CSRS}/{name}/approval"), Some(&csr)).await;
+    assert_eq!(code, 200, "{body}");
+}
+
+#[tokio::test]
+async fn old_requests_are_cleaned_up() {
+    let env = TestEnv::builder()
+        .simulation(true)
+        .authorization(AuthorizationMode::Rbac)
+        .start()
+        .await
+        .expect("env");
+    let client = "kubernetes.io/kube-apiserver-client";
+    let spec = |cn: &str| json!({"request": request(cn, "dev"), "signerName": client, "usages": ["client auth"]});
+    let hours = jiff::SignedDuration::from_hours;
+    for name in [
+        "old-denied",
+        "fresh-denied",
+        "old-approved",
+        "fresh-approved",
+        "pending",
+    ] {
+        create(&env, name, spec(name)).await;
+    }
+    decide_at(&env, "old-denied", "Denied", hours(2)).await;
+    decide_at(&env, "fresh-denied", "Denied", hours(0)).await;
+    decide_at(&env, "old-approved", "Approved", hours(2)).await;
+    decide_at(&env, "fresh-approved", "Approved", hours(0)).await;
+    // Denied more than an hour ago, and approved and issued more than an hour ago: deleted.
+    for name in ["old-denied", "old-approved"] {
+        wait_until(WAIT, name, || async {
+            call(&env, "GET", &format!("{CSRS}/{name}"), None).await.0 == 404
+        })
+        .await
+        .expect(name);
+    }
+    // Recent decisions and a pending request are kept (the fresh approval gets issued).
+    until(&env, "fresh-approved", "issued", issued).await;
+    for name in ["fresh-denied", "fresh-approved", "pending"] {
+        let (code, _) = call(&env, "GET", &format!("{CSRS}/{name}"), None).await;
+        assert_eq!(code, 200, "{name}");
+    }
+}

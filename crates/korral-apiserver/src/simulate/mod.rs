@@ -29,7 +29,7 @@
 //!   ([`namespaces`]).
 //! * Kubelet client CertificateSigningRequests whose requester may ask for them are approved
 //!   ([`csr_approving`]); approved requests for the built-in signers get their certificates
-//!   from the cluster's CA ([`csr_signing`]).
+//!   from the cluster's CA ([`csr_signing`]); old requests are deleted ([`csr_cleaner`]).
 //!
 //! The simulation has no loop of its own: it runs on the built-in controllers' loop
 //! ([`crate::controllers`]), which watches storage once for everything. [`initial_work`] and
@@ -46,6 +46,7 @@ mod allocator;
 pub mod autoscaling;
 pub mod cronjobs;
 mod csr_approving;
+mod csr_cleaner;
 mod csr_signing;
 pub mod daemonset;
 pub mod deployment;
@@ -362,8 +363,15 @@ pub(crate) async fn execute(
     if let Work::Pod(ns, name) = work {
         return pods::reconcile(objects, ns, name).await;
     }
+    if let Work::CertificateSigningRequest(name) = work {
+        csr_approving::reconcile(objects, name).await?;
+        csr_signing::reconcile(objects, cluster, name).await?;
+        return csr_cleaner::reconcile(objects, name).await;
+    }
     let done: Result<(), ApiError> = match work {
-        Work::CronJob(..) | Work::Job(..) | Work::Pod(..) => Ok(()),
+        Work::CronJob(..) | Work::Job(..) | Work::Pod(..) | Work::CertificateSigningRequest(..) => {
+            Ok(())
+        }
         Work::Node => pods::ensure_node(objects).await,
         Work::Namespace(name) => namespaces::reconcile(objects, cluster, name).await,
         Work::Deployment(ns, name) => deployment::reconcile(objects, ns, name).await,
@@ -388,10 +396,6 @@ pub(crate) async fn execute(
             result
         }
         Work::Volume(name) => volumes::reconcile_volume(objects, name).await,
-        Work::CertificateSigningRequest(name) => {
-            csr_approving::reconcile(objects, name).await?;
-            csr_signing::reconcile(objects, cluster, name).await
-        }
         Work::Service(ns, name) => endpoints::reconcile(objects, ns, name).await,
         Work::Services(ns) => {
             let mut result = Ok(());
