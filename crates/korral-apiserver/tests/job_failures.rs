@@ -1,7 +1,8 @@
 //! Failing Pods and failing Jobs in the workload simulation: the simulated kubelet honours the
 //! `korral.dev/exit-code` / `korral.dev/run-seconds` annotations and client-written `Failed`
 //! phases, and the Job controller counts failures, replaces failed Pods after its back-off and
-//! fails Jobs as upstream's (`FailureTarget`, then `Failed` with the same reason and message).
+//! fails Jobs as upstream's (`FailureTarget`, then `Failed` with the same reason and message);
+//! an Indexed Job whose success policy matches completes early and stops its other Pods.
 
 mod common;
 
@@ -557,4 +558,53 @@ async fn crashing_containers_restart_then_back_off() {
         .unwrap_or_default();
     assert_eq!(ready["status"], "False");
     assert_eq!(ready["reason"], "ContainersNotReady");
+}
+
+#[tokio::test]
+async fn a_matched_success_policy_completes_the_job_early() {
+    let env = sim_env().await;
+    let jobs: Api<Job> = Api::namespaced(env.client(), "default");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let spec = json!({"completionMode": "Indexed", "completions": 3, "parallelism": 3,
+        "successPolicy": {"rules": [{"succeededIndexes": "2"}, {"succeededIndexes": "0-1", "succeededCount": 1}]}});
+    let job = job(
+        "leader",
+        "Never",
+        json!({"korral.dev/run-seconds": "3600"}),
+        spec,
+    );
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("create");
+    let list = pods_until(&pods, "leader", "three running pods", |l| {
+        l.len() == 3 && l.iter().all(|p| phase(p) == "Running")
+    })
+    .await;
+    // Index 1 succeeds: the second rule (one of indexes 0-1) matches.
+    let index_one = list
+        .iter()
+        .find(|p| p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == "1")
+        .map(|p| name(p).to_string())
+        .expect("index 1");
+    let patch = json!({"status": {"phase": "Succeeded"}});
+    pods.patch_status(&index_one, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .expect("succeed pod");
+    let done = job_until(&jobs, "leader", "complete", |j| {
+        condition(j, "Complete").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    for kind in ["SuccessCriteriaMet", "Complete"] {
+        let c = condition(&done, kind).expect(kind);
+        assert_eq!(c["reason"], "SuccessPolicy", "{done:#}");
+        assert_eq!(c["message"], "Matched rules at index 1", "{done:#}");
+    }
+    assert_eq!(done["status"]["succeeded"], 1);
+    assert_eq!(done["status"]["completedIndexes"], "1");
+    assert_eq!(done["status"]["active"].as_i64().unwrap_or(0), 0, "{done:#}");
+    // The other indexes' Pods were stopped.
+    pods_until(&pods, "leader", "the others gone", |l| {
+        l.iter().all(|p| phase(p) == "Succeeded")
+    })
+    .await;
 }

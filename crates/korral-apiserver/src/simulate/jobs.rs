@@ -6,7 +6,9 @@
 //! and a `Suspended` condition; resuming sets it `False` and starts Pods again. Status follows
 //! upstream: `startTime`, `active`, `ready`, `succeeded`, `failed`, `terminating`,
 //! `uncountedTerminatedPods`, `failedIndexes`, and on completion `completionTime` with the
-//! `SuccessCriteriaMet` and `Complete` conditions.
+//! `SuccessCriteriaMet` and `Complete` conditions. An Indexed Job whose `successPolicy` rule
+//! matches its succeeded indexes completes then (reason `SuccessPolicy`, `Matched rules at
+//! index <i>`), its other Pods deleted; a finished Job's active Pods are deleted.
 //!
 //! Failures (Pods fail through the simulated kubelet's `korral.dev/exit-code` annotation, see
 //! [`super::pods`], or a client writing `status.phase: Failed`), decided in [`job_failures`]:
@@ -45,6 +47,10 @@ use crate::storage::Object;
 
 const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 const COMPLETED: &str = "Reached expected number of succeeded pods";
+/// The reason of a Job done by its completions.
+const COMPLETIONS_REACHED: &str = "CompletionsReached";
+/// The reason of a Job done by its success policy.
+const SUCCESS_POLICY: &str = "SuccessPolicy";
 const TIMES: [&str; 2] = ["lastProbeTime", "lastTransitionTime"];
 
 /// The terminal condition a reconcile decided on: `FailureTarget` first, `Failed` once the
@@ -73,6 +79,34 @@ fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
+}
+
+/// The success policy rule the succeeded indexes satisfy, as upstream's
+/// `matchSuccessPolicy`: `Matched rules at index <i>` for the first rule whose
+/// `succeededIndexes` all succeeded (or at least `succeededCount` of them), or, without
+/// indexes, whose `succeededCount` indexes succeeded.
+fn success_policy_match(
+    policy: Option<&Value>,
+    completions: usize,
+    succeeded: &BTreeSet<usize>,
+) -> Option<String> {
+    let rules = policy?.get("rules")?.as_array()?;
+    if succeeded.is_empty() {
+        return None;
+    }
+    rules.iter().enumerate().find_map(|(i, rule)| {
+        let count = rule.get("succeededCount").and_then(Value::as_u64);
+        let matched = match rule.get("succeededIndexes").and_then(Value::as_str) {
+            Some(text) => {
+                let required = failures::parse_indexes(text, completions);
+                let contained = required.intersection(succeeded).count();
+                !required.is_empty()
+                    && (contained == required.len() || count.is_some_and(|n| contained as u64 >= n))
+            }
+            None => count.is_some_and(|n| succeeded.len() as u64 >= n),
+        };
+        matched.then(|| format!("Matched rules at index {i}"))
+    })
 }
 
 /// The condition `kind` when `True`.
@@ -221,8 +255,18 @@ pub async fn reconcile(
         }
     }
 
+    // Indexed Jobs may succeed early by their success policy (upstream's matchSuccessPolicy).
+    let by_policy = match (&failure, criteria_met, completions) {
+        (None, false, Some(c)) if indexed => success_policy_match(
+            meta::path(&job, "spec.successPolicy"),
+            c,
+            &succeeded_indexes,
+        ),
+        _ => None,
+    };
     let complete = failure.is_none()
         && (criteria_met
+            || by_policy.is_some()
             || match completions {
                 Some(c) => succeeded_count >= c,
                 // Work-queue Jobs: done once one Pod succeeded and none is left running.
@@ -280,6 +324,17 @@ pub async fn reconcile(
                 json!({"type": "Suspended", "status": "False", "reason": "JobResumed", "message": "Job resumed"}),
                 &TIMES,
             );
+        }
+        if complete && !active.is_empty() {
+            // The Job is done (its success policy matched): the Pods still running go.
+            for pod in &active {
+                access::delete(objects, access::Actor::Job, &pod_info, pod).await?;
+            }
+            terminating_count = owned_pods(objects, ns, meta::uid(&job))
+                .iter()
+                .filter(|p| failures::pod_terminating(p))
+                .count();
+            (active_count, ready) = (0, 0);
         }
         if !complete {
             let wanted = match completions {
@@ -365,6 +420,22 @@ pub async fn reconcile(
     }
     if complete && !suspended {
         status["ready"] = json!(0);
+        // `Complete` says what `SuccessCriteriaMet` said (the success policy's rule, or the
+        // completions reached).
+        let (reason, message) = match (
+            true_condition(&conditions, "SuccessCriteriaMet"),
+            &by_policy,
+        ) {
+            (Some(c), _) => (
+                c["reason"]
+                    .as_str()
+                    .unwrap_or(COMPLETIONS_REACHED)
+                    .to_string(),
+                c["message"].as_str().unwrap_or(COMPLETED).to_string(),
+            ),
+            (None, Some(message)) => (SUCCESS_POLICY.to_string(), message.clone()),
+            (None, None) => (COMPLETIONS_REACHED.to_string(), COMPLETED.to_string()),
+        };
         // `Complete` waits for terminating Pods, as `Failed` does.
         let kinds: &[&str] = if terminating_count == 0 {
             status["completionTime"] = json!(meta::now_rfc3339());
@@ -375,7 +446,7 @@ pub async fn reconcile(
         for kind in kinds {
             access::set_condition(
                 &mut conditions,
-                json!({"type": kind, "status": "True", "reason": "CompletionsReached", "message": COMPLETED}),
+                json!({"type": kind, "status": "True", "reason": reason, "message": message}),
                 &TIMES,
             );
         }
@@ -493,6 +564,23 @@ fn new_pod(job: &Value, index: Option<usize>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn success_policies_match_as_upstreams() {
+        let set = |v: &[usize]| v.iter().copied().collect::<BTreeSet<usize>>();
+        let policy = json!({"rules": [{"succeededIndexes": "0,2-3"}, {"succeededCount": 2}]});
+        let matched = |done: &[usize]| success_policy_match(Some(&policy), 5, &set(done));
+        assert_eq!(matched(&[]), None);
+        assert_eq!(matched(&[0, 2]), Some("Matched rules at index 1".into()));
+        assert_eq!(matched(&[0, 2, 3]), Some("Matched rules at index 0".into()));
+        assert_eq!(matched(&[4]), None);
+        // Indexes with a count: enough of them suffice; indexes past completions are ignored.
+        let some = json!({"rules": [{"succeededIndexes": "1-3,9", "succeededCount": 2}]});
+        let m = |done: &[usize]| success_policy_match(Some(&some), 5, &set(done));
+        assert_eq!(m(&[1, 4]), None);
+        assert_eq!(m(&[1, 3]), Some("Matched rules at index 0".into()));
+        assert_eq!(success_policy_match(None, 5, &set(&[1])), None);
+    }
 
     #[test]
     fn indexed_pods_are_named_and_annotated() {
