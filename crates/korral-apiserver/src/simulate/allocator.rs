@@ -136,10 +136,12 @@ fn cel_device(driver: &str, device: &Value) -> Value {
         }
         Value::Object(domains)
     };
+    // A version stays tagged (`{"version": "1.2.3"}`): selectors see it as a semver.
     let attribute = |v: &Value| {
-        ["int", "bool", "string", "version"]
+        ["int", "bool", "string"]
             .iter()
             .find_map(|k| v.get(*k).cloned())
+            .or_else(|| v.get("version").map(|s| json!({ "version": s })))
             .unwrap_or(Value::Null)
     };
     let capacity = |v: &Value| v.get("value").cloned().unwrap_or(Value::Null);
@@ -622,6 +624,37 @@ mod tests {
         // Taken devices are skipped for ExactCount.
         let got = allocate(&two, &classes(), &gpus(), &taken, NODE).expect("allocates");
         assert_eq!(names(&got), ["g=gpu-0", "g=gpu-2"]);
+    }
+
+    #[test]
+    fn selectors_compare_capacities_as_quantities_and_versions_as_semvers() {
+        let devices = devices_on(
+            &[slice(
+                "v",
+                "gpu.example.com",
+                json!([
+                    {"name": "gpu-0", "attributes": {"driverVersion": {"version": "1.9.0"}},
+                        "capacity": {"memory": {"value": "40Gi"}}},
+                    {"name": "gpu-1", "attributes": {"driverVersion": {"version": "1.2.0"}},
+                        "capacity": {"memory": {"value": "40000Mi"}}},
+                    {"name": "gpu-3", "attributes": {"driverVersion": {"version": "1.10.0"}},
+                        "capacity": {"memory": {"value": "80Gi"}}},
+                ]),
+            )],
+            NODE,
+        );
+        let big = claim(
+            json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 2,
+            "selectors": [{"cel": {"expression":
+                "device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0"}}]}}]),
+        );
+        let got = allocate(&big, &classes(), &devices, &HashSet::new(), NODE).expect("allocates");
+        assert_eq!(names(&got), ["g=gpu-0", "g=gpu-3"]);
+        let newer = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
+            "selectors": [{"cel": {"expression":
+                "device.attributes['gpu.example.com'].driverVersion.isGreaterThan(semver('1.9.0'))"}}]}}]));
+        let got = allocate(&newer, &classes(), &devices, &HashSet::new(), NODE).expect("allocates");
+        assert_eq!(names(&got), ["g=gpu-3"]);
     }
 
     #[test]

@@ -11,9 +11,9 @@
 //! Kubernetes libraries (URLs, IPs and CIDRs, sets, format) are not declared.
 //!
 //! [`device_selected`] evaluates a selector against one device for the simulated scheduler's
-//! allocator, with the standard library and the string extensions (the Kubernetes quantity,
-//! semver, regex and lists libraries are declared for checking but not evaluated: a selector
-//! calling them fails at evaluation). At admission a selector is compiled and checked as
+//! allocator, with the standard library, the string extensions and the Kubernetes libraries
+//! ([`crate::validation::cel::library`]): capacities are quantities and version attributes
+//! semantic versions. At admission a selector is compiled and checked as
 //! upstream does: it must parse, every reference must be declared, the
 //! types of operators and functions must fit, the result must be `bool` (or of unknown type),
 //! and its estimated cost ([`cost`], bounded by what a device can hold) must stay within
@@ -96,9 +96,69 @@ fn env() -> &'static Arc<Env> {
                 },
             )))))
         }));
+        // The Kubernetes libraries declare overloads of their own: registering cannot clash.
+        let _ = crate::validation::cel::library::register(&mut env);
         Arc::new(env)
     });
     &ENV
+}
+
+/// The CEL value of a device as the allocator describes it: capacities become quantities
+/// and tagged version attributes (`{"version": "1.2.3"}`) semantic versions.
+fn device_value(device: &serde_json::Value) -> cel::Value {
+    use crate::validation::cel::library::{quantity, semver};
+    use crate::validation::cel::value::to_cel;
+    use cel::objects::{Key, Map};
+    let nested = |field: &str, leaf: &dyn Fn(&serde_json::Value) -> cel::Value| {
+        let domains: HashMap<Key, cel::Value> = device[field]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(domain, ids)| {
+                let ids: HashMap<Key, cel::Value> = ids
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(id, v)| (Key::String(Arc::new(id.clone())), leaf(v)))
+                    .collect();
+                (
+                    Key::String(Arc::new(domain.clone())),
+                    cel::Value::Map(Map { map: Arc::new(ids) }),
+                )
+            })
+            .collect();
+        cel::Value::Map(Map {
+            map: Arc::new(domains),
+        })
+    };
+    let capacity = |v: &serde_json::Value| match v.as_str() {
+        Some(s) => quantity::value_of(s).unwrap_or_else(|_| to_cel(v)),
+        None => to_cel(v),
+    };
+    let attribute = |v: &serde_json::Value| match v.get("version").and_then(|s| s.as_str()) {
+        Some(s) => semver::value_of(s).unwrap_or_else(|_| cel::Value::String(Arc::new(s.into()))),
+        None => to_cel(v),
+    };
+    let mut entries: HashMap<Key, cel::Value> = HashMap::new();
+    entries.insert(
+        Key::String(Arc::new("driver".into())),
+        to_cel(&device["driver"]),
+    );
+    entries.insert(
+        Key::String(Arc::new("allowMultipleAllocations".into())),
+        to_cel(&device["allowMultipleAllocations"]),
+    );
+    entries.insert(
+        Key::String(Arc::new("attributes".into())),
+        nested("attributes", &attribute),
+    );
+    entries.insert(
+        Key::String(Arc::new("capacity".into())),
+        nested("capacity", &capacity),
+    );
+    cel::Value::Map(Map {
+        map: Arc::new(entries),
+    })
 }
 
 /// Verdicts kept (a verdict depends on the expression alone); emptied when full.
@@ -188,7 +248,7 @@ pub(crate) fn device_selected(
         }
     };
     let mut ctx = cel::Context::with_env(env().clone());
-    ctx.add_variable_from_value("device", crate::validation::cel::value::to_cel(device));
+    ctx.add_variable_from_value("device", device_value(device));
     match cel::Value::resolve(program.expression(), &ctx) {
         Ok(cel::Value::Bool(b)) => Ok(b),
         Ok(other) => Err(format!(

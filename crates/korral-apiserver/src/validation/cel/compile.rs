@@ -19,12 +19,15 @@ const PARSER_STACK: usize = 64 * 1024 * 1024;
 /// Compiled programs kept; the cache is emptied when it fills up.
 const CACHE_ENTRIES: usize = 4096;
 
-/// The CEL environment rules run in: the standard library and the string extension library.
+/// The CEL environment rules run in: the standard library, the string extension library and
+/// the Kubernetes libraries ([`super::library`]).
 pub fn env() -> &'static Arc<Env> {
     static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
         let mut env = Env::stdlib();
         // Registering a built-in extension into a fresh standard environment cannot clash.
         let _ = env.add_extension(cel::extensions::strings);
+        // The libraries declare disjoint overloads of their own: registering cannot clash.
+        let _ = super::library::register(&mut env);
         Arc::new(env)
     });
     &ENV
@@ -277,6 +280,21 @@ mod tests {
         assert!(compile(&"a".repeat(MAX_EXPRESSION_BYTES + 1)).is_err());
         // Brackets inside strings are not nesting.
         assert!(compile(&format!("self == '{}'", "(".repeat(200))).is_ok());
+    }
+
+    #[test]
+    fn kubernetes_libraries_compile_and_are_bounded() {
+        for rule in [
+            "isIP(self) && ip(self).family() == 4 && cidr('10.0.0.0/8').containsIP(self)",
+            "isURL(self) && url(self).getHostname() != '' && url(self).getQuery().size() >= 0",
+            "quantity(self).compareTo(quantity('40Gi')) >= 0 && sign(quantity(self)) == 1",
+            "[1, 2].isSorted() && [1, 2].sum() == 3 && self.find('[0-9]+') != ''",
+            "sets.contains([1, 2], [1]) && !format.dns1123Label().validate(self).hasValue()",
+            "semver(self).isGreaterThan(semver('1.0.0')) && type(ip(self)) == net.IP",
+            "format.named('uri').hasValue() && self.findAll('a', 2).size() <= 2",
+        ] {
+            compile(rule).unwrap_or_else(|e| panic!("{rule}: {e}"));
+        }
     }
 
     #[test]

@@ -15,13 +15,16 @@
 //! list an operation walks or copies. Comprehensions (`all`, `exists`, `exists_one`, `map`,
 //! `filter`) multiply the cost of their body by the number of iterations, and the accumulator
 //! of `map`/`filter` grows by the size of one step per iteration. Functions outside the table
-//! below are refused when the rule is compiled, so no call escapes the bound.
+//! below and the Kubernetes libraries' ([`library::cost`]) are refused when the rule is
+//! compiled, so no call escapes the bound.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use serde_json::Value;
+
+use super::library;
 
 /// The largest request body; unbounded strings and lists are assumed to fill it (as upstream).
 pub const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
@@ -385,6 +388,16 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
             None => Err(Unbounded::Undeclared(name.clone())),
         },
         Expr::Select(sel) => {
+            // A library type name (`net.IP`).
+            if let Expr::Ident(ns) = &sel.operand.expr
+                && scope.lookup(ns).is_none()
+                && library::cost::is_qualified(ns, &sel.field)
+            {
+                return Ok(Bound {
+                    cost: 1,
+                    shape: Shape::scalar(),
+                });
+            }
             let operand = bound(&sel.operand, scope)?;
             let shape = if sel.test {
                 Shape::scalar()
@@ -521,7 +534,19 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
         Expr::Call(call) => {
             let mut args = Vec::with_capacity(call.args.len() + 1);
             let mut cost = 1u64;
-            if let Some(t) = &call.target {
+            // A library function in a namespace (`sets.contains(a, b)`) is a global call.
+            let qualified = match call.target.as_deref() {
+                Some(IdedExpr {
+                    expr: Expr::Ident(ns),
+                    ..
+                }) if scope.lookup(ns).is_none()
+                    && library::cost::is_qualified(ns, &call.func_name) =>
+                {
+                    Some(format!("{ns}.{}", call.func_name))
+                }
+                _ => None,
+            };
+            if let Some(t) = call.target.as_deref().filter(|_| qualified.is_none()) {
                 let b = bound(t, scope)?;
                 cost = add(cost, b.cost);
                 args.push(b.shape);
@@ -531,10 +556,12 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                 cost = add(cost, b.cost);
                 args.push(b.shape);
             }
-            let (mut work, shape) = match call_bound(&call.func_name, &args) {
+            let func_name = qualified.as_deref().unwrap_or(&call.func_name);
+            let (mut work, shape) = match call_bound(func_name, &args) {
                 Err(Unbounded::Undeclared(name)) => scope
                     .library
                     .and_then(|library| library(&name, &args))
+                    .or_else(|| library::cost::call_cost(&name, &args))
                     .ok_or(Unbounded::Undeclared(name))?,
                 other => other?,
             };

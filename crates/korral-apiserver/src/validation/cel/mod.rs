@@ -18,6 +18,7 @@
 
 pub mod compile;
 pub mod cost;
+pub mod library;
 pub mod value;
 
 use std::sync::Arc;
@@ -604,7 +605,7 @@ impl Run<'_> {
                     &typed,
                     &format!(
                         "{} evaluating rule: {}",
-                        lower_first(&e.to_string()),
+                        library::error_message(&e).unwrap_or_else(|| lower_first(&e.to_string())),
                         rule.error_string()
                     ),
                 )),

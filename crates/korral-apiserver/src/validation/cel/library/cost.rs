@@ -1,0 +1,209 @@
+//! The cost of the libraries' calls for [`crate::validation::cel::cost`]: the work of a call
+//! given its arguments' shapes, and its result's shape. As upstream's `CostEstimator`, parsing
+//! and regex functions are linear in their text (the regex ones in text × pattern), list
+//! functions walk their list once, and the rest are constant.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::validation::cel::cost::Shape;
+
+/// Every function the libraries declare (qualified ones with their namespace).
+pub const FUNCTIONS: &[&str] = &[
+    "ip",
+    "isIP",
+    "ip.isCanonical",
+    "family",
+    "isUnspecified",
+    "isLoopback",
+    "isLinkLocalMulticast",
+    "isLinkLocalUnicast",
+    "isGlobalUnicast",
+    "cidr",
+    "isCIDR",
+    "containsIP",
+    "containsCIDR",
+    "masked",
+    "prefixLength",
+    "url",
+    "isURL",
+    "getScheme",
+    "getHost",
+    "getHostname",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
+    "quantity",
+    "isQuantity",
+    "sign",
+    "isInteger",
+    "asInteger",
+    "asApproximateFloat",
+    "add",
+    "sub",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
+    "isSorted",
+    "sum",
+    "min",
+    "max",
+    "find",
+    "findAll",
+    "sets.contains",
+    "sets.equivalent",
+    "sets.intersects",
+    "format.named",
+    "validate",
+    "semver",
+    "isSemver",
+    "major",
+    "minor",
+    "patch",
+    "hasValue",
+    "value",
+    "orValue",
+    "or",
+    "optional.of",
+    "optional.none",
+    "optional.ofNonZeroValue",
+];
+
+/// Whether `namespace.name` is a library function or type name.
+pub fn is_qualified(namespace: &str, name: &str) -> bool {
+    let full = format!("{namespace}.{name}");
+    FUNCTIONS.contains(&full.as_str())
+        || (namespace == "format" && super::format::constant_names().any(|n| n == name))
+        || matches!(
+            full.as_str(),
+            "net.IP" | "net.CIDR" | "kubernetes.URL" | "kubernetes.Quantity" | "kubernetes.Semver"
+        )
+}
+
+/// The largest value a library function makes from small arguments (a parsed IP, URL part,
+/// quantity, version or format).
+const SMALL: u64 = 64;
+
+/// The work of library call `name` and its result's shape, or `None` if no library declares
+/// `name`.
+pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
+    let w = |i: usize| args.get(i).map_or(1, |s| s.weight);
+    let total = args
+        .iter()
+        .fold(1u64, |acc, s| acc.saturating_add(s.weight));
+    let scalar = Shape::scalar;
+    Some(match name {
+        // Parsing: linear in the text; the value is no larger than it.
+        "ip" | "cidr" | "url" | "quantity" | "semver" => (total, Shape::opaque(w(0).max(SMALL))),
+        "isIP" | "isCIDR" | "isURL" | "isQuantity" | "isSemver" => (total, scalar()),
+        "ip.isCanonical" => (total.saturating_mul(2), scalar()),
+        "containsIP" | "containsCIDR" => (total.saturating_mul(2), scalar()),
+        "family"
+        | "isUnspecified"
+        | "isLoopback"
+        | "isLinkLocalMulticast"
+        | "isLinkLocalUnicast"
+        | "isGlobalUnicast"
+        | "prefixLength"
+        | "sign"
+        | "isInteger"
+        | "asInteger"
+        | "asApproximateFloat"
+        | "isGreaterThan"
+        | "isLessThan"
+        | "compareTo"
+        | "major"
+        | "minor"
+        | "patch" => (1, scalar()),
+        "masked" | "add" | "sub" => (w(0).saturating_add(w(1)).max(1), Shape::opaque(SMALL)),
+        "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" => {
+            (w(0).max(1), Shape::opaque(w(0).saturating_mul(3)))
+        }
+        "getQuery" => {
+            let n = w(0);
+            let shape = Shape {
+                len: n,
+                weight: n.saturating_mul(4),
+                fields: BTreeMap::new(),
+                items: Some(Arc::new(Shape {
+                    len: n,
+                    weight: n.saturating_mul(2),
+                    fields: BTreeMap::new(),
+                    items: Some(Arc::new(Shape::opaque(n))),
+                })),
+            };
+            (n.saturating_mul(3).max(1), shape)
+        }
+        // The lists library walks its list once (comparing or adding elements).
+        "isSorted" | "sum" | "min" | "max" => {
+            let list = args.first().cloned().unwrap_or_default();
+            let item = list
+                .items
+                .as_deref()
+                .cloned()
+                .unwrap_or_else(|| Shape::opaque(list.weight));
+            (total.saturating_mul(2), item)
+        }
+        // Linear in text × pattern, as `matches`.
+        "find" => (
+            total.saturating_add(w(0).saturating_add(1).saturating_mul(w(1))),
+            Shape::opaque(w(0)),
+        ),
+        "findAll" => {
+            let text = w(0);
+            let shape = Shape {
+                len: text.saturating_add(1),
+                weight: text.saturating_mul(2).saturating_add(2),
+                fields: BTreeMap::new(),
+                items: Some(Arc::new(Shape::opaque(text))),
+            };
+            (
+                total.saturating_add(text.saturating_add(1).saturating_mul(w(1))),
+                shape,
+            )
+        }
+        // Every element of one list against every element of the other.
+        "sets.contains" | "sets.equivalent" | "sets.intersects" => {
+            let (a, b) = (
+                args.first().cloned().unwrap_or_default(),
+                args.get(1).cloned().unwrap_or_default(),
+            );
+            let pairs = a.len.max(1).saturating_mul(b.len.max(1));
+            let elem = a.any_entry_weight().max(b.any_entry_weight()).max(1);
+            (
+                pairs
+                    .saturating_mul(elem)
+                    .saturating_mul(2)
+                    .saturating_add(total),
+                scalar(),
+            )
+        }
+        "format.named" => (1, Shape::opaque(SMALL)),
+        // Name validation runs its regular expressions over the text.
+        "validate" => {
+            let text = w(1);
+            let shape = Shape {
+                len: 4,
+                weight: text.saturating_add(512).saturating_mul(4),
+                fields: BTreeMap::new(),
+                items: Some(Arc::new(Shape::opaque(text.saturating_add(512)))),
+            };
+            (text.saturating_add(1).saturating_mul(64), shape)
+        }
+        // Optional values: no larger than what they wrap.
+        "hasValue" | "optional.none" => (1, scalar()),
+        "value" | "orValue" | "or" | "optional.of" | "optional.ofNonZeroValue" => {
+            let largest = args.iter().map(|a| a.weight).max().unwrap_or(1);
+            (total, Shape::opaque(largest))
+        }
+        other if other.starts_with("format.") => (1, Shape::opaque(SMALL)),
+        _ => return None,
+    })
+}
+
+impl Shape {
+    /// The weight of the largest entry.
+    fn any_entry_weight(&self) -> u64 {
+        self.items.as_ref().map_or(self.weight, |i| i.weight)
+    }
+}
