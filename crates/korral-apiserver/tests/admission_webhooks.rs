@@ -1240,3 +1240,73 @@ async fn a_ca_bundle_injector_patches_one_webhook_by_name() {
         json!(fresh("patched"))
     );
 }
+
+#[tokio::test]
+async fn policies_use_the_kubernetes_cel_libraries() {
+    let env = TestEnv::start().await.expect("env");
+    let client = env.client();
+    namespace(&client, "lib-adm", true).await;
+    let cms = "/api/v1/namespaces/lib-adm/configmaps";
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "addresses"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+            "validations": [
+                {"expression": "!has(object.data.ip) || (isIP(object.data.ip) && cidr('10.0.0.0/8').containsIP(object.data.ip))", "message": "ip must be in 10.0.0.0/8"},
+                {"expression": "!has(object.data.size) || quantity(object.data.size).compareTo(quantity('1Gi')) <= 0", "message": "size at most 1Gi"}
+            ]
+        }
+    });
+    let (code, _, created) = request(&client, "POST", VAP, Some(policy)).await;
+    assert_eq!(code, 201, "{created}");
+    bind(
+        &client,
+        "addresses-deny",
+        "addresses",
+        json!(["Deny"]),
+        json!({}),
+    )
+    .await;
+    let (code, _, b) = request(
+        &client,
+        "POST",
+        cms,
+        Some(configmap("ok", json!({"ip": "10.1.2.3", "size": "512Mi"}))),
+    )
+    .await;
+    assert_eq!(code, 201, "{b}");
+    for (name, data, message) in [
+        (
+            "far",
+            json!({"ip": "192.168.1.1"}),
+            "ip must be in 10.0.0.0/8",
+        ),
+        ("big", json!({"size": "2Gi"}), "size at most 1Gi"),
+    ] {
+        let (code, _, status) = request(&client, "POST", cms, Some(configmap(name, data))).await;
+        assert_eq!(code, 422, "{status}");
+        assert_eq!(
+            status["message"],
+            format!(
+                "configmaps \"{name}\" is forbidden: ValidatingAdmissionPolicy 'addresses' with binding 'addresses-deny' denied request: {message}"
+            )
+        );
+    }
+    // A value the library cannot parse fails the expression: the policy's failure policy
+    // (Fail) refuses the request, naming the library's error.
+    let (code, _, status) = request(
+        &client,
+        "POST",
+        cms,
+        Some(configmap("odd", json!({"size": "lots"}))),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("quantit")),
+        "{status}"
+    );
+}

@@ -324,3 +324,96 @@ async fn hostile_rules_are_bounded_at_runtime() {
     traps.get("small").await.expect("get");
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+/// A spec schema whose rules use each Kubernetes CEL library (IP and CIDR, URLs, quantity,
+/// lists, regex, sets, named formats, semver).
+fn endpoint_spec() -> Value {
+    let string = json!({"type": "string"});
+    json!({
+        "type": "object",
+        "properties": {
+            "address": string, "network": string, "url": string, "memory": string,
+            "version": string, "log": string, "name": {"type": "string", "maxLength": 63},
+            "tags": {"type": "array", "maxItems": 16, "items": {"type": "string", "maxLength": 64}},
+        },
+        "x-kubernetes-validations": [
+            {"rule": "isIP(self.address) && ip(self.address).family() == 4", "message": "address must be IPv4"},
+            {"rule": "!has(self.network) || cidr(self.network).containsIP(self.address)", "message": "address outside network"},
+            {"rule": "!has(self.url) || (isURL(self.url) && url(self.url).getScheme() == 'https')", "message": "url must be https"},
+            {"rule": "!has(self.memory) || quantity(self.memory).isLessThan(quantity('1Gi'))", "message": "memory must be under 1Gi"},
+            {"rule": "!has(self.tags) || self.tags.isSorted()", "message": "tags must be sorted"},
+            {"rule": "!has(self.log) || self.log.findAll('[0-9]+').size() <= 2", "message": "at most two numbers"},
+            {"rule": "!has(self.tags) || !sets.intersects(self.tags, ['forbidden'])", "message": "forbidden tag"},
+            {"rule": "!has(self.name) || !format.dns1123Label().validate(self.name).hasValue()", "message": "name must be a DNS label"},
+            {"rule": "!has(self.version) || semver(self.version).isGreaterThan(semver('1.0.0'))", "message": "version must be above 1.0.0"},
+        ]
+    })
+}
+
+#[tokio::test]
+async fn kubernetes_libraries_are_available_to_rules() {
+    let env = TestEnv::start().await.expect("env");
+    // Refused as undeclared functions before the libraries existed.
+    install(&env, crd("Endpoint", "endpoints", endpoint_spec())).await;
+    let endpoints = api(&env, "Endpoint", "endpoints");
+    let good = json!({"address": "10.1.2.3", "network": "10.0.0.0/8", "url": "https://example.org/x",
+        "memory": "512Mi", "tags": ["a", "b"], "log": "took 12 ms", "name": "web-1", "version": "1.2.3"});
+    endpoints
+        .create(
+            &PostParams::default(),
+            &obj("Endpoint", "good", good.clone()),
+        )
+        .await
+        .expect("valid endpoint");
+    let cases = [
+        (json!({"address": "fe80::1"}), "address must be IPv4"),
+        (
+            json!({"network": "192.168.0.0/16"}),
+            "address outside network",
+        ),
+        (json!({"url": "http://example.org"}), "url must be https"),
+        (json!({"memory": "2Gi"}), "memory must be under 1Gi"),
+        (json!({"tags": ["b", "a"]}), "tags must be sorted"),
+        (json!({"log": "1 2 3"}), "at most two numbers"),
+        (json!({"tags": ["forbidden"]}), "forbidden tag"),
+        (json!({"name": "Web_1"}), "name must be a DNS label"),
+        (json!({"version": "0.9.0"}), "version must be above 1.0.0"),
+    ];
+    for (i, (change, message)) in cases.into_iter().enumerate() {
+        let mut spec = good.clone();
+        for (k, v) in change.as_object().expect("object") {
+            spec[k] = v.clone();
+        }
+        let err = endpoints
+            .create(
+                &PostParams::default(),
+                &obj("Endpoint", &format!("bad-{i}"), spec),
+            )
+            .await
+            .expect_err(message);
+        let s = status(err);
+        assert_eq!(s.code, 422, "{message}");
+        let expected = (
+            "FieldValueInvalid".to_string(),
+            "spec".to_string(),
+            format!("Invalid value: {message}"),
+        );
+        assert!(causes(&s).contains(&expected), "{message}: {:?}", causes(&s));
+    }
+    // A value a library cannot parse is an evaluation error, reported on the field.
+    let mut spec = good.clone();
+    spec["memory"] = json!("lots");
+    let err = endpoints
+        .create(&PostParams::default(), &obj("Endpoint", "broken", spec))
+        .await
+        .expect_err("unparsable quantity");
+    let s = status(err);
+    assert_eq!(s.code, 422);
+    assert!(
+        causes(&s)
+            .iter()
+            .any(|(_, field, message)| field == "spec" && message.contains("quantit")),
+        "{:?}",
+        causes(&s)
+    );
+}

@@ -319,7 +319,9 @@ fn run(expr: &IdedExpr, vars: &[(&str, &Value)]) -> Result<cel::Value, String> {
     for (name, value) in vars {
         ctx.add_variable_from_value(*name, to_cel(value));
     }
-    cel::Value::resolve(expr, &ctx).map_err(|e| e.to_string())
+    cel::Value::resolve(expr, &ctx).map_err(|e| {
+        crate::validation::cel::library::error_message(&e).unwrap_or_else(|| e.to_string())
+    })
 }
 
 #[cfg(test)]

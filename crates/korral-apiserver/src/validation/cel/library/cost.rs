@@ -80,24 +80,41 @@ pub fn is_qualified(namespace: &str, name: &str) -> bool {
         )
 }
 
-/// The largest value a library function makes from small arguments (a parsed IP, URL part,
+/// The largest value a library function makes from small arguments (a parsed IP, CIDR,
 /// quantity, version or format).
 const SMALL: u64 = 64;
 
+/// Upstream's `StringTraversalCostFactor`: scanning a string costs a tenth per byte.
+const TRAVERSAL: f64 = 0.1;
+/// Upstream's `RegexStringLengthCostFactor`: a pattern costs a quarter per byte.
+const REGEX: f64 = 0.25;
+
+/// `bytes × factor`, rounded up as upstream's `math.Ceil`.
+fn scaled(bytes: u64, factor: f64) -> u64 {
+    ((bytes as f64) * factor).ceil() as u64
+}
+
 /// The work of library call `name` and its result's shape, or `None` if no library declares
-/// `name`.
+/// `name`. The costs are upstream's (`pkg/cel/library/cost.go`): parsing and scanning a
+/// string costs [`TRAVERSAL`] per byte, regular expressions text × pattern, list functions
+/// a walk of the list, accessors and comparisons of parsed values 1.
 pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
     let w = |i: usize| args.get(i).map_or(1, |s| s.weight);
-    let total = args
-        .iter()
-        .fold(1u64, |acc, s| acc.saturating_add(s.weight));
     let scalar = Shape::scalar;
+    let traverse = |i: usize| scaled(w(i), TRAVERSAL).max(1);
     Some(match name {
-        // Parsing: linear in the text; the value is no larger than it.
-        "ip" | "cidr" | "url" | "quantity" | "semver" => (total, Shape::opaque(w(0).max(SMALL))),
-        "isIP" | "isCIDR" | "isURL" | "isQuantity" | "isSemver" => (total, scalar()),
-        "ip.isCanonical" => (total.saturating_mul(2), scalar()),
-        "containsIP" | "containsCIDR" => (total.saturating_mul(2), scalar()),
+        // Parsing: a scan of the text; the value is small (a URL keeps its text).
+        "ip" | "cidr" | "quantity" | "semver" => (traverse(0), Shape::opaque(SMALL)),
+        "url" => (traverse(0), Shape::opaque(w(0).max(SMALL))),
+        "isIP" | "isCIDR" | "isURL" | "isQuantity" | "isSemver" => (traverse(0), scalar()),
+        "ip.isCanonical" => (scaled(w(0), 2.0 * TRAVERSAL).max(1), scalar()),
+        // Both addresses compared, the argument parsed when it is a string.
+        "containsIP" | "containsCIDR" => (
+            scaled(w(0).saturating_mul(2), TRAVERSAL)
+                .saturating_add(traverse(1))
+                .saturating_add(1),
+            scalar(),
+        ),
         "family"
         | "isUnspecified"
         | "isLoopback"
@@ -114,10 +131,11 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
         | "compareTo"
         | "major"
         | "minor"
-        | "patch" => (1, scalar()),
-        "masked" | "add" | "sub" => (w(0).saturating_add(w(1)).max(1), Shape::opaque(SMALL)),
+        | "patch"
+        | "format.named" => (1, scalar()),
+        "masked" | "add" | "sub" => (1, Shape::opaque(SMALL)),
         "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" => {
-            (w(0).max(1), Shape::opaque(w(0).saturating_mul(3)))
+            (1, Shape::opaque(w(0)))
         }
         "getQuery" => {
             let n = w(0);
@@ -132,9 +150,10 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
                     items: Some(Arc::new(Shape::opaque(n))),
                 })),
             };
-            (n.saturating_mul(3).max(1), shape)
+            (1, shape)
         }
-        // The lists library walks its list once (comparing or adding elements).
+        // The lists library walks its list once, comparing or adding elements (strings
+        // scanned at the traversal factor).
         "isSorted" | "sum" | "min" | "max" => {
             let list = args.first().cloned().unwrap_or_default();
             let item = list
@@ -142,25 +161,25 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
                 .as_deref()
                 .cloned()
                 .unwrap_or_else(|| Shape::opaque(list.weight));
-            (total.saturating_mul(2), item)
+            let per_item = scaled(item.weight, TRAVERSAL).max(1);
+            (list.len.max(1).saturating_mul(per_item), item)
         }
-        // Linear in text × pattern, as `matches`.
-        "find" => (
-            total.saturating_add(w(0).saturating_add(1).saturating_mul(w(1))),
-            Shape::opaque(w(0)),
-        ),
-        "findAll" => {
+        // Text scan × pattern length, as upstream.
+        "find" | "findAll" => {
             let text = w(0);
-            let shape = Shape {
-                len: text.saturating_add(1),
-                weight: text.saturating_mul(2).saturating_add(2),
-                fields: BTreeMap::new(),
-                items: Some(Arc::new(Shape::opaque(text))),
+            let cost = scaled(text.saturating_add(1), TRAVERSAL)
+                .saturating_mul(scaled(w(1), REGEX).max(1));
+            let shape = if name == "find" {
+                Shape::opaque(text)
+            } else {
+                Shape {
+                    len: text.saturating_add(1),
+                    weight: text.saturating_mul(2).saturating_add(2),
+                    fields: BTreeMap::new(),
+                    items: Some(Arc::new(Shape::opaque(text))),
+                }
             };
-            (
-                total.saturating_add(text.saturating_add(1).saturating_mul(w(1))),
-                shape,
-            )
+            (cost.max(1), shape)
         }
         // Every element of one list against every element of the other.
         "sets.contains" | "sets.equivalent" | "sets.intersects" => {
@@ -169,17 +188,11 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
                 args.get(1).cloned().unwrap_or_default(),
             );
             let pairs = a.len.max(1).saturating_mul(b.len.max(1));
-            let elem = a.any_entry_weight().max(b.any_entry_weight()).max(1);
-            (
-                pairs
-                    .saturating_mul(elem)
-                    .saturating_mul(2)
-                    .saturating_add(total),
-                scalar(),
-            )
+            let elem = scaled(a.any_entry_weight().max(b.any_entry_weight()), TRAVERSAL).max(1);
+            (pairs.saturating_mul(elem), scalar())
         }
-        "format.named" => (1, Shape::opaque(SMALL)),
-        // Name validation runs its regular expressions over the text.
+        // Name validation runs its (at most 128-byte, `MaxNameFormatRegexSize`) regular
+        // expressions over the text.
         "validate" => {
             let text = w(1);
             let shape = Shape {
@@ -188,13 +201,18 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
                 fields: BTreeMap::new(),
                 items: Some(Arc::new(Shape::opaque(text.saturating_add(512)))),
             };
-            (text.saturating_add(1).saturating_mul(64), shape)
+            (
+                scaled(text, TRAVERSAL)
+                    .max(1)
+                    .saturating_mul(scaled(128, REGEX)),
+                shape,
+            )
         }
         // Optional values: no larger than what they wrap.
         "hasValue" | "optional.none" => (1, scalar()),
         "value" | "orValue" | "or" | "optional.of" | "optional.ofNonZeroValue" => {
             let largest = args.iter().map(|a| a.weight).max().unwrap_or(1);
-            (total, Shape::opaque(largest))
+            (1, Shape::opaque(largest))
         }
         other if other.starts_with("format.") => (1, Shape::opaque(SMALL)),
         _ => return None,
