@@ -580,6 +580,16 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
     }
 }
 
+/// `bytes × factor`, rounded up (cel-go's `MultiplyByCostFactor`).
+fn scaled(bytes: u64, factor: f64) -> u64 {
+    ((bytes as f64) * factor).ceil() as u64
+}
+
+/// The cost of scanning `bytes` of a string (cel-go's `StringTraversalCostFactor`, 0.1).
+fn traverse(bytes: u64) -> u64 {
+    scaled(bytes, 0.1)
+}
+
 /// The work of a call given its arguments' shapes (receiver first), and its result's shape.
 fn call_bound(name: &str, args: &[Shape]) -> Result<(u64, Shape), Unbounded> {
     let w = |i: usize| args.get(i).map_or(1, |s| s.weight);
@@ -633,13 +643,19 @@ fn call_bound(name: &str, args: &[Shape]) -> Result<(u64, Shape), Unbounded> {
         "int" | "uint" | "double" | "bool" | "type" => (add(total, 1), scalar()),
         "dyn" => (1, args.first().cloned().unwrap_or_else(scalar)),
         "string" | "bytes" => (add(total, 1), Shape::opaque(add(total, 32))),
-        "contains" | "startsWith" | "endsWith" | "indexOf" | "lastIndexOf" => {
-            (add(total, 1), scalar())
+        // String scans cost a tenth per byte (cel-go's StringTraversalCostFactor);
+        // `contains` compares the text against the substring.
+        "contains" => (mul(traverse(w(0)), traverse(w(1))).max(1), scalar()),
+        "startsWith" | "endsWith" | "indexOf" | "lastIndexOf" => {
+            (add(traverse(total), 1), scalar())
         }
-        // The regex engine runs in time linear in text × pattern, and compiles the pattern.
-        "matches" => (add(mul(add(w(0), 1), add(w(1), 1)), w(1)), scalar()),
+        // The regex engine runs in time linear in text × pattern: text scan × pattern (cel-go: RegexStringLengthCostFactor, a quarter per byte).
+        "matches" => (
+            mul(traverse(add(w(0), 1)), scaled(w(1), 0.25).max(1)),
+            scalar(),
+        ),
         "lowerAscii" | "upperAscii" | "trim" | "charAt" | "substring" => {
-            (add(total, 1), Shape::opaque(w(0)))
+            (add(traverse(w(0)), 1), Shape::opaque(w(0)))
         }
         "replace" => {
             let out = add(mul(add(w(0), 1), add(w(2), 1)), w(2));

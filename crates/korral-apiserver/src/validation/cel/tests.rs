@@ -237,6 +237,35 @@ fn crd_check_rejects_expensive_rules_and_bad_field_paths() {
 }
 
 #[test]
+fn string_scans_on_unbounded_strings_fit_the_budget_as_upstream() {
+    // cel-go charges a tenth per scanned byte and a quarter per pattern byte: on a string
+    // without maxLength (3 MiB) these cost ~2.8M and ~0.3M, under the 10M budget.
+    let s = json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')"},
+                {"rule": "self.name.startsWith('x') || self.name.lowerAscii() == self.name"},
+                {"rule": "!self.name.contains('--')"}
+            ],
+            "properties": {"name": {"type": "string"}}
+        }}
+    });
+    assert_eq!(summaries(&check_schema(&s, "s")), Vec::<String>::new());
+    // A long pattern over an unbounded string still exceeds it (314573 × 35 > 10M).
+    let long = format!("self.name.matches('{}')", "a".repeat(140));
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [{"rule": long}],
+        "properties": {"name": {"type": "string"}}}}});
+    let causes = summaries(&check_schema(&s, "s"));
+    assert!(
+        causes.len() == 1 && causes[0].contains("exceeds budget"),
+        "{causes:?}"
+    );
+}
+
+#[test]
 fn crd_check_rejects_old_self_on_uncorrelatable_items() {
     let s = json!({
         "type": "object",
