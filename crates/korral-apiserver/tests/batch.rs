@@ -565,14 +565,6 @@ async fn job_status_writes_follow_upstreams_rules() {
 // Simulation
 // ---------------------------------------------------------------------------------------------
 
-async fn sim_env() -> TestEnv {
-    TestEnv::builder()
-        .simulation(true)
-        .start()
-        .await
-        .expect("env")
-}
-
 /// A CronJob running every minute with `spec` merged over its spec.
 fn cron_job(name: &str, spec: Value) -> CronJob {
     let mut cj = json!({"metadata": {"name": name}, "spec": {

@@ -398,7 +398,11 @@ async fn kubernetes_libraries_are_available_to_rules() {
             "spec".to_string(),
             format!("Invalid value: {message}"),
         );
-        assert!(causes(&s).contains(&expected), "{message}: {:?}", causes(&s));
+        assert!(
+            causes(&s).contains(&expected),
+            "{message}: {:?}",
+            causes(&s)
+        );
     }
     // A value a library cannot parse is an evaluation error, reported on the field.
     let mut spec = good.clone();

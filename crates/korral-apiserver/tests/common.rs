@@ -67,6 +67,15 @@ pub async fn raw(
     (status, value)
 }
 
+/// A server with the workload simulation on.
+pub async fn sim_env() -> TestEnv {
+    TestEnv::builder()
+        .simulation(true)
+        .start()
+        .await
+        .expect("env")
+}
+
 /// One request with a JSON body (or none) through `env`'s client: the status code and the
 /// JSON answer.
 pub async fn call(env: &TestEnv, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {

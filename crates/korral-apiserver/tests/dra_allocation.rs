@@ -14,14 +14,6 @@ const WAIT: Duration = Duration::from_secs(20);
 const DRIVER: &str = "gpu.example.com";
 const RESOURCE: &str = "/apis/resource.k8s.io/v1";
 
-async fn sim_env() -> TestEnv {
-    TestEnv::builder()
-        .simulation(true)
-        .start()
-        .await
-        .expect("env")
-}
-
 /// Polls `path` until `done` holds for the object, within [`WAIT`].
 async fn wait_for(env: &TestEnv, path: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
     let start = Instant::now();

@@ -17,14 +17,6 @@ use serde_json::{Value, json};
 /// How long a test waits for the simulation (replacements wait a 10s back-off).
 const WAIT: Duration = Duration::from_secs(40);
 
-async fn sim_env() -> TestEnv {
-    TestEnv::builder()
-        .simulation(true)
-        .start()
-        .await
-        .expect("env")
-}
-
 /// A Job `name` with `spec` merged over one container `main`, its pods annotated with
 /// `annotations`.
 fn job(name: &str, restart: &str, annotations: Value, spec: Value) -> Job {
@@ -601,7 +593,11 @@ async fn a_matched_success_policy_completes_the_job_early() {
     }
     assert_eq!(done["status"]["succeeded"], 1);
     assert_eq!(done["status"]["completedIndexes"], "1");
-    assert_eq!(done["status"]["active"].as_i64().unwrap_or(0), 0, "{done:#}");
+    assert_eq!(
+        done["status"]["active"].as_i64().unwrap_or(0),
+        0,
+        "{done:#}"
+    );
     // The other indexes' Pods were stopped.
     pods_until(&pods, "leader", "the others gone", |l| {
         l.iter().all(|p| phase(p) == "Succeeded")

@@ -16,14 +16,6 @@ use serde_json::json;
 const WAIT: Duration = Duration::from_secs(20);
 const SAFE: &str = "bcdfghjklmnpqrstvwxz2456789";
 
-async fn sim_env() -> TestEnv {
-    TestEnv::builder()
-        .simulation(true)
-        .start()
-        .await
-        .expect("env")
-}
-
 fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
     serde_json::from_value(json!({
         "metadata": {"name": name},
