@@ -59,13 +59,35 @@ async fn create(env: &TestEnv, name: &str, spec: Value) -> Value {
     stored
 }
 
+/// A simulating server in RBAC mode, so the controllers work under their bootstrap roles.
+async fn signing_env() -> TestEnv {
+    TestEnv::builder()
+        .simulation(true)
+        .authorization(AuthorizationMode::Rbac)
+        .start()
+        .await
+        .expect("env")
+}
+
 /// Approves (or denies) the CSR `name` through `/approval`, as `kubectl certificate` does.
 async fn decide(env: &TestEnv, name: &str, kind: &str) {
+    decide_dated(env, name, kind, None).await;
+}
+
+/// [`decide`], the decision dated `ago` in the past when given (the server dates it now
+/// otherwise).
+async fn decide_dated(env: &TestEnv, name: &str, kind: &str, ago: Option<jiff::SignedDuration>) {
     let (_, mut csr) = call(env, "GET", &format!("{CSRS}/{name}"), None).await;
-    csr["status"]["conditions"] = json!([{
+    let mut condition = json!({
         "type": kind, "status": "True", "reason": "KubectlApprove",
         "message": "This CSR was approved by kubectl certificate approve."
-    }]);
+    });
+    if let Some(ago) = ago {
+        let when = (jiff::Timestamp::now() - ago).to_string();
+        condition["lastUpdateTime"] = json!(when);
+        condition["lastTransitionTime"] = json!(when);
+    }
+    csr["status"]["conditions"] = json!([condition]);
     let (code, body) = call(env, "PUT", &format!("{CSRS}/{name}/approval"), Some(&csr)).await;
     assert_eq!(code, 200, "{body}");
 }
@@ -97,12 +119,7 @@ fn der_of(pem: &[u8]) -> Vec<u8> {
 
 #[tokio::test]
 async fn approved_requests_for_built_in_signers_are_signed_or_failed() {
-    let env = TestEnv::builder()
-        .simulation(true)
-        .authorization(AuthorizationMode::Rbac)
-        .start()
-        .await
-        .expect("env");
+    let env = signing_env().await;
     let client = "kubernetes.io/kube-apiserver-client";
     // Requests that must stay unsigned: not approved, denied, another signer.
     create(
@@ -226,12 +243,7 @@ async fn client_for(kubeconfig: &str) -> kube::Client {
 
 #[tokio::test]
 async fn issued_client_certificates_authenticate_their_subject() {
-    let env = TestEnv::builder()
-        .simulation(true)
-        .authorization(AuthorizationMode::Rbac)
-        .start()
-        .await
-        .expect("env");
+    let env = signing_env().await;
     let (key_pem, request) = keyed_request("alice", "dev");
     create(
         &env,
@@ -352,12 +364,7 @@ fn approval(csr: &Value) -> Option<Value> {
 
 #[tokio::test]
 async fn kubelet_client_requests_are_approved_after_an_access_review() {
-    let env = TestEnv::builder()
-        .simulation(true)
-        .authorization(AuthorizationMode::Rbac)
-        .start()
-        .await
-        .expect("env");
+    let env = signing_env().await;
     let kubelet_client = |cn: &str| {
         json!({"request": request(cn, "system:nodes"),
                "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
@@ -496,26 +503,9 @@ async fn kubelet_client_requests_are_approved_after_an_access_review() {
     }
 }
 
-/// Decides the CSR `name` as [`decide`] does, the decision dated `ago` in the past.
-async fn decide_at(env: &TestEnv, name: &str, kind: &str, ago: jiff::SignedDuration) {
-    let (_, mut csr) = call(env, "GET", &format!("{CSRS}/{name}"), None).await;
-    let when = (jiff::Timestamp::now() - ago).to_string();
-    csr["status"]["conditions"] = json!([{
-        "type": kind, "status": "True", "reason": "KubectlApprove",
-        "message": "decided", "lastUpdateTime": when, "lastTransitionTime": when
-    }]);
-    let (code, body) = call(env, "PUT", &format!("{CSRS}/{name}/approval"), Some(&csr)).await;
-    assert_eq!(code, 200, "{body}");
-}
-
 #[tokio::test]
 async fn old_requests_are_cleaned_up() {
-    let env = TestEnv::builder()
-        .simulation(true)
-        .authorization(AuthorizationMode::Rbac)
-        .start()
-        .await
-        .expect("env");
+    let env = signing_env().await;
     let client = "kubernetes.io/kube-apiserver-client";
     let spec = |cn: &str| json!({"request": request(cn, "dev"), "signerName": client, "usages": ["client auth"]});
     let hours = jiff::SignedDuration::from_hours;
@@ -528,10 +518,10 @@ async fn old_requests_are_cleaned_up() {
     ] {
         create(&env, name, spec(name)).await;
     }
-    decide_at(&env, "old-denied", "Denied", hours(2)).await;
-    decide_at(&env, "fresh-denied", "Denied", hours(0)).await;
-    decide_at(&env, "old-approved", "Approved", hours(2)).await;
-    decide_at(&env, "fresh-approved", "Approved", hours(0)).await;
+    decide_dated(&env, "old-denied", "Denied", Some(hours(2))).await;
+    decide(&env, "fresh-denied", "Denied").await;
+    decide_dated(&env, "old-approved", "Approved", Some(hours(2))).await;
+    decide(&env, "fresh-approved", "Approved").await;
     // Denied more than an hour ago, and approved and issued more than an hour ago: deleted.
     for name in ["old-denied", "old-approved"] {
         wait_until(WAIT, name, || async {

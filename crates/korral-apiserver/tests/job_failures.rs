@@ -297,6 +297,30 @@ async fn pod_failure_policy_rules_decide() {
     }
 }
 
+/// Creates Job `name` (restart policy `Never`, `spec` merged in) whose Pods run for an hour,
+/// and waits until `n` of them run: the Pods.
+async fn running_job(
+    jobs: &Api<Job>,
+    pods: &Api<Pod>,
+    name: &str,
+    spec: Value,
+    n: usize,
+) -> Vec<Value> {
+    let job = job(
+        name,
+        "Never",
+        json!({"korral.dev/run-seconds": "3600"}),
+        spec,
+    );
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("create");
+    pods_until(pods, name, &format!("{n} running pods"), |l| {
+        l.len() == n && l.iter().all(|p| phase(p) == "Running")
+    })
+    .await
+}
+
 /// Makes a running Pod `Failed` the way a client (an eviction, a test) does: through
 /// `/status`, with `conditions`.
 async fn fail_pod(pods: &Api<Pod>, pod: &str, conditions: Value) {
@@ -312,19 +336,7 @@ async fn a_pod_failed_by_a_client_fails_the_job_and_stays_failed() {
     let jobs: Api<Job> = Api::namespaced(env.client(), "default");
     let pods: Api<Pod> = Api::namespaced(env.client(), "default");
     let spec = json!({"backoffLimit": 0});
-    let job = job(
-        "evicted",
-        "Never",
-        json!({"korral.dev/run-seconds": "3600"}),
-        spec,
-    );
-    jobs.create(&PostParams::default(), &job)
-        .await
-        .expect("create");
-    let list = pods_until(&pods, "evicted", "a running pod", |l| {
-        l.len() == 1 && phase(&l[0]) == "Running"
-    })
-    .await;
+    let list = running_job(&jobs, &pods, "evicted", spec, 1).await;
     let pod = name(&list[0]).to_string();
     let ready = json!({"type": "Ready", "status": "False", "reason": "PodFailed"});
     fail_pod(&pods, &pod, json!([ready])).await;
@@ -342,19 +354,7 @@ async fn an_ignored_disruption_is_not_counted_and_the_pod_is_replaced() {
     let pods: Api<Pod> = Api::namespaced(env.client(), "default");
     let spec = json!({"backoffLimit": 0, "podFailurePolicy": {"rules": [
         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}});
-    let job = job(
-        "disrupted",
-        "Never",
-        json!({"korral.dev/run-seconds": "3600"}),
-        spec,
-    );
-    jobs.create(&PostParams::default(), &job)
-        .await
-        .expect("create");
-    let list = pods_until(&pods, "disrupted", "a running pod", |l| {
-        l.len() == 1 && phase(&l[0]) == "Running"
-    })
-    .await;
+    let list = running_job(&jobs, &pods, "disrupted", spec, 1).await;
     let first = name(&list[0]).to_string();
     let disruption =
         json!({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"});
@@ -429,22 +429,10 @@ async fn backoff_limit_per_index_fails_indexes() {
     // With a limit of 1 per index, index 0's first failure is replaced (after the back-off),
     // carrying the failure count; its second failure fails the index, the Job runs on.
     let spec = json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2, "backoffLimitPerIndex": 1});
-    let job = job(
-        "perindex",
-        "Never",
-        json!({"korral.dev/run-seconds": "3600"}),
-        spec,
-    );
-    jobs.create(&PostParams::default(), &job)
-        .await
-        .expect("create");
     let index = |p: &Value| {
         p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"].clone()
     };
-    let list = pods_until(&pods, "perindex", "two running pods", |l| {
-        l.len() == 2 && l.iter().all(|p| phase(p) == "Running")
-    })
-    .await;
+    let list = running_job(&jobs, &pods, "perindex", spec, 2).await;
     let first = list.iter().find(|p| index(p) == "0").expect("index 0");
     assert_eq!(
         first["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"],
@@ -484,19 +472,7 @@ async fn the_active_deadline_fails_the_job_and_deletes_its_pods() {
     let jobs: Api<Job> = Api::namespaced(env.client(), "default");
     let pods: Api<Pod> = Api::namespaced(env.client(), "default");
     let spec = json!({"parallelism": 2, "completions": 2, "activeDeadlineSeconds": 2});
-    let job = job(
-        "slow",
-        "Never",
-        json!({"korral.dev/run-seconds": "3600"}),
-        spec,
-    );
-    jobs.create(&PostParams::default(), &job)
-        .await
-        .expect("create");
-    pods_until(&pods, "slow", "two running pods", |l| {
-        l.len() == 2 && l.iter().all(|p| phase(p) == "Running")
-    })
-    .await;
+    running_job(&jobs, &pods, "slow", spec, 2).await;
     let job = failed(&env, "slow", "DeadlineExceeded").await;
     assert_eq!(
         condition(&job, "Failed").map(|c| c["message"].clone()),
@@ -559,19 +535,7 @@ async fn a_matched_success_policy_completes_the_job_early() {
     let pods: Api<Pod> = Api::namespaced(env.client(), "default");
     let spec = json!({"completionMode": "Indexed", "completions": 3, "parallelism": 3,
         "successPolicy": {"rules": [{"succeededIndexes": "2"}, {"succeededIndexes": "0-1", "succeededCount": 1}]}});
-    let job = job(
-        "leader",
-        "Never",
-        json!({"korral.dev/run-seconds": "3600"}),
-        spec,
-    );
-    jobs.create(&PostParams::default(), &job)
-        .await
-        .expect("create");
-    let list = pods_until(&pods, "leader", "three running pods", |l| {
-        l.len() == 3 && l.iter().all(|p| phase(p) == "Running")
-    })
-    .await;
+    let list = running_job(&jobs, &pods, "leader", spec, 3).await;
     // Index 1 succeeds: the second rule (one of indexes 0-1) matches.
     let index_one = list
         .iter()

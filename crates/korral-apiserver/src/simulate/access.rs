@@ -159,20 +159,19 @@ pub fn get(objects: &Objects, group: &str, resource: &str, ns: &str, name: &str)
 
 /// Every stored object of a resource in one namespace.
 pub fn list(objects: &Objects, group: &str, resource: &str, ns: &str) -> Vec<Object> {
-    let snapshot = objects.storage().snapshot();
-    let prefix = collection_prefix(group, resource, Some(ns));
-    snapshot
-        .range(&prefix, None)
-        .map(|(_, o)| o.clone())
-        .collect()
+    stored(objects, &collection_prefix(group, resource, Some(ns)))
 }
 
 /// Every stored object of a resource: of all namespaces, or cluster-scoped.
 pub fn list_all(objects: &Objects, group: &str, resource: &str) -> Vec<Object> {
+    stored(objects, &collection_prefix(group, resource, None))
+}
+
+/// The stored objects under a collection prefix.
+fn stored(objects: &Objects, prefix: &str) -> Vec<Object> {
     let snapshot = objects.storage().snapshot();
-    let prefix = collection_prefix(group, resource, None);
     snapshot
-        .range(&prefix, None)
+        .range(prefix, None)
         .map(|(_, o)| o.clone())
         .collect()
 }

@@ -170,6 +170,9 @@ struct Want {
     admin: bool,
     /// The request's tolerations.
     tolerations: Vec<Value>,
+    /// The devices its selectors select and its tolerations allow (in use or not),
+    /// evaluated once before the search.
+    matching: Vec<usize>,
 }
 
 /// Allocates `spec` (a ResourceClaim spec) from `devices`, with `classes` by name and the
@@ -200,6 +203,9 @@ pub fn allocate(
         {
             let result = format!("{name}/{}", text(sub, "name"));
             options.push(want(&result, name, sub, classes)?);
+        }
+        for option in &mut options {
+            option.matching = matching(devices, option)?;
         }
         alternatives.push(options);
     }
@@ -327,6 +333,7 @@ fn want(
         count,
         admin: body["adminAccess"].as_bool() == Some(true),
         tolerations: body["tolerations"].as_array().cloned().unwrap_or_default(),
+        matching: Vec::new(),
     })
 }
 
@@ -349,11 +356,11 @@ impl Search<'_> {
             return Ok(true);
         };
         for want in options {
-            let candidates = self.candidates(want)?;
+            let candidates = self.candidates(want);
             match want.count {
                 None => {
                     // All: every matching device, all of them free.
-                    let matching = self.matching(want)?;
+                    let matching = &want.matching;
                     if matching.is_empty() || matching.len() != candidates.len() {
                         continue;
                     }
@@ -402,51 +409,17 @@ impl Search<'_> {
         Ok(false)
     }
 
-    /// Devices matching `want`'s selectors and tolerations (in use or not).
-    fn matching(&mut self, want: &Want) -> Result<Vec<usize>, String> {
-        let mut out = Vec::new();
-        for (d, device) in self.devices.iter().enumerate() {
-            if !device
-                .taints
-                .iter()
-                .all(|t| tolerated(t, &want.tolerations))
-            {
-                continue;
-            }
-            let mut selected = true;
-            for selector in &want.selectors {
-                match crate::kinds::device_selected(selector, &device.cel) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        selected = false;
-                        break;
-                    }
-                    Err(e) => {
-                        return Err(format!(
-                            "request {}: selector {selector:?} on device {}/{}/{}: {e}",
-                            want.result_name, device.driver, device.pool, device.name
-                        ));
-                    }
-                }
-            }
-            if selected {
-                out.push(d);
-            }
-        }
-        Ok(out)
-    }
-
     /// Matching devices still free for `want`.
-    fn candidates(&mut self, want: &Want) -> Result<Vec<usize>, String> {
-        let matching = self.matching(want)?;
-        Ok(matching
-            .into_iter()
+    fn candidates(&self, want: &Want) -> Vec<usize> {
+        want.matching
+            .iter()
+            .copied()
             .filter(|d| !self.used.contains(d))
             .filter(|d| {
                 let device = &self.devices[*d];
                 want.admin || device.shareable || !self.taken.contains(&device.id())
             })
-            .collect())
+            .collect()
     }
 
     /// Takes device `d` for `want` if the constraints allow it.
@@ -482,6 +455,40 @@ impl Search<'_> {
             self.used.remove(&d);
         }
     }
+}
+
+/// Devices matching `want`'s selectors and tolerations (in use or not).
+fn matching(devices: &[Device], want: &Want) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for (d, device) in devices.iter().enumerate() {
+        if !device
+            .taints
+            .iter()
+            .all(|t| tolerated(t, &want.tolerations))
+        {
+            continue;
+        }
+        let mut selected = true;
+        for selector in &want.selectors {
+            match crate::kinds::device_selected(selector, &device.cel) {
+                Ok(true) => {}
+                Ok(false) => {
+                    selected = false;
+                    break;
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "request {}: selector {selector:?} on device {}/{}/{}: {e}",
+                        want.result_name, device.driver, device.pool, device.name
+                    ));
+                }
+            }
+        }
+        if selected {
+            out.push(d);
+        }
+    }
+    Ok(out)
 }
 
 /// The value of a fully qualified attribute (`domain/name`) of a device.

@@ -209,9 +209,15 @@ pub async fn reconcile(
     if node.is_empty() {
         // The ResourceClaim controller makes the pod's template claims; the scheduler's DRA
         // plugin allocates and reserves its claims before the pod is bound.
-        resource_claims::sync_pod(objects, &pod).await?;
-        let Some(pod) = access::get(objects, "", "pods", ns, name) else {
-            return Ok(None);
+        let pod = if resource_claims::has_claims(&pod) {
+            resource_claims::sync_pod(objects, &pod).await?;
+            // The claims it recorded are in the pod's status now.
+            match access::get(objects, "", "pods", ns, name) {
+                Some(pod) => pod,
+                None => return Ok(None),
+            }
+        } else {
+            pod
         };
         if let Verdict::Unschedulable(message) = resource_claims::schedule(objects, &pod).await? {
             return access::update_status(objects, Actor::Scheduler, &info, &pod, move |pod| {

@@ -100,6 +100,7 @@ pub async fn sync_pod(objects: &Objects, pod: &Value) -> Result<(), ApiError> {
     }
     let ns = meta::namespace(pod).unwrap_or("default").to_string();
     let claims = access::list(objects, GROUP, "resourceclaims", &ns);
+    let names = claim_names(pod);
     let mut recorded: Vec<(String, String)> = Vec::new();
     for claim in meta::path(pod, "spec.resourceClaims")
         .and_then(Value::as_array)
@@ -111,12 +112,12 @@ pub async fn sync_pod(objects: &Objects, pod: &Value) -> Result<(), ApiError> {
             continue;
         }
         let pod_claim = text(claim, "name");
-        let known = claim_names(pod)
-            .into_iter()
+        let known = names
+            .iter()
             .find(|(n, _)| n == pod_claim)
-            .and_then(|(_, name)| name);
+            .and_then(|(_, name)| name.as_ref());
         // Recorded and still there, owned by the Pod: nothing to do.
-        if let Some(name) = &known
+        if let Some(name) = known
             && claims
                 .iter()
                 .any(|c| meta::name(c) == name && access::controlled_by(c, meta::uid(pod)))
@@ -273,11 +274,7 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
                 return Ok(unschedulable("resourceclaim in use"));
             }
             if !allocated_here(allocation) {
-                return Ok(Verdict::Unschedulable(
-                    "0/1 nodes are available: 1 resourceclaim not available on the node. \
-                     preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
-                        .to_string(),
-                ));
+                return Ok(unschedulable("resourceclaim not available on the node"));
             }
             allocations.push(None);
             continue;
