@@ -344,14 +344,14 @@ struct Search<'a> {
     constraints: &'a [(Vec<String>, String)],
     budget: usize,
     /// Devices chosen so far, with the want they satisfy.
-    chosen: Vec<(Want, usize)>,
+    chosen: Vec<(&'a Want, usize)>,
     /// Indexes of chosen devices (no device twice in one claim).
     used: HashSet<usize>,
 }
 
-impl Search<'_> {
+impl<'a> Search<'a> {
     /// Satisfies requests `i..`; `Ok(false)` when no choice works.
-    fn requests(&mut self, alternatives: &[Vec<Want>], i: usize) -> Result<bool, String> {
+    fn requests(&mut self, alternatives: &'a [Vec<Want>], i: usize) -> Result<bool, String> {
         let Some(options) = alternatives.get(i) else {
             return Ok(true);
         };
@@ -385,11 +385,11 @@ impl Search<'_> {
     /// Picks `n` more devices for `want` from `candidates[from..]`, then the next requests.
     fn pick(
         &mut self,
-        want: &Want,
+        want: &'a Want,
         candidates: &[usize],
         from: usize,
         n: usize,
-        alternatives: &[Vec<Want>],
+        alternatives: &'a [Vec<Want>],
         i: usize,
     ) -> Result<bool, String> {
         if n == 0 {
@@ -423,7 +423,7 @@ impl Search<'_> {
     }
 
     /// Takes device `d` for `want` if the constraints allow it.
-    fn take(&mut self, want: &Want, d: usize) -> bool {
+    fn take(&mut self, want: &'a Want, d: usize) -> bool {
         if self.used.contains(&d) {
             return false;
         }
@@ -445,7 +445,7 @@ impl Search<'_> {
             }
         }
         self.used.insert(d);
-        self.chosen.push((want.clone(), d));
+        self.chosen.push((want, d));
         true
     }
 

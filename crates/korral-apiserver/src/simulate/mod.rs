@@ -152,16 +152,20 @@ const CSR_GROUP: &str = "certificates.k8s.io";
 /// The group of the dynamic resource allocation kinds.
 const DRA_GROUP: &str = "resource.k8s.io";
 
-/// Queues every pod not bound to a node yet: a change of the node (uncordoned, say) may let
-/// the scheduler place them now.
-fn queue_unbound_pods(objects: &Objects, queue: &mut BTreeSet<Work>) {
+/// Queues every pod not bound to a node yet that `concerned` picks: a change of the node
+/// (uncordoned, say) or of DRA objects may let the scheduler place them now.
+fn queue_unbound_pods(
+    objects: &Objects,
+    queue: &mut BTreeSet<Work>,
+    concerned: fn(&serde_json::Value) -> bool,
+) {
     let snapshot = objects.storage().snapshot();
     let prefix = collection_prefix("", "pods", None);
     for (key, pod) in snapshot.range(&prefix, None) {
         let bound = meta::path(pod, "spec.nodeName")
             .and_then(serde_json::Value::as_str)
             .is_some_and(|n| !n.is_empty());
-        if !bound {
+        if !bound && concerned(pod) {
             queue.extend(work_for("", "pods", key));
         }
     }
@@ -177,7 +181,7 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
     if event.key.starts_with("/core/nodes/") {
         if meta::name(&event.object) == pods::NODE_NAME {
             queue.insert(Work::Node);
-            queue_unbound_pods(objects, queue);
+            queue_unbound_pods(objects, queue, |_| true);
         }
         return;
     }
@@ -201,7 +205,8 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
         return;
     }
     if event.key.starts_with(&format!("/{DRA_GROUP}/")) {
-        // Devices freed or published, classes or templates made: unbound Pods may fit now.
+        // Devices freed or published, classes or templates made: unbound Pods naming claims
+        // may fit now.
         if event
             .key
             .starts_with(&collection_prefix(DRA_GROUP, "resourceclaims", None))
@@ -213,7 +218,7 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
                 meta::name(&event.object).to_string(),
             ));
         }
-        queue_unbound_pods(objects, queue);
+        queue_unbound_pods(objects, queue, resource_claims::has_claims);
         return;
     }
     let Some((group, resource, ns, _)) = split_key(&event.key) else {
