@@ -176,6 +176,11 @@ fn stored(objects: &Objects, prefix: &str) -> Vec<Object> {
         .collect()
 }
 
+/// A timestamp member (`None` when absent, empty or malformed, as Go's zero time).
+pub fn timestamp(value: Option<&Value>) -> Option<jiff::Timestamp> {
+    value?.as_str()?.parse().ok()
+}
+
 /// The controller owner reference of an object: `(kind, name, uid)`.
 pub fn controller_of(obj: &Value) -> Option<(&str, &str, &str)> {
     meta::owner_references(obj)

@@ -64,7 +64,7 @@ pub(crate) fn deadline(csr: &Value) -> Option<Timestamp> {
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     if conditions.is_empty() {
-        let created = time(csr.pointer("/metadata/creationTimestamp"))?;
+        let created = access::timestamp(csr.pointer("/metadata/creationTimestamp"))?;
         return created.checked_add(PENDING_EXPIRATION).ok();
     }
     let certificate = meta::path(csr, "status.certificate")
@@ -77,7 +77,7 @@ pub(crate) fn deadline(csr: &Value) -> Option<Timestamp> {
         }
     };
     for condition in conditions {
-        let updated = time(condition.get("lastUpdateTime"));
+        let updated = access::timestamp(condition.get("lastUpdateTime"));
         match condition.get("type").and_then(Value::as_str) {
             Some("Approved") if certificate.is_some() => {
                 consider(updated.and_then(|t| t.checked_add(APPROVED_EXPIRATION).ok()));
@@ -90,11 +90,6 @@ pub(crate) fn deadline(csr: &Value) -> Option<Timestamp> {
         }
     }
     earliest
-}
-
-/// A timestamp member (`None` when absent, empty or malformed, as Go's zero time).
-fn time(value: Option<&Value>) -> Option<Timestamp> {
-    value?.as_str()?.parse().ok()
 }
 
 /// The `notAfter` of the first certificate of a base64-encoded PEM bundle.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
+use super::access::timestamp;
 use crate::meta;
 
 /// First delay before a failed Pod is replaced (upstream's `DefaultJobPodFailureBackOff`).
@@ -180,10 +181,6 @@ pub fn pod_failed(pod: &Value, only_replace_failed: bool) -> bool {
 /// Whether a Pod is terminating: being deleted and not finished.
 pub fn pod_terminating(pod: &Value) -> bool {
     meta::is_deleting(pod) && !matches!(phase(pod), "Succeeded" | "Failed")
-}
-
-fn timestamp(value: Option<&Value>) -> Option<Timestamp> {
-    value?.as_str()?.parse().ok()
 }
 
 /// When a Pod finished (upstream's `getFinishedTime`): the latest finish of its containers

@@ -36,7 +36,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::access::{self, Actor, controller_of};
+use super::access::{self, Actor, controller_of, timestamp};
 use super::names;
 use super::resource_claims::{self, Verdict};
 use crate::error::ApiError;
@@ -315,18 +315,8 @@ enum Step {
 /// The kubelet's back-off after a container's `restarts` restarts (10s, doubling, at most
 /// 5 minutes).
 fn container_backoff(restarts: i64) -> Duration {
-    let mut delay = CONTAINER_BACKOFF;
-    for _ in 1..restarts {
-        delay = delay.saturating_mul(2);
-        if delay >= MAX_CONTAINER_BACKOFF {
-            return MAX_CONTAINER_BACKOFF;
-        }
-    }
-    delay
-}
-
-fn timestamp(value: Option<&Value>) -> Option<Timestamp> {
-    value?.as_str()?.parse().ok()
+    let restarts = usize::try_from(restarts.max(1)).unwrap_or(usize::MAX);
+    super::job_failures::backoff(restarts, CONTAINER_BACKOFF, MAX_CONTAINER_BACKOFF)
 }
 
 /// How long from `now` until `since + delay` (zero once passed).
