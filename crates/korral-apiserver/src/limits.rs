@@ -26,8 +26,11 @@ pub const MAX_HEAD_BYTES: usize = 1024 * 1024;
 /// limit reaches [`check_head`] rather than hyper's own refusal.
 pub const HYPER_MAX_BUF: usize = MAX_HEAD_BYTES + 64 * 1024;
 
-/// The most header fields hyper parses (its default is 100).
-pub const MAX_HEADER_FIELDS: usize = 1024;
+/// The most header fields hyper parses (its default is 100; Go's server counts only bytes).
+/// hyper allocates and fills room for this many fields on every parse of a request head, so
+/// it stays well above what clients send (kubectl sends about ten) but far below the byte
+/// budget's worst case: 1024 cost every request two 32 KiB allocations.
+pub const MAX_HEADER_FIELDS: usize = 256;
 
 /// The longest request target the `http` crate (hence hyper) represents; longer ones are
 /// answered 414 by hyper (with a `Status` body through [`StatusOnParseError`]).

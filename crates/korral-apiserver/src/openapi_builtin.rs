@@ -5,7 +5,7 @@
 //! named as upstream names them (`io.k8s.api.apps.v1.Deployment`), so `kubectl explain
 //! deployment.spec.replicas` reads the same text it reads from a cluster.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
 use schemars::generate::SchemaSettings;
@@ -100,17 +100,23 @@ pub(crate) fn decode_builtin(
     obj: &mut Value,
     validation: FieldValidation,
 ) -> Result<Vec<String>, ApiError> {
-    let Some(model) = model_for(&info.group, &info.version, &info.kind) else {
+    let Some(root) = SHAPES.for_kind(info) else {
         return Ok(Vec::new());
     };
-    if let Some(mismatch) = type_mismatches(&model, obj, 1).first() {
+    let mut path = String::new();
+    let mut mismatches = Vec::new();
+    SHAPES.type_rec(root, obj, &mut path, &mut mismatches, 1, 0);
+    if let Some(mismatch) = mismatches.first() {
         return Err(ApiError::bad_request(format!(
             "{kind} in version {version:?} cannot be handled as a {kind}: {mismatch}",
             kind = info.kind,
             version = info.version,
         )));
     }
-    let warnings: Vec<String> = prune_unknown(&model, obj)
+    let mut unknown = Vec::new();
+    SHAPES.prune_rec(root, obj, &mut path, &mut unknown, 0);
+    unknown.sort();
+    let warnings: Vec<String> = unknown
         .iter()
         .map(|p| schema::unknown_field_message(p))
         .collect();
@@ -161,8 +167,8 @@ pub fn model_for(group: &str, version: &str, kind: &str) -> Option<String> {
 /// JSON such as `RawExtension`) are kept whole.
 pub fn prune_unknown(model: &str, value: &mut Value) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(schema) = DEFINITIONS.get(model) {
-        prune_rec(schema, value, "", &mut out, 0);
+    if let Some(&root) = SHAPES.models.get(model) {
+        SHAPES.prune_rec(root, value, &mut String::new(), &mut out, 0);
     }
     out.sort();
     out
@@ -196,8 +202,8 @@ impl std::fmt::Display for TypeMismatch {
 /// objects without a declared type are not checked.
 pub fn type_mismatches(model: &str, value: &Value, limit: usize) -> Vec<TypeMismatch> {
     let mut out = Vec::new();
-    if let Some(schema) = DEFINITIONS.get(model) {
-        type_rec(schema, value, "", &mut out, limit, 0);
+    if let Some(&root) = SHAPES.models.get(model) {
+        SHAPES.type_rec(root, value, &mut String::new(), &mut out, limit, 0);
     }
     out
 }
@@ -231,73 +237,6 @@ fn matches_type(expected: &str, value: &Value) -> bool {
     }
 }
 
-fn type_rec(
-    schema: &'static Value,
-    value: &Value,
-    path: &str,
-    out: &mut Vec<TypeMismatch>,
-    limit: usize,
-    depth: usize,
-) {
-    if depth > 64 || out.len() >= limit || value.is_null() {
-        return;
-    }
-    let schema = resolve(schema);
-    if DEFINITIONS
-        .get(FREE_FORM_JSON)
-        .is_some_and(|json| std::ptr::eq(json, schema))
-        || schema.get("x-kubernetes-int-or-string").is_some()
-        || schema.get("x-kubernetes-preserve-unknown-fields").is_some()
-    {
-        return;
-    }
-    if let Some(Value::String(expected)) = schema.get("type")
-        && !matches_type(expected, value)
-    {
-        out.push(TypeMismatch {
-            path: if path.is_empty() {
-                "(root)".to_owned()
-            } else {
-                path.to_owned()
-            },
-            found: json_type(value),
-            expected: expected.clone(),
-        });
-        return;
-    }
-    match value {
-        Value::Object(map) => {
-            let props = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            for (k, v) in map {
-                if let Some(sub) = props.and_then(|p| p.get(k)).or(additional) {
-                    let child = if path.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{path}.{k}")
-                    };
-                    type_rec(sub, v, &child, out, limit, depth + 1);
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for (i, item) in items.iter().enumerate() {
-                    type_rec(
-                        item_schema,
-                        item,
-                        &format!("{path}[{i}]"),
-                        out,
-                        limit,
-                        depth + 1,
-                    );
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
 /// The model of free-form JSON values in CRD schemas (`default`, `enum`, `example`), whose
 /// generated schema claims `object` although any JSON value is allowed.
 const FREE_FORM_JSON: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON";
@@ -322,49 +261,241 @@ fn resolve(mut schema: &'static Value) -> &'static Value {
     schema
 }
 
-fn prune_rec(
-    schema: &'static Value,
-    value: &mut Value,
-    path: &str,
-    out: &mut Vec<String>,
-    depth: usize,
-) {
-    if depth > 64 {
-        return;
+/// What decoding checks of one schema node, its `$ref`s and single-entry `allOf`s followed.
+#[derive(Debug, Default)]
+struct Shape {
+    /// The JSON type of its values (`string`, `integer`, …), when declared.
+    ty: Option<&'static str>,
+    /// Not type-checked: int-or-string, unknown-preserving and free-form JSON values.
+    unchecked: bool,
+    /// The declared properties of an object.
+    properties: Option<HashMap<&'static str, usize>>,
+    /// The schema of an object's other properties (a map's values).
+    additional: Option<usize>,
+    /// The schema of an array's items.
+    items: Option<usize>,
+}
+
+/// Every built-in model compiled once into [`Shape`]s, so that decoding a request walks
+/// indices and hashes instead of looking up `$ref` names and schema keywords per field.
+struct Shapes {
+    /// The shapes; children are indices into this table.
+    shapes: Vec<Shape>,
+    /// The shape of each model, by model name.
+    models: HashMap<&'static str, usize>,
+}
+
+static SHAPES: LazyLock<Shapes> = LazyLock::new(Shapes::compile);
+
+impl Shapes {
+    fn compile() -> Self {
+        let mut compiler = ShapeCompiler {
+            shapes: Vec::new(),
+            seen: HashMap::new(),
+            free_form: DEFINITIONS.get(FREE_FORM_JSON),
+        };
+        let models = DEFINITIONS
+            .iter()
+            .map(|(name, schema)| (name.as_str(), compiler.shape(schema)))
+            .collect();
+        Shapes {
+            shapes: compiler.shapes,
+            models,
+        }
     }
-    let schema = resolve(schema);
-    match value {
-        Value::Object(map) => {
-            let props = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            if props.is_none() && additional.is_none() {
-                return;
-            }
-            let mut unknown = Vec::new();
-            for (k, v) in map.iter_mut() {
-                let child = if path.is_empty() {
-                    k.clone()
+
+    /// The shape of a built-in kind, if its schema is known.
+    fn for_kind(&self, info: &ResourceInfo) -> Option<usize> {
+        let name = crate::openapi::model_name(&info.group, &info.version, &info.kind, false);
+        self.models.get(name.as_str()).copied()
+    }
+
+    /// Appends to `out` the values under `value` whose JSON type is not their field's (at
+    /// most `limit`); `path` is where `value` is and is left as it was found.
+    fn type_rec(
+        &self,
+        shape: usize,
+        value: &Value,
+        path: &mut String,
+        out: &mut Vec<TypeMismatch>,
+        limit: usize,
+        depth: usize,
+    ) {
+        if depth > 64 || out.len() >= limit || value.is_null() {
+            return;
+        }
+        let Some(shape) = self.shapes.get(shape) else {
+            return;
+        };
+        if shape.unchecked {
+            return;
+        }
+        if let Some(expected) = shape.ty
+            && !matches_type(expected, value)
+        {
+            out.push(TypeMismatch {
+                path: if path.is_empty() {
+                    "(root)".to_owned()
                 } else {
-                    format!("{path}.{k}")
-                };
-                match props.and_then(|p| p.get(k)).or(additional) {
-                    Some(sub) => prune_rec(sub, v, &child, out, depth + 1),
-                    None => unknown.push((k.clone(), child)),
+                    path.clone()
+                },
+                found: json_type(value),
+                expected: expected.to_owned(),
+            });
+            return;
+        }
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let sub = shape
+                        .properties
+                        .as_ref()
+                        .and_then(|p| p.get(k.as_str()).copied())
+                        .or(shape.additional);
+                    if let Some(sub) = sub {
+                        let len = push_key(path, k);
+                        self.type_rec(sub, v, path, out, limit, depth + 1);
+                        path.truncate(len);
+                    }
                 }
             }
-            for (k, child) in unknown {
-                map.remove(&k);
-                out.push(child);
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for (i, item) in items.iter_mut().enumerate() {
-                    prune_rec(item_schema, item, &format!("{path}[{i}]"), out, depth + 1);
+            Value::Array(items) => {
+                if let Some(sub) = shape.items {
+                    for (i, item) in items.iter().enumerate() {
+                        let len = push_index(path, i);
+                        self.type_rec(sub, item, path, out, limit, depth + 1);
+                        path.truncate(len);
+                    }
                 }
             }
+            _ => {}
         }
-        _ => {}
+    }
+
+    /// Removes the fields under `value` that its schema does not know and appends their
+    /// paths to `out`; `path` is where `value` is and is left as it was found.
+    fn prune_rec(
+        &self,
+        shape: usize,
+        value: &mut Value,
+        path: &mut String,
+        out: &mut Vec<String>,
+        depth: usize,
+    ) {
+        if depth > 64 {
+            return;
+        }
+        let Some(shape) = self.shapes.get(shape) else {
+            return;
+        };
+        match value {
+            Value::Object(map) => {
+                if shape.properties.is_none() && shape.additional.is_none() {
+                    return;
+                }
+                let mut unknown = Vec::new();
+                for (k, v) in map.iter_mut() {
+                    let sub = shape
+                        .properties
+                        .as_ref()
+                        .and_then(|p| p.get(k.as_str()).copied())
+                        .or(shape.additional);
+                    let len = push_key(path, k);
+                    match sub {
+                        Some(sub) => self.prune_rec(sub, v, path, out, depth + 1),
+                        None => unknown.push((k.clone(), path.clone())),
+                    }
+                    path.truncate(len);
+                }
+                for (k, child) in unknown {
+                    map.remove(&k);
+                    out.push(child);
+                }
+            }
+            Value::Array(items) => {
+                if let Some(sub) = shape.items {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        let len = push_index(path, i);
+                        self.prune_rec(sub, item, path, out, depth + 1);
+                        path.truncate(len);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Appends `.key` (or `key` at the root) to `path`; answers the length to truncate back to.
+fn push_key(path: &mut String, key: &str) -> usize {
+    let len = path.len();
+    if len > 0 {
+        path.push('.');
+    }
+    path.push_str(key);
+    len
+}
+
+/// Appends `[index]` to `path`; answers the length to truncate back to.
+fn push_index(path: &mut String, index: usize) -> usize {
+    use std::fmt::Write as _;
+    let len = path.len();
+    let _ = write!(path, "[{index}]");
+    len
+}
+
+/// Builds the [`Shape`] table, one shape per distinct schema node reached.
+struct ShapeCompiler {
+    shapes: Vec<Shape>,
+    /// The shape of each schema node already compiled, by address (nodes live in
+    /// [`DEFINITIONS`] for the life of the process).
+    seen: HashMap<*const Value, usize>,
+    free_form: Option<&'static Value>,
+}
+
+impl ShapeCompiler {
+    /// The index of `schema`'s shape, compiling it (and what it refers to) on first sight.
+    fn shape(&mut self, schema: &'static Value) -> usize {
+        let schema = resolve(schema);
+        let address: *const Value = schema;
+        if let Some(&index) = self.seen.get(&address) {
+            return index;
+        }
+        // Claimed before the children, so recursive models refer back to it.
+        let index = self.shapes.len();
+        self.shapes.push(Shape::default());
+        self.seen.insert(address, index);
+        let unchecked = self
+            .free_form
+            .is_some_and(|json| std::ptr::eq(json, schema))
+            || schema.get("x-kubernetes-int-or-string").is_some()
+            || schema.get("x-kubernetes-preserve-unknown-fields").is_some();
+        let ty = match schema.get("type") {
+            Some(Value::String(ty)) => Some(ty.as_str()),
+            _ => None,
+        };
+        let properties = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|props| {
+                props
+                    .iter()
+                    .map(|(name, sub)| (name.as_str(), self.shape(sub)))
+                    .collect()
+            });
+        let additional = schema
+            .get("additionalProperties")
+            .filter(|a| a.is_object())
+            .map(|sub| self.shape(sub));
+        let items = schema.get("items").map(|sub| self.shape(sub));
+        self.shapes[index] = Shape {
+            ty,
+            unchecked,
+            properties,
+            additional,
+            items,
+        };
+        index
     }
 }
 

@@ -48,18 +48,17 @@ pub(crate) fn exempt(info: &ResourceInfo) -> bool {
 
 /// Whether any Mutating- or ValidatingWebhookConfiguration or policy binding exists.
 pub(crate) fn any_configuration(objects: &crate::objects::Objects) -> bool {
-    let snapshot = objects.storage().snapshot();
-    [
-        "mutatingwebhookconfigurations",
-        "validatingwebhookconfigurations",
-        "validatingadmissionpolicybindings",
-        "mutatingadmissionpolicybindings",
-    ]
-    .iter()
-    .any(|resource| {
-        let prefix = crate::storage::collection_prefix(GROUP, resource, None);
-        snapshot.range(&prefix, None).next().is_some()
-    })
+    static PREFIXES: std::sync::LazyLock<[String; 4]> = std::sync::LazyLock::new(|| {
+        [
+            "mutatingwebhookconfigurations",
+            "validatingwebhookconfigurations",
+            "validatingadmissionpolicybindings",
+            "mutatingadmissionpolicybindings",
+        ]
+        .map(|resource| crate::storage::collection_prefix(GROUP, resource, None))
+    });
+    let storage = objects.storage();
+    PREFIXES.iter().any(|prefix| storage.any_under(prefix))
 }
 
 /// The webhooks of every Mutating- (`mutating`) or ValidatingWebhookConfiguration that match the

@@ -232,6 +232,16 @@ pub(crate) fn quota_in_guarded_write(
     if !namespaced {
         return Ok(());
     }
+    // Most namespaces have no quota: answer without a snapshot of the store.
+    let Some(namespace) = meta::namespace(obj).filter(|n| !n.is_empty()) else {
+        return Ok(());
+    };
+    if !ctx
+        .storage
+        .any_under(&collection_prefix("", "resourcequotas", Some(namespace)))
+    {
+        return Ok(());
+    }
     let write = quota::Write {
         group,
         resource,

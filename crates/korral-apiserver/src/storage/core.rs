@@ -277,6 +277,18 @@ impl Core {
         self.read().objects.get(key).cloned()
     }
 
+    /// Whether some object's key starts with `prefix`. Unlike a snapshot, it holds no
+    /// reference to the tree once it answers (a snapshot alive while others write makes each
+    /// of their writes copy the nodes on its path).
+    pub(super) fn any_under(&self, prefix: &str) -> bool {
+        use std::ops::Bound;
+        self.read()
+            .objects
+            .range::<_, str>((Bound::Included(prefix), Bound::Unbounded))
+            .next()
+            .is_some_and(|(key, _)| key.starts_with(prefix))
+    }
+
     /// A consistent view of every object (O(1)).
     pub(super) fn snapshot(&self) -> Snapshot {
         let state = self.read();
@@ -622,6 +634,14 @@ pub(super) mod conformance {
                 "/core/configmaps/ns1/d"
             ]
         );
+        assert!(store.any_under("/core/configmaps/ns2/"));
+        assert!(store.any_under("/core/secrets/"));
+        // Keys sorting after the prefix (ns2 > ns10) or sharing only part of it do not count.
+        assert!(!store.any_under("/core/configmaps/ns10/"));
+        assert!(!store.any_under("/core/configmaps/ns3/"));
+        assert!(!store.any_under("/core/services/"));
+        delete(store, "/core/configmaps/ns2/a").await;
+        assert!(!store.any_under("/core/configmaps/ns2/"));
     }
 
     /// Concurrent increments of one counter never lose an update.

@@ -280,6 +280,10 @@ impl Storage for DurableStorage {
         self.core.snapshot()
     }
 
+    fn any_under(&self, prefix: &str) -> bool {
+        self.core.any_under(prefix)
+    }
+
     /// Queues the write at once (so writes are applied in call order); dropping the returned
     /// future does not cancel it.
     fn close(&self) -> BoxFuture<'static, ()> {

@@ -62,6 +62,10 @@ impl Storage for MemoryStorage {
         self.core.snapshot()
     }
 
+    fn any_under(&self, prefix: &str) -> bool {
+        self.core.any_under(prefix)
+    }
+
     fn update(
         &self,
         key: String,

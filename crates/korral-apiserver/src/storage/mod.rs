@@ -178,6 +178,10 @@ pub trait Storage: Send + Sync + 'static {
     /// A consistent view of all objects.
     fn snapshot(&self) -> Snapshot;
 
+    /// Whether some object's key starts with `prefix` (cheaper than a snapshot for a hot
+    /// path that usually finds nothing).
+    fn any_under(&self, prefix: &str) -> bool;
+
     /// Atomically read-decide-write one key. The returned future resolves once the write is
     /// durable (for durable storage: fsynced) and visible to readers and watchers.
     fn update(
