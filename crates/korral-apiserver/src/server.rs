@@ -302,6 +302,9 @@ impl ApiServer {
         ensure_kubernetes_service(&objects, addr.port())
             .await
             .map_err(StartError::Bootstrap)?;
+        crate::kinds::core::master_endpoints::reconcile(&objects, addr.ip(), addr.port())
+            .await
+            .map_err(StartError::Bootstrap)?;
         let host = match addr.ip() {
             IpAddr::V6(ip) => format!("[{ip}]"),
             IpAddr::V4(ip) => ip.to_string(),

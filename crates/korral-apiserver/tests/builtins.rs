@@ -254,6 +254,43 @@ async fn the_kubernetes_service_is_served_on_the_first_service_address() {
             .await
             .expect_err("10.96.0.1 is taken");
         assert_eq!(code(err), 422);
+        // Its endpoints name the server's port and (the server being bound to loopback, which
+        // endpoints may not hold) the simulated node's address, as upstream's endpoint
+        // reconciler writes them; they follow the port across restarts.
+        let client = env.client();
+        let get = |path: &'static str| {
+            let client = client.clone();
+            async move {
+                let (status, body) = raw(&client, "GET", path, None, vec![]).await;
+                assert_eq!(status, 200, "{path}: {body}");
+                body
+            }
+        };
+        let endpoints = get("/api/v1/namespaces/default/endpoints/kubernetes").await;
+        assert_eq!(
+            endpoints["metadata"]["labels"],
+            json!({"endpointslice.kubernetes.io/skip-mirror": "true"})
+        );
+        assert_eq!(
+            endpoints["subsets"],
+            json!([{"addresses": [{"ip": "172.18.0.2"}],
+                "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}])
+        );
+        let slice =
+            get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes").await;
+        assert_eq!(
+            slice["metadata"]["labels"],
+            json!({"kubernetes.io/service-name": "kubernetes"})
+        );
+        assert_eq!(slice["addressType"], "IPv4");
+        assert_eq!(
+            slice["endpoints"],
+            json!([{"addresses": ["172.18.0.2"], "conditions": {"ready": true}}])
+        );
+        assert_eq!(
+            slice["ports"],
+            json!([{"name": "https", "port": port, "protocol": "TCP"}])
+        );
         env.shutdown().await;
     }
 }

@@ -15,7 +15,7 @@ mod batch;
 mod certificates;
 pub(crate) mod connect;
 mod coordination;
-mod core;
+pub(crate) mod core;
 pub(crate) mod custom;
 mod discovery;
 pub(crate) mod disruption;

@@ -6,6 +6,7 @@ mod configmap;
 mod endpoints;
 pub(crate) mod go_diff;
 mod go_json;
+pub(crate) mod master_endpoints;
 mod namespace;
 mod node;
 mod pod;
