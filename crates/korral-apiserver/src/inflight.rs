@@ -95,7 +95,12 @@ impl Drop for Slot {
 
 /// Upstream's 429: `Too many requests, please try again later.`, retry after a second.
 pub fn too_many_requests() -> ApiError {
-    ApiError::too_many_requests("Too many requests, please try again later.", 1)
+    too_many_requests_after(1)
+}
+
+/// Upstream's 429, retry after `seconds` (API priority and fairness varies it per level).
+pub fn too_many_requests_after(seconds: u64) -> ApiError {
+    ApiError::too_many_requests("Too many requests, please try again later.", seconds)
 }
 
 /// 429 for a client over its watch limit.
@@ -118,7 +123,7 @@ pub fn is_privileged<B>(auth: &crate::auth::Auth, req: &Request<B>) -> bool {
 }
 
 /// Whether a request is a watch (`?watch=true|1` or a legacy `/watch/` path).
-fn is_watch<B>(req: &Request<B>) -> bool {
+pub(crate) fn is_watch<B>(req: &Request<B>) -> bool {
     let path = req.uri().path();
     if path.starts_with("/api/v1/watch/") || path.split('/').nth(4) == Some("watch") {
         return true;
@@ -235,24 +240,32 @@ impl InFlight {
         let response = handler(req).await;
         match slot {
             None => response,
-            Some(slot) => response.map(|body| {
-                SlotBody {
-                    inner: body,
-                    _slot: slot,
-                }
-                .boxed()
-            }),
+            Some(slot) => hold_until_end(response, slot),
         }
     }
 }
 
-/// A response body holding its request's slot until it ends or is dropped.
-struct SlotBody {
-    inner: Body,
-    _slot: Slot,
+/// `response` holding `guard` (a request's slot or seat) until its body ends or is dropped.
+pub(crate) fn hold_until_end<G: Send + Sync + Unpin + 'static>(
+    response: Response<Body>,
+    guard: G,
+) -> Response<Body> {
+    response.map(|body| {
+        SlotBody {
+            inner: body,
+            _slot: guard,
+        }
+        .boxed()
+    })
 }
 
-impl http_body::Body for SlotBody {
+/// A response body holding its request's slot until it ends or is dropped.
+struct SlotBody<G> {
+    inner: Body,
+    _slot: G,
+}
+
+impl<G: Unpin> http_body::Body for SlotBody<G> {
     type Data = Bytes;
     type Error = std::convert::Infallible;
 

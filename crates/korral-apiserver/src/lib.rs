@@ -18,6 +18,7 @@
 //! ```
 
 mod admission;
+mod apf;
 mod apply;
 mod auth;
 mod builtin_admission;

@@ -279,6 +279,8 @@ async fn requests_over_the_in_flight_limits_get_429_with_retry_after() {
     let server = plain_server_with(ServerConfig {
         max_requests_inflight: 1,
         max_mutating_requests_inflight: 1,
+        // The max-in-flight filter, which priority and fairness replaces when on.
+        enable_priority_and_fairness: false,
         ..ServerConfig::in_memory()
     })
     .await;
@@ -360,6 +362,8 @@ async fn masters_are_never_refused_by_the_in_flight_limits() {
     let server = plain_server_with(ServerConfig {
         max_requests_inflight: 1,
         max_mutating_requests_inflight: 1,
+        // The max-in-flight filter, which priority and fairness replaces when on.
+        enable_priority_and_fairness: false,
         ..ServerConfig::in_memory()
     })
     .await;

@@ -1,8 +1,8 @@
 //! `flowcontrol.apiserver.k8s.io/v1`: FlowSchemas and PriorityLevelConfigurations, stored with
 //! upstream's defaults and validation, and the mandatory and suggested objects of both kinds
 //! every server keeps from its start (upstream's APF configuration bootstrap, see
-//! [`bootstrap`] and [`ensurer`]). The server does not enforce them: API priority and fairness
-//! is not simulated.
+//! [`bootstrap`] and [`ensurer`]). The server enforces them (`crate::apf`) unless API priority
+//! and fairness is switched off.
 
 mod bootstrap;
 mod ensurer;
