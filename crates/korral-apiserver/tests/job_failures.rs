@@ -438,6 +438,13 @@ async fn backoff_limit_per_index_fails_indexes() {
         first["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"],
         "0"
     );
+    // Indexed Pods are addressable by index and read it from their environment.
+    assert_eq!(first["spec"]["hostname"], "perindex-0");
+    assert_eq!(
+        first["spec"]["containers"][0]["env"],
+        json!([{"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"apiVersion": "v1",
+            "fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}}])
+    );
     fail_pod(&pods, name(first), json!([])).await;
     let list = pods_until(&pods, "perindex", "index 0 replaced", |l| {
         l.iter().any(|p| index(p) == "0" && phase(p) == "Running")

@@ -2,7 +2,8 @@
 //! failed Pods are counted, replaced after a back-off, and fail the Job as upstream's do.
 //!
 //! Pods are named `<job>-<suffix>` (`<job>-<index>-<suffix>` for `Indexed` Jobs, which also
-//! get the completion-index annotation and label). A suspended Job has its active Pods deleted
+//! get the completion-index annotation and label, the hostname `<job>-<index>` and the
+//! `JOB_COMPLETION_INDEX` environment variable). A suspended Job has its active Pods deleted
 //! and a `Suspended` condition; resuming sets it `False` and starts Pods again. Status follows
 //! upstream: `startTime`, `active`, `ready`, `succeeded`, `failed`, `terminating`,
 //! `uncountedTerminatedPods`, `failedIndexes`, and on completion `completionTime` with the
@@ -532,13 +533,41 @@ fn index_of(pod: &Value) -> Option<usize> {
         .ok()
 }
 
+/// The environment variable an Indexed Job's containers read their index from.
+const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+
+/// The longest `generateName` prefix (a name is at most 63 characters, 5 of them random).
+const MAX_GENERATED_PREFIX: usize = 58;
+
+/// A Pod for `job` from its template; for an Indexed Job, the Pod of completion `index`: the
+/// index annotation and label, the hostname `<job>-<index>`, `JOB_COMPLETION_INDEX` in every
+/// container's environment (from the label), and the name prefix `<job>-<index>-` (the job
+/// name cut so that the prefix fits), as upstream's controller builds them.
 fn new_pod(job: &Value, index: Option<usize>) -> Value {
     let template = meta::path(job, "spec.template")
         .cloned()
         .unwrap_or_else(|| json!({}));
+    let mut spec = template.get("spec").cloned().unwrap_or_else(|| json!({}));
     let mut metadata = Map::new();
     let prefix = match index {
-        Some(i) => format!("{}-{i}-", meta::name(job)),
+        Some(i) => {
+            let suffix = format!("-{i}-");
+            let mut name = meta::name(job).to_string();
+            let room = MAX_GENERATED_PREFIX.saturating_sub(suffix.len());
+            if name.len() + suffix.len() > MAX_GENERATED_PREFIX {
+                // Names are ASCII (DNS subdomains), so any byte is a boundary.
+                name.truncate(room);
+            }
+            if let Value::Object(spec) = &mut spec {
+                spec.insert("hostname".into(), json!(format!("{}-{i}", meta::name(job))));
+                for list in ["initContainers", "containers"] {
+                    if let Some(Value::Array(containers)) = spec.get_mut(list) {
+                        containers.iter_mut().for_each(add_completion_index_env);
+                    }
+                }
+            }
+            format!("{name}{suffix}")
+        }
         None => format!("{}-", meta::name(job)),
     };
     metadata.insert("generateName".into(), json!(prefix));
@@ -558,7 +587,31 @@ fn new_pod(job: &Value, index: Option<usize>) -> Value {
         "ownerReferences".into(),
         json!([access::owner_ref(job, "batch/v1", "Job")]),
     );
-    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.get("spec").cloned().unwrap_or_else(|| json!({}))})
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+}
+
+/// Adds `JOB_COMPLETION_INDEX` (from the Pod's index label) to a container's environment
+/// unless the container sets it.
+fn add_completion_index_env(container: &mut Value) {
+    let Value::Object(container) = container else {
+        return;
+    };
+    let env = container
+        .entry("env")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !env.is_array() {
+        *env = Value::Array(Vec::new());
+    }
+    let Value::Array(env) = env else {
+        return;
+    };
+    if env.iter().any(|v| v["name"] == COMPLETION_INDEX_ENV) {
+        return;
+    }
+    env.push(json!({
+        "name": COMPLETION_INDEX_ENV,
+        "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.labels['{INDEX_ANNOTATION}']")}},
+    }));
 }
 
 #[cfg(test)]
@@ -590,5 +643,41 @@ mod tests {
         assert_eq!(pod["metadata"]["annotations"][INDEX_ANNOTATION], "3");
         assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "Job");
         assert_eq!(new_pod(&job, None)["metadata"]["generateName"], "pi-");
+    }
+
+    #[test]
+    fn indexed_pods_get_hostname_and_completion_index_env() {
+        let job = json!({"metadata": {"name": "pi", "uid": "u"}, "spec": {"template": {"spec": {
+        "hostname": "mine",
+        "initContainers": [{"name": "init", "image": "i"}],
+        "containers": [
+            {"name": "a", "image": "i", "env": [{"name": "X", "value": "1"}]},
+            {"name": "b", "image": "i", "env": [{"name": "JOB_COMPLETION_INDEX", "value": "7"}]}
+        ]}}}});
+        let pod = new_pod(&job, Some(2));
+        let from_label = json!({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef":
+            {"fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}});
+        assert_eq!(pod["spec"]["hostname"], "pi-2");
+        assert_eq!(pod["metadata"]["labels"][INDEX_ANNOTATION], "2");
+        assert_eq!(pod["spec"]["initContainers"][0]["env"], json!([from_label]));
+        assert_eq!(
+            pod["spec"]["containers"][0]["env"],
+            json!([{"name": "X", "value": "1"}, from_label])
+        );
+        // A container's own value wins.
+        assert_eq!(
+            pod["spec"]["containers"][1]["env"],
+            json!([{"name": "JOB_COMPLETION_INDEX", "value": "7"}])
+        );
+        // Non-indexed Pods keep their template as it is.
+        let plain = new_pod(&job, None);
+        assert_eq!(plain["spec"]["hostname"], "mine");
+        assert_eq!(plain["spec"]["initContainers"][0].get("env"), None);
+        // Long job names are cut so that the prefix leaves room for the random suffix.
+        let long = "j".repeat(63);
+        let job =
+            json!({"metadata": {"name": long, "uid": "u"}, "spec": {"template": {"spec": {}}}});
+        let prefix = new_pod(&job, Some(12))["metadata"]["generateName"].clone();
+        assert_eq!(prefix, json!(format!("{}-12-", "j".repeat(54))));
     }
 }
