@@ -69,10 +69,25 @@ pub const FUNCTIONS: &[&str] = &[
     "optional.ofNonZeroValue",
 ];
 
+/// The functions of cel-go's extensions Kubernetes enables (lists at version 3, the optional
+/// library's list functions, two-variable comprehensions' helper) whose evaluation errors are
+/// reported with their message alone, as cel-go does.
+pub const EXT_FUNCTIONS: &[&str] = &[
+    "slice",
+    "flatten",
+    "sort",
+    "sortBy",
+    "lists.range",
+    "optional.unwrap",
+    "cel.@mapInsert",
+];
+
 /// Whether `namespace.name` is a library function or type name.
 pub fn is_qualified(namespace: &str, name: &str) -> bool {
     let full = format!("{namespace}.{name}");
     FUNCTIONS.contains(&full.as_str())
+        || EXT_FUNCTIONS.contains(&full.as_str())
+        || full == "strings.quote"
         || (namespace == "format" && super::format::constant_names().any(|n| n == name))
         || matches!(
             full.as_str(),

@@ -9,11 +9,13 @@
 //! recovers them from the engine's error. [`cost`] bounds every call for the cost model.
 
 pub mod cidr;
+pub mod comprehensions;
 pub mod cost;
 pub mod format;
 pub mod ip;
 pub mod lists;
 pub mod netip;
+pub mod optionals;
 pub mod quantity;
 pub mod regex;
 pub mod semver;
@@ -39,6 +41,13 @@ pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
     sets::register(env)?;
     format::register(env)?;
     semver::register(env)?;
+    // cel-go's extensions Kubernetes enables: `ext.Lists` (at version 3 since v1.34, which
+    // this crate's extension implements: `slice`, `flatten`, `distinct`, `reverse`, `sort`,
+    // `sortBy`, `lists.range`), two-variable comprehensions (v1.32) and the list functions
+    // of the optional library.
+    env.add_extension(cel::extensions::lists)?;
+    comprehensions::register(env)?;
+    optionals::register(env)?;
     Ok(())
 }
 
@@ -88,7 +97,8 @@ pub(crate) fn error(function: &str, message: impl Into<String>) -> ExecutionErro
 pub fn error_message(e: &ExecutionError) -> Option<String> {
     match e {
         ExecutionError::FunctionError { function, message }
-            if cost::FUNCTIONS.contains(&function.as_str()) =>
+            if cost::FUNCTIONS.contains(&function.as_str())
+                || cost::EXT_FUNCTIONS.contains(&function.as_str()) =>
         {
             Some(message.clone())
         }
