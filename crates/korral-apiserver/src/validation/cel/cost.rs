@@ -739,6 +739,7 @@ const LIST_OVERLOADS: &[(&str, bool, &[&str])] = &[
     ("flatten", true, &["list"]),
     ("flatten", true, &["list", "int"]),
     ("distinct", true, &["list"]),
+    ("reverse", true, &["list"]),
     ("sort", true, &["list"]),
     ("lists.range", false, &["int"]),
     ("first", true, &["list"]),
@@ -899,6 +900,17 @@ fn call_bound(name: &str, args: &[Shape], exprs: &[&IdedExpr]) -> Result<(u64, S
             }
         }
         "_[_]" => (traverse(w(1)).max(1), arg(0).any_entry()),
+        // The optional library's syntax (Kubernetes enables `cel.OptionalTypes()` since
+        // 1.28): `a.?f` selects a field if present, `a[?k]` indexes if present; a call each
+        // in cel-go, of the default cost.
+        "_?._" => {
+            let field = match exprs.get(1).map(|e| &e.expr) {
+                Some(Expr::Literal(LiteralValue::String(f))) => arg(0).field(f.inner()),
+                _ => arg(0).any_entry(),
+            };
+            (1, field)
+        }
+        "_[?_]" => (traverse(w(1)).max(1), arg(0).any_entry()),
         "size" => (1, scalar()),
         "int" | "uint" | "double" | "bool" | "type" => (traverse(total).max(1), scalar()),
         "dyn" => (1, args.first().cloned().unwrap_or_else(scalar)),
@@ -1254,6 +1266,10 @@ mod upstream_estimates {
             ),
             // first(): 1 + 2; hasValue 1.
             ("self.l.first().hasValue()", 4),
+            // Kubernetes' lists library: 1 an element, plus 0.1 a character of strings:
+            // 100 × 1 + 2; 10 × (1 + ceil(0.1 × 20)) + 2.
+            ("self.l.isSorted()", 102),
+            ("self.names.isSorted()", 32),
         ] {
             assert_eq!(estimate_of(rule), Ok(expected), "{rule}");
         }
@@ -1288,6 +1304,11 @@ mod upstream_estimates {
             ),
             ("'abc'.sort().size() == 0", "'sort' applied to 'string.()'"),
             ("[1].first(1).hasValue()", "'first' applied to 'list.(int)'"),
+            // Kubernetes enables the string extension at version 2, without `reverse`.
+            (
+                "'abc'.reverse() == 'cba'",
+                "'reverse' applied to 'string.()'",
+            ),
         ] {
             match estimate_of(rule) {
                 Err(e @ Unbounded::NoOverload(..)) => assert!(

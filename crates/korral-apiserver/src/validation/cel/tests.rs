@@ -410,3 +410,33 @@ fn duplicate_reason_shows_the_value_not_the_message() {
     assert_eq!(summaries(&causes), ["spec.id: Duplicate value: \"a\""]);
     assert_eq!(causes[0].reason, "FieldValueDuplicate");
 }
+
+#[test]
+fn optional_syntax_and_string_extension_rules_run() {
+    // Each rule holds for the object below; none compiled before: `_?._`, `_[?_]`,
+    // `format` and `strings.quote` were unknown to the cost model.
+    let rules = [
+        "self.?replicas.orValue(0) == 3",
+        "!self.?missing.hasValue()",
+        "self.items[?5].orValue({}).size() == 0",
+        "self.items[?0].optMap(i, i.name).orValue('') == 'a'",
+        "'%s has %d items'.format([self.name, self.items.size()]) == 'w has 1 items'",
+        "strings.quote(self.name) == '\"w\"'",
+        "[?self.?replicas, ?optional.none()] == [3]",
+        "{?'r': self.?replicas, ?'x': optional.none()} == {'r': 3}",
+    ];
+    let s = widget_schema(json!(
+        rules.iter().map(|r| json!({"rule": r})).collect::<Vec<_>>()
+    ));
+    assert!(
+        check_schema(&s, "s").is_empty(),
+        "{:?}",
+        check_schema(&s, "s")
+    );
+    let causes = validate(
+        &json!({"spec": {"replicas": 3, "name": "w", "items": [{"name": "a", "size": 1}]}}),
+        None,
+        &s,
+    );
+    assert!(causes.is_empty(), "{:?}", summaries(&causes));
+}

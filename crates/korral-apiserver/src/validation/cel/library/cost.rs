@@ -168,7 +168,7 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
             (1, shape)
         }
         // The lists library walks its list once, comparing or adding elements (strings
-        // scanned at the traversal factor).
+        // scanned at the traversal factor), as Kubernetes' estimator.
         "isSorted" | "sum" | "min" | "max" => {
             let list = args.first().cloned().unwrap_or_default();
             let item = list
@@ -176,7 +176,13 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
                 .as_deref()
                 .cloned()
                 .unwrap_or_else(|| Shape::opaque(list.weight));
-            let per_item = scaled(item.weight, TRAVERSAL).max(1);
+            // Upstream charges 1 an element, plus the traversal of strings and bytes.
+            let text = item.items.is_none() && item.fields.is_empty() && item.weight > 1;
+            let per_item = if text {
+                scaled(item.weight, TRAVERSAL).saturating_add(1)
+            } else {
+                1
+            };
             (list.len.max(1).saturating_mul(per_item), item)
         }
         // Text scan × pattern length, as upstream.
