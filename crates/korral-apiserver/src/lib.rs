@@ -18,6 +18,7 @@
 //! ```
 
 mod admission;
+mod aggregator;
 mod apf;
 mod apply;
 mod auth;

@@ -403,6 +403,8 @@ pub struct Objects {
     registry: Arc<Registry>,
     pages: Mutex<PageSnapshots>,
     webhook_services: crate::admission::ServiceMap,
+    /// API aggregation: the front-proxy identity, probes and discovery of extension servers.
+    aggregator: crate::aggregator::Aggregator,
     authorization: crate::server::AuthorizationMode,
     /// The optional built-in admission plugins to run.
     plugins: crate::builtin_admission::Plugins,
@@ -503,6 +505,7 @@ impl Objects {
             registry,
             pages: Mutex::new(PageSnapshots::default()),
             webhook_services: Default::default(),
+            aggregator: Default::default(),
             authorization: crate::server::AuthorizationMode::default(),
             plugins: crate::builtin_admission::Plugins::default(),
             simulating: false,
@@ -531,6 +534,11 @@ impl Objects {
     /// Where admission webhook services are reached (`namespace/name:port` → local address).
     pub fn webhook_services(&self) -> &crate::admission::ServiceMap {
         &self.webhook_services
+    }
+
+    /// API aggregation state (front-proxy identity, probes, discovered groups).
+    pub(crate) fn aggregator(&self) -> &crate::aggregator::Aggregator {
+        &self.aggregator
     }
 
     /// The storage underneath.

@@ -316,6 +316,12 @@ impl ApiServer {
         crate::kinds::core::master_endpoints::reconcile(&objects, addr.ip(), addr.port())
             .await
             .map_err(StartError::Bootstrap)?;
+        crate::aggregator::front_proxy::publish(
+            &objects,
+            tls_material.as_ref().map(|m| m.ca_cert_pem.as_str()),
+        )
+        .await
+        .map_err(StartError::Bootstrap)?;
         let host = match addr.ip() {
             IpAddr::V6(ip) => format!("[{ip}]"),
             IpAddr::V4(ip) => ip.to_string(),

@@ -1,8 +1,9 @@
 //! `apiregistration.k8s.io/v1` APIServices as kube-apiserver v1.36 serves them: a local
 //! APIService per served group version (built-ins and CRD versions, which come and go with
-//! their CRD), user APIServices validated with upstream's messages and marked unavailable
-//! (this server does not proxy to aggregated API servers), the `kubectl get apiservices`
-//! table and the group first in discovery.
+//! their CRD), user APIServices validated with upstream's messages and their availability
+//! checks (up to the discovery call of the aggregated server; see `aggregated_proxy.rs` for
+//! servers that answer), the `kubectl get apiservices` table and the group first in
+//! discovery.
 
 mod common;
 
@@ -345,7 +346,14 @@ async fn user_apiservices_are_validated_and_unavailable() {
             .is_some_and(|c| c["reason"] == "EndpointsNotFound")
     })
     .await;
-    // With a ready endpoint the server would call the aggregated server: it cannot.
+    // With a ready endpoint the server calls the aggregated server's discovery: here the
+    // service is mapped to a local port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let closed_addr = closed.local_addr().expect("address");
+    drop(closed);
+    env.server()
+        .webhook_services()
+        .insert("default", "metrics-server", 443, closed_addr);
     let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": "metrics-server-abc", "namespace": "default",
                      "labels": {"kubernetes.io/service-name": "metrics-server"}},
@@ -375,19 +383,11 @@ async fn user_apiservices_are_validated_and_unavailable() {
         .as_str()
         .unwrap_or("")
         .to_string();
-    let (_, service) = send(
-        &env,
-        "GET",
-        "/api/v1/namespaces/default/services/metrics-server",
-        None,
-    )
-    .await;
-    let ip = service["spec"]["clusterIP"].as_str().unwrap_or("");
-    assert!(!ip.is_empty(), "{service}");
+    let url = format!("https://{closed_addr}/apis/metrics.k8s.io/v1beta1");
     assert_eq!(
         message,
         format!(
-            "failing or missing response from https://{ip}:443/apis/metrics.k8s.io/v1beta1: korral does not proxy to aggregated API servers"
+            "failing or missing response from {url}: Get \"{url}\": dial tcp {closed_addr}: connect: connection refused"
         )
     );
 

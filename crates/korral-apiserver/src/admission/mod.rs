@@ -79,7 +79,7 @@ impl ServiceMap {
     }
 
     /// The address mapped for a service port, if any.
-    fn get(&self, namespace: &str, name: &str, port: u16) -> Option<SocketAddr> {
+    pub(crate) fn get(&self, namespace: &str, name: &str, port: u16) -> Option<SocketAddr> {
         self.0
             .read()
             .unwrap_or_else(|e| e.into_inner())

@@ -5,9 +5,11 @@
 //!
 //! One reconcile brings every APIService up to date; it runs on start and whenever an
 //! APIService, a CRD, a Service or an EndpointSlice changes. Writes go through the write
-//! pipeline as the server's own.
+//! pipeline as the server's own. The discovery check of an aggregated APIService runs in a
+//! probe of its own ([`crate::aggregator::probe`]), started here once the checks before it
+//! pass and stopped when they no longer do; the probe rewrites the condition itself.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, LazyLock};
 
 use serde_json::Value;
@@ -80,8 +82,21 @@ pub(super) async fn reconcile(objects: &Objects, on_start: bool) -> Result<(), A
         }
         results.push(remove(objects, &info, current).await);
     }
+    let aggregator = objects.aggregator();
+    let mut existing = HashSet::new();
+    let mut probing = HashSet::new();
+    for (name, current) in &stored {
+        if meta::path(current, "spec.service").is_some_and(Value::is_object) {
+            existing.insert(name.clone());
+            if availability::stage(&snapshot, current) == availability::Stage::Discovery {
+                aggregator.ensure_probe(current);
+                probing.insert(name.clone());
+            }
+        }
+    }
+    aggregator.retain(&probing, &existing);
     for current in stored.values() {
-        let Some(status) = availability::updated_status(&snapshot, current) else {
+        let Some(status) = availability::updated_status(&snapshot, aggregator, current) else {
             continue;
         };
         results.push(

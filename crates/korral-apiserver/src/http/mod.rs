@@ -23,7 +23,7 @@ use crate::openapi;
 use crate::openapi_proto;
 
 pub use body::Body;
-pub(crate) use body::{bytes_response, error_response};
+pub(crate) use body::{bytes_response, error_response, read_body};
 
 /// Shared state of the HTTP front.
 pub struct State {
@@ -118,6 +118,11 @@ where
         req.headers(),
         req.extensions().get(),
     )?;
+    // The group versions of aggregated APIServices belong to their extension servers.
+    if let Some(apiservice) = crate::aggregator::proxy::target(&state.objects, &path) {
+        return crate::aggregator::proxy::serve(&state.objects, &attrs.user, &apiservice, req)
+            .await;
+    }
     let registry = state.objects.registry().clone();
     let is_get = req.method() == Method::GET;
     match path.as_str() {
@@ -209,7 +214,10 @@ where
         .flatten();
     if let Some(version) = aggregated {
         let core = matches!(target, path::Target::CoreVersions);
-        let doc = discovery::aggregated(&registry, core, version);
+        let mut doc = discovery::aggregated(&registry, core, version);
+        if !core {
+            crate::aggregator::discovery::merge_aggregated(&state.objects, &mut doc);
+        }
         let bytes = serde_json::to_vec(&doc)
             .map_err(|e| ApiError::internal(format!("encoding discovery: {e}")))?;
         let mut response = body::bytes_response(
@@ -227,12 +235,15 @@ where
             StatusCode::OK,
             &discovery::core_versions(&state.address),
         )),
-        path::Target::Groups => discovery_only(body::json_response(
-            StatusCode::OK,
-            &discovery::groups(&registry),
-        )),
+        path::Target::Groups => {
+            let mut doc = discovery::groups(&registry);
+            crate::aggregator::discovery::merge_groups(&state.objects, &mut doc);
+            discovery_only(body::json_response(StatusCode::OK, &doc))
+        }
         path::Target::Group(g) => {
-            let doc = discovery::group(&registry, &g).ok_or_else(ApiError::unknown_resource)?;
+            let doc = crate::aggregator::discovery::group(&state.objects, &g)
+                .or_else(|| discovery::group(&registry, &g))
+                .ok_or_else(ApiError::unknown_resource)?;
             discovery_only(body::json_response(StatusCode::OK, &doc))
         }
         path::Target::GroupVersion(g, v) => {

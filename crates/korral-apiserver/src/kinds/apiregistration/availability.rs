@@ -3,15 +3,28 @@
 //!
 //! A local APIService is always available. One backed by a Service goes through upstream's
 //! checks in order: the Service exists, a ClusterIP Service listens on the port, EndpointSlices
-//! exist for it and one has a ready endpoint with that port's name. Past those, upstream
-//! calls the aggregated server's discovery endpoint; this server does not proxy to aggregated
-//! API servers, so that last check always fails (`FailedDiscoveryCheck`) and says why.
+//! exist for it and one has a ready endpoint with that port's name. Past those, the
+//! aggregated server's discovery endpoint is called by a probe running on its own (see
+//! [`crate::aggregator::probe`]): its last outcome gives `Passed` or `FailedDiscoveryCheck`.
 
 use serde_json::{Value, json};
 
+use super::{GROUP, RESOURCE, with_status};
+use crate::aggregator::Aggregator;
+use crate::error::ApiError;
 use crate::kinds::printer::text;
 use crate::meta;
+use crate::objects::{Objects, Part, WriteOptions};
 use crate::storage::{Snapshot, collection_prefix, object_key};
+
+/// Where the availability checks of an APIService stand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// The condition is decided: status, reason, message.
+    Decided(&'static str, &'static str, String),
+    /// Every check before the discovery call passed: the aggregated server must be called.
+    Discovery,
+}
 
 /// The condition of a local APIService (upstream's `NewLocalAvailableAPIServiceCondition`).
 pub(crate) fn local_condition() -> Value {
@@ -32,10 +45,30 @@ pub(crate) fn condition(obj: &Value) -> Option<&Value> {
         .find(|c| text(c, "type") == "Available")
 }
 
-/// The status, reason and message the `Available` condition of `obj` should have now.
-pub(crate) fn expected(snapshot: &Snapshot, obj: &Value) -> (&'static str, &'static str, String) {
+/// The status, reason and message the `Available` condition of `obj` should have now;
+/// `None` while its first discovery check has not answered.
+pub(crate) fn expected(
+    snapshot: &Snapshot,
+    aggregator: &Aggregator,
+    obj: &Value,
+) -> Option<(&'static str, &'static str, String)> {
+    match stage(snapshot, obj) {
+        Stage::Decided(status, reason, message) => Some((status, reason, message)),
+        Stage::Discovery => {
+            let check = aggregator.check(meta::name(obj), &crate::aggregator::fingerprint(obj))?;
+            Some(match check.error {
+                None => ("True", "Passed", "all checks passed".to_string()),
+                Some(message) => ("False", "FailedDiscoveryCheck", message),
+            })
+        }
+    }
+}
+
+/// Upstream's checks of `obj` up to the discovery call.
+pub(crate) fn stage(snapshot: &Snapshot, obj: &Value) -> Stage {
+    let decided = |status, reason, message| Stage::Decided(status, reason, message);
     let Some(reference) = meta::path(obj, "spec.service").filter(|s| s.is_object()) else {
-        return (
+        return decided(
             "True",
             "Local",
             "Local APIServices are always available".to_string(),
@@ -48,7 +81,7 @@ pub(crate) fn expected(snapshot: &Snapshot, obj: &Value) -> (&'static str, &'sta
         .objects
         .get(&object_key("", "services", Some(namespace), name))
     else {
-        return (
+        return decided(
             "False",
             "ServiceNotFound",
             format!("service/{name} in {namespace:?} is not present"),
@@ -66,7 +99,7 @@ pub(crate) fn expected(snapshot: &Snapshot, obj: &Value) -> (&'static str, &'sta
             .iter()
             .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
         else {
-            return (
+            return decided(
                 "False",
                 "ServicePortError",
                 format!("service/{name} in {namespace:?} is not listening on port {port}"),
@@ -88,14 +121,14 @@ pub(crate) fn expected(snapshot: &Snapshot, obj: &Value) -> (&'static str, &'sta
             })
             .collect();
         if slices.is_empty() {
-            return (
+            return decided(
                 "False",
                 "EndpointsNotFound",
                 format!("cannot find endpointslices for service/{name} in {namespace:?}"),
             );
         }
         if !slices.iter().any(|s| serves(s, port_name)) {
-            return (
+            return decided(
                 "False",
                 "MissingEndpoints",
                 format!(
@@ -104,32 +137,7 @@ pub(crate) fn expected(snapshot: &Snapshot, obj: &Value) -> (&'static str, &'sta
             );
         }
     }
-    let group = meta::path(obj, "spec.group")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let version = meta::path(obj, "spec.version")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let path = if group.is_empty() {
-        format!("/api/{version}")
-    } else {
-        format!("/apis/{group}/{version}")
-    };
-    // Where upstream's cluster-IP service resolver would send the discovery request.
-    let host = match service_type {
-        "ExternalName" => text(service, "spec.externalName").to_string(),
-        _ => match text(service, "spec.clusterIP") {
-            "" | "None" => format!("{name}.{namespace}.svc"),
-            ip => ip.to_string(),
-        },
-    };
-    (
-        "False",
-        "FailedDiscoveryCheck",
-        format!(
-            "failing or missing response from https://{host}:{port}{path}: korral does not proxy to aggregated API servers"
-        ),
-    )
+    Stage::Discovery
 }
 
 /// Upstream's `hasAvailableEndpoint`: a ready endpoint and a port of that name.
@@ -159,8 +167,12 @@ fn serves(slice: &Value, port_name: &str) -> bool {
 /// The status `obj` should have now, or `None` when its `Available` condition already says
 /// so. As upstream's `SetAPIServiceCondition`, the transition time changes only with the
 /// condition's status.
-pub(crate) fn updated_status(snapshot: &Snapshot, obj: &Value) -> Option<Value> {
-    let (status, reason, message) = expected(snapshot, obj);
+pub(crate) fn updated_status(
+    snapshot: &Snapshot,
+    aggregator: &Aggregator,
+    obj: &Value,
+) -> Option<Value> {
+    let (status, reason, message) = expected(snapshot, aggregator, obj)?;
     let current = condition(obj);
     if let Some(c) = current
         && text(c, "status") == status
@@ -198,4 +210,39 @@ pub(crate) fn updated_status(snapshot: &Snapshot, obj: &Value) -> Option<Value> 
         }
     }
     Some(status_obj)
+}
+
+/// Rewrites the `Available` condition of the APIService `name` when it should change (a
+/// probe's outcome came in); only that incarnation is written.
+pub(crate) async fn refresh(objects: &Objects, name: &str) -> Result<(), ApiError> {
+    let Some(info) = objects.registry().get(GROUP, "v1", RESOURCE) else {
+        return Ok(());
+    };
+    let snapshot = objects.storage().snapshot();
+    let Some(current) = snapshot
+        .objects
+        .get(&object_key(GROUP, RESOURCE, None, name))
+    else {
+        return Ok(());
+    };
+    let Some(status) = updated_status(&snapshot, objects.aggregator(), current) else {
+        return Ok(());
+    };
+    let uid = meta::uid(current).to_string();
+    match objects
+        .update_with(
+            &info,
+            None,
+            name,
+            &uid,
+            Part::Status,
+            &WriteOptions::default(),
+            move |obj| *obj = with_status(obj, status.clone()),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
 }

@@ -3,9 +3,9 @@
 //! (`pkg/apis/apiregistration/validation/validation.go`), defaults and table.
 //!
 //! Every group version the server serves itself has a *local* APIService (no `service`), kept
-//! in step by the built-in controllers (see [`local`]). An APIService naming a Service is
-//! stored and validated, but this server cannot proxy to aggregated API servers: its
-//! `Available` condition says why it is not available (see [`availability`]).
+//! in step by the built-in controllers (see [`local`]). An APIService naming a Service hands
+//! its group version to that extension server (see [`crate::aggregator`]); its `Available`
+//! condition says whether it can be reached (see [`availability`]).
 
 pub(crate) mod availability;
 pub(crate) mod local;

@@ -1,0 +1,150 @@
+//! Aggregated groups in discovery, as kube-aggregator lists them: a group with an aggregated
+//! APIService is described from its APIServices (`handler_apis.go`: versions by
+//! `versionPriority`, then by Kubernetes version; the first is preferred), whether or not
+//! they are available; in aggregated discovery each aggregated version carries the resources
+//! of its last discovery check (`handler_discovery.go`), `Stale` and possibly empty when the
+//! last check failed or none ran yet.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::kinds::apiregistration::{GROUP, RESOURCE};
+use crate::kinds::printer::text;
+use crate::meta;
+use crate::objects::Objects;
+use crate::registry::compare_versions;
+use crate::storage::collection_prefix;
+
+/// The APIServices of every group that has an aggregated one, each group's sorted as
+/// upstream's `SortedByGroupAndVersion` (version priority, then version, highest first).
+fn aggregated_groups(objects: &Objects) -> BTreeMap<String, Vec<Value>> {
+    let snapshot = objects.storage().snapshot();
+    let prefix = collection_prefix(GROUP, RESOURCE, None);
+    let mut groups: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for (_, obj) in snapshot.range(&prefix, None) {
+        let group = text(obj, "spec.group");
+        if group.is_empty() {
+            continue;
+        }
+        groups
+            .entry(group.to_string())
+            .or_default()
+            .push((**obj).clone());
+    }
+    groups.retain(|_, services| services.iter().any(is_aggregated));
+    for services in groups.values_mut() {
+        services.sort_by(|a, b| {
+            let priority = |o: &Value| {
+                meta::path(o, "spec.versionPriority")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+            };
+            priority(b)
+                .cmp(&priority(a))
+                .then_with(|| compare_versions(text(b, "spec.version"), text(a, "spec.version")))
+        });
+    }
+    groups
+}
+
+/// Whether an APIService is served by an extension server.
+fn is_aggregated(obj: &Value) -> bool {
+    meta::path(obj, "spec.service").is_some_and(Value::is_object)
+}
+
+/// `name`, `versions` and `preferredVersion` of a group from its sorted APIServices.
+fn group_doc(name: &str, services: &[Value]) -> Value {
+    let versions: Vec<Value> = services
+        .iter()
+        .map(|s| {
+            let v = text(s, "spec.version");
+            json!({"groupVersion": format!("{name}/{v}"), "version": v})
+        })
+        .collect();
+    let preferred = versions.first().cloned().unwrap_or(json!({}));
+    json!({"name": name, "versions": versions, "preferredVersion": preferred})
+}
+
+/// `/apis/<group>` of a group with an aggregated APIService (`None` for other groups).
+pub(crate) fn group(objects: &Objects, name: &str) -> Option<Value> {
+    let groups = aggregated_groups(objects);
+    let services = groups.get(name)?;
+    let mut doc = group_doc(name, services);
+    if let Some(map) = doc.as_object_mut() {
+        map.insert("kind".into(), json!("APIGroup"));
+        map.insert("apiVersion".into(), json!("v1"));
+    }
+    Some(doc)
+}
+
+/// Puts the groups with an aggregated APIService into an `APIGroupList`: a group already
+/// listed gets its versions from its APIServices, others are added.
+pub(crate) fn merge_groups(objects: &Objects, doc: &mut Value) {
+    let groups = aggregated_groups(objects);
+    if groups.is_empty() {
+        return;
+    }
+    let Some(list) = doc.get_mut("groups").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for (name, services) in &groups {
+        let entry = group_doc(name, services);
+        match list.iter_mut().find(|g| g["name"] == name.as_str()) {
+            Some(slot) => *slot = entry,
+            None => list.push(entry),
+        }
+    }
+}
+
+/// Puts the aggregated versions into an `APIGroupDiscoveryList` with the resources of their
+/// last discovery check.
+pub(crate) fn merge_aggregated(objects: &Objects, doc: &mut Value) {
+    let groups = aggregated_groups(objects);
+    if groups.is_empty() {
+        return;
+    }
+    let checks = objects.aggregator().discovered();
+    let Some(items) = doc.get_mut("items").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for (name, services) in &groups {
+        let local: Vec<Value> = items
+            .iter()
+            .find(|g| g["metadata"]["name"] == name.as_str())
+            .and_then(|g| g["versions"].as_array().cloned())
+            .unwrap_or_default();
+        let versions: Vec<Value> = services
+            .iter()
+            .filter_map(|s| {
+                let version = text(s, "spec.version");
+                if !is_aggregated(s) {
+                    return local.iter().find(|v| v["version"] == version).cloned();
+                }
+                let check = checks
+                    .get(meta::name(s))
+                    .filter(|c| c.fingerprint == super::fingerprint(s));
+                let mut entry = check
+                    .and_then(|c| c.discovery.clone())
+                    .unwrap_or_else(|| json!({"version": version}));
+                let fresh = check.is_some_and(|c| c.error.is_none());
+                entry["version"] = json!(version);
+                entry["freshness"] = json!(if fresh { "Current" } else { "Stale" });
+                if entry["resources"].as_array().is_some_and(Vec::is_empty)
+                    && let Some(map) = entry.as_object_mut()
+                {
+                    map.remove("resources");
+                }
+                Some(entry)
+            })
+            .collect();
+        let item = json!({"metadata": {"name": name}, "versions": versions});
+        match items
+            .iter_mut()
+            .find(|g| g["metadata"]["name"] == name.as_str())
+        {
+            Some(slot) => *slot = item,
+            None => items.push(item),
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The identity the server presents to extension API servers, as kube-apiserver's
+//! `--proxy-client-cert-file` / `--requestheader-client-ca-file` pair: a front-proxy CA made
+//! at start and a client certificate it signs (`CN=front-proxy-client`, as kubeadm names it),
+//! and the `kube-system/extension-apiserver-authentication` ConfigMap with upstream's keys
+//! (`pkg/controlplane/controller/clusterauthenticationtrust`), from which an extension server
+//! learns to trust the `X-Remote-*` headers of requests carrying that certificate.
+
+use std::sync::Arc;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::objects::{Objects, Part, WriteOptions};
+
+/// The namespace of the authentication ConfigMap.
+pub(crate) const NAMESPACE: &str = "kube-system";
+/// The name of the authentication ConfigMap.
+pub(crate) const CONFIG_MAP: &str = "extension-apiserver-authentication";
+/// The common name of the front-proxy client certificate (`requestheader-allowed-names`).
+pub(crate) const CLIENT_NAME: &str = "front-proxy-client";
+/// The common name of the front-proxy CA.
+const CA_NAME: &str = "front-proxy-ca";
+
+/// Why the front-proxy identity could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum IdentityError {
+    /// rcgen failed to generate or sign.
+    #[error("generating the front-proxy certificates: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// The generated PEM did not parse back.
+    #[error("reading the front-proxy certificates: {0}")]
+    Parse(String),
+}
+
+/// The front-proxy CA and the client certificate it signed.
+pub(crate) struct Identity {
+    /// The CA certificate (PEM): `requestheader-client-ca-file`.
+    pub ca_pem: String,
+    /// The client certificate chain presented to extension servers.
+    pub chain: Vec<CertificateDer<'static>>,
+    /// Its private key.
+    pub key: PrivateKeyDer<'static>,
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Identity")
+            .field("ca_pem", &self.ca_pem)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A validity window from yesterday for `days`.
+fn validity(params: &mut CertificateParams, days: i64) {
+    let today = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date();
+    let start = today.yesterday().unwrap_or(today);
+    let end = start
+        .checked_add(jiff::Span::new().days(days))
+        .unwrap_or(jiff::civil::date(9999, 12, 31));
+    let to_rcgen = |d: jiff::civil::Date| {
+        rcgen::date_time_ymd(
+            i32::from(d.year()),
+            u8::try_from(d.month()).unwrap_or(1),
+            u8::try_from(d.day()).unwrap_or(1),
+        )
+    };
+    params.not_before = to_rcgen(start);
+    params.not_after = to_rcgen(end);
+}
+
+impl Identity {
+    /// A fresh front-proxy CA (ECDSA P-256, ten years) and client certificate (one year).
+    pub(crate) fn generate() -> Result<Self, IdentityError> {
+        let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+        let mut ca = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, CA_NAME);
+        ca.distinguished_name = dn;
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        validity(&mut ca, 3650);
+        let ca_cert = ca.clone().self_signed(&ca_key)?;
+        let issuer = Issuer::new(ca, &ca_key);
+
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+        let mut client = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, CLIENT_NAME);
+        client.distinguished_name = dn;
+        client.is_ca = IsCa::ExplicitNoCa;
+        client.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        client.use_authority_key_identifier_extension = true;
+        validity(&mut client, 365);
+        let cert = client.signed_by(&key, &issuer)?;
+        let key = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())
+            .map_err(|e| IdentityError::Parse(e.to_string()))?;
+        Ok(Self {
+            ca_pem: ca_cert.pem(),
+            chain: vec![cert.der().clone()],
+            key,
+        })
+    }
+}
+
+/// The data of the authentication ConfigMap: the client CA of the server (when it serves
+/// TLS) and the requestheader settings, list values as JSON arrays as upstream writes them.
+pub(crate) fn config_map_data(client_ca_pem: Option<&str>, identity: &Identity) -> Value {
+    let mut data = json!({
+        "requestheader-client-ca-file": identity.ca_pem,
+        "requestheader-allowed-names": json!([CLIENT_NAME]).to_string(),
+        "requestheader-username-headers": json!(["X-Remote-User"]).to_string(),
+        "requestheader-uid-headers": json!(["X-Remote-Uid"]).to_string(),
+        "requestheader-group-headers": json!(["X-Remote-Group"]).to_string(),
+        "requestheader-extra-headers-prefix": json!(["X-Remote-Extra-"]).to_string(),
+    });
+    if let (Some(ca), Some(map)) = (client_ca_pem, data.as_object_mut()) {
+        map.insert("client-ca-file".into(), json!(ca));
+    }
+    data
+}
+
+/// Writes `kube-system/extension-apiserver-authentication` (created, or its data replaced) so
+/// extension servers can verify the server's front-proxy certificate.
+pub(crate) async fn publish(
+    objects: &Arc<Objects>,
+    client_ca_pem: Option<&str>,
+) -> Result<(), ApiError> {
+    super::Aggregator::attach(objects);
+    let identity = objects
+        .aggregator()
+        .identity()
+        .map_err(ApiError::internal)?;
+    let Some(info) = objects.registry().get("", "v1", "configmaps") else {
+        return Err(ApiError::internal("configmaps are not registered"));
+    };
+    let data = config_map_data(client_ca_pem, &identity);
+    let opts = WriteOptions::default();
+    match objects.get(&info, Some(NAMESPACE), CONFIG_MAP) {
+        Ok(existing) => {
+            if existing.get("data") == Some(&data) {
+                return Ok(());
+            }
+            let mut next = (*existing).clone();
+            next["data"] = data;
+            objects
+                .update(&info, Some(NAMESPACE), CONFIG_MAP, next, Part::Main, &opts)
+                .await
+                .map(|_| ())
+        }
+        Err(e) if e.code == 404 => {
+            let obj = json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": CONFIG_MAP, "namespace": NAMESPACE},
+                "data": data,
+            });
+            match objects.create(&info, Some(NAMESPACE), obj, &opts).await {
+                Ok(_) => Ok(()),
+                Err(e) if e.code == 409 => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}

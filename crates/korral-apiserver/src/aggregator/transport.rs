@@ -1,0 +1,184 @@
+//! The HTTPS connection to an extension API server, as upstream's `BuildTransportConfig`
+//! makes it: the APIService's `caBundle` as the only trust root and `<service>.<namespace>.svc`
+//! as the server name (or no verification with `insecureSkipTLSVerify`), the front-proxy
+//! client certificate presented. Failures read as Go's HTTP client words them
+//! (`dial tcp 10.0.0.5:443: connect: connection refused`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use base64::Engine;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use serde_json::Value;
+
+use super::front_proxy::Identity;
+use crate::meta;
+
+/// Where and how an extension server is reached.
+#[derive(Clone)]
+pub(crate) struct Backend {
+    /// The address dialed.
+    pub addr: SocketAddr,
+    /// The TLS server name (`<service>.<namespace>.svc`).
+    pub server_name: String,
+    /// The TLS client configuration.
+    pub tls: Arc<rustls::ClientConfig>,
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("addr", &self.addr)
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The TLS client configuration for the APIService `obj`.
+pub(crate) fn tls_config(
+    obj: &Value,
+    identity: &Identity,
+) -> Result<Arc<rustls::ClientConfig>, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let insecure = meta::path(obj, "spec.insecureSkipTLSVerify")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let builder = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        if let Some(b64) = meta::path(obj, "spec.caBundle")
+            .and_then(Value::as_str)
+            .filter(|b| !b.is_empty())
+        {
+            let pem = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| format!("illegal caBundle: {e}"))?;
+            for cert in CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("unable to load root certificates: {e}"))?;
+            }
+        }
+        builder.with_root_certificates(roots)
+    };
+    let config = builder
+        .with_client_auth_cert(identity.chain.clone(), identity.key.clone_key())
+        .map_err(|e| format!("loading the proxy client certificate: {e}"))?;
+    Ok(Arc::new(config))
+}
+
+/// Sends `request` to `backend` on a new connection; answers the response head, its body
+/// streaming as the backend writes it (the connection lives as long as the body).
+pub(crate) async fn send(
+    backend: &Backend,
+    request: http::Request<Full<Bytes>>,
+) -> Result<http::Response<Incoming>, String> {
+    let addr = backend.addr;
+    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => "connect: connection refused".to_string(),
+            _ => e.to_string(),
+        };
+        format!("dial tcp {addr}: {why}")
+    })?;
+    let _ = stream.set_nodelay(true);
+    let server_name = ServerName::try_from(backend.server_name.clone())
+        .map_err(|e| format!("invalid server name: {e}"))?;
+    let tls = tokio_rustls::TlsConnector::from(backend.tls.clone())
+        .connect(server_name, stream)
+        .await
+        .map_err(|e| tls_error(&e.to_string(), &backend.server_name))?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "aggregated API server connection ended");
+        }
+    });
+    sender.send_request(request).await.map_err(|e| {
+        if e.is_closed() || e.is_incomplete_message() {
+            "EOF".to_string()
+        } else {
+            e.to_string()
+        }
+    })
+}
+
+/// Go's words for a failed TLS handshake.
+fn tls_error(why: &str, server_name: &str) -> String {
+    if why.contains("UnknownIssuer") || why.contains("BadSignature") {
+        "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+            .to_string()
+    } else if why.contains("NotValidForName") {
+        format!(
+            "tls: failed to verify certificate: x509: certificate is valid for other names, not {server_name}"
+        )
+    } else {
+        format!("remote error: {why}")
+    }
+}
+
+/// `insecureSkipTLSVerify`: any server certificate is accepted (its signatures still have to
+/// be well-formed for the handshake).
+#[derive(Debug)]
+struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,721 @@
+//! Aggregated API servers as kube-aggregator v1.36 serves them, against a real extension
+//! server written here: an HTTPS server for `wardle.example.com/v1alpha1` (flunders) that
+//! trusts only the front-proxy CA the server publishes in
+//! `kube-system/extension-apiserver-authentication` and records the `X-Remote-*` identity of
+//! each request. Covered: the availability check, proxying of get/list/create and watches,
+//! the user's identity, discovery, an unreachable backend and a wrong `caBundle`.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use common::*;
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+
+const GROUP: &str = "wardle.example.com";
+const VERSION: &str = "v1alpha1";
+const APISERVICE: &str = "v1alpha1.wardle.example.com";
+const APISERVICES: &str = "/apis/apiregistration.k8s.io/v1/apiservices";
+const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+const WAIT: Duration = Duration::from_secs(20);
+
+/// One request as the extension server saw it: method, path and query, and its headers.
+#[derive(Debug, Clone)]
+struct Seen {
+    path: String,
+    headers: http::HeaderMap,
+}
+
+/// The extension server.
+struct Backend {
+    address: SocketAddr,
+    /// The base64 PEM of the CA of its serving certificate.
+    ca_bundle: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Backend {
+    /// The requests seen on paths starting with `prefix`.
+    fn seen(&self, prefix: &str) -> Vec<Seen> {
+        self.seen
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|s| s.path.starts_with(prefix))
+            .cloned()
+            .collect()
+    }
+
+    /// Stops accepting connections.
+    fn stop(&self) {
+        self.accept.abort();
+    }
+}
+
+/// The extension server's state: flunders by name and the watch feed.
+#[derive(Clone)]
+struct Wardle {
+    flunders: Arc<Mutex<Vec<Value>>>,
+    events: tokio::sync::broadcast::Sender<Value>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+type Reply =
+    http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>>;
+
+fn json_reply(code: u16, body: &Value) -> Reply {
+    http::Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(Full::new(bytes::Bytes::from(body.to_string())).boxed())
+        .expect("response")
+}
+
+impl Wardle {
+    async fn serve(&self, req: http::Request<hyper::body::Incoming>) -> Reply {
+        let path = req.uri().path().to_string();
+        let query = req.uri().query().unwrap_or("").to_string();
+        self.seen.lock().expect("lock").push(Seen {
+            path: format!("{path}?{query}"),
+            headers: req.headers().clone(),
+        });
+        let method = req.method().clone();
+        let body = req
+            .into_body()
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        let collection = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+        match (method.as_str(), path.as_str()) {
+            ("GET", "/apis/wardle.example.com/v1alpha1") => json_reply(
+                200,
+                &json!({"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": "wardle.example.com/v1alpha1",
+                "resources": [
+                    {"name": "flunders", "singularName": "flunder", "namespaced": true,
+                     "kind": "Flunder", "verbs": ["create", "get", "list", "watch"],
+                     "shortNames": ["fl"]},
+                    {"name": "flunders/status", "singularName": "", "namespaced": true,
+                     "kind": "Flunder", "verbs": ["get"]},
+                ]}),
+            ),
+            ("GET", p) if p == collection && query.contains("watch=true") => {
+                let existing = self.flunders.lock().expect("lock").clone();
+                let mut feed = self.events.subscribe();
+                let (tx, rx) = tokio::sync::mpsc::channel(16);
+                tokio::spawn(async move {
+                    for object in existing {
+                        let line = format!("{}\n", json!({"type": "ADDED", "object": object}));
+                        if tx.send(bytes::Bytes::from(line)).await.is_err() {
+                            return;
+                        }
+                    }
+                    while let Ok(event) = feed.recv().await {
+                        if tx
+                            .send(bytes::Bytes::from(format!("{event}\n")))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+                http::Response::builder()
+                    .status(200)
+                    .header("content-type", "application/json")
+                    .body(Feed(rx).boxed())
+                    .expect("response")
+            }
+            ("GET", p) if p == collection => json_reply(
+                200,
+                &json!({"kind": "FlunderList", "apiVersion": "wardle.example.com/v1alpha1",
+                        "metadata": {"resourceVersion": "1"},
+                        "items": self.flunders.lock().expect("lock").clone()}),
+            ),
+            ("POST", p) if p == collection => {
+                let mut flunder: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                flunder["metadata"]["namespace"] = json!("default");
+                flunder["metadata"]["resourceVersion"] = json!("2");
+                self.flunders.lock().expect("lock").push(flunder.clone());
+                let _ = self
+                    .events
+                    .send(json!({"type": "ADDED", "object": flunder}));
+                json_reply(201, &flunder)
+            }
+            ("GET", p) if p.starts_with(&format!("{collection}/")) => {
+                let name = &p[collection.len() + 1..];
+                let found = self
+                    .flunders
+                    .lock()
+                    .expect("lock")
+                    .iter()
+                    .find(|f| f["metadata"]["name"] == name)
+                    .cloned();
+                match found {
+                    Some(f) => json_reply(200, &f),
+                    None => json_reply(
+                        404,
+                        &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                "reason": "NotFound", "code": 404,
+                                "message": format!("flunders.wardle.example.com {name:?} not found")}),
+                    ),
+                }
+            }
+            _ => json_reply(404, &json!({"kind": "Status", "code": 404})),
+        }
+    }
+}
+
+/// A watch body fed by a channel: each line as it comes.
+struct Feed(tokio::sync::mpsc::Receiver<bytes::Bytes>);
+
+impl http_body::Body for Feed {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|line| line.map(|l| Ok(http_body::Frame::data(l))))
+    }
+}
+
+/// Starts the extension server: TLS for `api.wardle.svc`, client certificates required and
+/// verified against the requestheader CA `env` publishes, the client named
+/// `front-proxy-client` (`requestheader-allowed-names`).
+async fn start_backend(env: &TestEnv) -> Backend {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let (code, cm) = call(
+        env,
+        "GET",
+        "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{cm}");
+    let allowed: Vec<String> = serde_json::from_str(
+        cm["data"]["requestheader-allowed-names"]
+            .as_str()
+            .expect("allowed names"),
+    )
+    .expect("allowed names are a JSON list");
+    let ca = cm["data"]["requestheader-client-ca-file"]
+        .as_str()
+        .expect("requestheader CA");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
+        roots.add(cert.expect("CA PEM")).expect("CA");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .expect("client verifier");
+    let material =
+        korral_apiserver::tls::generate(&["api.wardle.svc".to_string()]).expect("serving TLS");
+    let chain: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(material.cert_pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .expect("chain");
+    let key = PrivateKeyDer::from_pem_slice(material.key_pem.as_bytes()).expect("key");
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let wardle = Wardle {
+        flunders: Arc::default(),
+        events: tokio::sync::broadcast::channel(16).0,
+        seen: seen.clone(),
+    };
+    let accept = tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let wardle = wardle.clone();
+            let allowed = allowed.clone();
+            tokio::spawn(async move {
+                // Without a client certificate from the requestheader CA there is no handshake.
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let named = tls.get_ref().1.peer_certificates().is_some_and(|chain| {
+                    chain.first().is_some_and(|leaf| {
+                        allowed
+                            .iter()
+                            .any(|name| leaf.windows(name.len()).any(|w| w == name.as_bytes()))
+                    })
+                });
+                if !named {
+                    return;
+                }
+                let service =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let wardle = wardle.clone();
+                        async move { Ok::<_, std::convert::Infallible>(wardle.serve(req).await) }
+                    });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    Backend {
+        address,
+        ca_bundle: base64::engine::general_purpose::STANDARD.encode(&material.ca_cert_pem),
+        seen,
+        accept,
+    }
+}
+
+/// The objects that make `wardle/api:443` a Service with a ready endpoint (the pre-checks of
+/// availability), reached at `backend`'s address.
+async fn install_service(env: &TestEnv, backend: &Backend) {
+    env.server()
+        .webhook_services()
+        .insert("wardle", "api", 443, backend.address);
+    create_ok(
+        env,
+        "/api/v1/namespaces",
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "wardle"}}),
+    )
+    .await;
+    create_ok(
+        env,
+        "/api/v1/namespaces/wardle/services",
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api"},
+                "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 8443}]}}),
+    )
+    .await;
+    create_ok(
+        env,
+        "/apis/discovery.k8s.io/v1/namespaces/wardle/endpointslices",
+        &json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": "api-1", "labels": {"kubernetes.io/service-name": "api"}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.0.0.7"], "conditions": {"ready": true}}],
+                "ports": [{"name": "https", "port": 8443, "protocol": "TCP"}]}),
+    )
+    .await;
+}
+
+/// Registers `wardle.example.com/v1alpha1` as served by `wardle/api` with this `caBundle`.
+async fn register(env: &TestEnv, ca_bundle: &str) {
+    create_ok(
+        env,
+        APISERVICES,
+        &json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": APISERVICE},
+                "spec": {"group": GROUP, "version": VERSION, "caBundle": ca_bundle,
+                         "groupPriorityMinimum": 1000, "versionPriority": 15,
+                         "service": {"namespace": "wardle", "name": "api", "port": 443}}}),
+    )
+    .await;
+}
+
+/// Polls (until [`WAIT`]) for the `Available` condition of `name` to satisfy `check`.
+async fn wait_condition(env: &TestEnv, name: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (_, obj) = call(env, "GET", &format!("{APISERVICES}/{name}"), None).await;
+        let condition = obj["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Available"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if check(&condition) {
+            return condition;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition of {name} never matched: {condition}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// An env with the extension server registered and available.
+async fn available_env() -> (TestEnv, Backend) {
+    let env = TestEnv::start().await.expect("env");
+    let backend = start_backend(&env).await;
+    install_service(&env, &backend).await;
+    register(&env, &backend.ca_bundle).await;
+    let condition = wait_condition(&env, APISERVICE, |c| c["status"] == "True").await;
+    assert_eq!(condition["reason"], "Passed", "{condition}");
+    assert_eq!(condition["message"], "all checks passed", "{condition}");
+    (env, backend)
+}
+
+/// The values of a header.
+fn values(headers: &http::HeaderMap, name: &str) -> Vec<String> {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn requests_reach_the_extension_server_as_the_user() {
+    let (env, backend) = available_env().await;
+    // The availability check called discovery as the aggregator.
+    let probe = backend.seen("/apis/wardle.example.com/v1alpha1?");
+    let first = probe.first().expect("discovery check");
+    assert_eq!(
+        values(&first.headers, "x-remote-user"),
+        ["system:kube-aggregator"]
+    );
+    assert_eq!(values(&first.headers, "x-remote-group"), ["system:masters"]);
+
+    let (code, list) = call(&env, "GET", FLUNDERS, None).await;
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["kind"], "FlunderList");
+    let flunder = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                         "metadata": {"name": "one"}, "spec": {"reference": "x"}});
+    let (code, created) = call(&env, "POST", FLUNDERS, Some(&flunder)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"]["reference"], "x", "the body went through");
+    let (code, got) = call(&env, "GET", &format!("{FLUNDERS}/one"), None).await;
+    assert_eq!(code, 200, "{got}");
+    assert_eq!(got["metadata"]["namespace"], "default");
+    let (code, missing) = call(&env, "GET", &format!("{FLUNDERS}/nope"), None).await;
+    assert_eq!(code, 404, "the backend's answer passes as is: {missing}");
+    assert_eq!(missing["reason"], "NotFound");
+    let (code, list) = call(&env, "GET", &format!("{FLUNDERS}?limit=5"), None).await;
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["items"][0]["metadata"]["name"], "one");
+
+    // The admin's identity, no credentials.
+    let seen = backend.seen(FLUNDERS);
+    assert!(
+        seen.iter().any(|s| s.path.ends_with("?limit=5")),
+        "query kept: {seen:?}"
+    );
+    for s in &seen {
+        assert_eq!(
+            values(&s.headers, "x-remote-user"),
+            ["korral-admin"],
+            "{s:?}"
+        );
+        assert!(
+            values(&s.headers, "x-remote-group").contains(&"system:masters".to_string()),
+            "{s:?}"
+        );
+        assert!(s.headers.get("authorization").is_none(), "{s:?}");
+    }
+
+    // An impersonated user arrives as that user, groups and extra one header per value.
+    let before = backend.seen(FLUNDERS).len();
+    let (code, _, body) = exchange(
+        &env.client(),
+        "GET",
+        FLUNDERS,
+        &[
+            ("impersonate-user", "alice"),
+            ("impersonate-group", "devs"),
+            ("impersonate-group", "qa"),
+            ("impersonate-extra-reason", "testing"),
+            ("impersonate-extra-reason", "again"),
+            ("x-remote-user", "mallory"),
+        ],
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    let seen = backend.seen(FLUNDERS);
+    let last = seen.get(before).expect("impersonated request");
+    assert_eq!(values(&last.headers, "x-remote-user"), ["alice"]);
+    let groups = values(&last.headers, "x-remote-group");
+    assert!(
+        groups.contains(&"devs".to_string()) && groups.contains(&"qa".to_string()),
+        "{groups:?}"
+    );
+    assert_eq!(
+        values(&last.headers, "x-remote-extra-reason"),
+        ["testing", "again"]
+    );
+    assert!(
+        last.headers
+            .keys()
+            .all(|k| !k.as_str().starts_with("impersonate-")),
+        "{last:?}"
+    );
+    assert!(last.headers.get("authorization").is_none());
+    backend.stop();
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_requestheader_configmap_is_published() {
+    let env = TestEnv::start().await.expect("env");
+    let (code, cm) = call(
+        &env,
+        "GET",
+        "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{cm}");
+    let data = &cm["data"];
+    assert_eq!(
+        data["requestheader-username-headers"],
+        "[\"X-Remote-User\"]"
+    );
+    assert_eq!(data["requestheader-group-headers"], "[\"X-Remote-Group\"]");
+    assert_eq!(data["requestheader-uid-headers"], "[\"X-Remote-Uid\"]");
+    assert_eq!(
+        data["requestheader-extra-headers-prefix"],
+        "[\"X-Remote-Extra-\"]"
+    );
+    assert_eq!(
+        data["requestheader-allowed-names"],
+        "[\"front-proxy-client\"]"
+    );
+    let front_proxy_ca = data["requestheader-client-ca-file"].as_str().unwrap_or("");
+    assert!(
+        front_proxy_ca.starts_with("-----BEGIN CERTIFICATE-----"),
+        "{cm}"
+    );
+    assert_eq!(
+        data["client-ca-file"].as_str(),
+        env.server().ca_pem(),
+        "the client CA of the server"
+    );
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn watches_stream_through_the_proxy() {
+    let (env, backend) = available_env().await;
+    let flunder = |name: &str| {
+        json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+               "metadata": {"name": name}})
+    };
+    let (code, body) = call(&env, "POST", FLUNDERS, Some(&flunder("first"))).await;
+    assert_eq!(code, 201, "{body}");
+    let request = http::Request::builder()
+        .method("GET")
+        .uri(format!("{FLUNDERS}?watch=true"))
+        .body(Vec::new())
+        .expect("request");
+    let response = env
+        .client()
+        .send(request.map(kube::client::Body::from))
+        .await
+        .expect("watch");
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let mut text = String::new();
+    // Reads the stream until `name` shows up; the stream never ends on its own.
+    async fn until(body: &mut kube::client::Body, text: &mut String, name: &str) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !text.contains(&format!("\"name\":\"{name}\"")) {
+            let frame = tokio::time::timeout_at(deadline, body.frame())
+                .await
+                .unwrap_or_else(|_| panic!("{name} never streamed; got {text}"))
+                .expect("stream open")
+                .expect("frame");
+            if let Ok(data) = frame.into_data() {
+                text.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    }
+    until(&mut body, &mut text, "first").await;
+    let (code, created) = call(&env, "POST", FLUNDERS, Some(&flunder("second"))).await;
+    assert_eq!(code, 201, "{created}");
+    until(&mut body, &mut text, "second").await;
+    assert!(
+        text.lines().all(|l| l.contains("\"type\":\"ADDED\"")),
+        "{text}"
+    );
+    drop(body);
+    backend.stop();
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn discovery_lists_the_aggregated_group() {
+    let (env, backend) = available_env().await;
+    let (code, apis) = call(&env, "GET", "/apis", None).await;
+    assert_eq!(code, 200, "{apis}");
+    let group = apis["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["name"] == GROUP))
+        .cloned()
+        .unwrap_or_else(|| panic!("{GROUP} missing from /apis: {apis}"));
+    assert_eq!(
+        group["preferredVersion"],
+        json!({"groupVersion": "wardle.example.com/v1alpha1", "version": VERSION})
+    );
+    let (code, doc) = call(&env, "GET", "/apis/wardle.example.com", None).await;
+    assert_eq!(code, 200, "{doc}");
+    assert_eq!(doc["kind"], "APIGroup");
+    assert_eq!(doc["versions"][0]["version"], VERSION);
+    // The version's resource list is the extension server's.
+    let (code, list) = call(&env, "GET", "/apis/wardle.example.com/v1alpha1", None).await;
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["resources"][0]["name"], "flunders");
+    // Aggregated discovery (what kubectl asks for) has the resources of the last check.
+    let accept =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let (code, headers, bytes) = exchange(
+        &env.client(),
+        "GET",
+        "/apis",
+        &[("accept", accept)],
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        headers["content-type"],
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    );
+    let doc: Value = serde_json::from_slice(&bytes).expect("json");
+    let item = doc["items"]
+        .as_array()
+        .and_then(|i| i.iter().find(|i| i["metadata"]["name"] == GROUP))
+        .cloned()
+        .unwrap_or_else(|| panic!("{GROUP} missing: {doc}"));
+    let version = &item["versions"][0];
+    assert_eq!(version["version"], VERSION);
+    assert_eq!(version["freshness"], "Current");
+    let flunders = &version["resources"][0];
+    assert_eq!(flunders["resource"], "flunders");
+    assert_eq!(flunders["scope"], "Namespaced");
+    assert_eq!(flunders["shortNames"], json!(["fl"]));
+    assert_eq!(flunders["subresources"][0]["subresource"], "status");
+    backend.stop();
+    env.shutdown().await;
+}
+
+/// A plain-text answer: the status code and the body. The client does not retry (kube's
+/// default client retries a 503 for minutes).
+async fn plain(env: &TestEnv, path: &str) -> (u16, String) {
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(env.server().kubeconfig_yaml()).expect("kubeconfig");
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("config");
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).expect("client");
+    let (code, _, bytes) = exchange(&client, "GET", path, &[], Vec::new()).await;
+    (code, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[tokio::test]
+async fn unreachable_and_unavailable_backends_answer_503() {
+    let (env, backend) = available_env().await;
+    backend.stop();
+    let (code, body) = plain(&env, FLUNDERS).await;
+    assert_eq!(code, 503, "{body}");
+    assert_eq!(
+        body,
+        format!(
+            "dial tcp {}: connect: connection refused\n",
+            backend.address
+        )
+    );
+    // The next check notices, and the APIService is no longer available.
+    let condition = wait_condition(&env, APISERVICE, |c| c["status"] == "False").await;
+    assert_eq!(condition["reason"], "FailedDiscoveryCheck", "{condition}");
+    let url = format!(
+        "https://{}/apis/wardle.example.com/v1alpha1",
+        backend.address
+    );
+    assert_eq!(
+        condition["message"],
+        format!(
+            "failing or missing response from {url}: Get \"{url}\": dial tcp {}: connect: connection refused",
+            backend.address
+        )
+    );
+    let (code, body) = plain(&env, FLUNDERS).await;
+    assert_eq!((code, body.as_str()), (503, "service unavailable\n"));
+
+    // An APIService whose Service is missing is never available: 503 as well.
+    create_ok(
+        &env,
+        APISERVICES,
+        &json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": "v1.other.example.com"},
+                "spec": {"group": "other.example.com", "version": "v1",
+                         "insecureSkipTLSVerify": true,
+                         "groupPriorityMinimum": 1000, "versionPriority": 15,
+                         "service": {"namespace": "wardle", "name": "missing"}}}),
+    )
+    .await;
+    wait_condition(&env, "v1.other.example.com", |c| {
+        c["reason"] == "ServiceNotFound"
+    })
+    .await;
+    let (code, body) = plain(&env, "/apis/other.example.com/v1/things").await;
+    assert_eq!((code, body.as_str()), (503, "service unavailable\n"));
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_wrong_ca_bundle_fails_the_discovery_check() {
+    let env = TestEnv::start().await.expect("env");
+    let backend = start_backend(&env).await;
+    install_service(&env, &backend).await;
+    let other = korral_apiserver::tls::generate(&["api.wardle.svc".to_string()]).expect("tls");
+    register(
+        &env,
+        &base64::engine::general_purpose::STANDARD.encode(&other.ca_cert_pem),
+    )
+    .await;
+    let condition = wait_condition(&env, APISERVICE, |c| !c.is_null()).await;
+    let url = format!(
+        "https://{}/apis/wardle.example.com/v1alpha1",
+        backend.address
+    );
+    assert_eq!(condition["status"], "False", "{condition}");
+    assert_eq!(condition["reason"], "FailedDiscoveryCheck");
+    assert_eq!(
+        condition["message"],
+        format!(
+            "failing or missing response from {url}: Get \"{url}\": tls: failed to verify certificate: x509: certificate signed by unknown authority"
+        )
+    );
+    let (code, body) = plain(&env, FLUNDERS).await;
+    assert_eq!((code, body.as_str()), (503, "service unavailable\n"));
+    assert!(backend.seen("").is_empty(), "no request got through");
+    // Fixing the bundle makes it available.
+    let (code, body) = raw(
+        &env.client(),
+        "PATCH",
+        &format!("{APISERVICES}/{APISERVICE}"),
+        Some("application/merge-patch+json"),
+        json!({"spec": {"caBundle": backend.ca_bundle}})
+            .to_string()
+            .into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let condition = wait_condition(&env, APISERVICE, |c| c["status"] == "True").await;
+    assert_eq!(condition["reason"], "Passed");
+    backend.stop();
+    env.shutdown().await;
+}
