@@ -19,8 +19,9 @@ const PARSER_STACK: usize = 64 * 1024 * 1024;
 /// Compiled programs kept; the cache is emptied when it fills up.
 const CACHE_ENTRIES: usize = 4096;
 
-/// The CEL environment rules run in: the standard library, the string extension library and
-/// the Kubernetes libraries ([`super::library`]).
+/// The CEL environment rules run in: the standard library, the string extension library, the
+/// Kubernetes libraries and the cel-go extensions Kubernetes enables (lists, two-variable
+/// comprehensions, the optional library's list functions: [`super::library`]).
 pub fn env() -> &'static Arc<Env> {
     static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
         let mut env = Env::stdlib();

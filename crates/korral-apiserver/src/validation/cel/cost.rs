@@ -732,9 +732,11 @@ fn literal_type(e: &IdedExpr) -> Option<&'static str> {
     })
 }
 
-/// The overloads of cel-go's list extensions, as (function, member call, parameter kinds of
-/// the receiver and arguments): what a call must match to type-check.
-const LIST_OVERLOADS: &[(&str, bool, &[&str])] = &[
+/// The overloads of cel-go's list extension (version 3), the optional library's list
+/// functions and the string extension (version 2), as (function, member call, parameter
+/// types of the receiver and arguments; `dyn` for any): what a call must match to
+/// type-check.
+const EXT_OVERLOADS: &[(&str, bool, &[&str])] = &[
     ("slice", true, &["list", "int", "int"]),
     ("flatten", true, &["list"]),
     ("flatten", true, &["list", "int"]),
@@ -746,30 +748,48 @@ const LIST_OVERLOADS: &[(&str, bool, &[&str])] = &[
     ("last", true, &["list"]),
     ("unwrapOpt", true, &["list"]),
     ("optional.unwrap", false, &["list"]),
+    ("charAt", true, &["string", "int"]),
+    ("indexOf", true, &["string", "string"]),
+    ("indexOf", true, &["string", "string", "int"]),
+    ("indexOf", true, &["list", "dyn"]),
+    ("lastIndexOf", true, &["string", "string"]),
+    ("lastIndexOf", true, &["string", "string", "int"]),
+    ("lastIndexOf", true, &["list", "dyn"]),
+    ("lowerAscii", true, &["string"]),
+    ("upperAscii", true, &["string"]),
+    ("trim", true, &["string"]),
+    ("replace", true, &["string", "string", "string"]),
+    ("replace", true, &["string", "string", "string", "int"]),
+    ("split", true, &["string", "string"]),
+    ("split", true, &["string", "string", "int"]),
+    ("substring", true, &["string", "int"]),
+    ("substring", true, &["string", "int", "int"]),
+    ("join", true, &["list"]),
+    ("join", true, &["list", "string"]),
+    ("format", true, &["string", "list"]),
+    ("strings.quote", false, &["string"]),
 ];
 
-/// Refuses, as cel-go's type checker does, a call of a list-extension function whose
-/// argument count, or whose literal arguments, match none of its overloads.
+/// Refuses, as cel-go's type checker does, a call of an extension function whose argument
+/// count, or whose literal arguments, match none of its overloads.
 fn check_overload(name: &str, member: bool, exprs: &[&IdedExpr]) -> Result<(), Unbounded> {
-    let candidates: Vec<&[&str]> = LIST_OVERLOADS
+    let candidates: Vec<(bool, &[&str])> = EXT_OVERLOADS
         .iter()
         .filter(|(n, _, _)| *n == name)
-        .map(|(_, _, params)| *params)
+        .map(|(_, m, params)| (*m, *params))
         .collect();
     if candidates.is_empty() {
         return Ok(());
     }
-    let fits = |params: &[&str]| {
-        params.len() == exprs.len()
-            && LIST_OVERLOADS
-                .iter()
-                .any(|(n, m, p)| *n == name && *m == member && p.len() == params.len())
+    let fits = |(m, params): &(bool, &[&str])| {
+        *m == member
+            && params.len() == exprs.len()
             && params
                 .iter()
                 .zip(exprs)
-                .all(|(want, e)| literal_type(e).is_none_or(|t| t == *want))
+                .all(|(want, e)| *want == "dyn" || literal_type(e).is_none_or(|t| t == *want))
     };
-    if candidates.iter().any(|p| fits(p)) {
+    if candidates.iter().any(fits) {
         return Ok(());
     }
     let types: Vec<&str> = exprs
@@ -1309,6 +1329,19 @@ mod upstream_estimates {
                 "'abc'.reverse() == 'cba'",
                 "'reverse' applied to 'string.()'",
             ),
+            (
+                "self.a.charAt('x') == ''",
+                "'charAt' applied to 'dyn.(string)'",
+            ),
+            (
+                "self.a.lowerAscii(1) == ''",
+                "'lowerAscii' applied to 'dyn.(int)'",
+            ),
+            (
+                "self.a.split(1).size() == 0",
+                "'split' applied to 'dyn.(int)'",
+            ),
+            ("'%d'.format(1) == ''", "'format' applied to 'string.(int)'"),
         ] {
             match estimate_of(rule) {
                 Err(e @ Unbounded::NoOverload(..)) => assert!(

@@ -2,7 +2,9 @@
 //!
 //! Rules are compiled by the [`cel`] crate (cel-rust): a maintained, pure-Rust CEL parser and
 //! interpreter, with the standard macros (`has`, `all`, `exists`, `exists_one`, `map`,
-//! `filter`), the standard functions and the string extension library. It cannot interrupt a
+//! `filter`), the standard functions, optional values, the string extension library and the
+//! libraries of [`library`] (Kubernetes' own, cel-go's list extension and two-variable
+//! comprehensions, as Kubernetes v1.36 enables them). It cannot interrupt a
 //! running program, so nothing is evaluated before [`cost`] has bounded its work:
 //!
 //! * when a CRD is created or updated ([`check_schema`]), every rule and message expression
