@@ -719,3 +719,92 @@ async fn a_wrong_ca_bundle_fails_the_discovery_check() {
     backend.stop();
     env.shutdown().await;
 }
+
+/// Runs the real `kubectl` against `env` (its own discovery cache): exit success, stdout,
+/// stderr.
+async fn kubectl(env: &TestEnv, cache: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let run = tokio::process::Command::new("/usr/bin/kubectl")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig_path())
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("kubectl finishes")
+        .expect("kubectl runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reads_and_writes_the_aggregated_resources() {
+    let (env, backend) = available_env().await;
+    let cache = tempfile::tempdir().expect("cache dir");
+    let cache = cache.path();
+    let (ok, out, err) = kubectl(&env, cache, &["api-resources", "--api-group", GROUP]).await;
+    assert!(ok, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("flunders"))
+        .unwrap_or_else(|| panic!("no flunders in api-resources: {out}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        [
+            "flunders",
+            "fl",
+            "wardle.example.com/v1alpha1",
+            "true",
+            "Flunder"
+        ],
+        "{out}"
+    );
+    let (ok, out, err) = kubectl(&env, cache, &["get", "apiservice", APISERVICE]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(APISERVICE) && l.contains("wardle/api") && l.contains("True")),
+        "{out}"
+    );
+    let manifest = cache.join("flunder.json");
+    std::fs::write(
+        &manifest,
+        json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+               "metadata": {"name": "from-kubectl"}})
+        .to_string(),
+    )
+    .expect("manifest");
+    let manifest = manifest.display().to_string();
+    let (ok, out, err) = kubectl(&env, cache, &["create", "-f", &manifest]).await;
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.trim(),
+        "flunder.wardle.example.com/from-kubectl created"
+    );
+    let (ok, out, err) = kubectl(&env, cache, &["get", "fl", "-o", "name"]).await;
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "flunder.wardle.example.com/from-kubectl");
+    let (ok, out, err) = kubectl(&env, cache, &["get", "flunders"]).await;
+    assert!(ok, "{err}");
+    assert!(out.lines().any(|l| l.starts_with("from-kubectl")), "{out}");
+    // Who the extension server saw: the kubeconfig's user.
+    let seen = backend.seen(FLUNDERS);
+    let last = seen.last().expect("kubectl's request");
+    assert_eq!(values(&last.headers, "x-remote-user"), ["korral-admin"]);
+
+    // Unreachable: kubectl words the 503 as for any aggregated API down.
+    backend.stop();
+    let (ok, _, err) = kubectl(&env, cache, &["get", "flunders"]).await;
+    assert!(!ok);
+    assert!(
+        err.contains("Error from server (ServiceUnavailable): the server is currently unable to handle the request"),
+        "{err}"
+    );
+    env.shutdown().await;
+}

@@ -21,18 +21,26 @@ use crate::storage::collection_prefix;
 fn aggregated_groups(objects: &Objects) -> BTreeMap<String, Vec<Value>> {
     let snapshot = objects.storage().snapshot();
     let prefix = collection_prefix(GROUP, RESOURCE, None);
+    // Most APIServices are local: only the groups with an aggregated one are copied.
+    let wanted: std::collections::BTreeSet<&str> = snapshot
+        .range(&prefix, None)
+        .filter(|(_, obj)| is_aggregated(obj))
+        .map(|(_, obj)| text(obj, "spec.group"))
+        .filter(|g| !g.is_empty())
+        .collect();
     let mut groups: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    if wanted.is_empty() {
+        return groups;
+    }
     for (_, obj) in snapshot.range(&prefix, None) {
         let group = text(obj, "spec.group");
-        if group.is_empty() {
-            continue;
+        if wanted.contains(group) {
+            groups
+                .entry(group.to_string())
+                .or_default()
+                .push((**obj).clone());
         }
-        groups
-            .entry(group.to_string())
-            .or_default()
-            .push((**obj).clone());
     }
-    groups.retain(|_, services| services.iter().any(is_aggregated));
     for services in groups.values_mut() {
         services.sort_by(|a, b| {
             let priority = |o: &Value| {
