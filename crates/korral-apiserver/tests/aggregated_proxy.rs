@@ -808,3 +808,65 @@ async fn kubectl_reads_and_writes_the_aggregated_resources() {
     );
     env.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_server_authorizes_before_proxying() {
+    let env = rbac_env().await;
+    let backend = start_backend(&env).await;
+    install_service(&env, &backend).await;
+    register(&env, &backend.ca_bundle).await;
+    wait_condition(&env, APISERVICE, |c| c["status"] == "True").await;
+    // Without a role: refused here, as upstream's authorizer refuses before its proxy.
+    let bob = env.client_as_user("bob", &[]).await.expect("client");
+    let (code, body) = raw(&bob, "GET", FLUNDERS, None, Vec::new()).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "flunders.wardle.example.com is forbidden: User \"bob\" cannot list resource \"flunders\" in API group \"wardle.example.com\" in the namespace \"default\""
+    );
+    assert!(
+        backend.seen(FLUNDERS).is_empty(),
+        "nothing reached the backend"
+    );
+    // With one: through, as bob.
+    create_ok(
+        &env,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "flunder-reader"},
+                "rules": [{"apiGroups": [GROUP], "resources": ["flunders"], "verbs": ["list"]}]}),
+    )
+    .await;
+    create_ok(
+        &env,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "bob-reads-flunders"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                            "name": "flunder-reader"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                              "name": "bob"}]}),
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (code, body) = raw(&bob, "GET", FLUNDERS, None, Vec::new()).await;
+        if code == 200 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never allowed: {code} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let seen = backend.seen(FLUNDERS);
+    let last = seen.last().expect("bob's request");
+    assert_eq!(values(&last.headers, "x-remote-user"), ["bob"]);
+    assert_eq!(
+        values(&last.headers, "x-remote-group"),
+        ["system:authenticated"]
+    );
+    backend.stop();
+    env.shutdown().await;
+}

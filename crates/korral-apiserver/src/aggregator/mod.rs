@@ -14,7 +14,7 @@
 //!   cache; [`discovery`] merges the cached groups into `/apis`.
 //!
 //! The [`Aggregator`] holds the per-server state: the front-proxy identity, the last check of
-//! each aggregated APIService and the probes running.
+//! each aggregated APIService, the probes running and each APIService's TLS configuration.
 
 pub(crate) mod discovery;
 pub(crate) mod front_proxy;
@@ -63,6 +63,9 @@ struct Shared {
     checks: Mutex<HashMap<String, Check>>,
     /// The probe running for each aggregated APIService, by name.
     probes: Mutex<HashMap<String, Probe>>,
+    /// The TLS client configuration of each aggregated APIService, by name, with the
+    /// fingerprint it was built for (reused, so TLS sessions resume).
+    tls: Mutex<HashMap<String, (String, Arc<rustls::ClientConfig>)>>,
 }
 
 /// The per-server state of API aggregation. Dropping it (with the server's object layer,
@@ -124,11 +127,7 @@ pub(crate) fn backend(
         .unwrap_or(443);
     let addr = resolve::endpoint(snapshot, objects.webhook_services(), namespace, name, port)
         .map_err(BackendError::Resolve)?;
-    let identity = objects
-        .aggregator()
-        .identity()
-        .map_err(BackendError::Transport)?;
-    let tls = transport::tls_config(obj, &identity).map_err(BackendError::Transport)?;
+    let tls = objects.aggregator().tls_config(obj)?;
     Ok(transport::Backend {
         addr,
         server_name: format!("{name}.{namespace}.svc"),
@@ -162,6 +161,22 @@ impl Aggregator {
                     .map_err(|e| e.to_string())
             })
             .clone()
+    }
+
+    /// The TLS client configuration of the APIService `obj`, built once per spec.
+    fn tls_config(&self, obj: &Value) -> Result<Arc<rustls::ClientConfig>, BackendError> {
+        let name = meta::name(obj);
+        let fingerprint = fingerprint(obj);
+        let mut cache = self.shared.tls.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((built_for, config)) = cache.get(name)
+            && *built_for == fingerprint
+        {
+            return Ok(config.clone());
+        }
+        let identity = self.identity().map_err(BackendError::Transport)?;
+        let config = transport::tls_config(obj, &identity).map_err(BackendError::Transport)?;
+        cache.insert(name.to_string(), (fingerprint, config.clone()));
+        Ok(config)
     }
 
     /// The last check of the APIService `name` for its current spec.
@@ -261,6 +276,11 @@ impl Aggregator {
             });
         self.shared
             .checks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|name, _| existing.contains(name));
+        self.shared
+            .tls
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|name, _| existing.contains(name));
