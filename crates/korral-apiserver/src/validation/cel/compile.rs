@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use cel::{Env, Program};
 
 use super::cost::{self, Shape};
@@ -122,6 +122,7 @@ pub fn parse_in(env: &Arc<Env>, source: &str) -> Result<Program, CompileError> {
                     "ERROR: <input>: expression recursion depth {depth} exceeds the limit of {MAX_AST_DEPTH}"
                 )));
             }
+            check_regex_literals(program.expression())?;
             Ok(program)
         })
         .map_err(|e| CompileError(format!("starting the compiler: {e}")))?;
@@ -182,53 +183,76 @@ fn source_nesting(source: &str) -> usize {
     max
 }
 
+/// The sub-expressions of `e`, in no particular order.
+fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+    let mut out = Vec::new();
+    match &e.expr {
+        Expr::Call(c) => {
+            out.extend(c.target.as_deref());
+            out.extend(c.args.iter());
+        }
+        Expr::Comprehension(c) => out.extend([
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]),
+        Expr::List(l) => out.extend(l.elements.iter()),
+        Expr::Map(m) => {
+            for entry in &m.entries {
+                if let EntryExpr::MapEntry(me) = &entry.expr {
+                    out.push(&me.key);
+                    out.push(&me.value);
+                }
+            }
+        }
+        Expr::Struct(s) => {
+            for entry in &s.entries {
+                match &entry.expr {
+                    EntryExpr::MapEntry(me) => {
+                        out.push(&me.key);
+                        out.push(&me.value);
+                    }
+                    EntryExpr::StructField(f) => out.push(&f.value),
+                }
+            }
+        }
+        Expr::Select(s) => out.push(&s.operand),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+    out
+}
+
+/// Refuses a `matches` call whose first argument is a string literal that is not a regular
+/// expression, as cel-go's `ValidateRegexLiterals` (Kubernetes enables it since 1.29).
+fn check_regex_literals(root: &IdedExpr) -> Result<(), CompileError> {
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        if let Expr::Call(c) = &e.expr
+            && c.func_name == "matches"
+            && let Some(IdedExpr {
+                expr: Expr::Literal(LiteralValue::String(pattern)),
+                ..
+            }) = c.args.first()
+            && regex::Regex::new(pattern.inner()).is_err()
+        {
+            return Err(CompileError(
+                "ERROR: <input>: invalid matches argument".to_string(),
+            ));
+        }
+        stack.extend(children(e));
+    }
+    Ok(())
+}
+
 /// The depth of an expression tree, computed without recursion.
 fn ast_depth(root: &IdedExpr) -> usize {
     let mut max = 0;
     let mut stack: Vec<(&IdedExpr, usize)> = vec![(root, 1)];
     while let Some((e, d)) = stack.pop() {
         max = max.max(d);
-        match &e.expr {
-            Expr::Call(c) => {
-                if let Some(t) = &c.target {
-                    stack.push((t, d + 1));
-                }
-                stack.extend(c.args.iter().map(|a| (a, d + 1)));
-            }
-            Expr::Comprehension(c) => {
-                for x in [
-                    &c.iter_range,
-                    &c.accu_init,
-                    &c.loop_cond,
-                    &c.loop_step,
-                    &c.result,
-                ] {
-                    stack.push((x, d + 1));
-                }
-            }
-            Expr::List(l) => stack.extend(l.elements.iter().map(|x| (x, d + 1))),
-            Expr::Map(m) => {
-                for entry in &m.entries {
-                    if let EntryExpr::MapEntry(me) = &entry.expr {
-                        stack.push((&me.key, d + 1));
-                        stack.push((&me.value, d + 1));
-                    }
-                }
-            }
-            Expr::Struct(s) => {
-                for entry in &s.entries {
-                    match &entry.expr {
-                        EntryExpr::MapEntry(me) => {
-                            stack.push((&me.key, d + 1));
-                            stack.push((&me.value, d + 1));
-                        }
-                        EntryExpr::StructField(f) => stack.push((&f.value, d + 1)),
-                    }
-                }
-            }
-            Expr::Select(s) => stack.push((&s.operand, d + 1)),
-            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
-        }
+        stack.extend(children(e).into_iter().map(|c| (c, d + 1)));
     }
     max
 }
@@ -296,6 +320,15 @@ mod tests {
         ] {
             compile(rule).unwrap_or_else(|e| panic!("{rule}: {e}"));
         }
+    }
+
+    #[test]
+    fn regex_literals_are_checked() {
+        let e = compile("self.matches('[a-z')").expect_err("bad pattern");
+        assert_eq!(e.0, "ERROR: <input>: invalid matches argument");
+        assert!(compile("self.matches('^[a-z]+$')").is_ok());
+        // A pattern only known at evaluation is checked then.
+        assert!(compile("self.matches(self)").is_ok());
     }
 
     #[test]
