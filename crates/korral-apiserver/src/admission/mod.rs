@@ -56,8 +56,9 @@ impl Operation {
     }
 }
 
-/// Where webhook services are reached: `namespace/name:port` mapped to a local address (a test
-/// environment's webhook server); other services resolve through their Endpoints.
+/// Where webhook services (and the services of aggregated APIServices) are reached:
+/// `namespace/name:port` mapped to a local address (a test environment's webhook or extension
+/// server); other services resolve through their Endpoints (EndpointSlices for APIServices).
 #[derive(Debug, Clone, Default)]
 pub struct ServiceMap(Arc<RwLock<HashMap<String, SocketAddr>>>);
 

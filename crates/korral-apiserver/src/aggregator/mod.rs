@@ -56,7 +56,7 @@ struct Probe {
     wake: Arc<tokio::sync::Notify>,
 }
 
-/// State shared by probes, the proxy and discovery.
+/// What probes, the proxy and discovery share.
 #[derive(Default)]
 struct Shared {
     /// The last check of each aggregated APIService, by name.
@@ -70,22 +70,14 @@ struct Shared {
 
 /// The per-server state of API aggregation. Dropping it (with the server's object layer,
 /// which probes only hold weakly) stops every probe.
+#[derive(Default)]
 pub(crate) struct Aggregator {
-    shared: Arc<Shared>,
+    /// Checks, probes and TLS configurations.
+    shared: Shared,
     /// The front-proxy identity, made on first use.
     identity: OnceLock<Result<Arc<front_proxy::Identity>, String>>,
     /// The object layer, for probes writing status (weak: it owns this aggregator).
     objects: OnceLock<Weak<Objects>>,
-}
-
-impl Default for Aggregator {
-    fn default() -> Self {
-        Self {
-            shared: Arc::default(),
-            identity: OnceLock::new(),
-            objects: OnceLock::new(),
-        }
-    }
 }
 
 impl std::fmt::Debug for Aggregator {
