@@ -26,11 +26,12 @@ pub const MAX_HEAD_BYTES: usize = 1024 * 1024;
 /// limit reaches [`check_head`] rather than hyper's own refusal.
 pub const HYPER_MAX_BUF: usize = MAX_HEAD_BYTES + 64 * 1024;
 
-/// The most header fields hyper parses (its default is 100; Go's server counts only bytes).
-/// hyper allocates and fills room for this many fields on every parse of a request head, so
-/// it stays well above what clients send (kubectl sends about ten) but far below the byte
-/// budget's worst case: 1024 cost every request two 32 KiB allocations.
-pub const MAX_HEADER_FIELDS: usize = 256;
+/// The most header fields hyper parses: its default, 100 (Go's server counts only bytes).
+/// hyper fills room for this many fields on every parse of a request head, on the stack up to
+/// 100 and in two heap allocations beyond (1024 fields cost two 32 KiB allocations a request,
+/// 256 still 3% of a create's CPU); clients send about ten (kubectl, client-go), so more is
+/// refused with 431 rather than paid for by every request.
+pub const MAX_HEADER_FIELDS: usize = 100;
 
 /// The longest request target the `http` crate (hence hyper) represents; longer ones are
 /// answered 414 by hyper (with a `Status` body through [`StatusOnParseError`]).

@@ -46,19 +46,12 @@ pub(crate) fn exempt(info: &ResourceInfo) -> bool {
     info.group == GROUP
 }
 
-/// Whether any Mutating- or ValidatingWebhookConfiguration or policy binding exists.
+/// Whether anything of the admission registration group exists: a cheap test that lets
+/// requests skip the webhook and policy machinery when there is none (a policy without a
+/// binding answers yes, and the machinery then finds nothing to call).
 pub(crate) fn any_configuration(objects: &crate::objects::Objects) -> bool {
-    static PREFIXES: std::sync::LazyLock<[String; 4]> = std::sync::LazyLock::new(|| {
-        [
-            "mutatingwebhookconfigurations",
-            "validatingwebhookconfigurations",
-            "validatingadmissionpolicybindings",
-            "mutatingadmissionpolicybindings",
-        ]
-        .map(|resource| crate::storage::collection_prefix(GROUP, resource, None))
-    });
-    let storage = objects.storage();
-    PREFIXES.iter().any(|prefix| storage.any_under(prefix))
+    static PREFIX: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!("/{GROUP}/"));
+    objects.storage().any_under(&PREFIX)
 }
 
 /// The webhooks of every Mutating- (`mutating`) or ValidatingWebhookConfiguration that match the
