@@ -158,9 +158,6 @@ fn client_key(headers: &http::HeaderMap) -> u64 {
 }
 
 fn take(counter: &Arc<AtomicUsize>, limit: usize) -> Option<Slot> {
-    if limit == 0 {
-        return Some(Slot::Counter(Arc::new(AtomicUsize::new(1))));
-    }
     counter
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
             (n < limit).then_some(n + 1)
@@ -204,12 +201,16 @@ impl InFlight {
             return Ok(Some(Slot::Watch(self.watches.clone(), key)));
         }
         let readonly = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-        let slot = if readonly {
-            take(&self.readonly, self.limits.readonly)
+        let (counter, limit) = if readonly {
+            (&self.readonly, self.limits.readonly)
         } else {
-            take(&self.mutating, self.limits.mutating)
+            (&self.mutating, self.limits.mutating)
         };
-        match slot {
+        if limit == 0 {
+            // No limit (or priority and fairness limits instead): nothing to hold.
+            return Ok(None);
+        }
+        match take(counter, limit) {
             Some(slot) => Ok(Some(slot)),
             None if privileged(req) => Ok(None),
             None => Err(too_many_requests()),

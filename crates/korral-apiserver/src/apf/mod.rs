@@ -30,7 +30,7 @@ mod spec;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use tokio::sync::{broadcast, watch};
 
@@ -40,9 +40,9 @@ use crate::storage::Storage;
 use queueset::{Admission, Seat};
 
 /// The response header naming the matched FlowSchema's uid.
-const FLOW_SCHEMA_UID: &str = "x-kubernetes-pf-flowschema-uid";
+const FLOW_SCHEMA_UID: HeaderName = HeaderName::from_static("x-kubernetes-pf-flowschema-uid");
 /// The response header naming the matched priority level's uid.
-const PRIORITY_LEVEL_UID: &str = "x-kubernetes-pf-prioritylevel-uid";
+const PRIORITY_LEVEL_UID: HeaderName = HeaderName::from_static("x-kubernetes-pf-prioritylevel-uid");
 
 /// Upstream's default wait limit: a quarter of its 60 s request timeout.
 pub const DEFAULT_REQUEST_WAIT_LIMIT: Duration = Duration::from_secs(15);
@@ -251,8 +251,9 @@ impl FlowControl {
         if metrics && response.status() == StatusCode::OK {
             response = self.with_metrics(response).await;
         }
-        if watch {
-            // Initialized: its response has started.
+        if watch || !seat.holds_a_seat() {
+            // A watch is initialized once its response has started; an exempt request is
+            // counted as executing until then (as upstream, until its handler returns).
             drop(seat);
             response
         } else {

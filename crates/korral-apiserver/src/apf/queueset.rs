@@ -125,6 +125,11 @@ impl Seat {
         }
     }
 
+    /// Whether it holds a seat of a limited level (an exempt request's holds none).
+    pub(super) fn holds_a_seat(&self) -> bool {
+        self.held.is_some()
+    }
+
     fn held(level: &Arc<Level>, queue: Option<usize>, flow: &Arc<FlowCounters>) -> Self {
         flow.executing.fetch_add(1, Ordering::Relaxed);
         Self {
