@@ -6,7 +6,7 @@
 //! deployment.spec.replicas` reads the same text it reads from a cluster.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
@@ -100,12 +100,12 @@ pub(crate) fn decode_builtin(
     obj: &mut Value,
     validation: FieldValidation,
 ) -> Result<Vec<String>, ApiError> {
-    let Some(root) = SHAPES.for_kind(info) else {
+    let Some(model) = model_of_kind(info) else {
         return Ok(Vec::new());
     };
     let mut path = String::new();
     let mut mismatches = Vec::new();
-    SHAPES.type_rec(root, obj, &mut path, &mut mismatches, 1, 0);
+    model.type_rec(0, obj, &mut path, &mut mismatches, 1, 0);
     if let Some(mismatch) = mismatches.first() {
         return Err(ApiError::bad_request(format!(
             "{kind} in version {version:?} cannot be handled as a {kind}: {mismatch}",
@@ -114,7 +114,7 @@ pub(crate) fn decode_builtin(
         )));
     }
     let mut unknown = Vec::new();
-    SHAPES.prune_rec(root, obj, &mut path, &mut unknown, 0);
+    model.prune_rec(0, obj, &mut path, &mut unknown, 0);
     unknown.sort();
     let warnings: Vec<String> = unknown
         .iter()
@@ -167,8 +167,8 @@ pub fn model_for(group: &str, version: &str, kind: &str) -> Option<String> {
 /// JSON such as `RawExtension`) are kept whole.
 pub fn prune_unknown(model: &str, value: &mut Value) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(&root) = SHAPES.models.get(model) {
-        SHAPES.prune_rec(root, value, &mut String::new(), &mut out, 0);
+    if let Some(model) = self::model(model) {
+        model.prune_rec(0, value, &mut String::new(), &mut out, 0);
     }
     out.sort();
     out
@@ -202,8 +202,8 @@ impl std::fmt::Display for TypeMismatch {
 /// objects without a declared type are not checked.
 pub fn type_mismatches(model: &str, value: &Value, limit: usize) -> Vec<TypeMismatch> {
     let mut out = Vec::new();
-    if let Some(&root) = SHAPES.models.get(model) {
-        SHAPES.type_rec(root, value, &mut String::new(), &mut out, limit, 0);
+    if let Some(model) = self::model(model) {
+        model.type_rec(0, value, &mut String::new(), &mut out, limit, 0);
     }
     out
 }
@@ -276,38 +276,50 @@ struct Shape {
     items: Option<usize>,
 }
 
-/// Every built-in model compiled once into [`Shape`]s, so that decoding a request walks
-/// indices and hashes instead of looking up `$ref` names and schema keywords per field.
-struct Shapes {
+/// A built-in model compiled into [`Shape`]s (it and every model it refers to), so that
+/// decoding a request walks indices and hashes instead of looking up `$ref` names and schema
+/// keywords per field. Shape 0 is the model's.
+struct Model {
     /// The shapes; children are indices into this table.
     shapes: Vec<Shape>,
-    /// The shape of each model, by model name.
-    models: HashMap<&'static str, usize>,
 }
 
-static SHAPES: LazyLock<Shapes> = LazyLock::new(Shapes::compile);
+/// Each built-in model, compiled on first use (a server start decodes a few kinds only).
+static MODELS: LazyLock<HashMap<&'static str, OnceLock<Model>>> = LazyLock::new(|| {
+    DEFINITIONS
+        .keys()
+        .map(|name| (name.as_str(), OnceLock::new()))
+        .collect()
+});
 
-impl Shapes {
-    fn compile() -> Self {
+/// The compiled model named `name` (`io.k8s.api.core.v1.Pod`), if known.
+fn model(name: &str) -> Option<&'static Model> {
+    let (name, cell) = MODELS.get_key_value(name)?;
+    let schema = DEFINITIONS.get(*name)?;
+    Some(cell.get_or_init(|| Model::compile(schema)))
+}
+
+/// The compiled model of a built-in kind, if its schema is known.
+fn model_of_kind(info: &ResourceInfo) -> Option<&'static Model> {
+    model(&crate::openapi::model_name(
+        &info.group,
+        &info.version,
+        &info.kind,
+        false,
+    ))
+}
+
+impl Model {
+    fn compile(schema: &'static Value) -> Self {
         let mut compiler = ShapeCompiler {
             shapes: Vec::new(),
             seen: HashMap::new(),
             free_form: DEFINITIONS.get(FREE_FORM_JSON),
         };
-        let models = DEFINITIONS
-            .iter()
-            .map(|(name, schema)| (name.as_str(), compiler.shape(schema)))
-            .collect();
-        Shapes {
+        compiler.shape(schema);
+        Model {
             shapes: compiler.shapes,
-            models,
         }
-    }
-
-    /// The shape of a built-in kind, if its schema is known.
-    fn for_kind(&self, info: &ResourceInfo) -> Option<usize> {
-        let name = crate::openapi::model_name(&info.group, &info.version, &info.kind, false);
-        self.models.get(name.as_str()).copied()
     }
 
     /// Appends to `out` the values under `value` whose JSON type is not their field's (at
