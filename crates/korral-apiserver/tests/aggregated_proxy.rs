@@ -568,6 +568,14 @@ async fn discovery_lists_the_aggregated_group() {
         group["preferredVersion"],
         json!({"groupVersion": "wardle.example.com/v1alpha1", "version": VERSION})
     );
+    // Placed by its group priority (1000): after every built-in group.
+    let names: Vec<&str> = apis["groups"]
+        .as_array()
+        .map(|g| g.iter().filter_map(|g| g["name"].as_str()).collect())
+        .unwrap_or_default();
+    let at = |name: &str| names.iter().position(|n| *n == name);
+    assert!(at(GROUP) > at("storagemigration.k8s.io"), "{names:?}");
+    assert!(at(GROUP) > at("apps"), "{names:?}");
     let (code, doc) = call(&env, "GET", "/apis/wardle.example.com", None).await;
     assert_eq!(code, 200, "{doc}");
     assert_eq!(doc["kind"], "APIGroup");

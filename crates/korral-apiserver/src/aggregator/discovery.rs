@@ -1,7 +1,7 @@
 //! Aggregated groups in discovery, as kube-aggregator lists them: a group with an aggregated
 //! APIService is described from its APIServices (`handler_apis.go`: versions by
 //! `versionPriority`, then by Kubernetes version; the first is preferred), whether or not
-//! they are available; in aggregated discovery each aggregated version carries the resources
+//! they are available, and a new group is placed by its group priority (then name); in aggregated discovery each aggregated version carries the resources
 //! of its last discovery check (`handler_discovery.go`), `Stale` and possibly empty when the
 //! last check failed or none ran yet.
 
@@ -56,6 +56,37 @@ fn aggregated_groups(objects: &Objects) -> BTreeMap<String, Vec<Value>> {
     groups
 }
 
+/// The group priority of every group with an APIService: the highest `groupPriorityMinimum`
+/// of its APIServices.
+fn group_priorities(objects: &Objects) -> BTreeMap<String, i64> {
+    let snapshot = objects.storage().snapshot();
+    let mut priorities: BTreeMap<String, i64> = BTreeMap::new();
+    for (_, obj) in snapshot.range(&collection_prefix(GROUP, RESOURCE, None), None) {
+        let priority = meta::path(obj, "spec.groupPriorityMinimum")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let slot = priorities
+            .entry(text(obj, "spec.group").to_string())
+            .or_insert(priority);
+        *slot = (*slot).max(priority);
+    }
+    priorities
+}
+
+/// Where a new group goes in a list ordered as upstream orders groups (group priority, highest
+/// first, then name): before the first group it sorts ahead of.
+fn position(names: &[&str], name: &str, priorities: &BTreeMap<String, i64>) -> usize {
+    let priority = |g: &str| priorities.get(g).copied().unwrap_or(0);
+    let mine = priority(name);
+    names
+        .iter()
+        .position(|other| {
+            let theirs = priority(other);
+            theirs < mine || (theirs == mine && *other > name)
+        })
+        .unwrap_or(names.len())
+}
+
 /// Whether an APIService is served by an extension server.
 fn is_aggregated(obj: &Value) -> bool {
     meta::path(obj, "spec.service").is_some_and(Value::is_object)
@@ -93,6 +124,7 @@ pub(crate) fn merge_groups(objects: &Objects, doc: &mut Value) {
     if groups.is_empty() {
         return;
     }
+    let priorities = group_priorities(objects);
     let Some(list) = doc.get_mut("groups").and_then(Value::as_array_mut) else {
         return;
     };
@@ -100,7 +132,11 @@ pub(crate) fn merge_groups(objects: &Objects, doc: &mut Value) {
         let entry = group_doc(name, services);
         match list.iter_mut().find(|g| g["name"] == name.as_str()) {
             Some(slot) => *slot = entry,
-            None => list.push(entry),
+            None => {
+                let names: Vec<&str> = list.iter().map(|g| text(g, "name")).collect();
+                let at = position(&names, name, &priorities);
+                list.insert(at, entry);
+            }
         }
     }
 }
@@ -113,6 +149,7 @@ pub(crate) fn merge_aggregated(objects: &Objects, doc: &mut Value) {
         return;
     }
     let checks = objects.aggregator().discovered();
+    let priorities = group_priorities(objects);
     let Some(items) = doc.get_mut("items").and_then(Value::as_array_mut) else {
         return;
     };
@@ -154,5 +191,30 @@ pub(crate) fn merge_aggregated(objects: &Objects, doc: &mut Value) {
             Some(slot) => *slot = item,
             None => items.push(item),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_groups_go_by_priority_then_name() {
+        let priorities: BTreeMap<String, i64> = [
+            ("apps", 17800),
+            ("batch", 17400),
+            ("a.example.com", 1000),
+            ("z.example.com", 1000),
+            ("metrics.k8s.io", 100),
+            ("m.example.com", 1000),
+            ("high.example.com", 17500),
+        ]
+        .into_iter()
+        .map(|(g, p)| (g.to_string(), p))
+        .collect();
+        let names = ["apps", "batch", "a.example.com", "z.example.com", "metrics.k8s.io"];
+        assert_eq!(position(&names, "m.example.com", &priorities), 3);
+        assert_eq!(position(&names, "high.example.com", &priorities), 1);
+        assert_eq!(position(&names, "unknown.example.com", &priorities), 5);
     }
 }
