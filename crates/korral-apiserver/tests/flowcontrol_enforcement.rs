@@ -545,3 +545,55 @@ async fn without_priority_and_fairness_no_request_is_classified() {
     let metrics = send(&server, "", "GET", "/metrics", &Value::Null).await;
     assert!(!String::from_utf8_lossy(&metrics.body).contains("apiserver_flowcontrol_"));
 }
+
+#[tokio::test]
+async fn flows_by_user_are_queued_apart() {
+    let server = server(Duration::from_secs(15)).await;
+    // One seat, 64 queues of one request, a hand of one queue per user: alice's and bob's
+    // flows hash to different queues (the hash is deterministic: SHA-256 of the schema's name
+    // and the user's).
+    let queuing =
+        json!({"type": "Queue", "queuing": {"queues": 64, "handSize": 1, "queueLengthLimit": 1}});
+    create(&server, LEVELS, level("shared", queuing)).await;
+    let mut everyone = schema_for_user("by-user", "*", "shared");
+    everyone["spec"]["matchingPrecedence"] = json!(2);
+    let schema_uid = create(&server, FLOW_SCHEMAS, everyone).await;
+    until_classified(&server, ALICE, &schema_uid).await;
+    let held = stalled(&server, ALICE).await;
+    until_metric(&server, &executing("by-user", "shared"), 1).await;
+
+    let queue = |who: &'static str, n: i64| {
+        let addr = server.addr();
+        let task = tokio::spawn(async move {
+            let mut stream = TcpStream::connect(addr).await.expect("connect");
+            let _ = stream
+                .write_all(&request("GET", CONFIGMAPS, who, b""))
+                .await;
+            read_reply(stream).await
+        });
+        let server = &server;
+        async move {
+            until_metric(server, &in_queue("by-user", "shared"), n).await;
+            task
+        }
+    };
+    let alices = queue(ALICE, 1).await;
+    // Alice's queue is full: her next request is refused...
+    let r = send(&server, ALICE, "GET", CONFIGMAPS, &Value::Null).await;
+    assert_eq!(r.code, 429, "{}", r.head);
+    // ...while bob's flow has a queue of its own.
+    let bobs = queue(BOB, 2).await;
+    release(held).await;
+    for (who, task) in [("alice", alices), ("bob", bobs)] {
+        let r = task.await.expect("queued request");
+        assert_eq!(r.code, 200, "{who}: {}", r.head);
+    }
+    assert_eq!(
+        metric(
+            &server,
+            "apiserver_flowcontrol_rejected_requests_total{flow_schema=\"by-user\",priority_level=\"shared\",reason=\"queue-full\"} "
+        )
+        .await,
+        1
+    );
+}

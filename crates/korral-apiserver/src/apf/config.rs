@@ -451,6 +451,47 @@ mod tests {
     }
 
     #[test]
+    fn flows_are_distinguished_by_user_or_namespace_when_queued() {
+        let mut objects = base();
+        let queue = json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 10,
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 8, "handSize": 2, "queueLengthLimit": 5}}}});
+        objects.push(level("queued", queue));
+        for (name, group, method) in [
+            ("by-ns", "ns", "ByNamespace"),
+            ("by-user", "user", "ByUser"),
+        ] {
+            let mut fs = schema(name, 100, "queued", group);
+            fs["spec"]["distinguisherMethod"] = json!({"type": method});
+            objects.push(fs);
+        }
+        objects.push(schema("plain", 100, "low", "plain"));
+        let view = Builder::default().build(&snapshot(objects), 100, &Registry::default());
+        let user = UserInfo {
+            name: "alice".into(),
+            groups: vec!["ns".into(), "user".into(), "plain".into()],
+            ..UserInfo::default()
+        };
+        let req = crate::auth::attributes::from_request(
+            user,
+            &http::Method::GET,
+            "/api/v1/namespaces/team/pods",
+            &[],
+        );
+        let by_ns = view.schemas.iter().find(|s| s.name == "by-ns");
+        assert_eq!(by_ns.map(|s| s.distinguisher(&req)), Some("team"));
+        assert_eq!(by_ns.map(|s| s.hashed), Some(true));
+        let by_user = view.schemas.iter().find(|s| s.name == "by-user");
+        assert_eq!(by_user.map(|s| s.distinguisher(&req)), Some("alice"));
+        let plain = view.schemas.iter().find(|s| s.name == "plain");
+        assert_eq!(plain.map(|s| s.distinguisher(&req)), Some(""));
+        assert_eq!(
+            plain.map(|s| s.hashed),
+            Some(false),
+            "a Reject level has no queues"
+        );
+    }
+
+    #[test]
     fn config_keys_are_recognized() {
         assert!(is_config_key("/flowcontrol.apiserver.k8s.io/flowschemas/x"));
         assert!(is_config_key(
