@@ -606,6 +606,16 @@ async fn discovery_lists_the_aggregated_group() {
         .and_then(|i| i.iter().find(|i| i["metadata"]["name"] == GROUP))
         .cloned()
         .unwrap_or_else(|| panic!("{GROUP} missing: {doc}"));
+    let order: Vec<&str> = doc["items"]
+        .as_array()
+        .map(|i| {
+            i.iter()
+                .filter_map(|i| i["metadata"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    let at = |name: &str| order.iter().position(|n| *n == name);
+    assert!(at(GROUP) > at("apps"), "{order:?}");
     let version = &item["versions"][0];
     assert_eq!(version["version"], VERSION);
     assert_eq!(version["freshness"], "Current");

@@ -189,7 +189,11 @@ pub(crate) fn merge_aggregated(objects: &Objects, doc: &mut Value) {
             .find(|g| g["metadata"]["name"] == name.as_str())
         {
             Some(slot) => *slot = item,
-            None => items.push(item),
+            None => {
+                let names: Vec<&str> = items.iter().map(|g| text(g, "metadata.name")).collect();
+                let at = position(&names, name, &priorities);
+                items.insert(at, item);
+            }
         }
     }
 }
@@ -212,7 +216,13 @@ mod tests {
         .into_iter()
         .map(|(g, p)| (g.to_string(), p))
         .collect();
-        let names = ["apps", "batch", "a.example.com", "z.example.com", "metrics.k8s.io"];
+        let names = [
+            "apps",
+            "batch",
+            "a.example.com",
+            "z.example.com",
+            "metrics.k8s.io",
+        ];
         assert_eq!(position(&names, "m.example.com", &priorities), 3);
         assert_eq!(position(&names, "high.example.com", &priorities), 1);
         assert_eq!(position(&names, "unknown.example.com", &priorities), 5);
