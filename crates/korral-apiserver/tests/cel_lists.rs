@@ -108,7 +108,7 @@ fn roster_spec() -> Value {
             {"rule": "self.m.transformList(k, v, v).sum() <= 100", "message": "map total at most 100"},
             {"rule": "self.names.size() == 0 || self.names.sortBy(n, -n.size())[0].size() <= 10", "message": "names at most 10 long"},
             {"rule": "self.m.transformMap(k, v, v * 2).all(k, v, v % 2 == 0) && self.m.transformMapEntry(k, v, {k + '!': v}).size() == self.m.size()", "message": "transforms"},
-            {"rule": "lists.range(3) == [0, 1, 2] && [[1, 2], [3]].flatten() == [1, 2, 3] && [1, [2, [3]]].flatten(2) == [1, 2, 3] && [1, 2, 3, 4].slice(1, 3) == [2, 3]", "message": "constants"},
+            {"rule": "lists.range(3) == [0, 1, 2] && [[1, 2], [3]].flatten() == [1, 2, 3] && [[[1], [2]], [[3]]].flatten(2) == [1, 2, 3] && [1, 2, 3, 4].slice(1, 3) == [2, 3]", "message": "constants"},
             {"rule": "!has(self.from) || self.l.slice(self.from, self.to).size() >= 0", "message": "slice"},
         ]
     })
@@ -192,6 +192,15 @@ async fn list_extension_misuse_fails_to_compile() {
         (
             "self.l.transformList(i, 1, i)",
             "argument must be a simple name",
+        ),
+        // Kubernetes type-checks with homogeneous aggregate literals.
+        (
+            "[1, [2, [3]]].flatten(2).size() == 3",
+            "expected type 'int' but found 'list(",
+        ),
+        (
+            "self.l.all(x, string(x).matches('['))",
+            "invalid matches argument",
         ),
     ]
     .into_iter()

@@ -123,6 +123,7 @@ pub fn parse_in(env: &Arc<Env>, source: &str) -> Result<Program, CompileError> {
                 )));
             }
             check_regex_literals(program.expression())?;
+            check_homogeneous_literals(program.expression())?;
             Ok(program)
         })
         .map_err(|e| CompileError(format!("starting the compiler: {e}")))?;
@@ -246,6 +247,115 @@ fn check_regex_literals(root: &IdedExpr) -> Result<(), CompileError> {
     Ok(())
 }
 
+/// The CEL type of an expression whose type shows in the source: a literal, or a list or map
+/// construction of such with one element type; `None` when it depends on anything else.
+fn literal_cel_type(e: &IdedExpr, depth: usize) -> Option<String> {
+    if depth > MAX_AST_DEPTH {
+        return None;
+    }
+    Some(match &e.expr {
+        Expr::Literal(LiteralValue::Boolean(_)) => "bool".into(),
+        Expr::Literal(LiteralValue::Bytes(_)) => "bytes".into(),
+        Expr::Literal(LiteralValue::Double(_)) => "double".into(),
+        Expr::Literal(LiteralValue::Int(_)) => "int".into(),
+        Expr::Literal(LiteralValue::Null) => "null_type".into(),
+        Expr::Literal(LiteralValue::String(_)) => "string".into(),
+        Expr::Literal(LiteralValue::UInt(_)) => "uint".into(),
+        Expr::List(l) if l.optional_indices.is_empty() => {
+            let t = one_type(l.elements.iter().map(|x| literal_cel_type(x, depth + 1)))?;
+            format!("list({t})")
+        }
+        Expr::Map(m) => {
+            let mut keys = Vec::new();
+            let mut values = Vec::new();
+            for entry in &m.entries {
+                match &entry.expr {
+                    EntryExpr::MapEntry(me) if !me.optional => {
+                        keys.push(literal_cel_type(&me.key, depth + 1));
+                        values.push(literal_cel_type(&me.value, depth + 1));
+                    }
+                    _ => return None,
+                }
+            }
+            let k = one_type(keys.into_iter())?;
+            let v = one_type(values.into_iter())?;
+            format!("map({k}, {v})")
+        }
+        _ => return None,
+    })
+}
+
+/// The one type all of `types` are, if each is known and they agree (none when empty).
+fn one_type(mut types: impl Iterator<Item = Option<String>>) -> Option<String> {
+    let first = types.next()??;
+    for t in types {
+        if t? != first {
+            return None;
+        }
+    }
+    Some(first)
+}
+
+/// The first pair of element types that differ, when every type is known.
+fn mismatch(types: Vec<Option<String>>) -> Option<(String, String)> {
+    let known: Option<Vec<String>> = types.into_iter().collect();
+    let known = known?;
+    let first = known.first()?;
+    known
+        .iter()
+        .find(|t| *t != first)
+        .map(|t| (first.clone(), t.clone()))
+}
+
+/// Refuses list and map literals whose elements (keys, values) are of different types, as
+/// cel-go's checker does with `HomogeneousAggregateLiterals` (always enabled by Kubernetes).
+/// Only types the source shows are compared: an element whose type depends on a variable
+/// could be `dyn`, which upstream accepts beside anything.
+fn check_homogeneous_literals(root: &IdedExpr) -> Result<(), CompileError> {
+    let refuse = |(expected, found): (String, String)| {
+        CompileError(format!(
+            "ERROR: <input>: expected type '{expected}' but found '{found}'"
+        ))
+    };
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        match &e.expr {
+            Expr::List(l) if l.optional_indices.is_empty() => {
+                let types = l.elements.iter().map(|x| literal_cel_type(x, 0)).collect();
+                if let Some(m) = mismatch(types) {
+                    return Err(refuse(m));
+                }
+            }
+            Expr::Map(m) => {
+                let entries: Vec<_> = m
+                    .entries
+                    .iter()
+                    .filter_map(|entry| match &entry.expr {
+                        EntryExpr::MapEntry(me) if !me.optional => Some(me),
+                        _ => None,
+                    })
+                    .collect();
+                if entries.len() == m.entries.len() {
+                    let keys = entries
+                        .iter()
+                        .map(|me| literal_cel_type(&me.key, 0))
+                        .collect();
+                    let values = entries
+                        .iter()
+                        .map(|me| literal_cel_type(&me.value, 0))
+                        .collect();
+                    if let Some(m) = mismatch(keys).or_else(|| mismatch(values)) {
+                        return Err(refuse(m));
+                    }
+                }
+            }
+            _ => {}
+        }
+        stack.extend(children(e));
+    }
+    Ok(())
+}
+
 /// The depth of an expression tree, computed without recursion.
 fn ast_depth(root: &IdedExpr) -> usize {
     let mut max = 0;
@@ -329,6 +439,33 @@ mod tests {
         assert!(compile("self.matches('^[a-z]+$')").is_ok());
         // A pattern only known at evaluation is checked then.
         assert!(compile("self.matches(self)").is_ok());
+    }
+
+    #[test]
+    fn aggregate_literals_are_homogeneous() {
+        for (source, expected, found) in [
+            ("[1, 'a'] == []", "int", "string"),
+            ("[1, 2.0].size() == 2", "int", "double"),
+            ("[[1], ['a']].size() == 2", "list(int)", "list(string)"),
+            ("{'a': 1, 'b': 'x'}.size() == 2", "int", "string"),
+            ("{'a': 1, 2: 1}.size() == 2", "string", "int"),
+        ] {
+            let e = compile(source).expect_err(source);
+            assert_eq!(
+                e.0,
+                format!("ERROR: <input>: expected type '{expected}' but found '{found}'"),
+                "{source}"
+            );
+        }
+        // Elements whose type depends on a variable, and uniform ones, compile.
+        for source in [
+            "[self, 'a'].size() == 2",
+            "[1, 2, 3].size() == 3",
+            "[[1], []].size() == 2",
+            "{'a': [1], 'b': [2, 3]}.size() == 2",
+        ] {
+            compile(source).unwrap_or_else(|e| panic!("{source}: {e}"));
+        }
     }
 
     #[test]
