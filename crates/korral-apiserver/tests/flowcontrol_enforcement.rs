@@ -251,6 +251,27 @@ async fn until_classified(server: &ApiServer, who: &str, uid: &str) -> Reply {
     }
 }
 
+/// Sends a list as `who` that is expected to wait in a queue: returns once the level's flow
+/// has `waiting` requests queued, with the task that reads its reply.
+async fn queue_one(
+    server: &ApiServer,
+    who: &'static str,
+    schema: &str,
+    level: &str,
+    waiting: i64,
+) -> tokio::task::JoinHandle<Reply> {
+    let addr = server.addr();
+    let task = tokio::spawn(async move {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        let _ = stream
+            .write_all(&request("GET", CONFIGMAPS, who, b""))
+            .await;
+        read_reply(stream).await
+    });
+    until_metric(server, &in_queue(schema, level), waiting).await;
+    task
+}
+
 const ALICE: &str = "Impersonate-User: alice\r\n";
 const BOB: &str = "Impersonate-User: bob\r\n";
 const ROOT: &str = "Impersonate-User: root\r\nImpersonate-Group: system:masters\r\n";
@@ -397,17 +418,7 @@ async fn a_queue_level_queues_then_serves_and_refuses_an_over_long_queue() {
     until_metric(&server, &executing("alice-narrow", "narrow"), 1).await;
 
     // The next request waits in the queue...
-    let queued = {
-        let addr = server.addr();
-        tokio::spawn(async move {
-            let mut stream = TcpStream::connect(addr).await.expect("connect");
-            let _ = stream
-                .write_all(&request("GET", CONFIGMAPS, ALICE, b""))
-                .await;
-            read_reply(stream).await
-        })
-    };
-    until_metric(&server, &in_queue("alice-narrow", "narrow"), 1).await;
+    let queued = queue_one(&server, ALICE, "alice-narrow", "narrow", 1).await;
     // ...and with the queue at its length limit, one more is refused at once.
     let r = send(&server, ALICE, "GET", CONFIGMAPS, &Value::Null).await;
     assert_eq!(r.code, 429, "{}", r.head);
@@ -562,27 +573,12 @@ async fn flows_by_user_are_queued_apart() {
     let held = stalled(&server, ALICE).await;
     until_metric(&server, &executing("by-user", "shared"), 1).await;
 
-    let queue = |who: &'static str, n: i64| {
-        let addr = server.addr();
-        let task = tokio::spawn(async move {
-            let mut stream = TcpStream::connect(addr).await.expect("connect");
-            let _ = stream
-                .write_all(&request("GET", CONFIGMAPS, who, b""))
-                .await;
-            read_reply(stream).await
-        });
-        let server = &server;
-        async move {
-            until_metric(server, &in_queue("by-user", "shared"), n).await;
-            task
-        }
-    };
-    let alices = queue(ALICE, 1).await;
+    let alices = queue_one(&server, ALICE, "by-user", "shared", 1).await;
     // Alice's queue is full: her next request is refused...
     let r = send(&server, ALICE, "GET", CONFIGMAPS, &Value::Null).await;
     assert_eq!(r.code, 429, "{}", r.head);
     // ...while bob's flow has a queue of its own.
-    let bobs = queue(BOB, 2).await;
+    let bobs = queue_one(&server, BOB, "by-user", "shared", 2).await;
     release(held).await;
     for (who, task) in [("alice", alices), ("bob", bobs)] {
         let r = task.await.expect("queued request");
