@@ -156,6 +156,7 @@ pub fn closure(model: &str) -> Vec<(&'static str, &'static Value)> {
 }
 
 /// The upstream model name of a built-in kind, when its schema is known.
+#[cfg(test)]
 pub fn model_for(group: &str, version: &str, kind: &str) -> Option<String> {
     let name = crate::openapi::model_name(group, version, kind, false);
     DEFINITIONS.contains_key(&name).then_some(name)
@@ -165,6 +166,7 @@ pub fn model_for(group: &str, version: &str, kind: &str) -> Option<String> {
 /// upstream types drops them) and answers their paths (`spec.bogus`,
 /// `spec.containers[0].bogus`), sorted. Objects whose schema lists no properties (free-form
 /// JSON such as `RawExtension`) are kept whole.
+#[cfg(test)]
 pub fn prune_unknown(model: &str, value: &mut Value) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(model) = self::model(model) {
@@ -200,6 +202,7 @@ impl std::fmt::Display for TypeMismatch {
 /// schema, in document order (at most `limit`). `null` is accepted anywhere (it decodes as the
 /// zero value); int-or-string fields, free-form JSON (CRD defaults, enums, examples) and
 /// objects without a declared type are not checked.
+#[cfg(test)]
 pub fn type_mismatches(model: &str, value: &Value, limit: usize) -> Vec<TypeMismatch> {
     let mut out = Vec::new();
     if let Some(model) = self::model(model) {
