@@ -9,20 +9,22 @@
 //! indices or keys ([`KEYS`]) and, wherever the macro's argument expressions are evaluated,
 //! the second variable is bound to `INPUT[first]`. The loop steps keep the shapes of the
 //! standard macros (`@result && p`, `@result || p`, `@result + [e]`), so the engine folds
-//! errors and appends in place as it does for `all`/`exists`/`map`.
+//! errors and appends in place as it does for `all`/`exists`/`map`. `transformMap` and
+//! `transformMapEntry` collect their entries in a list and build the map once from it
+//! ([`PAIRS_TO_MAP`], [`MERGE_MAPS`]), failing on a repeated key as cel-go's `@mapInsert`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use cel::common::ast::{
-    CallExpr, ComprehensionExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr, operators,
+    CallExpr, ComprehensionExpr, Expr, IdedExpr, ListExpr, LiteralValue, operators,
 };
 use cel::common::types::DYN_TYPE;
 use cel::objects::{Key, Map};
 use cel::parser::{Macro, MacroExprHelper};
 use cel::{DeclarationError, Env, ExecutionError, ParseError, Value};
 
-use super::{arg, error, function};
+use super::{arg, error, function, list_arg};
 
 /// The variable the target is bound to (a name CEL source cannot spell).
 pub const INPUT: &str = "@__twoVar_input__";
@@ -30,8 +32,12 @@ pub const INPUT: &str = "@__twoVar_input__";
 const ACCU: &str = "@result";
 /// The indices of a list, or the keys of a map: what the expanded loops walk.
 pub const KEYS: &str = "@twoVarKeys";
-/// Inserts an entry (or every entry of a map) into a map, failing on a key already there.
+/// The name cel-go's map-building function has, under which insertion errors are reported.
 pub const MAP_INSERT: &str = "cel.@mapInsert";
+/// Builds the map of `transformMap` from the `[key, value]` pairs its loop collected.
+pub const PAIRS_TO_MAP: &str = "@twoVarPairsToMap";
+/// Builds the map of `transformMapEntry` from the entries (maps) its loop collected.
+pub const MERGE_MAPS: &str = "@twoVarMergeMaps";
 
 /// The kinds of two-variable macro.
 #[derive(Clone, Copy)]
@@ -65,16 +71,16 @@ pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
     }
     env.add_overload(KEYS, "@twoVarKeys_dyn", vec![DYN_TYPE], function!(keys))?;
     env.add_overload(
-        MAP_INSERT,
-        "@mapInsert_map_key_value",
-        vec![DYN_TYPE, DYN_TYPE, DYN_TYPE],
-        function!(map_insert),
+        PAIRS_TO_MAP,
+        "@twoVarPairsToMap_list",
+        vec![DYN_TYPE],
+        function!(pairs_to_map),
     )?;
     env.add_overload(
-        MAP_INSERT,
-        "@mapInsert_map_map",
-        vec![DYN_TYPE, DYN_TYPE],
-        function!(map_insert),
+        MERGE_MAPS,
+        "@twoVarMergeMaps_list",
+        vec![DYN_TYPE],
+        function!(merge_maps),
     )?;
     Ok(())
 }
@@ -212,17 +218,21 @@ fn expand(
             let step = call(helper, operators::ADD, vec![a, item]);
             (init, cond, step, accu(helper))
         }
+        // cel-go inserts into a map accumulator at each step; the entries are collected in a
+        // list instead (appended in place), and the map built once from them.
         Kind::TransformMap | Kind::TransformMapEntry => {
-            let init = helper.next_expr(Expr::Map(MapExpr::default()));
+            let init = helper.next_expr(Expr::List(ListExpr::new(Vec::new())));
             let cond = literal(helper, LiteralValue::Boolean(true.into()));
-            let a = accu(helper);
-            let step = match kind {
+            let entry = match kind {
                 Kind::TransformMap => {
                     let key = ident(helper, &first);
-                    call(helper, MAP_INSERT, vec![a, key, body])
+                    helper.next_expr(Expr::List(ListExpr::new(vec![key, body])))
                 }
-                _ => call(helper, MAP_INSERT, vec![a, body]),
+                _ => body,
             };
+            let item = helper.next_expr(Expr::List(ListExpr::new(vec![entry])));
+            let a = accu(helper);
+            let step = call(helper, operators::ADD, vec![a, item]);
             (init, cond, step, accu(helper))
         }
     };
@@ -242,6 +252,11 @@ fn expand(
         loop_step: step,
         result,
     })));
+    let loop_expr = match kind {
+        Kind::TransformMap => call(helper, PAIRS_TO_MAP, vec![loop_expr]),
+        Kind::TransformMapEntry => call(helper, MERGE_MAPS, vec![loop_expr]),
+        _ => loop_expr,
+    };
     Ok(bind(helper, INPUT, target, loop_expr))
 }
 
@@ -283,17 +298,15 @@ fn value_key(v: &Value) -> Result<Key, ExecutionError> {
     })
 }
 
-/// `cel.@mapInsert(map, key, value)` and `cel.@mapInsert(map, entries)`: a key already in
-/// the map fails as cel-go's `InsertMapKeyValue` does.
-fn map_insert(args: &[Value]) -> Result<Value, ExecutionError> {
-    let Value::Map(target) = arg(args, 0)? else {
-        return Err(ExecutionError::no_such_overload(
-            MAP_INSERT,
-            args.iter().map(|a| a.type_of().to_string()).collect(),
-        ));
-    };
-    let mut out: HashMap<Key, Value> = (*target.map).clone();
-    let mut insert = |k: &Value, v: &Value| -> Result<(), ExecutionError> {
+/// A map built by inserting entries one after the other: a key already in it fails as
+/// cel-go's `InsertMapKeyValue` does.
+#[derive(Default)]
+struct MapBuilder {
+    out: HashMap<Key, Value>,
+}
+
+impl MapBuilder {
+    fn insert(&mut self, k: &Value, v: &Value) -> Result<(), ExecutionError> {
         let key = value_key(k)?;
         // Numeric keys are equal across int and uint, as map lookups are.
         let twin = match &key {
@@ -301,30 +314,56 @@ fn map_insert(args: &[Value]) -> Result<Value, ExecutionError> {
             Key::Uint(u) => i64::try_from(*u).ok().map(Key::Int),
             _ => None,
         };
-        if out.contains_key(&key) || twin.is_some_and(|t| out.contains_key(&t)) {
+        if self.out.contains_key(&key) || twin.is_some_and(|t| self.out.contains_key(&t)) {
             return Err(error(
                 MAP_INSERT,
                 format!("insert failed: key {} already exists", render_key(k)),
             ));
         }
-        out.insert(key, v.clone());
+        self.out.insert(key, v.clone());
         Ok(())
-    };
-    match args {
-        [_, k, v] => insert(k, v)?,
-        [_, Value::Map(entries)] => {
-            for (k, v) in entries.map.iter() {
-                insert(&key_value(k), v)?;
-            }
-        }
-        _ => {
-            return Err(ExecutionError::no_such_overload(
-                MAP_INSERT,
-                args.iter().map(|a| a.type_of().to_string()).collect(),
-            ));
+    }
+
+    fn build(self) -> Value {
+        Value::Map(Map {
+            map: Arc::new(self.out),
+        })
+    }
+}
+
+fn no_overload(v: &Value) -> ExecutionError {
+    ExecutionError::no_such_overload(MAP_INSERT, vec![v.type_of().to_string()])
+}
+
+/// `transformMap`'s map, from its `[key, value]` pairs.
+fn pairs_to_map(args: &[Value]) -> Result<Value, ExecutionError> {
+    let mut map = MapBuilder::default();
+    for pair in list_arg(args, 0)? {
+        match pair {
+            Value::List(kv) => match kv.as_slice() {
+                [k, v] => map.insert(k, v)?,
+                _ => return Err(no_overload(pair)),
+            },
+            other => return Err(no_overload(other)),
         }
     }
-    Ok(Value::Map(Map { map: Arc::new(out) }))
+    Ok(map.build())
+}
+
+/// `transformMapEntry`'s map, from the entries each step made (each must be a map).
+fn merge_maps(args: &[Value]) -> Result<Value, ExecutionError> {
+    let mut map = MapBuilder::default();
+    for entries in list_arg(args, 0)? {
+        match entries {
+            Value::Map(m) => {
+                for (k, v) in m.map.iter() {
+                    map.insert(&key_value(k), v)?;
+                }
+            }
+            other => return Err(no_overload(other)),
+        }
+    }
+    Ok(map.build())
 }
 
 /// A key as Go's `%v` prints a CEL value.
