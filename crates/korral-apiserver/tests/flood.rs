@@ -147,6 +147,9 @@ impl Server {
             .arg("ulimit -n \"$(ulimit -Hn)\" 2>/dev/null; exec \"$0\" \"$@\"")
             .arg(bin)
             .args(["apiserver", "--in-memory", "--port", "0"])
+            // The max-in-flight filter is what is flooded here (priority and fairness would
+            // queue the excess rather than refuse it at once).
+            .arg("--enable-priority-and-fairness=false")
             .arg("--max-requests-inflight")
             .arg(MAX_READONLY.to_string())
             .arg("--max-mutating-requests-inflight")

@@ -32,6 +32,12 @@ pub struct Args {
     /// bindings; the kubeconfig's token is the admin, in `system:masters`).
     #[arg(long, value_enum, default_value_t = Authorization::AlwaysAllow)]
     authorization: Authorization,
+    /// API priority and fairness (upstream's flag of the same name): requests are classified
+    /// by FlowSchema and limited by their PriorityLevelConfiguration, sharing
+    /// `--max-requests-inflight` + `--max-mutating-requests-inflight` seats; `false` applies
+    /// the two max-in-flight limits separately instead.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    enable_priority_and_fairness: bool,
     /// Read-only requests served at once; more are answered 429 (0: no limit).
     #[arg(long, default_value_t = korral_apiserver::DEFAULT_MAX_READONLY)]
     max_requests_inflight: usize,
@@ -116,6 +122,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         max_watches_per_client: args.max_watches_per_client,
+        enable_priority_and_fairness: args.enable_priority_and_fairness,
         faults,
         ..ServerConfig::default()
     };

@@ -199,6 +199,10 @@ impl FlowControl {
         let Some(request) = describe(auth, &req) else {
             return handler(req).await;
         };
+        // The handler takes the attributes from here rather than authenticating again.
+        let mut req = req;
+        req.extensions_mut()
+            .insert(crate::auth::Described(request.clone()));
         let watch = request.verb == "watch" || crate::inflight::is_watch(&req);
         if !watch && long_running(&request) {
             return handler(req).await;

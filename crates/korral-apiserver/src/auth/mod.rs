@@ -254,6 +254,27 @@ impl Auth {
         authorize(self.mode, self.objects.storage().as_ref(), attrs)
     }
 
+    /// The attributes of `req`: those the front filter already computed from its credentials
+    /// ([`Described`], taken out of its extensions) or else [`Auth::attributes`]; authorized
+    /// either way.
+    pub(crate) fn request_attributes<B>(
+        &self,
+        req: &mut http::Request<B>,
+        query: &[(String, String)],
+    ) -> Result<Attributes, ApiError> {
+        if let Some(Described(attrs)) = req.extensions_mut().remove::<Described>() {
+            self.check(&attrs)?;
+            return Ok(attrs);
+        }
+        self.attributes(
+            req.method(),
+            req.uri().path(),
+            query,
+            req.headers(),
+            req.extensions().get(),
+        )
+    }
+
     /// Authorizes `attrs`: 403 `Forbidden` with upstream's message when denied.
     pub fn check(&self, attrs: &Attributes) -> Result<(), ApiError> {
         let decision = self.authorize(attrs);
@@ -280,6 +301,12 @@ impl Auth {
         Ok(attrs)
     }
 }
+
+/// A request's attributes (authenticated user after impersonation, verb, resource) as a filter
+/// in front of the handler computed them, carried in the request's extensions so that the
+/// handler does not authenticate the request a second time.
+#[derive(Debug, Clone)]
+pub(crate) struct Described(pub(crate) Attributes);
 
 /// Why a bearer token does not authenticate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -325,7 +352,75 @@ fn intersect(a: &[String], b: &[String]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::constant_time_eq;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::registry::Registry;
+    use crate::storage::MemoryStorage;
+
+    /// A request's attributes computed in front of the handler are taken (and authorized)
+    /// instead of authenticating the request again; without them the request authenticates.
+    #[test]
+    fn described_requests_are_not_authenticated_again() {
+        let objects = Arc::new(Objects::new(
+            Arc::new(MemoryStorage::new()),
+            Arc::new(Registry::with_builtins()),
+        ));
+        let signer = TokenSigner::ephemeral().expect("signer");
+        let auth = Auth::new(
+            AuthorizationMode::Rbac,
+            Some("secret".into()),
+            signer,
+            objects,
+        );
+        let query = Vec::new();
+        let request = || {
+            http::Request::get("/api/v1/namespaces/default/configmaps")
+                .body(())
+                .expect("request")
+        };
+        // No credentials: 401.
+        let err = auth
+            .request_attributes(&mut request(), &query)
+            .expect_err("anonymous");
+        assert_eq!(err.code, 401);
+        // Described as a user without roles: authorized as that user (403), not authenticated.
+        let mut described = request();
+        let alice = attributes::from_request(
+            user::UserInfo {
+                name: "alice".into(),
+                ..Default::default()
+            },
+            &Method::GET,
+            "/api/v1/namespaces/default/configmaps",
+            &query,
+        );
+        described.extensions_mut().insert(Described(alice.clone()));
+        let err = auth
+            .request_attributes(&mut described, &query)
+            .expect_err("alice has no role");
+        assert_eq!(err.code, 403, "{err:?}");
+        // Taken out: a second call (no credentials either) authenticates again.
+        assert_eq!(
+            auth.request_attributes(&mut described, &query)
+                .expect_err("anonymous")
+                .code,
+            401
+        );
+        // Described as the admin: allowed, with the described attributes.
+        let mut admin = request();
+        let attrs = attributes::from_request(
+            user::UserInfo::admin(),
+            &Method::GET,
+            "/api/v1/namespaces/default/configmaps",
+            &query,
+        );
+        admin.extensions_mut().insert(Described(attrs.clone()));
+        assert_eq!(
+            auth.request_attributes(&mut admin, &query).expect("admin"),
+            attrs
+        );
+    }
 
     #[test]
     fn token_comparison_is_exact() {

@@ -92,7 +92,7 @@ where
     response
 }
 
-async fn route<B>(state: &Arc<State>, req: Request<B>) -> Result<Response<Body>, ApiError>
+async fn route<B>(state: &Arc<State>, mut req: Request<B>) -> Result<Response<Body>, ApiError>
 where
     B: http_body::Body<Data = bytes::Bytes> + Send,
     B::Error: std::error::Error + Send + Sync + 'static,
@@ -111,13 +111,8 @@ where
         _ => {}
     }
     // Authenticate, apply impersonation and authorize before anything runs.
-    let attrs = state.auth.attributes(
-        req.method(),
-        req.uri().path(),
-        &parse_query(req.uri()),
-        req.headers(),
-        req.extensions().get(),
-    )?;
+    let query = parse_query(req.uri());
+    let attrs = state.auth.request_attributes(&mut req, &query)?;
     // The group versions of aggregated APIServices belong to their extension servers.
     if let Some(apiservice) = crate::aggregator::proxy::target(&state.objects, &path) {
         return crate::aggregator::proxy::serve(&state.objects, &attrs.user, &apiservice, req)
