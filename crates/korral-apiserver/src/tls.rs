@@ -156,9 +156,14 @@ impl Ca {
 /// CA loaded from disk (rcgen derives the issuer name and authority key identifier from these
 /// and the key, so the result matches the stored certificate exactly).
 fn ca_params() -> CertificateParams {
+    ca_params_named(CA_COMMON_NAME)
+}
+
+/// The distinguished name (common name `name`) and key usages of a certificate authority.
+pub(crate) fn ca_params_named(name: &str) -> CertificateParams {
     let mut params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, CA_COMMON_NAME);
+    dn.push(DnType::CommonName, name);
     params.distinguished_name = dn;
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![
@@ -171,7 +176,7 @@ fn ca_params() -> CertificateParams {
 
 /// A validity window starting a day before today (UTC midnight, so clocks slightly behind
 /// still accept it) and lasting `days`.
-fn set_validity(params: &mut CertificateParams, days: i64) {
+pub(crate) fn set_validity(params: &mut CertificateParams, days: i64) {
     let today = jiff::Timestamp::now()
         .to_zoned(jiff::tz::TimeZone::UTC)
         .date();

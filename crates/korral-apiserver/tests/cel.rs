@@ -9,44 +9,20 @@ use std::time::{Duration, Instant};
 use common::*;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
+const GROUP: &str = "cel.example.org";
+
 fn crd(kind: &str, plural: &str, spec_schema: Value) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.cel.example.org")},
-        "spec": {
-            "group": "cel.example.org",
-            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "properties": {"spec": spec_schema}
-                }}
-            }]
-        }
-    })
+    spec_crd(GROUP, kind, plural, spec_schema)
 }
 
 fn api(env: &TestEnv, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("cel.example.org", "v1", kind);
-    Api::namespaced_with(
-        env.client(),
-        "default",
-        &ApiResource::from_gvk_with_plural(&gvk, plural),
-    )
+    spec_api(env, GROUP, kind, plural)
 }
 
 fn obj(kind: &str, name: &str, spec: Value) -> DynamicObject {
-    serde_json::from_value(json!({
-        "apiVersion": "cel.example.org/v1", "kind": kind,
-        "metadata": {"name": name}, "spec": spec
-    }))
-    .expect("object")
+    spec_object(GROUP, kind, name, spec)
 }
 
 async fn install(env: &TestEnv, doc: Value) {

@@ -394,3 +394,44 @@ pub async fn service_with_address(env: &TestEnv, name: &str) -> String {
     .expect("recorded");
     ip
 }
+
+/// The CRD of a namespaced kind `kind` (`plural`) of `group`, one version `v1` whose `spec` has
+/// the schema `spec_schema`.
+pub fn spec_crd(group: &str, kind: &str, plural: &str, spec_schema: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": spec_schema}
+                }}
+            }]
+        }
+    })
+}
+
+/// The objects of a [`spec_crd`] kind in namespace `default`.
+pub fn spec_api(env: &TestEnv, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1", kind);
+    Api::namespaced_with(
+        env.client(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
+
+/// An object of a [`spec_crd`] kind named `name` with `spec`.
+pub fn spec_object(group: &str, kind: &str, name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1"), "kind": kind,
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .expect("object")
+}

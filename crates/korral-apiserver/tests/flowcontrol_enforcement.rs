@@ -6,12 +6,16 @@
 //! handler waits for the body while holding the seat). The tests wait for the server's state
 //! by polling `/metrics` (as the admin, who is exempt), never by sleeping.
 
+mod raw_http;
+
 use std::time::Duration;
 
 use korral_apiserver::{ApiServer, ServerConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use raw_http::Reply;
 
 const FLOW_SCHEMAS: &str = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas";
 const LEVELS: &str = "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations";
@@ -33,26 +37,6 @@ async fn server(wait: Duration) -> ApiServer {
     .expect("server")
 }
 
-/// A raw HTTP/1.1 reply.
-struct Reply {
-    code: u16,
-    head: String,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
-    }
-
-    /// The value of response header `name` (lower case).
-    fn header(&self, name: &str) -> Option<&str> {
-        self.head
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
-    }
-}
-
 fn request(method: &str, target: &str, headers: &str, body: &[u8]) -> Vec<u8> {
     let mut out =
         format!("{method} {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{headers}")
@@ -71,41 +55,9 @@ fn request(method: &str, target: &str, headers: &str, body: &[u8]) -> Vec<u8> {
     out
 }
 
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(pos) = data.windows(2).position(|w| w == b"\r\n") {
-        let size =
-            usize::from_str_radix(std::str::from_utf8(&data[..pos]).unwrap_or("0").trim(), 16)
-                .unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        let start = pos + 2;
-        out.extend_from_slice(&data[start..(start + size).min(data.len())]);
-        data = data.get(start + size + 2..).unwrap_or_default();
-    }
-    out
-}
-
 /// Reads a whole reply from `stream`.
-async fn read_reply(mut stream: TcpStream) -> Reply {
-    let mut out = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut out)).await;
-    assert!(read.is_ok(), "no reply within 30s");
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let (head, _) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let head_len = head.len() + 4;
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no status line in {text:?}"));
-    let head = head.to_ascii_lowercase();
-    let mut body = out.get(head_len..).unwrap_or_default().to_vec();
-    if head.contains("transfer-encoding: chunked") {
-        body = dechunk(&body);
-    }
-    Reply { code, head, body }
+async fn read_reply(stream: TcpStream) -> Reply {
+    raw_http::read_reply(stream, Duration::from_secs(30)).await
 }
 
 async fn exchange(server: &ApiServer, raw: &[u8]) -> Reply {

@@ -1,11 +1,15 @@
 //! Hostile and malformed requests: every client mistake is a 4xx `Status`.
 
+mod raw_http;
+
 use std::time::Duration;
 
 use korral_apiserver::{ApiServer, ServerConfig};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use raw_http::Reply;
 
 /// A plain-HTTP server on loopback (requests without a token are the admin there).
 async fn plain_server() -> ApiServer {
@@ -21,24 +25,7 @@ async fn plain_server_with(config: ServerConfig) -> ApiServer {
     .expect("server")
 }
 
-/// A raw HTTP/1.1 exchange: the status code, the headers (lower-cased) and the body.
-struct Reply {
-    code: u16,
-    head: String,
-    body: Vec<u8>,
-}
-
 impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "not JSON ({e}): {} {:?}",
-                self.head,
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-
     /// Asserts a `Status` with this code and reason; returns its message.
     fn status(&self, code: u16, reason: &str) -> String {
         assert_eq!(
@@ -61,39 +48,7 @@ async fn exchange(server: &ApiServer, request: &[u8]) -> Reply {
     let mut stream = TcpStream::connect(server.addr()).await.expect("connect");
     // The server may answer (and close) before it has read everything; ignore write errors.
     let _ = stream.write_all(request).await;
-    let mut out = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut out)).await;
-    assert!(read.is_ok(), "no reply within 20s");
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let (head, _) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let head_len = head.len() + 4;
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no status line in {text:?}"));
-    let head = head.to_ascii_lowercase();
-    let mut body = out.get(head_len..).unwrap_or_default().to_vec();
-    if head.contains("transfer-encoding: chunked") {
-        body = dechunk(&body);
-    }
-    Reply { code, head, body }
-}
-
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(pos) = data.windows(2).position(|w| w == b"\r\n") {
-        let size =
-            usize::from_str_radix(std::str::from_utf8(&data[..pos]).unwrap_or("0").trim(), 16)
-                .unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        let start = pos + 2;
-        out.extend_from_slice(&data[start..(start + size).min(data.len())]);
-        data = data.get(start + size + 2..).unwrap_or_default();
-    }
-    out
+    raw_http::read_reply(stream, Duration::from_secs(20)).await
 }
 
 /// A request with `Connection: close` and an optional JSON-ish body.
@@ -1166,7 +1121,7 @@ async fn a_watcher_that_does_not_keep_up_is_closed_and_resumes() {
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
         .expect("response head");
-    let (seen, last_rv) = watch_events(&dechunk(&out[head_end + 4..]));
+    let (seen, last_rv) = watch_events(&raw_http::dechunk(&out[head_end + 4..]));
     assert!(
         !seen.is_empty() && seen.len() < total,
         "saw {} of {total} events",

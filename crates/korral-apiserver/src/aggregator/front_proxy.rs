@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose,
+    CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::objects::{Objects, Part, WriteOptions};
+use crate::tls::set_validity;
 
 /// The namespace of the authentication ConfigMap.
 pub(crate) const NAMESPACE: &str = "kube-system";
@@ -56,41 +57,12 @@ impl std::fmt::Debug for Identity {
     }
 }
 
-/// A validity window from yesterday for `days`.
-fn validity(params: &mut CertificateParams, days: i64) {
-    let today = jiff::Timestamp::now()
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .date();
-    let start = today.yesterday().unwrap_or(today);
-    let end = start
-        .checked_add(jiff::Span::new().days(days))
-        .unwrap_or(jiff::civil::date(9999, 12, 31));
-    let to_rcgen = |d: jiff::civil::Date| {
-        rcgen::date_time_ymd(
-            i32::from(d.year()),
-            u8::try_from(d.month()).unwrap_or(1),
-            u8::try_from(d.day()).unwrap_or(1),
-        )
-    };
-    params.not_before = to_rcgen(start);
-    params.not_after = to_rcgen(end);
-}
-
 impl Identity {
     /// A fresh front-proxy CA (ECDSA P-256, ten years) and client certificate (one year).
     pub(crate) fn generate() -> Result<Self, IdentityError> {
         let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
-        let mut ca = CertificateParams::default();
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, CA_NAME);
-        ca.distinguished_name = dn;
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        validity(&mut ca, 3650);
+        let mut ca = crate::tls::ca_params_named(CA_NAME);
+        set_validity(&mut ca, 3650);
         let ca_cert = ca.clone().self_signed(&ca_key)?;
         let issuer = Issuer::new(ca, &ca_key);
 
@@ -103,7 +75,7 @@ impl Identity {
         client.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         client.use_authority_key_identifier_extension = true;
-        validity(&mut client, 365);
+        set_validity(&mut client, 365);
         let cert = client.signed_by(&key, &issuer)?;
         let key = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())
             .map_err(|e| IdentityError::Parse(e.to_string()))?;
