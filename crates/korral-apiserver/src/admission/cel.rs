@@ -21,12 +21,9 @@ use cel::{Context, Program};
 use serde_json::Value;
 
 use crate::validation::cel::PER_CALL_LIMIT;
-use crate::validation::cel::compile::{MAX_EXPRESSION_BYTES, env};
+use crate::validation::cel::compile::{env, parse_in};
 use crate::validation::cel::cost::{self, Shape};
 use crate::validation::cel::value::to_cel;
-
-/// Stack for the parser thread (the generated parser recurses once per nesting level).
-const PARSER_STACK: usize = 64 * 1024 * 1024;
 
 /// The variables an admission expression may name.
 const VARIABLES: &[&str] = &[
@@ -91,22 +88,10 @@ pub(crate) fn compile(source: &str, params: bool) -> Result<Program, String> {
     Ok(program)
 }
 
-/// Parses `source` on a thread with a stack deep enough for the generated parser.
+/// Parses `source` as CRD rules are parsed (length, nesting and depth limits, regex and
+/// literal checks; see [`parse_in`]).
 fn parse(source: &str) -> Result<Program, String> {
-    if source.len() > MAX_EXPRESSION_BYTES {
-        return Err(format!(
-            "expression of {} bytes exceeds the limit of {MAX_EXPRESSION_BYTES} bytes",
-            source.len()
-        ));
-    }
-    let owned = source.to_string();
-    std::thread::Builder::new()
-        .name("cel-admission".into())
-        .stack_size(PARSER_STACK)
-        .spawn(move || env().compile(&owned).map_err(|e| e.to_string()))
-        .map_err(|e| format!("starting the compiler: {e}"))?
-        .join()
-        .map_err(|_| "the compiler failed".to_string())?
+    parse_in(env(), source).map_err(|e| e.to_string())
 }
 
 /// Checks that the cost model can bound `expr` over admission's variables.
@@ -342,6 +327,20 @@ mod tests {
         assert!(compile("params.x", false).is_err());
         assert!(compile("params.x", true).is_ok());
         assert!(compile("object.(", false).is_err());
+    }
+
+    /// Admission expressions get the compile-time checks CRD rules get.
+    #[test]
+    fn literal_errors_fail_to_compile_as_in_crd_rules() {
+        let regex = compile("object.metadata.name.matches('[')", false).expect_err("regex");
+        assert!(regex.contains("invalid matches argument"), "{regex}");
+        let mixed = compile("[1, 'a'].size() > 0", false).expect_err("mixed list");
+        assert!(
+            mixed.contains("expected type 'int' but found 'string'"),
+            "{mixed}"
+        );
+        let deep = format!("{}1{}", "(".repeat(200), ")".repeat(200));
+        assert!(compile(&deep, false).is_err());
     }
 
     fn mutate(source: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {

@@ -504,8 +504,12 @@ pub fn record_update(
     };
     let empty = Value::Object(Map::new());
     let old = managed::without_managed_fields(live.unwrap_or(&empty));
-    let new = managed::without_managed_fields(next);
-    let cmp = walk::compare(&old, &new, sem);
+    // `next` is compared as it is, without a copy: its managedFields, replaced below by
+    // `managed::write` in any case, are taken out first.
+    if let Some(md) = next.get_mut("metadata").and_then(Value::as_object_mut) {
+        md.remove("managedFields");
+    }
+    let cmp = walk::compare(&old, next, sem);
     let mut gained = cmp.modified.union(&cmp.added);
     managed::strip(&mut gained);
     if info.status_subresource && actor.subresource.is_none() {
