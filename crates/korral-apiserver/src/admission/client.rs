@@ -183,8 +183,9 @@ fn endpoints_address(objects: &Objects, namespace: &str, name: &str, port: u16) 
     Connect::Unreachable(format!("service \"{name}\" has no ready endpoints"))
 }
 
-/// The TLS client configuration trusting the webhook's `caBundle` (PEM, base64 in the object).
-fn tls_config(ca_bundle: Option<&str>) -> Result<Arc<rustls::ClientConfig>, String> {
+/// The certificates of a `caBundle` (PEM, base64 in the object; none when empty), with
+/// upstream's errors; webhooks and aggregated APIServices trust them.
+pub(crate) fn ca_roots(ca_bundle: Option<&str>) -> Result<rustls::RootCertStore, String> {
     let mut roots = rustls::RootCertStore::empty();
     if let Some(b64) = ca_bundle.filter(|b| !b.is_empty()) {
         let pem = base64::engine::general_purpose::STANDARD
@@ -197,6 +198,12 @@ fn tls_config(ca_bundle: Option<&str>) -> Result<Arc<rustls::ClientConfig>, Stri
                 .map_err(|e| format!("unable to load root certificates: {e}"))?;
         }
     }
+    Ok(roots)
+}
+
+/// The TLS client configuration trusting the webhook's `caBundle` (PEM, base64 in the object).
+fn tls_config(ca_bundle: Option<&str>) -> Result<Arc<rustls::ClientConfig>, String> {
+    let roots = ca_roots(ca_bundle)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

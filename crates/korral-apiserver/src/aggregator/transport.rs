@@ -7,13 +7,11 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use base64::Engine;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use serde_json::Value;
@@ -58,21 +56,9 @@ pub(crate) fn tls_config(
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
     } else {
-        let mut roots = rustls::RootCertStore::empty();
-        if let Some(b64) = meta::path(obj, "spec.caBundle")
-            .and_then(Value::as_str)
-            .filter(|b| !b.is_empty())
-        {
-            let pem = base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .map_err(|e| format!("illegal caBundle: {e}"))?;
-            for cert in CertificateDer::pem_slice_iter(&pem) {
-                let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("unable to load root certificates: {e}"))?;
-            }
-        }
+        let roots = crate::admission::client::ca_roots(
+            meta::path(obj, "spec.caBundle").and_then(Value::as_str),
+        )?;
         builder.with_root_certificates(roots)
     };
     let config = builder
