@@ -777,6 +777,8 @@ async fn accept_loop(
                     if let Some(certificate) = &certificate {
                         req.extensions_mut().insert(certificate.clone());
                     }
+                    req.extensions_mut()
+                        .insert(crate::aggregator::proxy::ClientAddr(peer));
                     async move { Ok::<_, std::convert::Infallible>(front.serve(state, req).await) }
                 })
             };
@@ -799,7 +801,7 @@ async fn accept_loop(
                                     ))
                                 });
                             let service = service(certificate);
-                            let conn = builder.serve_connection(
+                            let conn = builder.serve_connection_with_upgrades(
                                 TokioIo::new(crate::limits::StatusOnParseError::new(tls_stream)),
                                 service,
                             );
@@ -815,7 +817,7 @@ async fn accept_loop(
                     }
                 }
                 None => {
-                    let conn = builder.serve_connection(
+                    let conn = builder.serve_connection_with_upgrades(
                         TokioIo::new(crate::limits::StatusOnParseError::new(stream)),
                         service(None),
                     );

@@ -36,6 +36,8 @@ struct Backend {
     /// The base64 PEM of the CA of its serving certificate.
     ca_bundle: String,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// TCP connections accepted.
+    connections: Arc<std::sync::atomic::AtomicUsize>,
     accept: tokio::task::JoinHandle<()>,
 }
 
@@ -77,13 +79,16 @@ fn json_reply(code: u16, body: &Value) -> Reply {
 }
 
 impl Wardle {
-    async fn serve(&self, req: http::Request<hyper::body::Incoming>) -> Reply {
+    async fn serve(&self, mut req: http::Request<hyper::body::Incoming>) -> Reply {
         let path = req.uri().path().to_string();
         let query = req.uri().query().unwrap_or("").to_string();
         self.seen.lock().expect("lock").push(Seen {
             path: format!("{path}?{query}"),
             headers: req.headers().clone(),
         });
+        if path.ends_with("/exec") && req.headers().contains_key("upgrade") {
+            return echo(&mut req);
+        }
         let method = req.method().clone();
         let body = req
             .into_body()
@@ -172,6 +177,35 @@ impl Wardle {
     }
 }
 
+/// Switches `req` to its `Upgrade` protocol and then echoes every byte, after a greeting.
+fn echo(req: &mut http::Request<hyper::body::Incoming>) -> Reply {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let protocol = req.headers()["upgrade"].clone();
+    let upgrade = hyper::upgrade::on(req);
+    tokio::spawn(async move {
+        let Ok(upgraded) = upgrade.await else {
+            return;
+        };
+        let mut io = hyper_util::rt::TokioIo::new(upgraded);
+        if io.write_all(b"wardle says hi\n").await.is_err() {
+            return;
+        }
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = io.read(&mut buf).await {
+            if n == 0 || io.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    });
+    http::Response::builder()
+        .status(101)
+        .header("connection", "Upgrade")
+        .header("upgrade", protocol)
+        .header("x-stream-protocol-version", "v4.channel.k8s.io")
+        .body(Full::new(bytes::Bytes::new()).boxed())
+        .expect("response")
+}
+
 /// A watch body fed by a channel: each line as it comes.
 struct Feed(tokio::sync::mpsc::Receiver<bytes::Bytes>);
 
@@ -242,6 +276,8 @@ async fn start_backend(env: &TestEnv) -> Backend {
         .expect("bind");
     let address = listener.local_addr().expect("address");
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let connections: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+    let accepted = connections.clone();
     let wardle = Wardle {
         flunders: Arc::default(),
         events: tokio::sync::broadcast::channel(16).0,
@@ -252,6 +288,7 @@ async fn start_backend(env: &TestEnv) -> Backend {
             let Ok((tcp, _)) = listener.accept().await else {
                 return;
             };
+            accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let acceptor = acceptor.clone();
             let wardle = wardle.clone();
             let allowed = allowed.clone();
@@ -277,6 +314,7 @@ async fn start_backend(env: &TestEnv) -> Backend {
                     });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .with_upgrades()
                     .await;
             });
         }
@@ -285,6 +323,7 @@ async fn start_backend(env: &TestEnv) -> Backend {
         address,
         ca_bundle: base64::engine::general_purpose::STANDARD.encode(&material.ca_cert_pem),
         seen,
+        connections,
         accept,
     }
 }
@@ -886,5 +925,194 @@ async fn the_server_authorizes_before_proxying() {
         ["system:authenticated"]
     );
     backend.stop();
+    env.shutdown().await;
+}
+
+/// A TLS connection to the server speaking HTTP/1.1 only (upgrades are HTTP/1.1).
+async fn connect_raw(env: &TestEnv) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = env.server().ca_pem().expect("TLS server");
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
+        roots.add(cert.expect("CA PEM")).expect("CA");
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let address = env.server().addr();
+    let tcp = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let name = rustls::pki_types::ServerName::IpAddress(address.ip().into());
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .expect("TLS handshake")
+}
+
+/// Writes an HTTP/1.1 request head (no body) with the admin's token and `headers`.
+async fn write_head<S: tokio::io::AsyncWrite + Unpin>(
+    env: &TestEnv,
+    stream: &mut S,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) {
+    use tokio::io::AsyncWriteExt;
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Length: 0\r\n",
+        env.server().addr(),
+        env.server().token()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.expect("write");
+}
+
+/// Reads from `stream` until `text` has come (after what `got` holds), within [`WAIT`].
+async fn read_until<S: tokio::io::AsyncRead + Unpin>(
+    stream: &mut S,
+    got: &mut Vec<u8>,
+    text: &str,
+) {
+    use tokio::io::AsyncReadExt;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !String::from_utf8_lossy(got).contains(text) {
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout_at(deadline, stream.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{text:?} never came; got {:?}",
+                    String::from_utf8_lossy(got)
+                )
+            })
+            .expect("read");
+        assert!(
+            n > 0,
+            "closed before {text:?}; got {:?}",
+            String::from_utf8_lossy(got)
+        );
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Sends an upgrade request that is not switched (`Connection: Upgrade, close`) and reads
+/// the answer to its end: the status line and headers (lower-cased) and the body.
+async fn refused_upgrade(env: &TestEnv, path: &str) -> (String, String) {
+    use tokio::io::AsyncReadExt;
+    let mut stream = connect_raw(env).await;
+    write_head(
+        env,
+        &mut stream,
+        "POST",
+        path,
+        &[("Connection", "Upgrade, close"), ("Upgrade", "SPDY/3.1")],
+    )
+    .await;
+    let mut out = Vec::new();
+    tokio::time::timeout(WAIT, stream.read_to_end(&mut out))
+        .await
+        .expect("answer in time")
+        .ok();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_ascii_lowercase(), body.to_string())
+}
+
+#[tokio::test]
+async fn upgrades_are_spliced_to_the_extension_server() {
+    let (env, backend) = available_env().await;
+    let exec = format!("{FLUNDERS}/one/exec?command=cat&stdin=true");
+    let connections = backend
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst);
+    let mut stream = connect_raw(&env).await;
+    write_head(
+        &env,
+        &mut stream,
+        "POST",
+        &exec,
+        &[
+            ("Connection", "Upgrade"),
+            ("Upgrade", "SPDY/3.1"),
+            ("X-Stream-Protocol-Version", "v4.channel.k8s.io"),
+            ("X-Forwarded-For", "203.0.113.9"),
+        ],
+    )
+    .await;
+    let mut got = Vec::new();
+    read_until(&mut stream, &mut got, "\r\n\r\n").await;
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 101 "), "{text}");
+    assert!(text.contains("\r\nupgrade: spdy/3.1\r\n"), "{text}");
+    assert!(
+        text.contains("\r\nx-stream-protocol-version: v4.channel.k8s.io\r\n"),
+        "{text}"
+    );
+    // Bytes flow both ways: the backend's greeting, then an echo of what the client sends.
+    read_until(&mut stream, &mut got, "wardle says hi\n").await;
+    {
+        use tokio::io::AsyncWriteExt;
+        stream.write_all(b"ping\n").await.expect("write");
+    }
+    read_until(&mut stream, &mut got, "hi\nping\n").await;
+    {
+        use tokio::io::AsyncWriteExt;
+        stream.write_all(b"and pong\n").await.expect("write");
+    }
+    read_until(&mut stream, &mut got, "ping\nand pong\n").await;
+    drop(stream);
+    assert_eq!(
+        backend
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst),
+        connections + 1,
+        "the upgrade had a connection of its own"
+    );
+
+    // The backend saw the upgrade as the admin, from this client.
+    let seen = backend.seen(&format!("{FLUNDERS}/one/exec"));
+    let request = seen.first().expect("the exec request reached the backend");
+    assert!(
+        request.path.ends_with("?command=cat&stdin=true"),
+        "{request:?}"
+    );
+    assert_eq!(values(&request.headers, "upgrade"), ["SPDY/3.1"]);
+    assert_eq!(values(&request.headers, "connection"), ["Upgrade"]);
+    assert_eq!(values(&request.headers, "x-remote-user"), ["korral-admin"]);
+    assert!(
+        values(&request.headers, "x-remote-group").contains(&"system:masters".to_string()),
+        "{request:?}"
+    );
+    assert!(request.headers.get("authorization").is_none());
+    assert_eq!(
+        values(&request.headers, "x-forwarded-for"),
+        ["203.0.113.9, 127.0.0.1"]
+    );
+
+    // A backend that answers without switching: upstream's 503; an error answer passes.
+    let (head, body) = refused_upgrade(&env, FLUNDERS).await;
+    assert!(head.starts_with("http/1.1 503 "), "{head}");
+    assert_eq!(body, "invalid upgrade response: status code 201\n");
+    let (head, body) = refused_upgrade(&env, &format!("{FLUNDERS}/nope/attach")).await;
+    assert!(head.starts_with("http/1.1 404 "), "{head}\n{body}");
+    backend.stop();
+    let (head, body) = refused_upgrade(&env, &exec).await;
+    assert!(head.starts_with("http/1.1 503 "), "{head}");
+    assert_eq!(
+        body,
+        format!(
+            "error dialing backend: dial tcp {}: connect: connection refused\n",
+            backend.address
+        )
+    );
     env.shutdown().await;
 }

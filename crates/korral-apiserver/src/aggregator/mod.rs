@@ -10,6 +10,8 @@
 //!   `<service>.<namespace>.svc`, the client certificate) and Go's wording of failures.
 //! - [`proxy`]: forwarding a client's request with the user's identity in `X-Remote-*`
 //!   headers, streaming the answer back.
+//! - [`upgrade`]: upgrade requests (`exec`, `attach`, `port-forward`), the client's and the
+//!   backend's connections spliced on `101 Switching Protocols`.
 //! - [`probe`]: the availability controller's discovery check, which also fills the discovery
 //!   cache; [`discovery`] merges the cached groups into `/apis`.
 //!
@@ -22,6 +24,7 @@ pub(crate) mod probe;
 pub(crate) mod proxy;
 pub(crate) mod resolve;
 pub(crate) mod transport;
+pub(crate) mod upgrade;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, Weak};

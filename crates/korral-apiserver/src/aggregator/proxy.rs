@@ -62,7 +62,7 @@ fn plain(status: StatusCode, message: &str) -> Response<Body> {
 }
 
 /// Headers that belong to one connection (RFC 7230 §6.1), never forwarded.
-const HOP_BY_HOP: [&str; 9] = [
+pub(super) const HOP_BY_HOP: [&str; 9] = [
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -84,6 +84,28 @@ fn dropped(name: &HeaderName) -> bool {
         || name == "authorization"
         || name.starts_with("impersonate-")
         || name.starts_with("x-remote-")
+}
+
+/// The address of the client a request came from, put in the request's extensions by the
+/// server's accept loop; the proxy appends it to `X-Forwarded-For`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAddr(pub std::net::SocketAddr);
+
+/// Appends the client's IP to `X-Forwarded-For` as Go's reverse proxy does: earlier values
+/// joined by `, `, then the address, in one header.
+fn append_forwarded_for(headers: &mut HeaderMap, client: Option<&ClientAddr>) {
+    let Some(ClientAddr(addr)) = client else {
+        return;
+    };
+    let mut values: Vec<String> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    values.push(addr.ip().to_string());
+    if let Ok(value) = HeaderValue::from_str(&values.join(", ")) {
+        headers.insert("x-forwarded-for", value);
+    }
 }
 
 /// Upstream's `headerKeyEscape`: bytes outside an HTTP token, and `%`, percent-encoded.
@@ -140,12 +162,14 @@ fn forwarded_headers(incoming: &HeaderMap, user: &UserInfo) -> HeaderMap {
     headers
 }
 
-/// Serves `req` through the aggregated APIService `apiservice` for `user`.
+/// Serves `req` through the aggregated APIService `apiservice` for `user`; an upgraded
+/// connection is spliced until it ends or `shutdown` flips.
 pub(crate) async fn serve<B>(
     objects: &Objects,
     user: &UserInfo,
     apiservice: &Value,
-    req: Request<B>,
+    mut req: Request<B>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Response<Body>, ApiError>
 where
     B: http_body::Body<Data = Bytes> + Send,
@@ -173,6 +197,8 @@ where
             return Ok(plain(StatusCode::INTERNAL_SERVER_ERROR, &why));
         }
     };
+    let upgrade = super::upgrade::requested(req.headers());
+    let on_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
     let (parts, body) = req.into_parts();
     let bytes = crate::http::read_body(body).await?;
     let path_and_query = parts
@@ -181,6 +207,10 @@ where
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".to_string());
     let mut headers = forwarded_headers(&parts.headers, user);
+    append_forwarded_for(&mut headers, parts.extensions.get::<ClientAddr>());
+    if upgrade {
+        super::upgrade::keep_upgrade_headers(&parts.headers, &mut headers);
+    }
     if let Ok(host) = HeaderValue::from_str(&backend.addr.to_string()) {
         headers.insert(header::HOST, host);
     }
@@ -193,6 +223,18 @@ where
     let request = builder
         .body(Full::new(bytes))
         .map_err(|e| ApiError::internal(format!("building the proxied request: {e}")))?;
+    if let Some(client) = on_upgrade {
+        return match super::upgrade::forward(&backend, request, client, shutdown).await {
+            Ok(response) => Ok(response),
+            Err(why) => {
+                tracing::debug!(apiservice = %meta::name(apiservice), error = %why, "proxying an upgrade to the aggregated API server");
+                if matches!(why, super::upgrade::UpgradeError::Dial(_)) {
+                    objects.aggregator().recheck(meta::name(apiservice));
+                }
+                Ok(plain(StatusCode::SERVICE_UNAVAILABLE, &why.to_string()))
+            }
+        };
+    }
     let discovery = parts.uri.path().trim_end_matches('/').matches('/').count() <= 3;
     let sent = super::transport::send(&backend, request);
     let response = if discovery {
@@ -220,7 +262,7 @@ where
 
 /// The backend's body as the server's: frames pass as they arrive; a transport error ends
 /// the stream (the client sees it end, as a watch ended by the server).
-struct Relay(hyper::body::Incoming);
+pub(super) struct Relay(pub(super) hyper::body::Incoming);
 
 impl http_body::Body for Relay {
     type Data = Bytes;

@@ -67,12 +67,10 @@ pub(crate) fn tls_config(
     Ok(Arc::new(config))
 }
 
-/// Sends `request` to `backend` on a new connection; answers the response head, its body
-/// streaming as the backend writes it (the connection lives as long as the body).
-pub(crate) async fn send(
+/// Opens a TLS connection to `backend`.
+async fn dial(
     backend: &Backend,
-    request: http::Request<Full<Bytes>>,
-) -> Result<http::Response<Incoming>, String> {
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
     let addr = backend.addr;
     let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| {
         let why = match e.kind() {
@@ -84,10 +82,28 @@ pub(crate) async fn send(
     let _ = stream.set_nodelay(true);
     let server_name = ServerName::try_from(backend.server_name.clone())
         .map_err(|e| format!("invalid server name: {e}"))?;
-    let tls = tokio_rustls::TlsConnector::from(backend.tls.clone())
+    tokio_rustls::TlsConnector::from(backend.tls.clone())
         .connect(server_name, stream)
         .await
-        .map_err(|e| tls_error(&e.to_string(), &backend.server_name))?;
+        .map_err(|e| tls_error(&e.to_string(), &backend.server_name))
+}
+
+/// Go's words for a request that got no answer.
+fn send_error(e: &hyper::Error) -> String {
+    if e.is_closed() || e.is_incomplete_message() {
+        "EOF".to_string()
+    } else {
+        e.to_string()
+    }
+}
+
+/// Sends `request` to `backend` on a new connection; answers the response head, its body
+/// streaming as the backend writes it (the connection lives as long as the body).
+pub(crate) async fn send(
+    backend: &Backend,
+    request: http::Request<Full<Bytes>>,
+) -> Result<http::Response<Incoming>, String> {
+    let tls = dial(backend).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .map_err(|e| e.to_string())?;
@@ -96,13 +112,31 @@ pub(crate) async fn send(
             tracing::debug!(error = %e, "aggregated API server connection ended");
         }
     });
-    sender.send_request(request).await.map_err(|e| {
-        if e.is_closed() || e.is_incomplete_message() {
-            "EOF".to_string()
-        } else {
-            e.to_string()
+    sender
+        .send_request(request)
+        .await
+        .map_err(|e| send_error(&e))
+}
+
+/// Sends the upgrade request `request` to `backend` on a connection of its own, which a
+/// `101 Switching Protocols` answer hands over (`hyper::upgrade::on` of the response).
+pub(crate) async fn send_upgrade(
+    backend: &Backend,
+    request: http::Request<Full<Bytes>>,
+) -> Result<http::Response<Incoming>, String> {
+    let tls = dial(backend).await?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.with_upgrades().await {
+            tracing::debug!(error = %e, "aggregated API server connection ended");
         }
-    })
+    });
+    sender
+        .send_request(request)
+        .await
+        .map_err(|e| send_error(&e))
 }
 
 /// Go's words for a failed TLS handshake.

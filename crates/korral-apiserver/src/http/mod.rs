@@ -115,8 +115,14 @@ where
     let attrs = state.auth.request_attributes(&mut req, &query)?;
     // The group versions of aggregated APIServices belong to their extension servers.
     if let Some(apiservice) = crate::aggregator::proxy::target(&state.objects, &path) {
-        return crate::aggregator::proxy::serve(&state.objects, &attrs.user, &apiservice, req)
-            .await;
+        return crate::aggregator::proxy::serve(
+            &state.objects,
+            &attrs.user,
+            &apiservice,
+            req,
+            state.shutdown.clone(),
+        )
+        .await;
     }
     let registry = state.objects.registry().clone();
     let is_get = req.method() == Method::GET;
