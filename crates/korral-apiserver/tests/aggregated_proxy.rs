@@ -110,6 +110,15 @@ impl Wardle {
                      "kind": "Flunder", "verbs": ["get"]},
                 ]}),
             ),
+            ("GET", "/openapi/v2") => json_reply(200, &wardle_v2()),
+            ("GET", "/openapi/v3") => json_reply(
+                200,
+                &json!({"paths": {"apis/wardle.example.com/v1alpha1": {
+                    "serverRelativeURL": "/openapi/v3/apis/wardle.example.com/v1alpha1?hash=0123ABCD"}}}),
+            ),
+            ("GET", "/openapi/v3/apis/wardle.example.com/v1alpha1") => {
+                json_reply(200, &wardle_v3())
+            }
             ("GET", p) if p == collection && query.contains("watch=true") => {
                 let existing = self.flunders.lock().expect("lock").clone();
                 let mut feed = self.events.subscribe();
@@ -175,6 +184,59 @@ impl Wardle {
             _ => json_reply(404, &json!({"kind": "Status", "code": 404})),
         }
     }
+}
+
+/// The schema of a Flunder.
+fn flunder_schema() -> Value {
+    json!({
+        "description": "Flunder is an example type with a spec.",
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema."},
+            "kind": {"type": "string", "description": "Kind is a string value representing the REST resource."},
+            "metadata": {"type": "object", "description": "Standard object's metadata."},
+            "spec": {
+                "description": "FlunderSpec is the specification of a Flunder.",
+                "type": "object",
+                "properties": {
+                    "reference": {"type": "string", "description": "A name of another flunder, fischer or a wardle."}
+                }
+            }
+        },
+        "x-kubernetes-group-version-kind": [
+            {"group": "wardle.example.com", "version": "v1alpha1", "kind": "Flunder"}
+        ]
+    })
+}
+
+/// The extension server's Swagger 2.0 document.
+fn wardle_v2() -> Value {
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Wardle", "version": "v0.1"},
+        "paths": {"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders": {
+            "get": {"operationId": "listWardleExampleComV1alpha1NamespacedFlunder",
+                    "responses": {"200": {"description": "OK"}},
+                    "x-kubernetes-action": "list",
+                    "x-kubernetes-group-version-kind": {"group": "wardle.example.com",
+                        "version": "v1alpha1", "kind": "Flunder"}}}},
+        "definitions": {"com.example.wardle.v1alpha1.Flunder": flunder_schema()},
+    })
+}
+
+/// The extension server's OpenAPI 3 document of `wardle.example.com/v1alpha1`.
+fn wardle_v3() -> Value {
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Wardle", "version": "v0.1"},
+        "paths": {"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders": {
+            "get": {"operationId": "listWardleExampleComV1alpha1NamespacedFlunder",
+                    "responses": {"200": {"description": "OK"}},
+                    "x-kubernetes-action": "list",
+                    "x-kubernetes-group-version-kind": {"group": "wardle.example.com",
+                        "version": "v1alpha1", "kind": "Flunder"}}}},
+        "components": {"schemas": {"com.example.wardle.v1alpha1.Flunder": flunder_schema()}},
+    })
 }
 
 /// Switches `req` to its `Upgrade` protocol and then echoes every byte, after a greeting.
@@ -1114,5 +1176,143 @@ async fn upgrades_are_spliced_to_the_extension_server() {
             backend.address
         )
     );
+    env.shutdown().await;
+}
+
+/// Polls `path` (JSON) until `check` holds, within [`WAIT`].
+async fn wait_doc(
+    env: &TestEnv,
+    path: &str,
+    what: &str,
+    check: impl Fn(u16, &Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (code, doc) = call(env, "GET", path, None).await;
+        if check(code, &doc) {
+            return doc;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path}: {what} never came"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_extension_servers_openapi_is_served_and_dropped_with_its_apiservice() {
+    const FLUNDER: &str = "com.example.wardle.v1alpha1.Flunder";
+    const GV_PATH: &str = "apis/wardle.example.com/v1alpha1";
+    let (env, backend) = available_env().await;
+    let v2 = wait_doc(
+        &env,
+        "/openapi/v2",
+        "the Flunder definition",
+        |code, doc| code == 200 && doc["definitions"][FLUNDER].is_object(),
+    )
+    .await;
+    assert_eq!(
+        v2["definitions"][FLUNDER]["x-kubernetes-group-version-kind"][0]["kind"],
+        "Flunder"
+    );
+    assert!(
+        v2["paths"]["/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders"]["get"]
+            .is_object(),
+        "the backend's paths are merged"
+    );
+    assert!(
+        v2["definitions"]["io.k8s.api.core.v1.Pod"].is_object()
+            && v2["paths"]["/api/v1/namespaces/{namespace}/pods"].is_object(),
+        "the built-in document is still there"
+    );
+    // The protobuf form (kubectl's) has it too.
+    let (code, _, bytes) = exchange(
+        &env.client(),
+        "GET",
+        "/openapi/v2",
+        &[(
+            "accept",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        )],
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert!(
+        bytes
+            .windows(FLUNDER.len())
+            .any(|w| w == FLUNDER.as_bytes()),
+        "the protobuf document has the Flunder definition"
+    );
+    // OpenAPI v3: the group version is listed with its hash and serves the backend's document.
+    let index = wait_doc(
+        &env,
+        "/openapi/v3",
+        "the aggregated group version",
+        |code, doc| code == 200 && doc["paths"][GV_PATH].is_object(),
+    )
+    .await;
+    let url = index["paths"][GV_PATH]["serverRelativeURL"]
+        .as_str()
+        .expect("serverRelativeURL");
+    assert!(
+        url.starts_with(&format!("/openapi/v3/{GV_PATH}?hash=")) && url.len() > 40,
+        "{url}"
+    );
+    assert!(
+        index["paths"]["api/v1"].is_object(),
+        "built-in versions stay"
+    );
+    let (code, doc) = call(&env, "GET", url, None).await;
+    assert_eq!(code, 200, "{doc}");
+    assert_eq!(doc, wardle_v3());
+    // Downloaded as the aggregator.
+    let seen = backend.seen("/openapi/v2");
+    let fetch = seen.first().expect("the v2 download");
+    assert_eq!(
+        values(&fetch.headers, "x-remote-user"),
+        ["system:aggregator"]
+    );
+    assert_eq!(values(&fetch.headers, "x-remote-group"), ["system:masters"]);
+
+    // kubectl explain reads the remote type's schema.
+    let cache = tempfile::tempdir().expect("cache dir");
+    let (ok, out, err) = kubectl(&env, cache.path(), &["explain", "flunders"]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("Flunder"), "{out}");
+    assert!(out.contains("wardle.example.com"), "{out}");
+    assert!(
+        out.contains("Flunder is an example type with a spec."),
+        "{out}"
+    );
+    let (ok, out, err) = kubectl(&env, cache.path(), &["explain", "flunders.spec.reference"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("A name of another flunder, fischer or a wardle."),
+        "{out}"
+    );
+
+    // Deleting the APIService drops its documents.
+    let (code, body) = call(&env, "DELETE", &format!("{APISERVICES}/{APISERVICE}"), None).await;
+    assert_eq!(code, 200, "{body}");
+    wait_doc(
+        &env,
+        "/openapi/v2",
+        "the definition's removal",
+        |code, doc| code == 200 && doc["definitions"].get(FLUNDER).is_none(),
+    )
+    .await;
+    let index = wait_doc(
+        &env,
+        "/openapi/v3",
+        "the group version's removal",
+        |code, doc| code == 200 && doc["paths"].get(GV_PATH).is_none(),
+    )
+    .await;
+    assert!(index["paths"]["api/v1"].is_object());
+    let (code, _) = call(&env, "GET", &format!("/openapi/v3/{GV_PATH}"), None).await;
+    assert_eq!(code, 404);
+    backend.stop();
     env.shutdown().await;
 }

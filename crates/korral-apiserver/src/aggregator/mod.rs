@@ -12,6 +12,8 @@
 //!   headers, streaming the answer back.
 //! - [`upgrade`]: upgrade requests (`exec`, `attach`, `port-forward`), the client's and the
 //!   backend's connections spliced on `101 Switching Protocols`.
+//! - [`openapi`]: the extension servers' OpenAPI documents, downloaded by the probes and
+//!   merged into the server's `/openapi/v2` and `/openapi/v3`.
 //! - [`probe`]: the availability controller's discovery check, which also fills the discovery
 //!   cache; [`discovery`] merges the cached groups into `/apis`.
 //!
@@ -20,6 +22,7 @@
 
 pub(crate) mod discovery;
 pub(crate) mod front_proxy;
+pub(crate) mod openapi;
 pub(crate) mod probe;
 pub(crate) mod proxy;
 pub(crate) mod resolve;
@@ -69,6 +72,8 @@ struct Shared {
     /// The TLS client configuration of each aggregated APIService, by name, with the
     /// fingerprint it was built for (reused, so TLS sessions resume).
     tls: Mutex<HashMap<String, (String, Arc<rustls::ClientConfig>)>>,
+    /// The OpenAPI documents of the aggregated APIServices.
+    specs: openapi::Specs,
 }
 
 /// The per-server state of API aggregation. Dropping it (with the server's object layer,
@@ -172,6 +177,11 @@ impl Aggregator {
         let config = transport::tls_config(obj, &identity).map_err(BackendError::Transport)?;
         cache.insert(name.to_string(), (fingerprint, config.clone()));
         Ok(config)
+    }
+
+    /// The OpenAPI documents downloaded from the extension servers.
+    pub(crate) fn specs(&self) -> &openapi::Specs {
+        &self.shared.specs
     }
 
     /// The last check of the APIService `name` for its current spec.
@@ -279,6 +289,7 @@ impl Aggregator {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|name, _| existing.contains(name));
+        self.shared.specs.retain(|name| existing.contains(name));
     }
 }
 

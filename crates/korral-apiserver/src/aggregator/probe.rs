@@ -42,6 +42,8 @@ pub(crate) async fn run(
 ) {
     let key = object_key(GROUP, RESOURCE, None, &name);
     let mut failures: u32 = 0;
+    // When the OpenAPI documents were last downloaded.
+    let mut fetched: Option<tokio::time::Instant> = None;
     loop {
         let (obj, backend) = {
             let Some(strong) = objects.upgrade() else {
@@ -57,8 +59,37 @@ pub(crate) async fn run(
             let backend = super::backend(&strong, &snapshot, &obj);
             (obj, backend)
         };
+        let reachable = backend.as_ref().ok().cloned();
         let outcome = check(&obj, backend).await;
         let passed = outcome.is_ok();
+        // The documents of an available server, on its first passing check and then every
+        // refresh period.
+        let due = fetched.is_none_or(|at| at.elapsed() >= super::openapi::REFRESH);
+        if let (true, true, Some(reachable)) = (passed, due, reachable) {
+            let spec = super::openapi::fetch(
+                &reachable,
+                text(&obj, "spec.group"),
+                text(&obj, "spec.version"),
+            )
+            .await;
+            fetched = Some(tokio::time::Instant::now());
+            let Some(strong) = objects.upgrade() else {
+                return;
+            };
+            let specs = strong.aggregator().specs();
+            let previous = specs.get(&name);
+            // A document that could not be downloaded keeps the last one.
+            let spec = super::openapi::Spec {
+                v2: spec
+                    .v2
+                    .or_else(|| previous.as_ref().and_then(|p| p.v2.clone())),
+                v3: spec
+                    .v3
+                    .or_else(|| previous.as_ref().and_then(|p| p.v3.clone())),
+                ..spec
+            };
+            specs.record(&name, spec);
+        }
         {
             let Some(strong) = objects.upgrade() else {
                 return;

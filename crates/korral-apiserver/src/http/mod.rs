@@ -148,14 +148,19 @@ where
             } else {
                 openapi_proto::negotiate((!accept.is_empty()).then_some(accept.as_str()))
             };
-            // Both forms are built once per change of the served resources.
+            // Both forms are built once per change of the served resources (and merged with
+            // the aggregated servers' documents once per change of those).
+            let specs = state.objects.aggregator().specs();
             let mut response = match encoding {
-                Some(openapi_proto::V2Encoding::Json) => {
-                    body::json_response(StatusCode::OK, &*openapi::v2_shared(&registry))
-                }
+                Some(openapi_proto::V2Encoding::Json) => body::json_response(
+                    StatusCode::OK,
+                    &*crate::aggregator::openapi::v2(specs, &registry),
+                ),
                 Some(openapi_proto::V2Encoding::Protobuf) => body::bytes_response(
                     StatusCode::OK,
-                    openapi::v2_protobuf(&registry).as_ref().clone(),
+                    crate::aggregator::openapi::v2_protobuf(specs, &registry)
+                        .as_ref()
+                        .clone(),
                     openapi_proto::MEDIA_TYPE,
                 ),
                 None => {
@@ -177,7 +182,10 @@ where
         "/openapi/v3" if is_get => {
             return Ok(body::json_response(
                 StatusCode::OK,
-                &openapi::v3_index(&registry),
+                &crate::aggregator::openapi::v3_index(
+                    state.objects.aggregator().specs(),
+                    &registry,
+                ),
             ));
         }
         p if is_get && p.starts_with("/openapi/v3/") => {
@@ -187,6 +195,14 @@ where
                 ["apis", g, v] => (g.to_string(), v.to_string()),
                 _ => return Err(ApiError::unknown_resource()),
             };
+            // An aggregated group version is its extension server's document.
+            if let Some(doc) = crate::aggregator::openapi::v3_group_version(
+                state.objects.aggregator().specs(),
+                &group,
+                &version,
+            ) {
+                return Ok(body::json_response(StatusCode::OK, &*doc));
+            }
             let doc = openapi::v3_group_version(&registry, &group, &version)
                 .ok_or_else(ApiError::unknown_resource)?;
             return Ok(body::json_response(StatusCode::OK, &doc));
