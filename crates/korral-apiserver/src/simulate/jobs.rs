@@ -15,9 +15,9 @@
 //! [`super::pods`], or a client writing `status.phase: Failed`), decided in [`job_failures`]:
 //!
 //! * `status.failed` counts failed Pods (and, once the Job fails, the active Pods it deletes)
-//!   that the `podFailurePolicy` does not `Ignore`; it never decreases. Without the
-//!   `batch.kubernetes.io/job-tracking` finalizer (the simulation does not put it on Pods),
-//!   failed Pods that a client deletes before the Job counted them are not counted.
+//!   that the `podFailurePolicy` does not `Ignore`; it never decreases. Pods are tracked with
+//!   the `batch.kubernetes.io/job-tracking` finalizer (see [`reconcile`]), so failed Pods that
+//!   a client deletes before the Job counted them are counted once, then go.
 //! * Failed Pods are replaced after upstream's back-off (10s doubling per consecutive failure
 //!   since the last success, at most 10 minutes; per index with `backoffLimitPerIndex`,
 //!   which also gives replacements the `job-index-failure-count` annotations): the Job asks
@@ -117,19 +117,146 @@ fn true_condition<'a>(conditions: &'a [Value], kind: &str) -> Option<&'a Value> 
         .find(|c| c["type"] == kind && c["status"] == "True")
 }
 
+/// The finalizer the Job controller puts on every Pod it creates and removes once it counted
+/// the Pod (upstream's `batch.JobTrackingFinalizer`).
+pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
+
+/// Whether a Pod carries the Job tracking finalizer.
+pub fn tracked(pod: &Value) -> bool {
+    meta::finalizers(pod)
+        .iter()
+        .any(|f| f == TRACKING_FINALIZER)
+}
+
+/// Removes the tracking finalizer from a Pod (this incarnation of it); a Pod being deleted
+/// then goes. Gone already counts as done.
+async fn release(
+    objects: &Objects,
+    pod_info: &std::sync::Arc<crate::registry::ResourceInfo>,
+    pod: &Value,
+) -> Result<(), ApiError> {
+    let result = access::update(objects, access::Actor::Job, pod_info, pod, |pod| {
+        let finalizers: Vec<String> = meta::finalizers(pod)
+            .into_iter()
+            .filter(|f| f != TRACKING_FINALIZER)
+            .collect();
+        meta::set_finalizers(pod, &finalizers);
+    })
+    .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Releases a Pod nobody tracks any more (upstream's `syncOrphanPod`): one with the tracking
+/// finalizer and no controller, or controlled by a `batch/v1` Job that is gone (another Job
+/// of the same name does not count) or finished.
+pub async fn release_orphan(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+    let Some(pod) = access::get(objects, "", "pods", ns, name) else {
+        return Ok(());
+    };
+    if !tracked(&pod) || !orphaned(objects, ns, &pod) {
+        return Ok(());
+    }
+    let pod_info = access::info(objects, "", "v1", "pods")?;
+    release(objects, &pod_info, &pod).await
+}
+
+/// Whether no live Job tracks `pod` (see [`release_orphan`]).
+fn orphaned(objects: &Objects, ns: &str, pod: &Value) -> bool {
+    let Some(owner) = meta::owner_references(pod)
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+    else {
+        return true;
+    };
+    let s = |k: &str| owner.get(k).and_then(Value::as_str).unwrap_or("");
+    if s("kind") != "Job" || s("apiVersion") != "batch/v1" {
+        // Another controller's Pod: not ours to release.
+        return false;
+    }
+    match access::get(objects, "batch", "jobs", ns, s("name")) {
+        Some(job) => meta::uid(&job) != s("uid") || finished(&job),
+        None => true,
+    }
+}
+
+/// Releases the tracked Pods in `ns` whose controller is a Job named `name` that is gone or
+/// finished (upstream's `cleanupPodFinalizers` on a Job's deletion or end).
+async fn release_all_orphans(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+    let pod_info = access::info(objects, "", "v1", "pods")?;
+    for pod in access::list(objects, "", "pods", ns) {
+        let ours =
+            access::controller_of(&pod).is_some_and(|(kind, n, _)| kind == "Job" && n == name);
+        if ours && tracked(&pod) && orphaned(objects, ns, &pod) {
+            release(objects, &pod_info, &pod).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The UIDs listed in `status.uncountedTerminatedPods.<field>`, in order.
+fn uncounted_uids(status: &Value, field: &str) -> Vec<String> {
+    status
+        .pointer(&format!("/uncountedTerminatedPods/{field}"))
+        .and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Moves the uncounted UIDs whose Pods no longer carry the finalizer (released, or gone)
+/// into the `succeeded` / `failed` counters (upstream's
+/// `cleanUncountedPodsWithoutFinalizers`); whether anything moved.
+fn count_released(
+    status: &mut Value,
+    uncounted: &mut [Vec<String>; 2],
+    still_tracked: &BTreeSet<String>,
+) -> bool {
+    let mut moved = false;
+    for (field, uids) in ["succeeded", "failed"].iter().zip(uncounted.iter_mut()) {
+        let before = uids.len();
+        uids.retain(|uid| still_tracked.contains(uid));
+        let released = before - uids.len();
+        if released > 0 {
+            let counted = status.get(*field).and_then(Value::as_u64).unwrap_or(0);
+            status[*field] = json!(counted + released as u64);
+            moved = true;
+        }
+    }
+    moved
+}
+
 /// Reconciles one Job; `Some(delay)` asks to run again after `delay` (a replacement's
 /// back-off ends, the active deadline passes).
+///
+/// Pods are tracked as upstream's controller tracks them: every Pod it creates carries
+/// [`TRACKING_FINALIZER`]; a finished Pod is first listed by UID in
+/// `status.uncountedTerminatedPods` (written), then released (its finalizer removed), then
+/// moved into the `succeeded` / `failed` counters, so a Pod a client deletes before it was
+/// counted stays (terminating) until it is, and is counted once. The Job gets `Complete` or
+/// `Failed` only once nothing is uncounted and no Pod is terminating. The Pods of a Job being
+/// deleted, gone or finished are released.
 pub async fn reconcile(
     objects: &Objects,
     ns: &str,
     name: &str,
 ) -> Result<Option<Duration>, ApiError> {
     let Some(job) = access::get(objects, "batch", "jobs", ns, name) else {
+        release_all_orphans(objects, ns, name).await?;
         return Ok(None);
     };
-    if meta::is_deleting(&job) || finished(&job) {
+    if finished(&job) {
+        release_all_orphans(objects, ns, name).await?;
         return Ok(None);
     }
+    let deleting = meta::is_deleting(&job);
     let now = Timestamp::now();
     let pod_info = access::info(objects, "", "v1", "pods")?;
     let pods = owned_pods(objects, ns, meta::uid(&job));
@@ -160,37 +287,60 @@ pub async fn reconcile(
         .copied()
         .filter(|p| failures::pod_failed(p, only_replace_failed) && valid(p))
         .collect();
-    let counted_failed = failed_pods
+    let terminating = all.iter().filter(|p| failures::pod_terminating(p)).count();
+    let stored_status = job.get("status").cloned().unwrap_or_else(|| json!({}));
+    let mut uncounted = [
+        uncounted_uids(&stored_status, "succeeded"),
+        uncounted_uids(&stored_status, "failed"),
+    ];
+    let is_uncounted = |i: usize, p: &Value| uncounted[i].iter().any(|u| u == meta::uid(p));
+    // Finished Pods not counted yet: tracked and not listed as uncounted (upstream's
+    // `getNewFinishedPods`).
+    let new_succeeded = succeeded
         .iter()
+        .filter(|p| tracked(p) && !is_uncounted(0, p))
+        .count();
+    let new_failed = failed_pods
+        .iter()
+        .filter(|p| tracked(p) && !is_uncounted(1, p))
         .filter(|p| failures::match_policy(policy, p).counts)
         .count();
-    let terminating = all.iter().filter(|p| failures::pod_terminating(p)).count();
-    let succeeded_indexes: BTreeSet<usize> = succeeded.iter().filter_map(|p| index_of(p)).collect();
-    let succeeded_count = if indexed {
-        succeeded_indexes.len()
-    } else {
-        succeeded.len()
-    };
-
-    let mut status = job.get("status").cloned().unwrap_or_else(|| json!({}));
-    let mut conditions: Vec<Value> = status
-        .get("conditions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    // Counted pods stay counted once their Pods are gone (upstream tracks them with a
-    // finalizer; the API refuses a status that lowers the failed or succeeded counter).
-    let counted = |field: &str| {
-        status
+    let counter = |field: &str| {
+        stored_status
             .get(field)
             .and_then(Value::as_u64)
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(0)
     };
-    let (succeeded_total, mut failed_total) = (
-        succeeded_count.max(counted("succeeded")),
-        counted_failed.max(counted("failed")),
+    let failed_count = counter("failed") + new_failed + uncounted[1].len();
+    let previous_indexes = failures::parse_indexes(
+        stored_status
+            .get("completedIndexes")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        completions.unwrap_or(0),
     );
+    let mut succeeded_indexes = previous_indexes.clone();
+    if indexed {
+        succeeded_indexes.extend(
+            succeeded
+                .iter()
+                .filter(|p| tracked(p))
+                .filter_map(|p| index_of(p)),
+        );
+    }
+    let succeeded_count = if indexed {
+        succeeded_indexes.len()
+    } else {
+        counter("succeeded") + new_succeeded + uncounted[0].len()
+    };
+
+    let mut status = stored_status.clone();
+    let mut conditions: Vec<Value> = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if !suspended && status.get("startTime").is_none() {
         status["startTime"] = json!(meta::now_rfc3339());
     }
@@ -217,7 +367,7 @@ pub async fn reconcile(
             .get("startTime")
             .and_then(Value::as_str)
             .and_then(|t| t.parse::<Timestamp>().ok());
-        if i64::try_from(failed_total).unwrap_or(i64::MAX) > backoff_limit
+        if i64::try_from(failed_count).unwrap_or(i64::MAX) > backoff_limit
             || failures::past_backoff_limit_on_failure(&job, &all)
         {
             failure = Some(Failure::target(failures::BACKOFF_LIMIT_EXCEEDED));
@@ -240,6 +390,7 @@ pub async fn reconcile(
         failed_indexes = failures::parse_indexes(previous, c);
         failed_indexes.extend(
             all.iter()
+                .filter(|p| tracked(p))
                 .filter(|p| failures::index_failed(policy, p, limit, only_replace_failed))
                 .filter_map(|p| index_of(p))
                 .filter(|i| *i < c),
@@ -273,39 +424,59 @@ pub async fn reconcile(
                 // Work-queue Jobs: done once one Pod succeeded and none is left running.
                 None => succeeded_count > 0 && active.is_empty(),
             });
+    // With `backoffLimitPerIndex`, the last failed Pod of an index waiting for its
+    // replacement keeps its finalizer (and stays uncounted) until the replacement carries
+    // its failure counts (upstream's `getPodsWithDelayedDeletionPerIndex`).
+    let delayed: BTreeMap<usize, &Value> = if per_index.is_some() {
+        let active_indexes: BTreeSet<usize> = active.iter().filter_map(|p| index_of(p)).collect();
+        let waiting: Vec<&Value> = failed_pods
+            .iter()
+            .copied()
+            .filter(|p| tracked(p))
+            .filter(|p| {
+                index_of(p).is_some_and(|i| {
+                    !succeeded_indexes.contains(&i)
+                        && !failed_indexes.contains(&i)
+                        && !active_indexes.contains(&i)
+                })
+            })
+            .collect();
+        last_failed_per_index(&waiting)
+    } else {
+        BTreeMap::new()
+    };
     let mut active_count = active.len();
     let mut ready = active.iter().filter(|p| pod_ready(p)).count();
     let mut terminating_count = terminating;
     if let Some(failure) = &failure {
-        // A failing Job's active Pods go, and count as failed (upstream: every Pod still
-        // tracked when the Job finishes).
+        // A failing Job's active Pods go (keeping their finalizers: they are counted as
+        // failed below, upstream's `deleteActivePods`).
         for pod in &active {
             access::delete(objects, access::Actor::Job, &pod_info, pod).await?;
-            if valid(pod) && failures::match_policy(policy, pod).counts {
-                failed_total += 1;
-            }
         }
-        if !active.is_empty() {
-            terminating_count = owned_pods(objects, ns, meta::uid(&job))
-                .iter()
-                .filter(|p| failures::pod_terminating(p))
-                .count();
-        }
+        terminating_count += active.len();
         (active_count, ready) = (0, 0);
-        // `Failed` waits for terminating Pods (upstream's `enactJobFinished`); their
-        // deletion queues the Job again.
-        if failure.kind == "FailureTarget" || terminating_count == 0 {
-            access::set_condition(
-                &mut conditions,
-                json!({"type": failure.kind, "status": "True", "reason": failure.reason, "message": failure.message}),
-                &TIMES,
-            );
-        }
+        // `FailureTarget` is written with the uncounted Pods; `Failed` follows once they
+        // are counted and none is terminating (upstream's `enactJobFinished`).
+        access::set_condition(
+            &mut conditions,
+            json!({"type": "FailureTarget", "status": "True", "reason": failure.reason, "message": failure.message}),
+            &TIMES,
+        );
         tracing::debug!(job = %name, namespace = %ns, kind = failure.kind, reason = %failure.reason, "job failing");
+    } else if deleting {
+        // A Job being deleted neither starts nor stops Pods; its Pods are released below.
     } else if suspended {
+        // Suspended Pods are released before they are deleted: they are not counted
+        // (upstream's `deleteJobPods`).
         for pod in &active {
+            release(objects, &pod_info, pod).await?;
             access::delete(objects, access::Actor::Job, &pod_info, pod).await?;
         }
+        terminating_count = owned_pods(objects, ns, meta::uid(&job))
+            .iter()
+            .filter(|p| failures::pod_terminating(p))
+            .count();
         active_count = 0;
         access::set_condition(
             &mut conditions,
@@ -371,9 +542,8 @@ pub async fn reconcile(
                     })
                     .take(missing)
                     .collect();
-                let last_failed = last_failed_per_index(&failed_pods);
                 for index in free {
-                    let replaced = last_failed.get(&index).copied();
+                    let replaced = delayed.get(&index).copied();
                     let mut pod = new_pod(&job, Some(index));
                     if per_index.is_some() {
                         let wait = failures::index_backoff(replaced, now);
@@ -408,22 +578,20 @@ pub async fn reconcile(
         }
     }
     set_count(&mut status, "active", active_count);
-    set_count(&mut status, "succeeded", succeeded_total);
-    set_count(&mut status, "failed", failed_total);
     status["ready"] = json!(if suspended { 0 } else { ready });
-    status["terminating"] = json!(terminating_count);
-    status["uncountedTerminatedPods"] = json!({});
     if indexed && !succeeded_indexes.is_empty() {
         status["completedIndexes"] = json!(failures::render_indexes(&succeeded_indexes));
+    }
+    if indexed {
+        set_count(&mut status, "succeeded", succeeded_indexes.len());
     }
     if per_index.is_some() && completions.is_some() {
         status["failedIndexes"] = json!(failures::render_indexes(&failed_indexes));
     }
-    if complete && !suspended {
-        status["ready"] = json!(0);
-        // `Complete` says what `SuccessCriteriaMet` said (the success policy's rule, or the
-        // completions reached).
-        let (reason, message) = match (
+    // `Complete` says what `SuccessCriteriaMet` said (the success policy's rule, or the
+    // completions reached).
+    let success = (complete && !suspended).then(|| {
+        match (
             true_condition(&conditions, "SuccessCriteriaMet"),
             &by_policy,
         ) {
@@ -436,22 +604,126 @@ pub async fn reconcile(
             ),
             (None, Some(message)) => (SUCCESS_POLICY.to_string(), message.clone()),
             (None, None) => (COMPLETIONS_REACHED.to_string(), COMPLETED.to_string()),
-        };
-        // `Complete` waits for terminating Pods, as `Failed` does.
-        let kinds: &[&str] = if terminating_count == 0 {
-            status["completionTime"] = json!(meta::now_rfc3339());
-            &["SuccessCriteriaMet", "Complete"]
-        } else {
-            &["SuccessCriteriaMet"]
-        };
-        for kind in kinds {
+        }
+    });
+    if let Some((reason, message)) = &success {
+        status["ready"] = json!(0);
+        access::set_condition(
+            &mut conditions,
+            json!({"type": "SuccessCriteriaMet", "status": "True", "reason": reason, "message": message}),
+            &TIMES,
+        );
+    }
+
+    // Track the finished Pods (upstream's `trackJobStatusAndRemoveFinalizers`): list them as
+    // uncounted, release them, count them.
+    let finishing = failure.is_some() || success.is_some();
+    let mut still_tracked: BTreeSet<String> = all
+        .iter()
+        .filter(|p| tracked(p))
+        .map(|p| meta::uid(p).to_string())
+        .collect();
+    let mut to_release: Vec<&Value> = Vec::new();
+    for pod in all.iter().copied().filter(|p| tracked(p)) {
+        let uid = meta::uid(pod).to_string();
+        let considered_failed = failures::pod_failed(pod, only_replace_failed);
+        let waits = index_of(pod)
+            .and_then(|i| delayed.get(&i))
+            .is_some_and(|p| meta::uid(p) == uid);
+        let can_release =
+            deleting || finishing || phase(pod) == "Succeeded" || (considered_failed && !waits);
+        if !can_release {
+            continue;
+        }
+        to_release.push(pod);
+        if phase(pod) == "Succeeded" && !uncounted[1].contains(&uid) {
+            // Indexed Jobs count their succeeded indexes (in `completedIndexes` already).
+            if !indexed && !uncounted[0].contains(&uid) {
+                uncounted[0].push(uid);
+            }
+        } else if (considered_failed || failure.is_some())
+            && !uncounted[1].contains(&uid)
+            && valid(pod)
+            && failures::match_policy(policy, pod).counts
+        {
+            // Once the Job fails, every Pod not finished counts as failed.
+            uncounted[1].push(uid);
+        }
+    }
+    count_released(&mut status, &mut uncounted, &still_tracked);
+    status["uncountedTerminatedPods"] = uncounted_status(&uncounted);
+    status["terminating"] = json!(terminating_count);
+    put_conditions(&mut status, conditions.clone());
+    if job.get("status") != Some(&status) {
+        access::write_status(
+            objects,
+            access::Actor::Job,
+            &access::info(objects, "batch", "v1", "jobs")?,
+            &job,
+            status.clone(),
+        )
+        .await?;
+    }
+    for pod in &to_release {
+        release(objects, &pod_info, pod).await?;
+        still_tracked.remove(meta::uid(pod));
+    }
+    let flushed = status.clone();
+    count_released(&mut status, &mut uncounted, &still_tracked);
+    status["uncountedTerminatedPods"] = uncounted_status(&uncounted);
+    // Released Pods being deleted are gone now.
+    terminating_count = owned_pods(objects, ns, meta::uid(&job))
+        .iter()
+        .filter(|p| failures::pod_terminating(p))
+        .count();
+    status["terminating"] = json!(terminating_count);
+    // The Job finishes once every finished Pod is counted and none is terminating
+    // (upstream's `enactJobFinished`).
+    let settled = uncounted.iter().all(Vec::is_empty) && terminating_count == 0;
+    if settled {
+        if let Some(failure) = &failure {
             access::set_condition(
                 &mut conditions,
-                json!({"type": kind, "status": "True", "reason": reason, "message": message}),
+                json!({"type": "Failed", "status": "True", "reason": failure.reason, "message": failure.message}),
+                &TIMES,
+            );
+        } else if let Some((reason, message)) = &success {
+            status["completionTime"] = json!(meta::now_rfc3339());
+            access::set_condition(
+                &mut conditions,
+                json!({"type": "Complete", "status": "True", "reason": reason, "message": message}),
                 &TIMES,
             );
         }
     }
+    put_conditions(&mut status, conditions);
+    if status != flushed {
+        access::write_status(
+            objects,
+            access::Actor::Job,
+            &access::info(objects, "batch", "v1", "jobs")?,
+            &job,
+            status,
+        )
+        .await?;
+    }
+    Ok(again)
+}
+
+/// `status.uncountedTerminatedPods` for the uncounted UIDs (`{}` when none).
+fn uncounted_status(uncounted: &[Vec<String>; 2]) -> Value {
+    let mut map = Map::new();
+    for (field, uids) in ["succeeded", "failed"].iter().zip(uncounted.iter()) {
+        if !uids.is_empty() {
+            map.insert((*field).into(), json!(uids));
+        }
+    }
+    Value::Object(map)
+}
+
+/// Sets `status.conditions` (stamping `lastProbeTime` where missing), or removes it when
+/// there are none.
+fn put_conditions(status: &mut Value, mut conditions: Vec<Value>) {
     for c in conditions.iter_mut() {
         if c.get("lastProbeTime").is_none() {
             c["lastProbeTime"] = c.get("lastTransitionTime").cloned().unwrap_or(Value::Null);
@@ -464,18 +736,6 @@ pub async fn reconcile(
     } else {
         status["conditions"] = Value::Array(conditions);
     }
-    if job.get("status") == Some(&status) {
-        return Ok(again);
-    }
-    access::write_status(
-        objects,
-        access::Actor::Job,
-        &access::info(objects, "batch", "v1", "jobs")?,
-        &job,
-        status,
-    )
-    .await?;
-    Ok(again)
 }
 
 /// The last failed Pod of each index (most earlier failures, then latest to finish), whose
@@ -583,6 +843,13 @@ fn new_pod(job: &Value, index: Option<usize>) -> Value {
     if !annotations.is_empty() {
         metadata.insert("annotations".into(), Value::Object(annotations));
     }
+    // The template's finalizers, and the tracking finalizer (upstream's
+    // `appendJobCompletionFinalizerIfNotFound`).
+    let mut finalizers = meta::finalizers(&template);
+    if !finalizers.iter().any(|f| f == TRACKING_FINALIZER) {
+        finalizers.push(TRACKING_FINALIZER.to_string());
+    }
+    metadata.insert("finalizers".into(), json!(finalizers));
     metadata.insert(
         "ownerReferences".into(),
         json!([access::owner_ref(job, "batch/v1", "Job")]),
@@ -679,5 +946,33 @@ mod tests {
             json!({"metadata": {"name": long, "uid": "u"}, "spec": {"template": {"spec": {}}}});
         let prefix = new_pod(&job, Some(12))["metadata"]["generateName"].clone();
         assert_eq!(prefix, json!(format!("{}-12-", "j".repeat(54))));
+    }
+
+    #[test]
+    fn released_uncounted_pods_move_into_the_counters() {
+        let mut status = json!({"succeeded": 2, "failed": 1});
+        let mut uncounted = [
+            vec!["s1".to_string(), "s2".to_string()],
+            vec!["f1".to_string()],
+        ];
+        let tracked: BTreeSet<String> = ["s2".to_string()].into_iter().collect();
+        assert!(count_released(&mut status, &mut uncounted, &tracked));
+        assert_eq!(status, json!({"succeeded": 3, "failed": 2}));
+        assert_eq!(uncounted_status(&uncounted), json!({"succeeded": ["s2"]}));
+        // Nothing released: nothing moves.
+        assert!(!count_released(&mut status, &mut uncounted, &tracked));
+        assert_eq!(uncounted_status(&[vec![], vec![]]), json!({}));
+    }
+
+    #[test]
+    fn job_pods_carry_the_tracking_finalizer() {
+        let job = json!({"metadata": {"name": "pi", "uid": "u"}, "spec": {"template": {
+            "metadata": {"finalizers": ["example.com/keep"]}, "spec": {}}}});
+        let pod = new_pod(&job, None);
+        assert_eq!(
+            pod["metadata"]["finalizers"],
+            json!(["example.com/keep", TRACKING_FINALIZER])
+        );
+        assert!(tracked(&pod));
     }
 }

@@ -366,6 +366,7 @@ pub(crate) async fn execute(
         });
     }
     if let Work::Pod(ns, name) = work {
+        jobs::release_orphan(objects, ns, name).await?;
         return pods::reconcile(objects, ns, name).await;
     }
     if let Work::CertificateSigningRequest(name) = work {

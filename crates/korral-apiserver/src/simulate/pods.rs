@@ -13,14 +13,18 @@
 //! reach every Pod) make the containers of any Pod exit, and a Job's Pods fail:
 //!
 //! * `korral.dev/exit-code: "<int>"`: the exit code of every container (default `0`);
+//! * `korral.dev/exit-code.<container>: "<int>"`: the exit code of one container or init
+//!   container (default: the Pod's `korral.dev/exit-code`); an init container that exits
+//!   non-zero in a Pod that never restarts fails the Pod before its containers start;
 //! * `korral.dev/run-seconds: "<int>"`: how long containers run before they exit (default
 //!   `0`: at the kubelet's next step). A Job Pod without either annotation exits with `0` at
 //!   once; other Pods without them run until deleted.
 //!
 //! On exit, each container is `terminated` (`exitCode`, reason `Completed` for 0 and `Error`
 //! otherwise, `startedAt`, `finishedAt`, `containerID`). Then, as upstream's kubelet:
-//! `restartPolicy: Never` (or `OnFailure` with exit code 0) ends the Pod: `Succeeded` or
-//! `Failed`, `Ready` and `ContainersReady` `False` with reason `PodCompleted` / `PodFailed`.
+//! `restartPolicy: Never` (or `OnFailure` with every exit code 0) ends the Pod: `Succeeded`
+//! when every container exited with 0, else `Failed`, `Ready` and `ContainersReady` `False`
+//! with reason `PodCompleted` / `PodFailed`.
 //! `Always` (and `OnFailure` with a non-zero code) restarts the containers: the first exit is
 //! restarted at once (`restartCount` 1, `lastState.terminated`), later ones wait in
 //! `CrashLoopBackOff` (`back-off 10s restarting failed container=<c> pod=<pod>_<ns>(<uid>)`,
@@ -28,6 +32,10 @@
 //! then restarted with `restartCount` one higher. Waits are timers of the controllers' loop
 //! (the reconcile returns when to run again), so nothing spins. A Pod whose phase a client set
 //! to `Succeeded` or `Failed` (through `/status`) is left as it is.
+//!
+//! A bound Pod being deleted that finalizers keep (a Job's Pod with its tracking finalizer)
+//! is stopped as upstream's kubelet stops it: its running containers are killed (exit code
+//! 137, reason `Error`) and the Pod ends `Failed`.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -60,6 +68,11 @@ const UNSCHEDULABLE_MESSAGE: &str = "0/1 nodes are available: 1 node(s) were uns
 
 /// The annotation giving the exit code of a Pod's containers.
 pub const EXIT_CODE_ANNOTATION: &str = "korral.dev/exit-code";
+/// The prefix of the annotation giving the exit code of one container
+/// (`korral.dev/exit-code.<container>`).
+const CONTAINER_EXIT_CODE_PREFIX: &str = "korral.dev/exit-code.";
+/// The exit code of a container the kubelet kills (SIGKILL).
+const KILLED_EXIT_CODE: i64 = 137;
 /// The annotation giving how many seconds a Pod's containers run before they exit.
 pub const RUN_SECONDS_ANNOTATION: &str = "korral.dev/run-seconds";
 /// The kubelet's first back-off before restarting a crashed container.
@@ -190,7 +203,7 @@ pub async fn reconcile(
     let Some(pod) = access::get(objects, "", "pods", ns, name) else {
         return Ok(None);
     };
-    if meta::is_deleting(&pod) || terminal(&pod) {
+    if terminal(&pod) {
         return Ok(None);
     }
     let phase = meta::path(&pod, "status.phase")
@@ -200,6 +213,20 @@ pub async fn reconcile(
     let node = meta::path(&pod, "spec.nodeName")
         .and_then(Value::as_str)
         .unwrap_or("");
+    if meta::is_deleting(&pod) {
+        // Finalizers keep the pod: the kubelet stops what runs on its node.
+        if node.is_empty() {
+            return Ok(None);
+        }
+        let at = meta::now_rfc3339();
+        return access::update_status(objects, Actor::Kubelet, &info, &pod, move |pod| {
+            if !terminal(pod) {
+                kill(pod, &at);
+            }
+        })
+        .await
+        .map(|()| None);
+    }
     if node.is_empty() && node_cordoned(objects) && !tolerates_unschedulable(&pod) {
         // The scheduler finds no node: the pod waits, as upstream's does.
         return access::update_status(objects, Actor::Scheduler, &info, &pod, mark_unschedulable)
@@ -248,10 +275,11 @@ pub async fn reconcile(
         return Ok(Some(delay));
     }
     let at = meta::now_rfc3339();
+    let fallback = pod_exit_code(&pod).unwrap_or(0);
     access::update_status(objects, Actor::Kubelet, &info, &pod, move |pod| {
         // A client may have ended the pod meanwhile: its status stands.
         if !terminal(pod) {
-            apply(pod, step, exit.code, &at);
+            apply(pod, step, fallback, &at);
         }
     })
     .await
@@ -273,27 +301,76 @@ struct Exit {
     after: Duration,
 }
 
+/// An integer annotation of a pod (malformed values count as absent).
+fn int_annotation(pod: &Value, key: &str) -> Option<i64> {
+    let value = meta::path(pod, "metadata.annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)?;
+    let parsed = value.trim().parse::<i64>().ok();
+    if parsed.is_none() {
+        tracing::debug!(pod = %meta::name(pod), key, value, "ignoring a malformed annotation");
+    }
+    parsed
+}
+
+/// An exit code annotation (a 32-bit integer, as exit codes are).
+fn exit_code_annotation(pod: &Value, key: &str) -> Option<i64> {
+    int_annotation(pod, key).filter(|c| i32::try_from(*c).is_ok())
+}
+
+/// The pod-wide exit code (`korral.dev/exit-code`).
+fn pod_exit_code(pod: &Value) -> Option<i64> {
+    exit_code_annotation(pod, EXIT_CODE_ANNOTATION)
+}
+
+/// The exit code of container `name`: its own annotation, else `fallback`.
+fn container_exit_code(pod: &Value, name: &str, fallback: i64) -> i64 {
+    exit_code_annotation(pod, &format!("{CONTAINER_EXIT_CODE_PREFIX}{name}")).unwrap_or(fallback)
+}
+
+/// The names of the containers in `spec.<list>`.
+fn container_names(pod: &Value, list: &str) -> Vec<String> {
+    meta::path(pod, &format!("spec.{list}"))
+        .and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .filter_map(|c| c.get("name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a pod has a well-formed per-container exit code annotation.
+fn has_container_exit_code(pod: &Value) -> bool {
+    meta::path(pod, "metadata.annotations")
+        .and_then(Value::as_object)
+        .is_some_and(|a| {
+            a.keys()
+                .filter(|k| k.starts_with(CONTAINER_EXIT_CODE_PREFIX))
+                .any(|k| exit_code_annotation(pod, k).is_some())
+        })
+}
+
 /// The exit of a pod's containers: from its annotations, `0` at once for a Job's pod, none
-/// for other pods without them (malformed values count as absent).
+/// for other pods without them (malformed values count as absent). Its code is the first
+/// non-zero code of the containers (the one the restart policy looks at), else `0`.
 fn exit_of(pod: &Value) -> Option<Exit> {
-    let annotation = |key: &str| {
-        let value = meta::path(pod, "metadata.annotations")
-            .and_then(|a| a.get(key))
-            .and_then(Value::as_str)?;
-        let parsed = value.trim().parse::<i64>().ok();
-        if parsed.is_none() {
-            tracing::debug!(pod = %meta::name(pod), key, value, "ignoring a malformed annotation");
-        }
-        parsed
-    };
-    let code = annotation(EXIT_CODE_ANNOTATION).filter(|c| i32::try_from(*c).is_ok());
-    let seconds = annotation(RUN_SECONDS_ANNOTATION).and_then(|s| u32::try_from(s).ok());
+    let code = pod_exit_code(pod);
+    let seconds = int_annotation(pod, RUN_SECONDS_ANNOTATION).and_then(|s| u32::try_from(s).ok());
     let job_pod = controller_of(pod).is_some_and(|(kind, _, _)| kind == "Job");
-    if !job_pod && code.is_none() && seconds.is_none() {
+    if !job_pod && code.is_none() && seconds.is_none() && !has_container_exit_code(pod) {
         return None;
     }
+    let fallback = code.unwrap_or(0);
+    let names = container_names(pod, "containers");
+    let decisive = names
+        .iter()
+        .map(|n| container_exit_code(pod, n, fallback))
+        .find(|c| *c != 0)
+        .unwrap_or(if names.is_empty() { fallback } else { 0 });
     Some(Exit {
-        code: code.unwrap_or(0),
+        code: decisive,
         after: Duration::from_secs(u64::from(seconds.unwrap_or(0))),
     })
 }
@@ -439,29 +516,70 @@ fn set_readiness(
     }
 }
 
-/// The pod's containers exit with `code` and the pod ends: `Succeeded` for 0, else `Failed`.
-fn end(pod: &mut Value, code: i64, now: &str) {
+/// The exit code of each container status of `list`: its own annotation, else `fallback`.
+fn codes_of(pod: &Value, list: &str, fallback: i64) -> Vec<i64> {
+    meta::path(pod, &format!("status.{list}"))
+        .and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .map(|s| {
+                    let name = s.get("name").and_then(Value::as_str).unwrap_or("");
+                    container_exit_code(pod, name, fallback)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The pod's containers exit, each with its code (its annotation, else `fallback`), and the
+/// pod ends: `Succeeded` when all exited with 0, else `Failed`.
+fn end(pod: &mut Value, fallback: i64, now: &str) {
+    let codes = codes_of(pod, "containerStatuses", fallback);
+    finish(pod, |i, _| codes.get(i).copied().unwrap_or(fallback), now);
+}
+
+/// The kubelet stops a pod being deleted: its running or waiting containers are killed, and
+/// the pod ends (`Failed` unless every container exited with 0).
+fn kill(pod: &mut Value, now: &str) {
+    finish(
+        pod,
+        |_, s| {
+            s.pointer("/state/terminated/exitCode")
+                .and_then(Value::as_i64)
+                .unwrap_or(KILLED_EXIT_CODE)
+        },
+        now,
+    );
+}
+
+/// Ends the pod, the container status at index `i` terminated with `code(i, status)` (a
+/// container terminated already keeps its state).
+fn finish(pod: &mut Value, code: impl Fn(usize, &Value) -> i64, now: &str) {
     let Some(status) = pod.get_mut("status") else {
         return;
     };
-    let (phase, reason) = if code == 0 {
-        ("Succeeded", "PodCompleted")
-    } else {
-        ("Failed", "PodFailed")
-    };
-    status["phase"] = json!(phase);
-    set_readiness(status, "False", Some(reason), None, Some("False"), now);
+    let mut failed = false;
     if let Some(statuses) = status
         .get_mut("containerStatuses")
         .and_then(Value::as_array_mut)
     {
-        for s in statuses.iter_mut() {
-            let state = terminated(s, code, now);
+        for (i, s) in statuses.iter_mut().enumerate() {
+            let code = code(i, s);
+            failed |= code != 0;
+            if s.pointer("/state/terminated").is_none() {
+                s["state"] = terminated(s, code, now);
+            }
             s["ready"] = json!(false);
             s["started"] = json!(false);
-            s["state"] = state;
         }
     }
+    let (phase, reason) = if failed {
+        ("Failed", "PodFailed")
+    } else {
+        ("Succeeded", "PodCompleted")
+    };
+    status["phase"] = json!(phase);
+    set_readiness(status, "False", Some(reason), None, Some("False"), now);
     if let Some(map) = status.as_object_mut() {
         map.remove("podIP");
         map.remove("podIPs");
@@ -478,9 +596,11 @@ fn go_duration(d: Duration) -> String {
     }
 }
 
-/// The pod's containers exit with `code` and are restarted: the first time at once, later
-/// after a back-off in `CrashLoopBackOff` (the pod stays `Running`, not Ready).
-fn crash(pod: &mut Value, code: i64, now: &str) {
+/// The pod's containers exit, each with its code (its annotation, else `fallback`), and are
+/// restarted: the first time at once, later after a back-off in `CrashLoopBackOff` (the pod
+/// stays `Running`, not Ready).
+fn crash(pod: &mut Value, fallback: i64, now: &str) {
+    let codes = codes_of(pod, "containerStatuses", fallback);
     let who = format!(
         "{}_{}({})",
         meta::name(pod),
@@ -497,7 +617,8 @@ fn crash(pod: &mut Value, code: i64, now: &str) {
         return;
     };
     let mut waiting: Vec<String> = Vec::new();
-    for s in statuses.iter_mut() {
+    for (i, s) in statuses.iter_mut().enumerate() {
+        let code = codes.get(i).copied().unwrap_or(fallback);
         let restarts = s.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
         s["lastState"] = terminated(s, code, now);
         if restarts == 0 {
@@ -762,6 +883,79 @@ fn run(pod: &mut Value, ip: &str) {
     }
     if let Some(map) = pod.as_object_mut() {
         map.insert("status".into(), status);
+    }
+    let never = meta::path(pod, "spec.restartPolicy").and_then(Value::as_str) == Some("Never");
+    let failing_init = container_names(pod, "initContainers")
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (i, container_exit_code(pod, n, 0)))
+        .find(|(_, code)| *code != 0);
+    if let (true, Some((index, code))) = (never, failing_init) {
+        fail_init(pod, index, code, &now);
+    }
+}
+
+/// Init container `index` exited with `code` in a pod that never restarts: the init
+/// containers after it and the containers never start, and the pod ends `Failed` (as
+/// upstream's kubelet reports it).
+fn fail_init(pod: &mut Value, index: usize, code: i64, now: &str) {
+    let Some(status) = pod.get_mut("status") else {
+        return;
+    };
+    let initializing = json!({"waiting": {"reason": "PodInitializing"}});
+    let mut incomplete = Vec::new();
+    if let Some(statuses) = status
+        .get_mut("initContainerStatuses")
+        .and_then(Value::as_array_mut)
+    {
+        for (i, s) in statuses.iter_mut().enumerate() {
+            if i < index {
+                continue;
+            }
+            let name = s.get("name").and_then(Value::as_str).unwrap_or("");
+            incomplete.push(name.to_string());
+            s["ready"] = json!(false);
+            if i == index {
+                let state = terminated(s, code, now);
+                s["state"] = state;
+            } else {
+                s["state"] = initializing.clone();
+                if let Some(map) = s.as_object_mut() {
+                    map.remove("containerID");
+                }
+            }
+        }
+    }
+    if let Some(statuses) = status
+        .get_mut("containerStatuses")
+        .and_then(Value::as_array_mut)
+    {
+        for s in statuses.iter_mut() {
+            s["state"] = initializing.clone();
+            s["ready"] = json!(false);
+            s["started"] = json!(false);
+            if let Some(map) = s.as_object_mut() {
+                map.remove("containerID");
+            }
+        }
+    }
+    status["phase"] = json!("Failed");
+    set_readiness(status, "False", Some("PodFailed"), None, Some("False"), now);
+    if let Some(c) = status
+        .get_mut("conditions")
+        .and_then(Value::as_array_mut)
+        .and_then(|c| c.iter_mut().find(|c| c["type"] == "Initialized"))
+    {
+        c["status"] = json!("False");
+        c["reason"] = json!("ContainersNotInitialized");
+        c["message"] = json!(format!(
+            "containers with incomplete status: [{}]",
+            incomplete.join(" ")
+        ));
+    }
+    if let Some(map) = status.as_object_mut() {
+        map.remove("podIP");
+        map.remove("podIPs");
     }
 }
 
@@ -1032,5 +1226,115 @@ mod tests {
         );
         assert!(pod["status"].get("podIP").is_none());
         assert!(terminal(&pod));
+    }
+
+    /// A running pod with containers `main` and `side`.
+    fn two_container_pod(annotations: Value) -> Value {
+        let mut pod = running_pod("Never", "2026-01-01T00:00:00Z", annotations);
+        pod["spec"]["containers"] =
+            json!([{"name": "main", "image": "busybox"}, {"name": "side", "image": "busybox"}]);
+        let status = |name: &str| {
+            json!({"name": name, "containerID": "containerd://old", "ready": true,
+            "started": true, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}})
+        };
+        pod["status"]["containerStatuses"] = json!([status("main"), status("side")]);
+        pod
+    }
+
+    #[test]
+    fn containers_exit_with_their_own_codes() {
+        let pod = two_container_pod(json!({"korral.dev/exit-code.side": "42"}));
+        assert_eq!(
+            exit_of(&pod).map(|e| e.code),
+            Some(42),
+            "the failing one decides"
+        );
+        let mut ended = pod.clone();
+        end(
+            &mut ended,
+            pod_exit_code(&pod).unwrap_or(0),
+            "2026-01-01T00:00:05Z",
+        );
+        let state =
+            |i: usize| ended["status"]["containerStatuses"][i]["state"]["terminated"].clone();
+        assert_eq!(
+            (state(0)["exitCode"].clone(), state(0)["reason"].clone()),
+            (json!(0), json!("Completed"))
+        );
+        assert_eq!(
+            (state(1)["exitCode"].clone(), state(1)["reason"].clone()),
+            (json!(42), json!("Error"))
+        );
+        assert_eq!(ended["status"]["phase"], "Failed");
+        // The pod-wide code applies to containers without their own.
+        let pod =
+            two_container_pod(json!({EXIT_CODE_ANNOTATION: "3", "korral.dev/exit-code.main": "0"}));
+        assert_eq!(codes_of(&pod, "containerStatuses", 3), vec![0, 3]);
+        // All zero: the pod succeeds.
+        let mut ok = two_container_pod(json!({"korral.dev/exit-code.side": "0"}));
+        end(&mut ok, 0, "2026-01-01T00:00:05Z");
+        assert_eq!(ok["status"]["phase"], "Succeeded");
+        // Malformed per-container codes count as absent, and only they make a pod exit.
+        let bare = two_container_pod(json!({"korral.dev/exit-code.side": "x"}));
+        assert_eq!(exit_of(&bare), None);
+    }
+
+    #[test]
+    fn a_pod_being_deleted_is_killed() {
+        let mut pod = two_container_pod(json!({}));
+        pod["status"]["containerStatuses"][0]["state"] =
+            json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
+        kill(&mut pod, "2026-01-01T00:00:05Z");
+        let state = |i: usize| pod["status"]["containerStatuses"][i]["state"]["terminated"].clone();
+        assert_eq!(
+            state(0)["exitCode"],
+            0,
+            "an exited container keeps its state"
+        );
+        assert_eq!(state(1)["exitCode"], KILLED_EXIT_CODE);
+        assert_eq!(state(1)["reason"], "Error");
+        assert_eq!(pod["status"]["phase"], "Failed");
+        assert_eq!(condition(&pod, "Ready")["reason"], "PodFailed");
+    }
+
+    #[test]
+    fn a_failing_init_container_fails_a_pod_that_never_restarts() {
+        let pod = |policy: &str| {
+            json!({
+            "metadata": {"name": "p", "annotations": {"korral.dev/exit-code.setup": "5"}},
+            "spec": {"restartPolicy": policy, "nodeName": NODE_NAME,
+                "initContainers": [{"name": "setup", "image": "busybox"}, {"name": "later", "image": "busybox"}],
+                "containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": "Pending"}})
+        };
+        let mut never = pod("Never");
+        run(&mut never, "10.244.0.9");
+        let s = &never["status"];
+        assert_eq!(s["phase"], "Failed");
+        assert_eq!(
+            s["initContainerStatuses"][0]["state"]["terminated"]["exitCode"],
+            5
+        );
+        assert_eq!(
+            s["initContainerStatuses"][0]["state"]["terminated"]["reason"],
+            "Error"
+        );
+        assert_eq!(
+            s["initContainerStatuses"][1]["state"]["waiting"]["reason"],
+            "PodInitializing"
+        );
+        assert_eq!(
+            s["containerStatuses"][0]["state"]["waiting"]["reason"],
+            "PodInitializing"
+        );
+        assert_eq!(
+            condition(&never, "Initialized")["reason"],
+            "ContainersNotInitialized"
+        );
+        assert!(s.get("podIP").is_none());
+        // Pods that restart run (their init containers are not simulated failing).
+        let mut always = pod("Always");
+        run(&mut always, "10.244.0.9");
+        assert_eq!(always["status"]["phase"], "Running");
     }
 }
