@@ -319,6 +319,7 @@ impl ApiServer {
         crate::aggregator::front_proxy::publish(
             &objects,
             tls_material.as_ref().map(|m| m.ca_cert_pem.as_str()),
+            data_dir.as_deref(),
         )
         .await
         .map_err(StartError::Bootstrap)?;

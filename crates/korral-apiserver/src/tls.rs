@@ -38,7 +38,7 @@ const CA_VALIDITY_DAYS: i64 = 3650;
 const SERVING_VALIDITY_DAYS: i64 = 365;
 
 /// Subfolder of the data directory holding the PKI files.
-const PKI_DIR: &str = "pki";
+pub(crate) const PKI_DIR: &str = "pki";
 const CA_CERT_FILE: &str = "ca.crt";
 const CA_KEY_FILE: &str = "ca.key";
 const SERVING_CERT_FILE: &str = "apiserver.crt";
@@ -526,7 +526,7 @@ fn load_ca(cert_pem: String, key_pem: &str) -> Result<Ca, TlsError> {
     Ok(Ca { cert_pem, key })
 }
 
-fn read_optional(path: &Path) -> Result<Option<String>, TlsError> {
+pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, TlsError> {
     match std::fs::read_to_string(path) {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -539,7 +539,7 @@ fn read_optional(path: &Path) -> Result<Option<String>, TlsError> {
 
 /// Writes `contents` to `path` atomically (temporary file in the same directory, then rename);
 /// `secret` files get mode 0600, others 0644.
-fn write_file(path: &Path, contents: &[u8], secret: bool) -> Result<(), TlsError> {
+pub(crate) fn write_file(path: &Path, contents: &[u8], secret: bool) -> Result<(), TlsError> {
     let fail = |source| TlsError::WriteFile {
         path: path.to_path_buf(),
         source,

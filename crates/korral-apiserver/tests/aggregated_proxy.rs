@@ -38,6 +38,8 @@ struct Backend {
     seen: Arc<Mutex<Vec<Seen>>>,
     /// TCP connections accepted.
     connections: Arc<std::sync::atomic::AtomicUsize>,
+    /// The tasks serving its connections.
+    open: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
     accept: tokio::task::JoinHandle<()>,
 }
 
@@ -53,9 +55,12 @@ impl Backend {
             .collect()
     }
 
-    /// Stops accepting connections.
+    /// Stops accepting connections and closes the open ones.
     fn stop(&self) {
         self.accept.abort();
+        for task in self.open.lock().expect("lock").drain(..) {
+            task.abort();
+        }
     }
 }
 
@@ -340,6 +345,8 @@ async fn start_backend(env: &TestEnv) -> Backend {
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let connections: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
     let accepted = connections.clone();
+    let open: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+    let tasks = open.clone();
     let wardle = Wardle {
         flunders: Arc::default(),
         events: tokio::sync::broadcast::channel(16).0,
@@ -354,7 +361,7 @@ async fn start_backend(env: &TestEnv) -> Backend {
             let acceptor = acceptor.clone();
             let wardle = wardle.clone();
             let allowed = allowed.clone();
-            tokio::spawn(async move {
+            let task = tokio::spawn(async move {
                 // Without a client certificate from the requestheader CA there is no handshake.
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
@@ -379,6 +386,7 @@ async fn start_backend(env: &TestEnv) -> Backend {
                     .with_upgrades()
                     .await;
             });
+            tasks.lock().expect("lock").push(task.abort_handle());
         }
     });
     Backend {
@@ -386,6 +394,7 @@ async fn start_backend(env: &TestEnv) -> Backend {
         ca_bundle: base64::engine::general_purpose::STANDARD.encode(&material.ca_cert_pem),
         seen,
         connections,
+        open,
         accept,
     }
 }
@@ -1313,6 +1322,104 @@ async fn the_extension_servers_openapi_is_served_and_dropped_with_its_apiservice
     assert!(index["paths"]["api/v1"].is_object());
     let (code, _) = call(&env, "GET", &format!("/openapi/v3/{GV_PATH}"), None).await;
     assert_eq!(code, 404);
+    backend.stop();
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn backend_connections_are_reused_until_the_apiservice_changes() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let (env, backend) = available_env().await;
+    // The availability check's connection may be kept too: at most one more for five requests.
+    let before = backend.connections.load(SeqCst);
+    for _ in 0..5 {
+        let (code, list) = call(&env, "GET", FLUNDERS, None).await;
+        assert_eq!(code, 200, "{list}");
+    }
+    let after = backend.connections.load(SeqCst);
+    assert!(
+        after <= before + 1,
+        "{before} connections before, {after} after"
+    );
+    // Each request names where it went, as upstream's proxy transport does.
+    let seen = backend.seen(FLUNDERS);
+    let last = seen.last().expect("a request");
+    assert_eq!(values(&last.headers, "x-forwarded-proto"), ["https"]);
+    assert_eq!(
+        values(&last.headers, "x-forwarded-host"),
+        [backend.address.to_string()]
+    );
+    assert_eq!(values(&last.headers, "x-forwarded-uri"), [FLUNDERS]);
+    assert_eq!(values(&last.headers, "x-forwarded-for"), ["127.0.0.1"]);
+
+    // A new caBundle (the same CA, written differently) is a new transport: new connections.
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(&backend.ca_bundle)
+        .expect("base64");
+    let mut rewritten = pem.clone();
+    rewritten.extend_from_slice(b"\n");
+    let (code, body) = raw(
+        &env.client(),
+        "PATCH",
+        &format!("{APISERVICES}/{APISERVICE}"),
+        Some("application/merge-patch+json"),
+        json!({"spec": {"caBundle": base64::engine::general_purpose::STANDARD.encode(&rewritten)}})
+            .to_string()
+            .into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    wait_condition(&env, APISERVICE, |c| c["status"] == "True").await;
+    let (code, list) = call(&env, "GET", FLUNDERS, None).await;
+    assert_eq!(code, 200, "{list}");
+    assert!(
+        backend.connections.load(SeqCst) > after,
+        "the new spec's check or request opened a connection"
+    );
+    backend.stop();
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_durable_server_keeps_its_front_proxy_ca() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let path = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
+    let start = || async {
+        TestEnv::builder()
+            .server_config(korral_apiserver::ServerConfig::durable(&data))
+            .start()
+            .await
+            .expect("env")
+    };
+    let env = start().await;
+    let (code, first) = call(&env, "GET", path, None).await;
+    assert_eq!(code, 200, "{first}");
+    let ca = first["data"]["requestheader-client-ca-file"].clone();
+    assert!(
+        ca.as_str()
+            .is_some_and(|c| c.starts_with("-----BEGIN CERTIFICATE-----"))
+    );
+    // An extension server that learnt the CA from the first server...
+    let backend = start_backend(&env).await;
+    env.shutdown().await;
+    let env = start().await;
+    let (code, again) = call(&env, "GET", path, None).await;
+    assert_eq!(code, 200, "{again}");
+    assert_eq!(
+        again["data"]["requestheader-client-ca-file"], ca,
+        "the same CA"
+    );
+    // ...accepts the restarted server's client certificate.
+    install_service(&env, &backend).await;
+    register(&env, &backend.ca_bundle).await;
+    let condition = wait_condition(&env, APISERVICE, |c| !c.is_null()).await;
+    let condition = if condition["status"] == "True" {
+        condition
+    } else {
+        wait_condition(&env, APISERVICE, |c| c["status"] == "True").await
+    };
+    assert_eq!(condition["reason"], "Passed", "{condition}");
     backend.stop();
     env.shutdown().await;
 }

@@ -1,10 +1,11 @@
 //! The identity the server presents to extension API servers, as kube-apiserver's
 //! `--proxy-client-cert-file` / `--requestheader-client-ca-file` pair: a front-proxy CA made
-//! at start and a client certificate it signs (`CN=front-proxy-client`, as kubeadm names it),
+//! at start (kept in the data directory of a durable server) and a client certificate it signs (`CN=front-proxy-client`, as kubeadm names it),
 //! and the `kube-system/extension-apiserver-authentication` ConfigMap with upstream's keys
 //! (`pkg/controlplane/controller/clusterauthenticationtrust`), from which an extension server
 //! learns to trust the `X-Remote-*` headers of requests carrying that certificate.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use rcgen::{
@@ -37,6 +38,9 @@ pub(crate) enum IdentityError {
     /// The generated PEM did not parse back.
     #[error("reading the front-proxy certificates: {0}")]
     Parse(String),
+    /// The stored CA could not be read or written.
+    #[error("storing the front-proxy CA: {0}")]
+    Store(String),
 }
 
 /// The front-proxy CA and the client certificate it signed.
@@ -57,15 +61,51 @@ impl std::fmt::Debug for Identity {
     }
 }
 
+/// The front-proxy CA's files in the data directory's `pki/` (kubeadm's names).
+const CA_CERT_FILE: &str = "front-proxy-ca.crt";
+/// The front-proxy CA's key file.
+const CA_KEY_FILE: &str = "front-proxy-ca.key";
+
 impl Identity {
     /// A fresh front-proxy CA (ECDSA P-256, ten years) and client certificate (one year).
     pub(crate) fn generate() -> Result<Self, IdentityError> {
-        let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
-        let mut ca = crate::tls::ca_params_named(CA_NAME);
-        set_validity(&mut ca, 3650);
-        let ca_cert = ca.clone().self_signed(&ca_key)?;
-        let issuer = Issuer::new(ca, &ca_key);
+        let (ca_pem, ca_key) = new_ca()?;
+        Self::issue(ca_pem, &ca_key)
+    }
 
+    /// The front-proxy CA kept in `<dir>/pki/` (made and stored there when there is none or
+    /// it is unusable) and a fresh client certificate it signs: a durable server keeps its CA
+    /// across restarts, so extension servers that cached it keep trusting the server.
+    pub(crate) fn load_or_generate(dir: &Path) -> Result<Self, IdentityError> {
+        let pki = dir.join(crate::tls::PKI_DIR);
+        let cert_path = pki.join(CA_CERT_FILE);
+        let key_path = pki.join(CA_KEY_FILE);
+        let read = |path: &Path| {
+            crate::tls::read_optional(path).map_err(|e| IdentityError::Store(e.to_string()))
+        };
+        if let (Some(cert_pem), Some(key_pem)) = (read(&cert_path)?, read(&key_path)?) {
+            match stored_ca(&cert_pem, &key_pem) {
+                Ok(key) => return Self::issue(cert_pem, &key),
+                Err(e) => {
+                    tracing::warn!(dir = %pki.display(), error = %e, "the stored front-proxy CA is unusable; generating a new one");
+                }
+            }
+        }
+        let (ca_pem, ca_key) = new_ca()?;
+        let store = |e: crate::tls::TlsError| IdentityError::Store(e.to_string());
+        std::fs::create_dir_all(&pki).map_err(|e| IdentityError::Store(e.to_string()))?;
+        crate::tls::write_file(&key_path, ca_key.serialize_pem().as_bytes(), true)
+            .map_err(store)?;
+        crate::tls::write_file(&cert_path, ca_pem.as_bytes(), false).map_err(store)?;
+        tracing::info!(dir = %pki.display(), "generated a new front-proxy CA");
+        Self::issue(ca_pem, &ca_key)
+    }
+
+    /// A client certificate signed by the CA `ca_pem` / `ca_key`.
+    fn issue(ca_pem: String, ca_key: &KeyPair) -> Result<Self, IdentityError> {
+        // rcgen rebuilds the issuer from the CA's parameters and key (as tls.rs does for its
+        // stored CA): the names and key identifier match the CA certificate.
+        let issuer = Issuer::new(crate::tls::ca_params_named(CA_NAME), ca_key);
         let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
         let mut client = CertificateParams::default();
         let mut dn = DistinguishedName::new();
@@ -80,11 +120,34 @@ impl Identity {
         let key = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())
             .map_err(|e| IdentityError::Parse(e.to_string()))?;
         Ok(Self {
-            ca_pem: ca_cert.pem(),
+            ca_pem,
             chain: vec![cert.der().clone()],
             key,
         })
     }
+}
+
+/// A new self-signed front-proxy CA: its certificate (PEM) and key.
+fn new_ca() -> Result<(String, KeyPair), IdentityError> {
+    let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+    let mut ca = crate::tls::ca_params_named(CA_NAME);
+    set_validity(&mut ca, 3650);
+    let ca_cert = ca.self_signed(&ca_key)?;
+    Ok((ca_cert.pem(), ca_key))
+}
+
+/// The key of a stored CA, checked to belong to its certificate.
+fn stored_ca(cert_pem: &str, key_pem: &str) -> Result<KeyPair, IdentityError> {
+    let cert = CertificateDer::from_pem_slice(cert_pem.as_bytes())
+        .map_err(|e| IdentityError::Parse(e.to_string()))?;
+    let key = KeyPair::from_pem(key_pem)?;
+    let public = rcgen::PublicKeyData::subject_public_key_info(&key);
+    if !cert.windows(public.len()).any(|w| w == public.as_slice()) {
+        return Err(IdentityError::Parse(
+            "the key does not belong to the certificate".into(),
+        ));
+    }
+    Ok(key)
 }
 
 /// The data of the authentication ConfigMap: the client CA of the server (when it serves
@@ -109,8 +172,15 @@ pub(crate) fn config_map_data(client_ca_pem: Option<&str>, identity: &Identity) 
 pub(crate) async fn publish(
     objects: &Arc<Objects>,
     client_ca_pem: Option<&str>,
+    data_dir: Option<&Path>,
 ) -> Result<(), ApiError> {
     super::Aggregator::attach(objects);
+    if let Some(dir) = data_dir {
+        objects
+            .aggregator()
+            .load_identity(dir)
+            .map_err(ApiError::internal)?;
+    }
     let identity = objects
         .aggregator()
         .identity()

@@ -7,7 +7,8 @@
 //! - [`resolve`]: where a Service is reached (a mapped local address, else a ready endpoint of
 //!   its EndpointSlices, as upstream's endpoint routing).
 //! - [`transport`]: the TLS connection to an extension server (its `caBundle`, the server name
-//!   `<service>.<namespace>.svc`, the client certificate) and Go's wording of failures.
+//!   `<service>.<namespace>.svc`, the client certificate), the kept-alive connections of each
+//!   APIService (a new pool when its spec or address changes) and Go's wording of failures.
 //! - [`proxy`]: forwarding a client's request with the user's identity in `X-Remote-*`
 //!   headers, streaming the answer back.
 //! - [`upgrade`]: upgrade requests (`exec`, `attach`, `port-forward`), the client's and the
@@ -62,6 +63,9 @@ struct Probe {
     wake: Arc<tokio::sync::Notify>,
 }
 
+/// A connection pool with the APIService fingerprint and address it was made for.
+type PoolEntry = (String, std::net::SocketAddr, Arc<transport::Pool>);
+
 /// What probes, the proxy and discovery share.
 #[derive(Default)]
 struct Shared {
@@ -74,6 +78,9 @@ struct Shared {
     tls: Mutex<HashMap<String, (String, Arc<rustls::ClientConfig>)>>,
     /// The OpenAPI documents of the aggregated APIServices.
     specs: openapi::Specs,
+    /// The kept-alive connections of each aggregated APIService, by name, with the
+    /// fingerprint and address they were made for.
+    pools: Mutex<HashMap<String, PoolEntry>>,
 }
 
 /// The per-server state of API aggregation. Dropping it (with the server's object layer,
@@ -127,11 +134,14 @@ pub(crate) fn backend(
         .unwrap_or(443);
     let addr = resolve::endpoint(snapshot, objects.webhook_services(), namespace, name, port)
         .map_err(BackendError::Resolve)?;
-    let tls = objects.aggregator().tls_config(obj)?;
+    let aggregator = objects.aggregator();
+    let tls = aggregator.tls_config(obj)?;
+    let pool = aggregator.pool(obj, addr);
     Ok(transport::Backend {
         addr,
         server_name: format!("{name}.{namespace}.svc"),
         tls,
+        pool,
     })
 }
 
@@ -163,6 +173,19 @@ impl Aggregator {
             .clone()
     }
 
+    /// Uses the front-proxy CA kept in `dir` (see [`front_proxy::Identity::load_or_generate`])
+    /// unless an identity was already made.
+    pub(crate) fn load_identity(&self, dir: &std::path::Path) -> Result<(), String> {
+        self.identity
+            .get_or_init(|| {
+                front_proxy::Identity::load_or_generate(dir)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map(|_| ())
+    }
+
     /// The TLS client configuration of the APIService `obj`, built once per spec.
     fn tls_config(&self, obj: &Value) -> Result<Arc<rustls::ClientConfig>, BackendError> {
         let name = meta::name(obj);
@@ -182,6 +205,23 @@ impl Aggregator {
     /// The OpenAPI documents downloaded from the extension servers.
     pub(crate) fn specs(&self) -> &openapi::Specs {
         &self.shared.specs
+    }
+
+    /// The connection pool of the APIService `obj` reached at `addr`: a new one when its
+    /// spec (`caBundle`, service) or address changed.
+    fn pool(&self, obj: &Value, addr: std::net::SocketAddr) -> Arc<transport::Pool> {
+        let name = meta::name(obj);
+        let fingerprint = fingerprint(obj);
+        let mut pools = self.shared.pools.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((made_for, at, pool)) = pools.get(name)
+            && *made_for == fingerprint
+            && *at == addr
+        {
+            return pool.clone();
+        }
+        let pool = Arc::new(transport::Pool::default());
+        pools.insert(name.to_string(), (fingerprint, addr, pool.clone()));
+        pool
     }
 
     /// The last check of the APIService `name` for its current spec.
@@ -290,6 +330,11 @@ impl Aggregator {
             .unwrap_or_else(|e| e.into_inner())
             .retain(|name, _| existing.contains(name));
         self.shared.specs.retain(|name| existing.contains(name));
+        self.shared
+            .pools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|name, _| existing.contains(name));
     }
 }
 

@@ -235,6 +235,19 @@ where
             }
         };
     }
+    // Upstream's proxy transport (`k8s.io/apimachinery/pkg/util/proxy`) names where the
+    // request went: the path, the backend's address and the scheme.
+    let forwarded = [
+        ("x-forwarded-uri", parts.uri.path().to_string()),
+        ("x-forwarded-host", backend.addr.to_string()),
+        ("x-forwarded-proto", "https".to_string()),
+    ];
+    let mut request = request;
+    for (name, value) in forwarded {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            request.headers_mut().insert(name, value);
+        }
+    }
     let discovery = parts.uri.path().trim_end_matches('/').matches('/').count() <= 3;
     let sent = super::transport::send(&backend, request);
     let response = if discovery {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -28,6 +29,40 @@ pub(crate) struct Backend {
     pub server_name: String,
     /// The TLS client configuration.
     pub tls: Arc<rustls::ClientConfig>,
+    /// The kept-alive connections to this address with this configuration.
+    pub pool: Arc<Pool>,
+}
+
+/// The most idle connections kept per backend.
+const MAX_IDLE: usize = 16;
+
+/// Kept-alive HTTP/1.1 connections to one backend (one APIService's address and TLS
+/// configuration; a change of either makes a new pool, so a new `caBundle` or endpoint is
+/// never served by an old connection). A connection goes back after its response head: it
+/// is taken again once its response has been read (hyper reports it ready), and is dropped
+/// when the backend closes it.
+#[derive(Default)]
+pub(crate) struct Pool {
+    idle: std::sync::Mutex<Vec<SendRequest<Full<Bytes>>>>,
+}
+
+impl Pool {
+    /// A connection ready for a request, if one is kept; closed ones are dropped.
+    fn take(&self) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        idle.retain(|s| !s.is_closed());
+        let ready = idle.iter().position(SendRequest::is_ready)?;
+        Some(idle.swap_remove(ready))
+    }
+
+    /// Keeps a connection for later requests (the oldest goes when too many are kept).
+    fn put(&self, sender: SendRequest<Full<Bytes>>) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() >= MAX_IDLE {
+            idle.remove(0);
+        }
+        idle.push(sender);
+    }
 }
 
 impl std::fmt::Debug for Backend {
@@ -97,14 +132,10 @@ fn send_error(e: &hyper::Error) -> String {
     }
 }
 
-/// Sends `request` to `backend` on a new connection; answers the response head, its body
-/// streaming as the backend writes it (the connection lives as long as the body).
-pub(crate) async fn send(
-    backend: &Backend,
-    request: http::Request<Full<Bytes>>,
-) -> Result<http::Response<Incoming>, String> {
+/// Opens a new HTTP/1.1 connection to `backend`.
+async fn connect(backend: &Backend) -> Result<SendRequest<Full<Bytes>>, String> {
     let tls = dial(backend).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .map_err(|e| e.to_string())?;
     tokio::spawn(async move {
@@ -112,10 +143,36 @@ pub(crate) async fn send(
             tracing::debug!(error = %e, "aggregated API server connection ended");
         }
     });
-    sender
+    Ok(sender)
+}
+
+/// Sends `request` to `backend` on a kept-alive connection (a new one when none is free);
+/// answers the response head, its body streaming as the backend writes it. A request a kept
+/// connection could not take (closed meanwhile) goes on a new one.
+pub(crate) async fn send(
+    backend: &Backend,
+    request: http::Request<Full<Bytes>>,
+) -> Result<http::Response<Incoming>, String> {
+    let mut request = request;
+    if let Some(mut sender) = backend.pool.take() {
+        match sender.try_send_request(request).await {
+            Ok(response) => {
+                backend.pool.put(sender);
+                return Ok(response);
+            }
+            Err(mut e) => match e.take_message() {
+                Some(unsent) => request = unsent,
+                None => return Err(send_error(e.error())),
+            },
+        }
+    }
+    let mut sender = connect(backend).await?;
+    let response = sender
         .send_request(request)
         .await
-        .map_err(|e| send_error(&e))
+        .map_err(|e| send_error(&e))?;
+    backend.pool.put(sender);
+    Ok(response)
 }
 
 /// Sends the upgrade request `request` to `backend` on a connection of its own, which a
