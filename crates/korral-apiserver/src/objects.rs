@@ -948,6 +948,7 @@ impl Objects {
         }
         let mut warnings = warnings;
         if let Some(user) = &opts.requester {
+            let object_namespace = meta::namespace(&obj).map(str::to_string);
             let req = crate::admission::Request {
                 objects: self,
                 info,
@@ -955,25 +956,27 @@ impl Objects {
                 subresource: None,
                 subresource_kind: None,
                 generated_name,
-                namespace: meta::namespace(&obj),
+                namespace: object_namespace.as_deref(),
                 name: &name,
                 old: None,
                 user,
                 dry_run: opts.dry_run,
                 options: crate::admission::write_options(opts),
             };
-            let mut candidate = Some(obj.clone());
+            let system = crate::admission::system_metadata(&obj);
+            let mut candidate = Some(obj);
             let admitted = crate::admission::admit(&req, &mut candidate, |mut next| {
-                crate::admission::keep_system_metadata(&mut next, &obj);
+                crate::admission::keep_system_metadata(&mut next, &system);
                 let w =
                     Self::decode_and_validate(info, &mut next, None, opts.field_validation, &ctx)?;
                 warnings = w;
                 Ok(next)
             })
             .await?;
-            if let Some(next) = candidate {
-                obj = next;
-            }
+            let Some(next) = candidate else {
+                return Err(ApiError::internal("admission lost the object it admitted"));
+            };
+            obj = next;
             warnings.extend(admitted.warnings);
         }
         // A custom resource converted by a webhook is stored in its CRD's storage version.

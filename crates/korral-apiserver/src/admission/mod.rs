@@ -299,27 +299,63 @@ pub(crate) fn delete_options(
     options
 }
 
-/// Restores on a mutated object what the server owns (uid, timestamps, generation, resource
-/// version, name and namespace), as upstream assigns them after mutating admission.
-pub(crate) fn keep_system_metadata(next: &mut Value, original: &Value) {
-    let original = crate::meta::metadata(original).cloned().unwrap_or_default();
-    if let Some(md) = crate::meta::metadata_mut(next) {
-        for field in [
+/// The metadata fields the server owns (uid, timestamps, generation, resource version, name
+/// and namespace) as an object had them before mutating admission.
+pub(crate) struct SystemMetadata(Vec<(&'static str, Option<Value>)>);
+
+/// What [`keep_system_metadata`] restores, read from `original`.
+pub(crate) fn system_metadata(original: &Value) -> SystemMetadata {
+    let md = crate::meta::metadata(original);
+    SystemMetadata(
+        [
             "uid",
             "creationTimestamp",
             "generation",
             "resourceVersion",
             "name",
             "namespace",
-        ] {
-            match original.get(field) {
+        ]
+        .into_iter()
+        .map(|field| (field, md.and_then(|m| m.get(field)).cloned()))
+        .collect(),
+    )
+}
+
+/// Restores on a mutated object what the server owns, as upstream assigns it after mutating
+/// admission.
+pub(crate) fn keep_system_metadata(next: &mut Value, original: &SystemMetadata) {
+    if let Some(md) = crate::meta::metadata_mut(next) {
+        for (field, value) in &original.0 {
+            match value {
                 Some(v) => {
-                    md.insert(field.into(), v.clone());
+                    md.insert((*field).into(), v.clone());
                 }
                 None => {
-                    md.remove(field);
+                    md.remove(*field);
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{keep_system_metadata, system_metadata};
+
+    #[test]
+    fn mutated_system_metadata_is_restored_and_added_fields_removed() {
+        let original = json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1",
+            "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"x": "1"}}});
+        let system = system_metadata(&original);
+        let mut next = json!({"metadata": {"name": "b", "namespace": "other", "uid": "u2",
+            "generation": 7, "resourceVersion": "9", "labels": {"x": "2"}}});
+        keep_system_metadata(&mut next, &system);
+        assert_eq!(
+            next,
+            json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1",
+                "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"x": "2"}}})
+        );
     }
 }

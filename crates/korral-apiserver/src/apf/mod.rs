@@ -199,25 +199,16 @@ impl FlowControl {
         let Some(request) = describe(auth, &req) else {
             return handler(req).await;
         };
-        // The handler takes the attributes from here rather than authenticating again.
-        let mut req = req;
-        req.extensions_mut()
-            .insert(crate::auth::Described(request.clone()));
         let watch = request.verb == "watch" || crate::inflight::is_watch(&req);
-        if !watch && long_running(&request) {
-            return handler(req).await;
-        }
-        let (headers, admission) = {
+        let skipped = !watch && long_running(&request);
+        let classified = (!skipped).then(|| {
             let view = self
                 .shared
                 .view
                 .read()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
-            let Some(schema) = view.classify(&request) else {
-                tracing::warn!(path = %req.uri().path(), "no FlowSchema matched");
-                return handler(req).await;
-            };
+            let schema = view.classify(&request)?;
             let headers = (schema.uid.clone(), schema.level_uid.clone());
             let admission = if schema.level.is_exempt() {
                 Admission::Run(Seat::exempt(&schema.flow))
@@ -229,9 +220,17 @@ impl FlowControl {
                 };
                 schema.level.start(hash, &schema.flow)
             };
-            (headers, (admission, schema.level.clone()))
+            Some((headers, (admission, schema.level.clone())))
+        });
+        // The handler takes the attributes from here rather than authenticating again.
+        let mut req = req;
+        req.extensions_mut().insert(crate::auth::Described(request));
+        let Some((headers, (admission, level))) = classified.flatten() else {
+            if !skipped {
+                tracing::warn!(path = %req.uri().path(), "no FlowSchema matched");
+            }
+            return handler(req).await;
         };
-        let (admission, level) = admission;
         let seat = match admission {
             Admission::Run(seat) => Ok(seat),
             Admission::Wait(waiting) => waiting.wait(self.shared.limits.wait).await,
