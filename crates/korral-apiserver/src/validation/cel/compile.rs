@@ -20,8 +20,8 @@ const PARSER_STACK: usize = 64 * 1024 * 1024;
 const CACHE_ENTRIES: usize = 4096;
 
 /// The CEL environment rules run in: the standard library, the string extension library, the
-/// Kubernetes libraries and the cel-go extensions Kubernetes enables (lists, two-variable
-/// comprehensions, the optional library's list functions: [`super::library`]).
+/// Kubernetes libraries and the cel-go extensions Kubernetes enables (lists, `cel.bind`,
+/// two-variable comprehensions, the optional library's list functions: [`super::library`]).
 pub fn env() -> &'static Arc<Env> {
     static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
         let mut env = Env::stdlib();
@@ -91,7 +91,8 @@ impl CelCache {
 
 /// Parses `source` in `env` (its macros) with the limits every expression has: its length,
 /// its nesting, and the depth of its tree; the parser runs on a thread with a generous stack.
-/// Nothing is checked of the references: the caller bounds the program's cost.
+/// Nothing is checked of the references: the caller type-checks the program against its
+/// variables ([`super::check`]) and bounds its cost.
 pub fn parse_in(env: &Arc<Env>, source: &str) -> Result<Program, CompileError> {
     if source.len() > MAX_EXPRESSION_BYTES {
         return Err(CompileError(format!(

@@ -308,9 +308,6 @@ pub enum Unbounded {
     /// An expression form the server does not evaluate (message literals).
     #[error("unsupported expression: {0}")]
     Unsupported(String),
-    /// A call whose arguments match none of the function's overloads.
-    #[error("found no matching overload for '{0}' applied to '{1}'")]
-    NoOverload(String, String),
 }
 
 /// The bound of one expression: its work and the shape of its value.
@@ -634,11 +631,6 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                 cost = 0;
             }
             let func_name = qualified.as_deref().unwrap_or(&call.func_name);
-            check_overload(
-                func_name,
-                call.target.is_some() && qualified.is_none(),
-                &exprs,
-            )?;
             let (mut work, shape) = match call_bound(func_name, &args, &exprs) {
                 Err(Unbounded::Undeclared(name)) => scope
                     .library
@@ -713,94 +705,6 @@ fn literal_len(e: Option<&&IdedExpr>) -> Option<u64> {
         Some(Expr::Literal(LiteralValue::String(s))) => Some(s.inner().chars().count() as u64),
         _ => None,
     }
-}
-
-/// The CEL type of an argument when it shows in the source (a literal, a list or map
-/// construction), `None` otherwise.
-fn literal_type(e: &IdedExpr) -> Option<&'static str> {
-    Some(match &e.expr {
-        Expr::Literal(LiteralValue::Boolean(_)) => "bool",
-        Expr::Literal(LiteralValue::Bytes(_)) => "bytes",
-        Expr::Literal(LiteralValue::Double(_)) => "double",
-        Expr::Literal(LiteralValue::Int(_)) => "int",
-        Expr::Literal(LiteralValue::Null) => "null_type",
-        Expr::Literal(LiteralValue::String(_)) => "string",
-        Expr::Literal(LiteralValue::UInt(_)) => "uint",
-        Expr::List(_) => "list",
-        Expr::Map(_) => "map",
-        _ => return None,
-    })
-}
-
-/// The overloads of cel-go's list extension (version 3), the optional library's list
-/// functions and the string extension (version 2), as (function, member call, parameter
-/// types of the receiver and arguments; `dyn` for any): what a call must match to
-/// type-check.
-const EXT_OVERLOADS: &[(&str, bool, &[&str])] = &[
-    ("slice", true, &["list", "int", "int"]),
-    ("flatten", true, &["list"]),
-    ("flatten", true, &["list", "int"]),
-    ("distinct", true, &["list"]),
-    ("reverse", true, &["list"]),
-    ("sort", true, &["list"]),
-    ("lists.range", false, &["int"]),
-    ("first", true, &["list"]),
-    ("last", true, &["list"]),
-    ("unwrapOpt", true, &["list"]),
-    ("optional.unwrap", false, &["list"]),
-    ("charAt", true, &["string", "int"]),
-    ("indexOf", true, &["string", "string"]),
-    ("indexOf", true, &["string", "string", "int"]),
-    ("indexOf", true, &["list", "dyn"]),
-    ("lastIndexOf", true, &["string", "string"]),
-    ("lastIndexOf", true, &["string", "string", "int"]),
-    ("lastIndexOf", true, &["list", "dyn"]),
-    ("lowerAscii", true, &["string"]),
-    ("upperAscii", true, &["string"]),
-    ("trim", true, &["string"]),
-    ("replace", true, &["string", "string", "string"]),
-    ("replace", true, &["string", "string", "string", "int"]),
-    ("split", true, &["string", "string"]),
-    ("split", true, &["string", "string", "int"]),
-    ("substring", true, &["string", "int"]),
-    ("substring", true, &["string", "int", "int"]),
-    ("join", true, &["list"]),
-    ("join", true, &["list", "string"]),
-    ("format", true, &["string", "list"]),
-    ("strings.quote", false, &["string"]),
-];
-
-/// Refuses, as cel-go's type checker does, a call of an extension function whose argument
-/// count, or whose literal arguments, match none of its overloads.
-fn check_overload(name: &str, member: bool, exprs: &[&IdedExpr]) -> Result<(), Unbounded> {
-    let candidates: Vec<(bool, &[&str])> = EXT_OVERLOADS
-        .iter()
-        .filter(|(n, _, _)| *n == name)
-        .map(|(_, m, params)| (*m, *params))
-        .collect();
-    if candidates.is_empty() {
-        return Ok(());
-    }
-    let fits = |(m, params): &(bool, &[&str])| {
-        *m == member
-            && params.len() == exprs.len()
-            && params
-                .iter()
-                .zip(exprs)
-                .all(|(want, e)| *want == "dyn" || literal_type(e).is_none_or(|t| t == *want))
-    };
-    if candidates.iter().any(fits) {
-        return Ok(());
-    }
-    let types: Vec<&str> = exprs
-        .iter()
-        .map(|e| literal_type(e).unwrap_or("dyn"))
-        .collect();
-    let applied = match (member, types.split_first()) {
-        (true, Some((target, rest))) => format!("{target}.({})", rest.join(", ")),
-        _ => format!("({})", types.join(", ")),
-    };
-    Err(Unbounded::NoOverload(name.to_string(), applied))
 }
 
 /// Whether a shape is a list's (its items known, no fields).
@@ -1306,52 +1210,5 @@ mod upstream_estimates {
         // the map at each step.
         let c = estimate_of("self.big.transformMap(i, v, v).size() > 0").expect("bounded");
         assert!((10_000..15_000).contains(&c), "{c}");
-    }
-
-    #[test]
-    fn list_extension_type_errors_are_refused() {
-        for (rule, applied) in [
-            (
-                "self.l.slice('a', 1).size() == 0",
-                "'slice' applied to 'dyn.(string, int)'",
-            ),
-            (
-                "self.l.flatten(1, 2).size() == 0",
-                "'flatten' applied to 'dyn.(int, int)'",
-            ),
-            (
-                "lists.range('a').size() == 0",
-                "'lists.range' applied to '(string)'",
-            ),
-            ("'abc'.sort().size() == 0", "'sort' applied to 'string.()'"),
-            ("[1].first(1).hasValue()", "'first' applied to 'list.(int)'"),
-            // Kubernetes enables the string extension at version 2, without `reverse`.
-            (
-                "'abc'.reverse() == 'cba'",
-                "'reverse' applied to 'string.()'",
-            ),
-            (
-                "self.a.charAt('x') == ''",
-                "'charAt' applied to 'dyn.(string)'",
-            ),
-            (
-                "self.a.lowerAscii(1) == ''",
-                "'lowerAscii' applied to 'dyn.(int)'",
-            ),
-            (
-                "self.a.split(1).size() == 0",
-                "'split' applied to 'dyn.(int)'",
-            ),
-            ("'%d'.format(1) == ''", "'format' applied to 'string.(int)'"),
-        ] {
-            match estimate_of(rule) {
-                Err(e @ Unbounded::NoOverload(..)) => assert!(
-                    e.to_string()
-                        .contains(&format!("found no matching overload for {applied}")),
-                    "{rule}: {e}"
-                ),
-                other => panic!("{rule}: {other:?}"),
-            }
-        }
     }
 }

@@ -18,6 +18,7 @@
 //!
 //! Failures are `Invalid` causes at the rule's field path, as kube-apiserver reports them.
 
+pub mod check;
 pub mod compile;
 pub mod cost;
 pub mod library;
@@ -28,7 +29,8 @@ use std::sync::Arc;
 use cel::Context;
 use serde_json::{Map, Value};
 
-use self::compile::{CelCache, Compiled};
+use self::check::Ty;
+use self::compile::{CelCache, CompileError, Compiled};
 use self::cost::Shape;
 use super::names::{child, go_quote, go_render, index, invalid_rendered, key};
 use crate::error::Cause;
@@ -132,6 +134,13 @@ pub fn check_schema_with(schema: &Value, path: &str, cache: &CelCache) -> Vec<Ca
     check.out
 }
 
+/// A schema node whose rules are checked: its schema, its shape and the type of `self`.
+struct Node<'a> {
+    schema: &'a Value,
+    shape: &'a Shape,
+    ty: &'a Ty,
+}
+
 struct SchemaCheck<'a> {
     out: Vec<Cause>,
     total: u64,
@@ -152,9 +161,20 @@ impl SchemaCheck<'_> {
         let rules = rules_of(s);
         if !rules.is_empty() {
             let shape = Shape::of_schema(s);
+            // The root of the resource, or of an embedded one, has its type and metadata.
+            let resource_root = depth == 0
+                || s.get("x-kubernetes-embedded-resource")
+                    .and_then(Value::as_bool)
+                    == Some(true);
+            let ty = check::schema::self_type(s, resource_root);
             for (i, rule) in rules.iter().enumerate() {
                 let rp = index(&child(p, VALIDATIONS), i);
-                self.rule(s, rule, &rp, &shape, cardinality, correlatable);
+                let node = Node {
+                    schema: s,
+                    shape: &shape,
+                    ty: &ty,
+                };
+                self.rule(&node, rule, &rp, cardinality, correlatable);
             }
         }
         let shape_len = |sub: &Value| Shape::of_schema(sub).len.max(1);
@@ -195,59 +215,65 @@ impl SchemaCheck<'_> {
 
     fn rule(
         &mut self,
-        s: &Value,
+        node: &Node<'_>,
         rule: &Rule,
         rp: &str,
-        shape: &Shape,
         cardinality: u64,
         correlatable: bool,
     ) {
+        let (s, shape) = (node.schema, node.shape);
         if rule.rule.trim().is_empty() {
             // Reported by the structural checks ("rule is not specified").
             return;
         }
         let rule_path = child(rp, "rule");
+        let vars = [("self", node.ty.clone()), ("oldSelf", node.ty.clone())];
         match self.cache.compile(&rule.rule) {
             Err(e) => self.out.push(invalid_rendered(
                 &rule_path,
                 &rule.render(),
                 &format!("compilation failed: {e}"),
             )),
-            Ok(compiled) => {
-                if compiled.uses_old_self && !correlatable {
-                    self.out.push(invalid_rendered(
-                        &rule_path,
-                        &go_quote(&rule.rule),
-                        "oldSelf cannot be used on the uncorrelatable portion of the schema",
-                    ));
-                }
-                let vars = [("self", shape.clone()), ("oldSelf", shape.clone())];
-                match cost::estimate(compiled.program.expression(), &vars) {
-                    Ok(c) if c > STATIC_RULE_LIMIT => self.out.push(Cause::forbidden(
-                        &rule_path,
-                        &format!(
-                            "estimated rule cost exceeds budget by factor of {} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
-                            factor(c, STATIC_RULE_LIMIT)
-                        ),
-                    )),
-                    Ok(c) => self.total = self.total.saturating_add(c.saturating_mul(cardinality)),
-                    Err(e) => self.out.push(invalid_rendered(
-                        &rule_path,
-                        &rule.render(),
-                        &format!("compilation failed: ERROR: <input>: {e}"),
-                    )),
-                }
-            }
+            Ok(compiled) => match check::check(&compiled.program, &rule.rule, &vars) {
+                Err(e) => self.out.push(invalid_rendered(
+                    &rule_path,
+                    &rule.render(),
+                    &format!("compilation failed: {e}"),
+                )),
+                Ok(ty) if !check::may_be(&ty, &Ty::Bool) => self.out.push(invalid_rendered(
+                    &rule_path,
+                    &rule.render(),
+                    "cel expression must evaluate to a bool",
+                )),
+                Ok(_) => self.compiled_rule(
+                    &compiled,
+                    rule,
+                    &rule_path,
+                    shape,
+                    cardinality,
+                    correlatable,
+                ),
+            },
         }
         if !rule.message_expression.trim().is_empty() {
             let mp = child(rp, "messageExpression");
-            match self.cache.compile(&rule.message_expression) {
+            let checked = self.cache.compile(&rule.message_expression).and_then(|c| {
+                check::check(&c.program, &rule.message_expression, &vars)
+                    .map(|ty| (c, ty))
+                    .map_err(CompileError)
+            });
+            match checked {
                 Err(e) => self.out.push(invalid_rendered(
                     &mp,
                     &rule.render(),
                     &format!("messageExpression compilation failed: {e}"),
                 )),
-                Ok(compiled) => {
+                Ok((_, ty)) if !check::may_be(&ty, &Ty::Str) => self.out.push(invalid_rendered(
+                    &mp,
+                    &rule.render(),
+                    "messageExpression must evaluate to a string",
+                )),
+                Ok((compiled, _)) => {
                     let vars = [("self", shape.clone()), ("oldSelf", shape.clone())];
                     if let Ok(c) = cost::estimate(compiled.program.expression(), &vars)
                         && c > STATIC_RULE_LIMIT
@@ -269,6 +295,41 @@ impl SchemaCheck<'_> {
                 &go_quote(&rule.field_path),
                 "fieldPath must be a valid path",
             ));
+        }
+    }
+
+    /// The checks of a rule that compiled: transition-rule placement and its cost.
+    fn compiled_rule(
+        &mut self,
+        compiled: &Compiled,
+        rule: &Rule,
+        rule_path: &str,
+        shape: &Shape,
+        cardinality: u64,
+        correlatable: bool,
+    ) {
+        if compiled.uses_old_self && !correlatable {
+            self.out.push(invalid_rendered(
+                rule_path,
+                &go_quote(&rule.rule),
+                "oldSelf cannot be used on the uncorrelatable portion of the schema",
+            ));
+        }
+        let vars = [("self", shape.clone()), ("oldSelf", shape.clone())];
+        match cost::estimate(compiled.program.expression(), &vars) {
+            Ok(c) if c > STATIC_RULE_LIMIT => self.out.push(Cause::forbidden(
+                rule_path,
+                &format!(
+                    "estimated rule cost exceeds budget by factor of {} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
+                    factor(c, STATIC_RULE_LIMIT)
+                ),
+            )),
+            Ok(c) => self.total = self.total.saturating_add(c.saturating_mul(cardinality)),
+            Err(e) => self.out.push(invalid_rendered(
+                rule_path,
+                &rule.render(),
+                &format!("compilation failed: ERROR: <input>: {e}"),
+            )),
         }
     }
 }

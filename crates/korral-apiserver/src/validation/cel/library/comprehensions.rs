@@ -1,5 +1,5 @@
-//! Two-variable comprehensions (cel-go's `ext.TwoVarComprehensions`, enabled by Kubernetes
-//! since v1.32): `all(i, v, p)`, `exists(i, v, p)`, `existsOne(i, v, p)` (and `exists_one`),
+//! `cel.bind` (cel-go's `ext.Bindings`) and two-variable comprehensions (cel-go's
+//! `ext.TwoVarComprehensions`, enabled by Kubernetes since v1.32): `all(i, v, p)`, `exists(i, v, p)`, `existsOne(i, v, p)` (and `exists_one`),
 //! `transformList(i, v, [filter,] expr)`, `transformMap(k, v, [filter,] expr)` and
 //! `transformMapEntry(k, v, [filter,] expr)`. Over a list the first variable is the index
 //! and the second the element; over a map, the key and its value.
@@ -69,6 +69,25 @@ pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
             expand(kind, helper, target, args).map(Some)
         }))?;
     }
+    // cel-go's `ext.Bindings`: `cel.bind(name, value, body)`.
+    env.add_macro(Macro::receiver("bind", 3, |helper, target, args| {
+        let on_cel = matches!(target, Some(IdedExpr { expr: Expr::Ident(n), .. }) if n == "cel");
+        if !on_cel || args.len() != 3 {
+            return Ok(None);
+        }
+        let name = match &args[0].expr {
+            Expr::Ident(name) => name.clone(),
+            _ => {
+                return Err(helper.new_error(
+                    args[0].id,
+                    "cel.bind() variable names must be simple identifiers",
+                ));
+            }
+        };
+        let body = args.pop().unwrap_or_default();
+        let init = args.pop().unwrap_or_default();
+        Ok(Some(bind(helper, &name, init, body)))
+    }))?;
     env.add_overload(KEYS, "@twoVarKeys_dyn", vec![DYN_TYPE], function!(keys))?;
     env.add_overload(
         PAIRS_TO_MAP,
