@@ -178,16 +178,7 @@ async fn well_typed_rules_install_and_run() {
     ]);
     create_ok(&env, CRDS, &rules_crd("goods", rules)).await;
     let collection = format!("/apis/{GROUP}/v1/namespaces/default/goods");
-    let mut established = false;
-    for _ in 0..100 {
-        let (code, _) = call(&env, "GET", &collection, None).await;
-        if code == 200 {
-            established = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(established, "the CRD's resource is served");
+    wait_served(&env, &collection).await;
     let object = |name: &str, spec: Value| {
         json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Tgoods",
                "metadata": {"name": name}, "spec": spec})
@@ -218,4 +209,75 @@ async fn well_typed_rules_install_and_run() {
         message.contains("failed rule: type(self.port) == int"),
         "{body}"
     );
+}
+
+/// Waits until the custom resource `collection` is served.
+async fn wait_served(env: &TestEnv, collection: &str) {
+    for _ in 0..100 {
+        let (code, _) = call(env, "GET", collection, None).await;
+        if code == 200 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{collection} is never served");
+}
+
+/// Properties whose names CEL escapes are read under the escaped names the checker accepts
+/// (`my-field` as `my__dash__field`, `namespace` as `__namespace__`), as upstream evaluates them.
+#[tokio::test]
+async fn escaped_property_names_are_read_by_rules() {
+    let env = TestEnv::start().await.expect("env");
+    let schema = json!({
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.my__dash__field.startsWith('a')", "message": "dash"},
+            {"rule": "!has(self.__namespace__) || self.__namespace__ != 'x'", "message": "ns"},
+            {"rule": "self.labels.all(k, k != 'no-key')", "message": "label"},
+        ],
+        "properties": {
+            "my-field": {"type": "string", "maxLength": 10},
+            "namespace": {"type": "string", "maxLength": 10},
+            "labels": {"type": "object", "maxProperties": 5,
+                       "additionalProperties": {"type": "string", "maxLength": 10}},
+        }
+    });
+    create_ok(&env, CRDS, &spec_crd(GROUP, "Tescaped", "escapeds", schema)).await;
+    let collection = format!("/apis/{GROUP}/v1/namespaces/default/escapeds");
+    wait_served(&env, &collection).await;
+    let object = |name: &str, spec: Value| {
+        json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Tescaped",
+               "metadata": {"name": name}, "spec": spec})
+    };
+    create_ok(
+        &env,
+        &collection,
+        &object(
+            "ok",
+            json!({"my-field": "abc", "namespace": "y", "labels": {"a-b": "c"}}),
+        ),
+    )
+    .await;
+    let (code, body) = call(
+        &env,
+        "POST",
+        &collection,
+        Some(&object(
+            "bad",
+            json!({"my-field": "zzz", "namespace": "x", "labels": {"no-key": "c"}}),
+        )),
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    let causes: Vec<&str> = body["details"]["causes"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["message"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(causes.len(), 3, "{body}");
+    for message in ["dash", "ns", "label"] {
+        assert!(
+            causes.iter().any(|c| c.ends_with(message)),
+            "{message} in {causes:?}"
+        );
+    }
 }

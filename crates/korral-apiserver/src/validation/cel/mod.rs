@@ -503,7 +503,7 @@ impl Run<'_> {
             } else {
                 s.get("type").and_then(Value::as_str).unwrap_or("")
             };
-            self.rules(&rules, &this, prev.as_ref(), unchanged, type_name, p);
+            self.rules(&rules, s, &this, prev.as_ref(), unchanged, type_name, p);
             if self.exhausted {
                 return;
             }
@@ -575,9 +575,11 @@ impl Run<'_> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn rules(
         &mut self,
         rules: &[Rule],
+        schema: &Value,
         this: &Value,
         old: Option<&Value>,
         unchanged: bool,
@@ -617,9 +619,9 @@ impl Run<'_> {
             }
             let ctx = context.get_or_insert_with(|| {
                 let mut ctx = Context::with_env(compile::env().clone());
-                ctx.add_variable_from_value("self", value::to_cel(this));
+                ctx.add_variable_from_value("self", value::to_cel_in(this, schema));
                 if let Some(o) = old {
-                    ctx.add_variable_from_value("oldSelf", value::to_cel(o));
+                    ctx.add_variable_from_value("oldSelf", value::to_cel_in(o, schema));
                 }
                 ctx
             });

@@ -16,6 +16,54 @@ pub fn to_cel(value: &Value) -> cel::Value {
     convert(value, 0)
 }
 
+/// The CEL value of `value` under its structural `schema`: as [`to_cel`], except that the
+/// properties the schema declares are keyed as CEL spells them (upstream's escaping:
+/// `my-field` is `my__dash__field`, `namespace` is `__namespace__`), so a rule reads them as
+/// the type checker typed them. Keys of `additionalProperties` maps and of untyped parts stay as
+/// they are.
+pub fn to_cel_in(value: &Value, schema: &Value) -> cel::Value {
+    convert_in(value, schema, 0)
+}
+
+fn convert_in(value: &Value, schema: &Value, depth: usize) -> cel::Value {
+    if depth > MAX_DEPTH {
+        return cel::Value::Null;
+    }
+    match value {
+        Value::Array(items) => match schema.get("items").filter(|i| i.is_object()) {
+            Some(item) => cel::Value::List(Arc::new(
+                items
+                    .iter()
+                    .map(|i| convert_in(i, item, depth + 1))
+                    .collect(),
+            )),
+            None => convert(value, depth),
+        },
+        Value::Object(map) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            let entries: HashMap<Key, cel::Value> = map
+                .iter()
+                .map(|(k, v)| {
+                    let (key, value) = match (properties.and_then(|p| p.get(k)), additional) {
+                        (Some(sub), _) => (
+                            super::check::schema::escape(k).unwrap_or_else(|| k.clone()),
+                            convert_in(v, sub, depth + 1),
+                        ),
+                        (None, Some(sub)) => (k.clone(), convert_in(v, sub, depth + 1)),
+                        (None, None) => (k.clone(), convert(v, depth + 1)),
+                    };
+                    (Key::String(Arc::new(key)), value)
+                })
+                .collect();
+            cel::Value::Map(Map {
+                map: Arc::new(entries),
+            })
+        }
+        _ => convert(value, depth),
+    }
+}
+
 fn convert(value: &Value, depth: usize) -> cel::Value {
     if depth > MAX_DEPTH {
         return cel::Value::Null;
@@ -59,6 +107,48 @@ mod tests {
         assert_eq!(to_cel(&json!(3)), cel::Value::Int(3));
         assert_eq!(to_cel(&json!(u64::MAX)), cel::Value::UInt(u64::MAX));
         assert_eq!(to_cel(&json!(1.5)), cel::Value::Float(1.5));
+    }
+
+    #[test]
+    fn declared_properties_are_keyed_as_cel_spells_them() {
+        let schema = json!({"type": "object", "properties": {
+            "my-field": {"type": "string"},
+            "namespace": {"type": "string"},
+            "items": {"type": "array", "items": {"type": "object", "properties": {
+                "a.b": {"type": "integer"}}}},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}}}});
+        let v = to_cel_in(
+            &json!({"my-field": "x", "namespace": "n", "items": [{"a.b": 1}],
+                    "labels": {"app-name": "y"}, "undeclared-key": 2}),
+            &schema,
+        );
+        let cel::Value::Map(m) = v else {
+            panic!("not a map")
+        };
+        let get = |m: &Map, k: &str| m.map.get(&Key::String(Arc::new(k.to_string()))).cloned();
+        assert_eq!(
+            get(&m, "my__dash__field"),
+            Some(cel::Value::String(Arc::new("x".into())))
+        );
+        assert_eq!(
+            get(&m, "__namespace__"),
+            Some(cel::Value::String(Arc::new("n".into())))
+        );
+        assert_eq!(get(&m, "undeclared-key"), Some(cel::Value::Int(2)));
+        let Some(cel::Value::Map(labels)) = get(&m, "labels") else {
+            panic!("labels not a map")
+        };
+        assert!(
+            get(&labels, "app-name").is_some(),
+            "map keys stay as they are"
+        );
+        let Some(cel::Value::List(items)) = get(&m, "items") else {
+            panic!("items not a list")
+        };
+        let cel::Value::Map(item) = &items[0] else {
+            panic!("item not a map")
+        };
+        assert_eq!(get(item, "a__dot__b"), Some(cel::Value::Int(1)));
     }
 
     #[test]
