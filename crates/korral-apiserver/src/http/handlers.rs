@@ -180,6 +180,16 @@ pub fn list_options(info: &ResourceInfo, query: &Query) -> Result<ListOptions, A
     })
 }
 
+/// Whether `Accept` names protobuf at all (the only case where the objects' protobuf support
+/// matters to negotiation).
+fn accepts_protobuf(headers: &HeaderMap) -> bool {
+    headers.get_all(header::ACCEPT).iter().any(|v| {
+        v.as_bytes()
+            .windows(8)
+            .any(|w| w.eq_ignore_ascii_case(b"protobuf"))
+    })
+}
+
 fn content_type(headers: &HeaderMap) -> String {
     headers
         .get(header::CONTENT_TYPE)
@@ -276,7 +286,9 @@ async fn serve_resource(
     let output = negotiate::from_headers(
         headers,
         Offer {
-            protobuf_objects: !info.is_custom()
+            // Looked up only when protobuf is asked for (the descriptor lookup is not free).
+            protobuf_objects: accepts_protobuf(headers)
+                && !info.is_custom()
                 && crate::protobuf::supports_kind(&info.api_version(), &info.kind),
             stream: *method == Method::GET && flag(query, "watch"),
             tables: true,
