@@ -338,20 +338,6 @@ impl Scope<'_> {
     }
 }
 
-/// Identifiers that name types (usable in `type(x) == int`).
-const TYPE_NAMES: [&str; 10] = [
-    "int",
-    "uint",
-    "double",
-    "bool",
-    "string",
-    "bytes",
-    "list",
-    "map",
-    "null_type",
-    "type",
-];
-
 /// An upper bound on the work of evaluating `expr` with the given variables' shapes.
 pub fn estimate(expr: &IdedExpr, vars: &[(&str, Shape)]) -> Result<u64, Unbounded> {
     let mut scope = Scope {
@@ -399,7 +385,7 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                 cost: 1,
                 shape: shape.clone(),
             }),
-            None if TYPE_NAMES.contains(&name.as_str()) => Ok(Bound {
+            None if super::check::TYPE_NAMES.contains(&name.as_str()) => Ok(Bound {
                 cost: 1,
                 shape: Shape::scalar(),
             }),

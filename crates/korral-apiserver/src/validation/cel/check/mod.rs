@@ -54,7 +54,7 @@ pub fn may_be(ty: &Ty, want: &Ty) -> bool {
 }
 
 /// The identifiers that denote types (`type(x) == int`).
-const TYPE_NAMES: [&str; 10] = [
+pub const TYPE_NAMES: [&str; 10] = [
     "int",
     "uint",
     "double",

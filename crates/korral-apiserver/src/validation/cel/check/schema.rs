@@ -116,8 +116,8 @@ fn decl_type(s: &Value, root: bool, name: &str, depth: usize) -> Option<Ty> {
     }
 }
 
-/// CEL's reserved words: a property of that name is `__word__`.
-const RESERVED: &[&str] = &[
+/// CEL's reserved words: a property of that name is `__word__`; no variable may be named so.
+pub const RESERVED: &[&str] = &[
     "true",
     "false",
     "null",
