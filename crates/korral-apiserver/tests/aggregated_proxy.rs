@@ -214,17 +214,22 @@ fn flunder_schema() -> Value {
     })
 }
 
+/// The paths both of the extension server's OpenAPI documents describe.
+fn wardle_paths() -> Value {
+    json!({"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders": {
+        "get": {"operationId": "listWardleExampleComV1alpha1NamespacedFlunder",
+                "responses": {"200": {"description": "OK"}},
+                "x-kubernetes-action": "list",
+                "x-kubernetes-group-version-kind": {"group": "wardle.example.com",
+                    "version": "v1alpha1", "kind": "Flunder"}}}})
+}
+
 /// The extension server's Swagger 2.0 document.
 fn wardle_v2() -> Value {
     json!({
         "swagger": "2.0",
         "info": {"title": "Wardle", "version": "v0.1"},
-        "paths": {"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders": {
-            "get": {"operationId": "listWardleExampleComV1alpha1NamespacedFlunder",
-                    "responses": {"200": {"description": "OK"}},
-                    "x-kubernetes-action": "list",
-                    "x-kubernetes-group-version-kind": {"group": "wardle.example.com",
-                        "version": "v1alpha1", "kind": "Flunder"}}}},
+        "paths": wardle_paths(),
         "definitions": {"com.example.wardle.v1alpha1.Flunder": flunder_schema()},
     })
 }
@@ -234,12 +239,7 @@ fn wardle_v3() -> Value {
     json!({
         "openapi": "3.0.0",
         "info": {"title": "Wardle", "version": "v0.1"},
-        "paths": {"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders": {
-            "get": {"operationId": "listWardleExampleComV1alpha1NamespacedFlunder",
-                    "responses": {"200": {"description": "OK"}},
-                    "x-kubernetes-action": "list",
-                    "x-kubernetes-group-version-kind": {"group": "wardle.example.com",
-                        "version": "v1alpha1", "kind": "Flunder"}}}},
+        "paths": wardle_paths(),
         "components": {"schemas": {"com.example.wardle.v1alpha1.Flunder": flunder_schema()}},
     })
 }

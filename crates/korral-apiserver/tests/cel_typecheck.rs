@@ -179,10 +179,7 @@ async fn well_typed_rules_install_and_run() {
     create_ok(&env, CRDS, &rules_crd("goods", rules)).await;
     let collection = format!("/apis/{GROUP}/v1/namespaces/default/goods");
     wait_served(&env, &collection).await;
-    let object = |name: &str, spec: Value| {
-        json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Tgoods",
-               "metadata": {"name": name}, "spec": spec})
-    };
+    let object = |name: &str, spec: Value| custom_object("Tgoods", name, spec);
     create_ok(
         &env,
         &collection,
@@ -209,6 +206,12 @@ async fn well_typed_rules_install_and_run() {
         message.contains("failed rule: type(self.port) == int"),
         "{body}"
     );
+}
+
+/// An object of this test group's `kind` named `name` with `spec`.
+fn custom_object(kind: &str, name: &str, spec: Value) -> Value {
+    json!({"apiVersion": format!("{GROUP}/v1"), "kind": kind,
+           "metadata": {"name": name}, "spec": spec})
 }
 
 /// Waits until the custom resource `collection` is served.
@@ -245,10 +248,7 @@ async fn escaped_property_names_are_read_by_rules() {
     create_ok(&env, CRDS, &spec_crd(GROUP, "Tescaped", "escapeds", schema)).await;
     let collection = format!("/apis/{GROUP}/v1/namespaces/default/escapeds");
     wait_served(&env, &collection).await;
-    let object = |name: &str, spec: Value| {
-        json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Tescaped",
-               "metadata": {"name": name}, "spec": spec})
-    };
+    let object = |name: &str, spec: Value| custom_object("Tescaped", name, spec);
     create_ok(
         &env,
         &collection,
