@@ -397,3 +397,106 @@ async fn kubernetes_libraries_are_available_to_rules() {
         causes(&s)
     );
 }
+
+/// The timeouts of Gateway API's HTTPRoute (its CRD's rule, verbatim) plus fields of the
+/// `duration`, `date-time` and `byte` formats that rules read as typed values.
+fn timeouts_spec() -> Value {
+    json!({
+        "type": "object",
+        "x-kubernetes-validations": [
+            {
+                "rule": "!(has(self.request) && has(self.backendRequest) && duration(self.request) != duration('0s') && duration(self.backendRequest) > duration(self.request))",
+                "message": "backendRequest timeout cannot be longer than request timeout"
+            },
+            {
+                "rule": "!has(self.grace) || self.grace <= duration('1h')",
+                "messageExpression": "'grace ' + string(self.grace) + ' exceeds 1h'"
+            },
+            {
+                "rule": "!has(self.notAfter) || !has(oldSelf.notAfter) || self.notAfter >= oldSelf.notAfter",
+                "message": "notAfter may only move later"
+            },
+            {"rule": "!has(self.key) || size(self.key) == 4", "message": "key must be 4 bytes"}
+        ],
+        "properties": {
+            "request": {"type": "string", "pattern": "^([0-9]{1,5}(h|m|s|ms)){1,4}$"},
+            "backendRequest": {"type": "string", "pattern": "^([0-9]{1,5}(h|m|s|ms)){1,4}$"},
+            "grace": {"type": "string", "format": "duration"},
+            "notAfter": {"type": "string", "format": "date-time"},
+            "key": {"type": "string", "format": "byte"}
+        }
+    })
+}
+
+#[tokio::test]
+async fn durations_timestamps_and_bytes_work_in_rules() {
+    let env = TestEnv::start().await.expect("env");
+    // Refused before ("undeclared reference to 'duration'"), so Gateway API's CRDs could not
+    // be installed.
+    install(&env, crd("Route", "routes", timeouts_spec())).await;
+    let routes = api(&env, "Route", "routes");
+    let good = json!({"request": "10s", "backendRequest": "2s", "grace": "30m",
+        "notAfter": "2026-06-01T00:00:00Z", "key": "AAECAw=="});
+    routes
+        .create(&PostParams::default(), &obj("Route", "good", good.clone()))
+        .await
+        .expect("valid route");
+    let cases = [
+        (
+            json!({"backendRequest": "1m"}),
+            "backendRequest timeout cannot be longer than request timeout",
+        ),
+        (json!({"grace": "90m"}), "grace 5400s exceeds 1h"),
+        (json!({"grace": "2 days"}), "grace 172800s exceeds 1h"),
+        (json!({"key": "AAEC"}), "key must be 4 bytes"),
+    ];
+    for (i, (change, message)) in cases.into_iter().enumerate() {
+        let mut spec = good.clone();
+        for (k, v) in change.as_object().expect("object") {
+            spec[k] = v.clone();
+        }
+        let err = routes
+            .create(
+                &PostParams::default(),
+                &obj("Route", &format!("bad-{i}"), spec),
+            )
+            .await
+            .expect_err(message);
+        let s = status(err);
+        assert_eq!(s.code, 422, "{message}");
+        let expected = (
+            "FieldValueInvalid".to_string(),
+            "spec".to_string(),
+            format!("Invalid value: {message}"),
+        );
+        assert!(
+            causes(&s).contains(&expected),
+            "{message}: {:?}",
+            causes(&s)
+        );
+    }
+    // A transition rule compares timestamps, not strings: an earlier instant written with a
+    // larger-looking offset is refused, a later one accepted.
+    let patch = |t: &str| Patch::Merge(json!({"spec": {"notAfter": t}}));
+    let err = routes
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &patch("2026-06-01T01:00:00+02:00"),
+        )
+        .await
+        .expect_err("earlier instant");
+    assert!(
+        causes(&status(err))
+            .iter()
+            .any(|(_, _, m)| m == "Invalid value: notAfter may only move later")
+    );
+    routes
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &patch("2026-06-01T03:00:00+02:00"),
+        )
+        .await
+        .expect("later instant");
+}

@@ -351,6 +351,41 @@ mod tests {
         evaluate_mutation(&m, vars).map(|v| super::super::policy::to_json(&v))
     }
 
+    /// Timestamps, durations and bytes a mutation writes become the JSON strings upstream's
+    /// conversion writes (they were debug text).
+    #[test]
+    fn typed_values_written_by_mutations_are_json_strings() {
+        let got = mutate(
+            "Object{metadata: Object.metadata{annotations: {\
+             'at': string(timestamp('2026-01-02T03:04:05Z')), \
+             'ttl': string(duration('1m30.5s'))}}}",
+            &[],
+        )
+        .expect("mutation");
+        assert_eq!(got["metadata"]["annotations"]["ttl"], "90.5s");
+        let ts = cel::Value::Timestamp(
+            chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05.25Z").expect("literal"),
+        );
+        assert_eq!(
+            super::super::policy::to_json(&ts),
+            serde_json::json!("2026-01-02T03:04:05.25Z")
+        );
+        let whole = cel::Value::Timestamp(
+            chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05+02:00").expect("literal"),
+        );
+        assert_eq!(
+            super::super::policy::to_json(&whole),
+            serde_json::json!("2026-01-02T03:04:05+02:00")
+        );
+        let d = cel::Value::Duration(chrono::Duration::milliseconds(-1250));
+        assert_eq!(
+            super::super::policy::to_json(&d),
+            serde_json::json!("-1.25s")
+        );
+        let b = cel::Value::Bytes(std::sync::Arc::new(b"hi".to_vec()));
+        assert_eq!(super::super::policy::to_json(&b), serde_json::json!("aGk="));
+    }
+
     #[test]
     fn object_initializers_become_maps() {
         let obj = serde_json::json!({"metadata": {"name": "a"}});

@@ -380,7 +380,52 @@ pub(super) fn to_json(value: &cel::Value) -> Value {
                 .collect();
             Value::Object(map.into_iter().collect())
         }
+        // As cel-go converts them to JSON: RFC 3339 timestamps, durations in seconds,
+        // base64 bytes.
+        cel::Value::Timestamp(t) => json!(rfc3339_nano(t)),
+        cel::Value::Duration(d) => json!(duration_seconds(d)),
+        cel::Value::Bytes(b) => {
+            use base64::Engine;
+            json!(base64::engine::general_purpose::STANDARD.encode(b.as_slice()))
+        }
         other => json!(format!("{other:?}")),
+    }
+}
+
+/// A timestamp as Go's `RFC3339Nano` layout writes it: the fraction without trailing zeros,
+/// `Z` for UTC.
+fn rfc3339_nano(t: &chrono::DateTime<chrono::FixedOffset>) -> String {
+    let full = t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+    // `2006-01-02T15:04:05.123000000Z` or `...+07:00`: the fraction ends where the zone starts.
+    let Some(dot) = full.find('.') else {
+        return full;
+    };
+    let zone = full[dot..]
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map_or(full.len(), |i| dot + i);
+    let fraction = full[dot + 1..zone].trim_end_matches('0');
+    let head = &full[..dot];
+    let tail = &full[zone..];
+    if fraction.is_empty() {
+        format!("{head}{tail}")
+    } else {
+        format!("{head}.{fraction}{tail}")
+    }
+}
+
+/// A duration as CEL writes it: seconds with the fraction it needs (`90s`, `0.5s`, `-1.25s`).
+fn duration_seconds(d: &chrono::Duration) -> String {
+    let nanos = d
+        .num_nanoseconds()
+        .map_or_else(|| i128::from(d.num_seconds()) * 1_000_000_000, i128::from);
+    let sign = if nanos < 0 { "-" } else { "" };
+    let abs = nanos.unsigned_abs();
+    let (secs, frac) = (abs / 1_000_000_000, abs % 1_000_000_000);
+    if frac == 0 {
+        format!("{sign}{secs}s")
+    } else {
+        let digits = format!("{frac:09}");
+        format!("{sign}{secs}.{}s", digits.trim_end_matches('0'))
     }
 }
 

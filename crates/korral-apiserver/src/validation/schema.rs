@@ -2510,7 +2510,7 @@ fn ssv_rec(s: &Value, p: &str, ssv: &Ssv, is_root: bool, out: &mut Vec<Cause>) {
 // String formats (kube-openapi strfmt default registry)
 // =============================================================================================
 
-mod formats {
+pub(crate) mod formats {
     use std::net::Ipv6Addr;
     use std::sync::LazyLock;
 
@@ -2770,16 +2770,20 @@ mod formats {
         get(1) <= "23" && get(2) <= "59" && get(3) <= "59"
     }
 
-    /// Go's `time.ParseDuration`.
-    fn go_parse_duration(s: &str) -> bool {
-        let mut s = s.strip_prefix(['-', '+']).unwrap_or(s);
+    /// Go's `time.ParseDuration`: the duration in nanoseconds, `None` when `s` is not one or
+    /// overflows.
+    fn go_parse_duration(s: &str) -> Option<i64> {
+        let (negative, mut s) = match s.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, s.strip_prefix('+').unwrap_or(s)),
+        };
         if s == "0" {
-            return true;
+            return Some(0);
         }
         if s.is_empty() {
-            return false;
+            return None;
         }
-        let mut total = 0f64;
+        let mut total: u128 = 0;
         while !s.is_empty() {
             let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
             let (int_part, rest) = s.split_at(int_len);
@@ -2791,7 +2795,7 @@ mod formats {
                 s = &rest[frac_len..];
             }
             if int_part.is_empty() && frac_part.is_empty() {
-                return false;
+                return None;
             }
             let unit_len = s
                 .char_indices()
@@ -2799,67 +2803,83 @@ mod formats {
                 .map_or(s.len(), |(i, _)| i);
             let (unit, rest) = s.split_at(unit_len);
             s = rest;
-            let scale = match unit {
-                "ns" => 1.0,
-                "us" | "\u{b5}s" | "\u{3bc}s" => 1e3,
-                "ms" => 1e6,
-                "s" => 1e9,
-                "m" => 60e9,
-                "h" => 3600e9,
-                _ => return false,
+            let scale: u128 = match unit {
+                "ns" => 1,
+                "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+                "ms" => 1_000_000,
+                "s" => 1_000_000_000,
+                "m" => 60_000_000_000,
+                "h" => 3_600_000_000_000,
+                _ => return None,
             };
-            let value: f64 = format!(
-                "{}.{}0",
-                if int_part.is_empty() { "0" } else { int_part },
-                frac_part
-            )
-            .parse()
-            .unwrap_or(f64::INFINITY);
-            total += value * scale;
-            if total > 9.223_372_036_854_776e18 {
-                return false;
+            // Digits past what can matter are dropped, as Go's parser does.
+            let whole: u128 = if int_part.is_empty() {
+                0
+            } else {
+                int_part.parse().ok()?
+            };
+            let mut frac: u128 = 0;
+            let mut denominator: u128 = 1;
+            for digit in frac_part.bytes().take(20) {
+                frac = frac * 10 + u128::from(digit - b'0');
+                denominator *= 10;
+            }
+            total = total
+                .checked_add(whole.checked_mul(scale)?)?
+                .checked_add(frac * scale / denominator)?;
+            if total > 1u128 << 63 {
+                return None;
             }
         }
-        true
+        match (negative, i64::try_from(total)) {
+            (false, Ok(n)) => Some(n),
+            (true, Ok(n)) => Some(-n),
+            (true, Err(_)) if total == 1u128 << 63 => Some(i64::MIN),
+            _ => None,
+        }
     }
 
     /// kube-openapi's `IsDuration`: Go durations, or `<n> <unit>` pairs such as `3 days`.
     fn is_duration(s: &str) -> bool {
-        if go_parse_duration(s) {
-            return true;
+        parse_duration(s).is_some()
+    }
+
+    /// The duration a `duration`-formatted string stands for, in nanoseconds, as strfmt's
+    /// `ParseDuration` reads it: a Go duration, else the sum of its `<n> <unit>` pairs
+    /// (`3 days`, `1 week 2d`); `None` when it is neither.
+    pub(crate) fn parse_duration(s: &str) -> Option<i64> {
+        if let Some(nanos) = go_parse_duration(s) {
+            return Some(nanos);
         }
-        let Some(re) = DURATION_PART.as_ref() else {
-            return false;
-        };
-        const UNITS: [&[&str]; 8] = [
-            &["ns", "nano"],
-            &["us", "µs", "micro"],
-            &["ms", "milli"],
-            &["s", "sec"],
-            &["m", "min"],
-            &["h", "hr", "hour"],
-            &["d", "day"],
-            &["w", "wk", "week"],
+        let re = DURATION_PART.as_ref()?;
+        const UNITS: [(&[&str], i64); 8] = [
+            (&["ns", "nano"], 1),
+            (&["us", "\u{b5}s", "micro"], 1_000),
+            (&["ms", "milli"], 1_000_000),
+            (&["s", "sec"], 1_000_000_000),
+            (&["m", "min"], 60_000_000_000),
+            (&["h", "hr", "hour"], 3_600_000_000_000),
+            (&["d", "day"], 86_400_000_000_000),
+            (&["w", "wk", "week"], 604_800_000_000_000),
         ];
-        let mut ok = false;
+        let mut found = false;
+        let mut total: i64 = 0;
         for caps in re.captures_iter(s) {
-            let digits = caps.get(1).map_or("", |m| m.as_str());
-            if digits.parse::<i64>().is_err() {
-                return false;
-            }
+            let factor: i64 = caps.get(1).map_or("", |m| m.as_str()).parse().ok()?;
             let unit = caps.get(2).map_or("", |m| m.as_str()).trim().to_lowercase();
-            for variants in UNITS {
+            for (variants, nanos) in UNITS {
                 let last = variants.len() - 1;
                 for (i, variant) in variants.iter().enumerate() {
                     if (i == last && unit.starts_with(variant))
                         || unit.eq_ignore_ascii_case(variant)
                     {
-                        ok = true;
+                        found = true;
+                        total = total.wrapping_add(factor.wrapping_mul(nanos));
                     }
                 }
             }
         }
-        ok
+        found.then_some(total)
     }
 
     fn is_atext(c: char) -> bool {

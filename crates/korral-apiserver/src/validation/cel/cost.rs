@@ -822,6 +822,11 @@ fn call_bound(name: &str, args: &[Shape], exprs: &[&IdedExpr]) -> Result<(u64, S
         }
         "_[?_]" => (traverse(w(1)).max(1), arg(0).any_entry()),
         "size" => (1, scalar()),
+        // Timestamps and durations: conversions, accessors and arithmetic at cel-go's default
+        // call cost (its estimator does not scale them by their argument).
+        "timestamp" | "duration" | "getFullYear" | "getMonth" | "getDayOfYear"
+        | "getDayOfMonth" | "getDate" | "getDayOfWeek" | "getHours" | "getMinutes"
+        | "getSeconds" | "getMilliseconds" => (1, scalar()),
         "int" | "uint" | "double" | "bool" | "type" => (traverse(total).max(1), scalar()),
         "dyn" => (1, args.first().cloned().unwrap_or_else(scalar)),
         // `string(bytes)` and `bytes(string)` scan their argument (cel-go: 0.1 a byte); other

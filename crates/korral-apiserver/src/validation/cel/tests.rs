@@ -441,3 +441,103 @@ fn optional_syntax_and_string_extension_rules_run() {
     );
     assert!(causes.is_empty(), "{:?}", summaries(&causes));
 }
+
+fn timing_schema(rules: Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-validations": rules,
+                "properties": {
+                    "request": {"type": "string", "format": "duration"},
+                    "backendRequest": {"type": "string", "format": "duration"},
+                    "notBefore": {"type": "string", "format": "date-time"},
+                    "day": {"type": "string", "format": "date"},
+                    "blob": {"type": "string", "format": "byte"},
+                    "interval": {"type": "string"}
+                }
+            }
+        }
+    })
+}
+
+#[test]
+fn durations_and_timestamps_are_typed_values_in_rules() {
+    // Gateway API's HTTPRoute timeouts rule, as its CRD declares it.
+    let s = timing_schema(json!([{
+        "rule": "!(has(self.request) && has(self.backendRequest) && duration(self.request) != duration('0s') && duration(self.backendRequest) > duration(self.request))",
+        "message": "backendRequest timeout cannot be longer than request timeout"
+    }]));
+    assert!(
+        check_schema(&s, "spec").is_empty(),
+        "{:?}",
+        check_schema(&s, "spec")
+    );
+    let ok = json!({"spec": {"request": "10s", "backendRequest": "1s"}});
+    assert!(validate(&ok, None, &s).is_empty());
+    let bad = json!({"spec": {"request": "1s", "backendRequest": "1m30s"}});
+    assert_eq!(
+        summaries(&validate(&bad, None, &s)),
+        ["spec: Invalid value: backendRequest timeout cannot be longer than request timeout"]
+    );
+}
+
+#[test]
+fn formatted_fields_are_durations_timestamps_and_bytes_in_rules() {
+    let rules = json!([
+        {"rule": "!has(self.request) || self.request <= duration('1h')", "message": "at most an hour"},
+        {"rule": "!has(self.notBefore) || self.notBefore > timestamp('2020-01-01T00:00:00Z')",
+         "messageExpression": "'notBefore ' + string(self.notBefore) + ' is too early'"},
+        {"rule": "!has(self.day) || self.day.getDayOfWeek() != 0", "message": "no Sundays"},
+        {"rule": "!has(self.blob) || size(self.blob) <= 4", "message": "blob too long"},
+        {"rule": "!has(self.backendRequest) || !has(self.request) || self.request - self.backendRequest >= duration('0s')",
+         "message": "backend longer than request"},
+        {"rule": "!has(self.interval) || duration(self.interval) >= duration('1s')",
+         "messageExpression": "'interval ' + string(duration(self.interval)) + ' is shorter than 1s'"}
+    ]);
+    let s = timing_schema(rules);
+    assert!(
+        check_schema(&s, "spec").is_empty(),
+        "{:?}",
+        check_schema(&s, "spec")
+    );
+    let ok = json!({"spec": {"request": "30m", "backendRequest": "10m",
+        "notBefore": "2026-01-02T00:00:00Z", "day": "2026-11-30", "blob": "aGk=",
+        "interval": "5s"}});
+    assert!(
+        validate(&ok, None, &s).is_empty(),
+        "{:?}",
+        validate(&ok, None, &s)
+    );
+    let bad = json!({"spec": {"request": "2h", "backendRequest": "3h",
+        "notBefore": "2019-06-01T12:00:00+02:00", "day": "2026-11-29", "blob": "aGVsbG8=",
+        "interval": "500ms"}});
+    assert_eq!(
+        summaries(&validate(&bad, None, &s)),
+        [
+            "spec: Invalid value: at most an hour",
+            "spec: Invalid value: notBefore 2019-06-01T10:00:00Z is too early",
+            "spec: Invalid value: no Sundays",
+            "spec: Invalid value: blob too long",
+            "spec: Invalid value: backend longer than request",
+            "spec: Invalid value: interval 0.5s is shorter than 1s",
+        ]
+    );
+}
+
+#[test]
+fn transition_rules_compare_typed_old_values() {
+    let s = timing_schema(json!([{
+        "rule": "!has(oldSelf.notBefore) || !has(self.notBefore) || self.notBefore >= oldSelf.notBefore",
+        "message": "notBefore may only move later"
+    }]));
+    let old = json!({"spec": {"notBefore": "2026-01-02T00:00:00Z"}});
+    let later = json!({"spec": {"notBefore": "2026-01-02T01:00:00+01:00"}});
+    assert!(validate(&later, Some(&old), &s).is_empty());
+    let earlier = json!({"spec": {"notBefore": "2026-01-01T23:00:00Z"}});
+    assert_eq!(
+        summaries(&validate(&earlier, Some(&old), &s)),
+        ["spec: Invalid value: notBefore may only move later"]
+    );
+}
