@@ -50,6 +50,9 @@ pub(super) enum Work {
     ServiceIps(String, Vec<String>),
     /// The IPAddresses of every Service checked, stale ones released (on start).
     ServiceIpRepair,
+    /// A ValidatingAdmissionPolicy changed (or the controllers started): type-check those
+    /// whose generation was not observed yet.
+    PolicyTypeChecking,
     /// Simulated workload controllers, scheduler and kubelet (see [`crate::simulate`]).
     Workload(crate::simulate::Work),
 }

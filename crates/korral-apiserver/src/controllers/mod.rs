@@ -27,6 +27,8 @@
 //!   to date through the write pipeline (see [`crate::auth::aggregation`]).
 //! * **Service IPAddresses**: the `networking.k8s.io` IPAddress of every Service cluster IP
 //!   (see [`service_ips`]).
+//! * **ValidatingAdmissionPolicy status**: policies whose generation was not observed yet
+//!   are type-checked and get `status.typeChecking` (see [`policy_type_checking`]).
 //! * **APIServices**: the local APIServices of the served group versions (built-in and CRD)
 //!   and every APIService's `Available` condition (see [`apiservices`]).
 //! * **Workload simulation** (when the server simulates workloads): Deployments, ReplicaSets,
@@ -41,6 +43,7 @@
 
 mod apiservices;
 mod index;
+mod policy_type_checking;
 mod service_ips;
 #[cfg(test)]
 mod tests;
@@ -242,6 +245,7 @@ impl Controller {
                     self.queue.insert(Work::RoleAggregation);
                     self.queue.insert(Work::ApiServices(false));
                     self.queue.insert(Work::ServiceIpRepair);
+                    self.queue.insert(Work::PolicyTypeChecking);
                     if let Some(workload) = self.workload.as_mut() {
                         crate::simulate::initial_work(&snapshot, workload);
                     }
@@ -294,6 +298,9 @@ impl Controller {
         }
         if apiservices::concerns(&event.key) {
             self.queue.insert(Work::ApiServices(false));
+        }
+        if policy_type_checking::concerns(&event.key) {
+            self.queue.insert(Work::PolicyTypeChecking);
         }
         if let Some((key, released)) = service_ips::work_for(event) {
             self.queue.insert(Work::ServiceIps(key, released));
@@ -499,6 +506,9 @@ async fn execute(
             .await
             .map(|()| Vec::new()),
         Work::ServiceIpRepair => service_ips::repair(objects).await.map(|()| Vec::new()),
+        Work::PolicyTypeChecking => policy_type_checking::reconcile(objects)
+            .await
+            .map(|()| Vec::new()),
         Work::CrdGone(key) => {
             if objects.storage().get(key).is_none()
                 && let Some(parts) = KeyParts::parse(key)

@@ -26,7 +26,50 @@ const MAX_DEPTH: usize = 64;
 /// The type of `self` for rules at a node of schema `schema`; `root`: the node is the root
 /// of a resource. `dyn` where the schema gives no type.
 pub fn self_type(schema: &Value, root: bool) -> Ty {
-    decl_type(schema, root, SELF_TYPE, 0).unwrap_or(Ty::Dyn)
+    decl_type(schema, root, SELF_TYPE, 0, &mut Refs::none()).unwrap_or(Ty::Dyn)
+}
+
+/// The type of the root of a resource whose published OpenAPI schema is `schema`, named
+/// `name` (its nested objects `name.spec`...), as upstream's admission policy type checker
+/// derives it: every `$ref` (also wrapped in a one-entry `allOf`) is replaced by the schema
+/// `resolve` finds for it, a reference met again inside itself is an object without fields
+/// (upstream's `PopulateRefs`). `None` when the schema exposes nothing to CEL.
+pub fn resource_type<'a>(schema: &'a Value, name: &str, resolve: Resolve<'a>) -> Option<Ty> {
+    let mut refs = Refs {
+        resolve: Some(resolve),
+        open: Vec::new(),
+    };
+    decl_type(schema, true, name, 0, &mut refs)
+}
+
+/// Finds the schema a `$ref` names.
+pub type Resolve<'a> = &'a dyn Fn(&str) -> Option<&'a Value>;
+
+/// How `$ref`s are followed: not at all for structural schemas (CRDs have none), through the
+/// resolver for published schemas; `open` holds the references being expanded.
+struct Refs<'a> {
+    resolve: Option<Resolve<'a>>,
+    open: Vec<String>,
+}
+
+impl Refs<'_> {
+    fn none() -> Self {
+        Refs {
+            resolve: None,
+            open: Vec::new(),
+        }
+    }
+}
+
+/// The reference a schema stands for: its `$ref`, or one inside its `allOf`.
+fn ref_of(s: &Value) -> Option<&str> {
+    if let Some(r) = s.get("$ref").and_then(Value::as_str) {
+        return Some(r);
+    }
+    s.get("allOf")
+        .and_then(Value::as_array)?
+        .iter()
+        .find_map(ref_of)
 }
 
 fn is_true(s: &Value, key: &str) -> bool {
@@ -37,9 +80,27 @@ fn string_type() -> Ty {
     Ty::Str
 }
 
-fn decl_type(s: &Value, root: bool, name: &str, depth: usize) -> Option<Ty> {
+fn decl_type<'a>(
+    s: &'a Value,
+    root: bool,
+    name: &str,
+    depth: usize,
+    refs: &mut Refs<'a>,
+) -> Option<Ty> {
     if depth > MAX_DEPTH {
         return Some(Ty::Dyn);
+    }
+    if let Some(resolve) = refs.resolve
+        && let Some(r) = ref_of(s)
+    {
+        if refs.open.iter().any(|o| o == r) {
+            return Some(Ty::object(name, BTreeMap::new()));
+        }
+        let target = resolve(r)?;
+        refs.open.push(r.to_string());
+        let ty = decl_type(target, root, name, depth + 1, refs);
+        refs.open.pop();
+        return ty;
     }
     if is_true(s, "x-kubernetes-int-or-string") {
         return Some(Ty::Dyn);
@@ -58,6 +119,7 @@ fn decl_type(s: &Value, root: bool, name: &str, depth: usize) -> Option<Ty> {
                 is_true(items, "x-kubernetes-embedded-resource"),
                 &format!("{name}.@idx"),
                 depth + 1,
+                refs,
             )?;
             Some(Ty::list(item))
         }
@@ -68,6 +130,7 @@ fn decl_type(s: &Value, root: bool, name: &str, depth: usize) -> Option<Ty> {
                     is_true(add, "x-kubernetes-embedded-resource"),
                     &format!("{name}.@elem"),
                     depth + 1,
+                    refs,
                 )?;
                 return Some(Ty::map(Ty::Str, value));
             }
@@ -76,7 +139,8 @@ fn decl_type(s: &Value, root: bool, name: &str, depth: usize) -> Option<Ty> {
                 for (prop, sub) in props {
                     let Some(field) = escape(prop) else { continue };
                     let embedded = is_true(sub, "x-kubernetes-embedded-resource");
-                    if let Some(t) = decl_type(sub, embedded, &format!("{name}.{field}"), depth + 1)
+                    if let Some(t) =
+                        decl_type(sub, embedded, &format!("{name}.{field}"), depth + 1, refs)
                     {
                         fields.insert(field, t);
                     }
@@ -252,6 +316,57 @@ mod tests {
             panic!("template")
         };
         assert!(template.fields.contains_key("kind"));
+    }
+
+    #[test]
+    fn published_schemas_have_their_references_resolved() {
+        let models = json!({
+            "Meta": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            }},
+            "Node": {"type": "object", "properties": {
+                "value": {"type": "integer"},
+                "next": {"$ref": "#/c/Node"},
+            }},
+        });
+        let resolve = |r: &str| models.get(r.strip_prefix("#/c/")?);
+        let root = json!({"type": "object", "properties": {
+            "metadata": {"allOf": [{"$ref": "#/c/Meta"}], "default": {}},
+            "head": {"$ref": "#/c/Node"},
+            "missing": {"$ref": "#/c/Missing"},
+        }});
+        let Some(Ty::Object(o)) = resource_type(&root, "Thing0", &resolve) else {
+            panic!("an object")
+        };
+        let f = |n: &str| o.fields.get(n).cloned();
+        let Some(Ty::Object(md)) = f("metadata") else {
+            panic!("metadata")
+        };
+        assert_eq!(md.name, "Thing0.metadata");
+        assert_eq!(
+            md.fields.get("labels").map(Ty::to_string).as_deref(),
+            Some("map(string, string)")
+        );
+        assert!(md.fields.contains_key("generateName"));
+        let Some(Ty::Object(head)) = f("head") else {
+            panic!("head")
+        };
+        assert_eq!(
+            head.fields.get("value").map(Ty::to_string).as_deref(),
+            Some("int")
+        );
+        // A reference met inside itself is an object without fields.
+        let Some(Ty::Object(next)) = head.fields.get("next") else {
+            panic!("next")
+        };
+        assert!(next.fields.is_empty());
+        assert_eq!(f("missing"), None);
+        // Structural schemas follow no references.
+        let Ty::Object(plain) = self_type(&root, false) else {
+            panic!("an object")
+        };
+        assert!(plain.fields.is_empty(), "{plain:?}");
     }
 
     #[test]
