@@ -56,8 +56,8 @@ impl ListType {
             Some(ListRule::Map { keys, .. } | ListRule::ApplyMap { keys }) => {
                 ListType::Map(keys.iter().map(|k| k.to_string()).collect())
             }
-            Some(ListRule::Set) => ListType::Set,
-            Some(ListRule::Atomic) | None => ListType::Atomic,
+            Some(ListRule::Set | ListRule::ApplySet) => ListType::Set,
+            Some(ListRule::PatchMap { .. } | ListRule::Atomic) | None => ListType::Atomic,
         }
     }
 }

@@ -6,7 +6,7 @@
 use k8s_openapi::api::admissionregistration::v1 as api;
 use serde_json::{Map, Value, json};
 
-use super::lists::{ListAt, ListRule};
+use super::lists::{APPLY_CONDITIONS, ListAt, ListRule};
 use super::printer::{AGE, Column, Printer, age, text};
 use super::strategy::{Context, Strategy};
 use super::{API_EXTENSIONS, KindDef};
@@ -29,9 +29,44 @@ mod mutating;
 const GROUP: &str = "admissionregistration.k8s.io";
 
 /// Webhook configurations' `webhooks`, keyed by `name` (a patch or apply of one webhook, a
-/// CA bundle injector's say, leaves the others as they are).
-const WEBHOOK_LISTS: &[ListAt] = &[ListAt {
-    path: "webhooks",
+/// CA bundle injector's say, leaves the others as they are), and their match conditions.
+const WEBHOOK_LISTS: &[ListAt] = &[
+    ListAt {
+        path: "webhooks",
+        rule: ListRule::keyed(&["name"]),
+    },
+    ListAt {
+        path: "webhooks.matchConditions",
+        rule: ListRule::keyed(&["name"]),
+    },
+];
+
+/// ValidatingAdmissionPolicy: match conditions and variables keyed by `name`; its status
+/// conditions keyed by `type` for applies only.
+const VALIDATING_POLICY_LISTS: &[ListAt] = &[
+    ListAt {
+        path: "spec.matchConditions",
+        rule: ListRule::keyed(&["name"]),
+    },
+    ListAt {
+        path: "spec.variables",
+        rule: ListRule::keyed(&["name"]),
+    },
+    ListAt {
+        path: "status.conditions",
+        rule: APPLY_CONDITIONS,
+    },
+];
+
+/// ValidatingAdmissionPolicyBinding `spec.validationActions`: a set for applies only.
+const VALIDATING_BINDING_LISTS: &[ListAt] = &[ListAt {
+    path: "spec.validationActions",
+    rule: ListRule::ApplySet,
+}];
+
+/// MutatingAdmissionPolicy `spec.matchConditions`, keyed by `name` (its variables are atomic).
+const MUTATING_POLICY_LISTS: &[ListAt] = &[ListAt {
+    path: "spec.matchConditions",
     rule: ListRule::keyed(&["name"]),
 }];
 
@@ -76,6 +111,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .generation()
         .status()
         .schema::<api::ValidatingAdmissionPolicy>()
+        .lists(VALIDATING_POLICY_LISTS)
         .printer(POLICIES),
         KindDef::new(
             GROUP,
@@ -88,6 +124,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .category(API_EXTENSIONS)
         .generation()
         .schema::<api::ValidatingAdmissionPolicyBinding>()
+        .lists(VALIDATING_BINDING_LISTS)
         .printer(BINDINGS),
         KindDef::new(
             GROUP,
@@ -100,6 +137,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .category(API_EXTENSIONS)
         .generation()
         .schema::<api::MutatingAdmissionPolicy>()
+        .lists(MUTATING_POLICY_LISTS)
         // GA in v1.36, still stored as v1beta1 upstream.
         .upstream_storage_version("v1beta1")
         .printer(mutating::POLICIES),

@@ -5,6 +5,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as api;
 use serde_json::Value;
 
 use super::KindDef;
+use super::lists::{APPLY_CONDITIONS, ListAt};
 use super::strategy::{Context, DeletePlan, Strategy};
 use crate::crd;
 use crate::error::{ApiError, Cause};
@@ -81,6 +82,13 @@ impl Strategy for CrdStrategy {
     }
 }
 
+/// CustomResourceDefinition `status.conditions`: keyed by `type` for applies only (the lists
+/// of its schemas are declared with `JSONSchemaProps` in `lists`).
+const CRD_LISTS: &[ListAt] = &[ListAt {
+    path: "status.conditions",
+    rule: APPLY_CONDITIONS,
+}];
+
 /// The kinds of `apiextensions.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
     vec![
@@ -92,6 +100,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             CrdStrategy,
         )
         .schema::<api::CustomResourceDefinition>()
+        .lists(CRD_LISTS)
         .cluster_scoped()
         .short(&["crd", "crds"])
         .category(super::API_EXTENSIONS)

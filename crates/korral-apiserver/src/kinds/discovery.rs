@@ -6,6 +6,7 @@ use k8s_openapi::api::discovery::v1 as api;
 use serde_json::{Value, json};
 
 use super::KindDef;
+use super::lists::{ListAt, ListRule};
 use super::printer::{AGE, Column, Printer, age, text};
 use super::strategy::{Context, Strategy};
 use crate::error::Cause;
@@ -26,6 +27,12 @@ const MAX_PORTS: usize = 20000;
 /// The most zones, and the most nodes, an endpoint's hints name.
 const MAX_HINTS: usize = 8;
 
+/// EndpointSlice: each endpoint's `addresses`, a set for applies only.
+const ENDPOINT_SLICE_LISTS: &[ListAt] = &[ListAt {
+    path: "endpoints.addresses",
+    rule: ListRule::ApplySet,
+}];
+
 /// The kinds of `discovery.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
     vec![
@@ -37,6 +44,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             EndpointSliceStrategy,
         )
         .schema::<api::EndpointSlice>()
+        .lists(ENDPOINT_SLICE_LISTS)
         .generation()
         .printer(ENDPOINT_SLICES),
     ]

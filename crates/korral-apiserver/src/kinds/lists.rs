@@ -3,11 +3,20 @@
 //!
 //! Lists of the shared structures are declared once here: object metadata (`finalizers`,
 //! `ownerReferences`, at `metadata` and at every pod or job template's metadata), the pod spec
-//! (containers, volumes, ...) at the path the kind declares with [`super::KindDef::pod_spec`],
-//! and `status.conditions`. Lists only one kind has (Service `spec.ports`, ServiceAccount
-//! `secrets`, Node `spec.podCIDRs`, ...) are declared on that kind with
-//! [`super::KindDef::lists`]. Every other list is atomic: replaced by a patch, owned whole by
-//! an apply.
+//! (containers, volumes, resource claims, ...) at the path the kind declares with
+//! [`super::KindDef::pod_spec`], the schemas of CustomResourceDefinitions (`JSONSchemaProps`,
+//! recursive) and `status.conditions`. Lists only one kind has (Service `spec.ports`,
+//! ServiceAccount `secrets`, Node `spec.podCIDRs`, ...) are declared on that kind with
+//! [`super::KindDef::lists`], naming the rules of this module where a structure recurs
+//! ([`FINALIZERS`], [`CONDITIONS`], ...). Every other list is atomic: replaced by a patch,
+//! owned whole by an apply.
+//!
+//! The table follows upstream's published OpenAPI (v1.36): `x-kubernetes-list-type` and
+//! `x-kubernetes-list-map-keys` for apply, `x-kubernetes-patch-strategy` and
+//! `x-kubernetes-patch-merge-key` for patches; where a list has no list type, apply follows its
+//! patch strategy (a merge key makes it a map, a merged scalar list a set), as upstream's
+//! conversion of the schema does. `retainKeys` marks maps (a volume's source), not lists: the
+//! patch code honours a `$retainKeys` directive wherever it is sent.
 
 use crate::registry::ResourceInfo;
 
@@ -28,8 +37,17 @@ pub(crate) enum ListRule {
         /// `listMapKeys`; an item may omit some (not all) of them.
         keys: &'static [&'static str],
     },
+    /// Items merged by `patch_key` for strategic merge patch only (`+patchStrategy=merge`
+    /// with `+listType=atomic`, as Job `status.conditions`): an apply owns the list whole.
+    PatchMap {
+        /// `patchMergeKey`.
+        patch_key: &'static str,
+    },
     /// A set of scalars: a patch merges them, an apply owns each value.
     Set,
+    /// A set of scalars for server-side apply only (`+listType=set` without
+    /// `+patchStrategy=merge`): a strategic merge patch replaces the list.
+    ApplySet,
     /// Replaced whole by a patch and owned whole by an apply (what lists are by default;
     /// declared where a kind wants it said).
     Atomic,
@@ -54,11 +72,38 @@ impl ListRule {
     }
 }
 
+/// `ObjectMeta.finalizers`: a set.
+pub(crate) const FINALIZERS: ListRule = ListRule::Set;
+
+/// `ObjectMeta.ownerReferences`: keyed by `uid`.
+pub(crate) const OWNER_REFERENCES: ListRule = ListRule::keyed(&["uid"]);
+
+/// The `conditions` of most statuses: keyed by `type` for patches and applies.
+pub(crate) const CONDITIONS: ListRule = ListRule::keyed(&["type"]);
+
+/// The `conditions` of the statuses that declare only `+listType=map` (CRDs, CSRs,
+/// ValidatingAdmissionPolicies, allocated devices): keyed by `type` for applies only.
+pub(crate) const APPLY_CONDITIONS: ListRule = ListRule::ApplyMap { keys: &["type"] };
+
+/// `ResourceRequirements.claims` (of containers, pods and their statuses): keyed by `name`
+/// for applies only.
+pub(crate) const RESOURCE_CLAIMS: ListRule = ListRule::ApplyMap { keys: &["name"] };
+
+/// `JSONSchemaProps.x-kubernetes-validations`: keyed by `rule`.
+const X_VALIDATIONS: ListRule = ListRule::keyed(&["rule"]);
+
+/// The group whose one kind (CustomResourceDefinition) holds `JSONSchemaProps` at
+/// [`SCHEMA_ROOT`] of each version.
+const SCHEMA_GROUP: &str = "apiextensions.k8s.io";
+
+/// Where a CustomResourceDefinition holds each version's schema.
+const SCHEMA_ROOT: [&str; 4] = ["spec", "versions", "schema", "openAPIV3Schema"];
+
 /// The lists of `ObjectMeta` (custom resources' metadata follows them too).
 pub(crate) fn object_meta_list(field: &str) -> Option<ListRule> {
     match field {
-        "finalizers" => Some(ListRule::Set),
-        "ownerReferences" => Some(ListRule::keyed(&["uid"])),
+        "finalizers" => Some(FINALIZERS),
+        "ownerReferences" => Some(OWNER_REFERENCES),
         _ => None,
     }
 }
@@ -80,15 +125,54 @@ fn pod_spec_list(rest: &[&str]) -> Option<ListRule> {
             "resizePolicy" => Some(ListRule::Atomic),
             _ => None,
         },
+        [c, "resources", "claims"] if is_container_list(c) => Some(RESOURCE_CLAIMS),
+        [c, "restartPolicyRules", "exitCodes", "values"] if is_container_list(c) => {
+            Some(ListRule::ApplySet)
+        }
         ["volumes" | "imagePullSecrets" | "resourceClaims" | "schedulingGates"] => {
             Some(ListRule::keyed(&["name"]))
         }
+        [
+            "volumes",
+            "ephemeral",
+            "volumeClaimTemplate",
+            "metadata",
+            field,
+        ] => object_meta_list(field),
+        ["resources", "claims"] => Some(RESOURCE_CLAIMS),
         ["hostAliases"] => Some(ListRule::keyed(&["ip"])),
         ["topologySpreadConstraints"] => Some(ListRule::Map {
             patch_key: "topologyKey",
             keys: &["topologyKey", "whenUnsatisfiable"],
         }),
         _ => None,
+    }
+}
+
+/// The lists of a `JSONSchemaProps` (recursive: `properties.<name>`, `items`, `allOf`, ...),
+/// by their path inside it. `default`, `example` and `enum` hold arbitrary JSON whose lists
+/// are atomic, so the walk stops there.
+fn json_schema_props_list(mut rest: &[&str]) -> Option<ListRule> {
+    loop {
+        rest = match rest {
+            ["x-kubernetes-validations"] => return Some(X_VALIDATIONS),
+            [
+                "properties" | "patternProperties" | "definitions" | "dependencies",
+                _,
+                tail @ ..,
+            ] => tail,
+            [
+                "items"
+                | "additionalProperties"
+                | "additionalItems"
+                | "not"
+                | "allOf"
+                | "anyOf"
+                | "oneOf",
+                tail @ ..,
+            ] => tail,
+            _ => return None,
+        };
     }
 }
 
@@ -117,11 +201,17 @@ pub(crate) fn rule(info: &ResourceInfo, path: &[String]) -> Option<ListRule> {
             return Some(rule);
         }
     }
+    if info.group == SCHEMA_GROUP
+        && p.starts_with(&SCHEMA_ROOT)
+        && let Some(rule) = json_schema_props_list(&p[SCHEMA_ROOT.len()..])
+    {
+        return Some(rule);
+    }
     let dotted = p.join(".");
     if let Some(at) = info.lists.iter().find(|l| l.path == dotted) {
         return Some(at.rule);
     }
-    (dotted == "status.conditions").then_some(ListRule::keyed(&["type"]))
+    (dotted == "status.conditions").then_some(CONDITIONS)
 }
 
 /// The built-in resource of `kind` (its first served version), for tests of the merge code.
@@ -252,5 +342,216 @@ mod tests {
             ),
             Some(ListRule::keyed(&["uid"]))
         );
+    }
+
+    /// One row per structure or kind whose lists follow upstream's v1.36 OpenAPI: the list's
+    /// path and the rule upstream publishes for it (`None`: atomic).
+    #[test]
+    fn lists_follow_upstreams_declarations() {
+        let name = Some(ListRule::keyed(&["name"]));
+        let apply_set = Some(ListRule::ApplySet);
+        let apply_name = Some(ListRule::ApplyMap { keys: &["name"] });
+        let apply_type = Some(ListRule::ApplyMap { keys: &["type"] });
+        let schema = "spec.versions.schema.openAPIV3Schema";
+        let tpl = "spec.template.spec";
+        let job_tpl = "spec.jobTemplate.spec";
+        let rows: Vec<(&str, String, Option<ListRule>)> = vec![
+            // Pod spec: resource claims of containers and of the pod, restart rules' codes,
+            // the metadata of ephemeral volumes' claim templates.
+            (
+                "pods",
+                "spec.containers.resources.claims".into(),
+                apply_name,
+            ),
+            (
+                "deployments",
+                format!("{tpl}.initContainers.resources.claims"),
+                apply_name,
+            ),
+            ("pods", "spec.resources.claims".into(), apply_name),
+            (
+                "cronjobs",
+                format!("{job_tpl}.template.spec.containers.restartPolicyRules.exitCodes.values"),
+                apply_set,
+            ),
+            ("pods", "spec.containers.restartPolicyRules".into(), None),
+            (
+                "daemonsets",
+                format!("{tpl}.volumes.ephemeral.volumeClaimTemplate.metadata.ownerReferences"),
+                Some(OWNER_REFERENCES),
+            ),
+            (
+                "pods",
+                "spec.volumes.ephemeral.volumeClaimTemplate.metadata.finalizers".into(),
+                Some(FINALIZERS),
+            ),
+            // Pod status.
+            (
+                "pods",
+                "status.hostIPs".into(),
+                Some(ListRule::PatchMap { patch_key: "ip" }),
+            ),
+            (
+                "pods",
+                "status.containerStatuses.volumeMounts".into(),
+                Some(ListRule::keyed(&["mountPath"])),
+            ),
+            (
+                "pods",
+                "status.ephemeralContainerStatuses.allocatedResourcesStatus".into(),
+                name,
+            ),
+            (
+                "pods",
+                "status.initContainerStatuses.allocatedResourcesStatus.resources".into(),
+                Some(ListRule::ApplyMap {
+                    keys: &["resourceID"],
+                }),
+            ),
+            (
+                "pods",
+                "status.containerStatuses.resources.claims".into(),
+                apply_name,
+            ),
+            ("pods", "status.resources.claims".into(), apply_name),
+            (
+                "pods",
+                "status.nodeAllocatableResourceClaimStatuses.containers".into(),
+                apply_set,
+            ),
+            ("componentstatuses", "conditions".into(), Some(CONDITIONS)),
+            // StatefulSet volume claim templates are whole PVCs.
+            (
+                "statefulsets",
+                "spec.volumeClaimTemplates.metadata.finalizers".into(),
+                Some(FINALIZERS),
+            ),
+            (
+                "statefulsets",
+                "spec.volumeClaimTemplates.status.conditions".into(),
+                Some(CONDITIONS),
+            ),
+            ("statefulsets", "spec.volumeClaimTemplates".into(), None),
+            // Jobs.
+            (
+                "jobs",
+                "status.conditions".into(),
+                Some(ListRule::PatchMap { patch_key: "type" }),
+            ),
+            (
+                "jobs",
+                "spec.podFailurePolicy.rules.onExitCodes.values".into(),
+                apply_set,
+            ),
+            (
+                "jobs",
+                "status.uncountedTerminatedPods.failed".into(),
+                apply_set,
+            ),
+            (
+                "cronjobs",
+                format!("{job_tpl}.podFailurePolicy.rules.onExitCodes.values"),
+                apply_set,
+            ),
+            // Conditions that are maps for applies only.
+            (
+                "certificatesigningrequests",
+                "status.conditions".into(),
+                apply_type,
+            ),
+            (
+                "customresourcedefinitions",
+                "status.conditions".into(),
+                apply_type,
+            ),
+            (
+                "validatingadmissionpolicies",
+                "status.conditions".into(),
+                apply_type,
+            ),
+            (
+                "resourceclaims",
+                "status.devices.conditions".into(),
+                apply_type,
+            ),
+            // Admission.
+            (
+                "mutatingwebhookconfigurations",
+                "webhooks.matchConditions".into(),
+                name,
+            ),
+            ("validatingadmissionpolicies", "spec.variables".into(), name),
+            (
+                "mutatingadmissionpolicies",
+                "spec.matchConditions".into(),
+                name,
+            ),
+            ("mutatingadmissionpolicies", "spec.variables".into(), None),
+            (
+                "validatingadmissionpolicybindings",
+                "spec.validationActions".into(),
+                apply_set,
+            ),
+            // CRD schemas, at every depth; the JSON of defaults is not a schema.
+            (
+                "customresourcedefinitions",
+                format!("{schema}.x-kubernetes-validations"),
+                Some(ListRule::keyed(&["rule"])),
+            ),
+            (
+                "customresourcedefinitions",
+                format!("{schema}.properties.spec.properties.items.items.x-kubernetes-validations"),
+                Some(ListRule::keyed(&["rule"])),
+            ),
+            (
+                "customresourcedefinitions",
+                format!("{schema}.properties.default.allOf.x-kubernetes-validations"),
+                Some(ListRule::keyed(&["rule"])),
+            ),
+            (
+                "customresourcedefinitions",
+                format!("{schema}.properties.spec.default.x-kubernetes-validations"),
+                None,
+            ),
+            (
+                "customresourcedefinitions",
+                format!("{schema}.required"),
+                None,
+            ),
+            ("customresourcedefinitions", "spec.versions".into(), None),
+            // Sets for applies only.
+            ("endpointslices", "endpoints.addresses".into(), apply_set),
+            (
+                "flowschemas",
+                "spec.rules.resourceRules.verbs".into(),
+                apply_set,
+            ),
+            (
+                "flowschemas",
+                "spec.rules.nonResourceRules.nonResourceURLs".into(),
+                apply_set,
+            ),
+            ("csidrivers", "spec.volumeLifecycleModes".into(), apply_set),
+            // ResourceClaimTemplate describes a claim's metadata.
+            (
+                "resourceclaimtemplates",
+                "spec.metadata.ownerReferences".into(),
+                Some(OWNER_REFERENCES),
+            ),
+            // Atomic upstream, whatever they look like.
+            ("nodes", "status.images".into(), None),
+            ("services", "spec.ipFamilies".into(), None),
+            ("networkpolicies", "spec.ingress".into(), None),
+            ("clusterroles", "rules".into(), None),
+        ];
+        for (resource, path, want) in rows {
+            let info = Registry::with_builtins()
+                .all()
+                .into_iter()
+                .find(|i| i.resource == resource && !i.is_custom())
+                .unwrap_or_else(|| panic!("{resource} is not built in"));
+            let segments: Vec<String> = path.split('.').map(str::to_string).collect();
+            assert_eq!(rule(&info, &segments), want, "{resource} {path}");
+        }
     }
 }

@@ -62,6 +62,12 @@ const CSI_NODE_LISTS: &[ListAt] = &[ListAt {
     rule: ListRule::keyed(&["name"]),
 }];
 
+/// CSIDriver `spec.volumeLifecycleModes`: a set for applies only.
+const CSI_DRIVER_LISTS: &[ListAt] = &[ListAt {
+    path: "spec.volumeLifecycleModes",
+    rule: ListRule::ApplySet,
+}];
+
 /// The kinds of `storage.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
     vec![
@@ -73,6 +79,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             StorageStrategy(Kind::CsiDriver),
         )
         .schema::<api::CSIDriver>()
+        .lists(CSI_DRIVER_LISTS)
         .cluster_scoped()
         .printer(CSI_DRIVERS),
         KindDef::new(

@@ -106,9 +106,13 @@ impl<'a> BuiltinStrategy<'a> {
 impl MergeStrategy for BuiltinStrategy<'_> {
     fn list_strategy(&self, path: &[String]) -> ListStrategy {
         match crate::kinds::lists::rule(self.info, path) {
-            Some(ListRule::Map { patch_key, .. }) => ListStrategy::merge(patch_key),
+            Some(ListRule::Map { patch_key, .. } | ListRule::PatchMap { patch_key }) => {
+                ListStrategy::merge(patch_key)
+            }
             Some(ListRule::Set) => ListStrategy::MergePrimitives,
-            Some(ListRule::ApplyMap { .. } | ListRule::Atomic) | None => ListStrategy::Replace,
+            Some(ListRule::ApplyMap { .. } | ListRule::ApplySet | ListRule::Atomic) | None => {
+                ListStrategy::Replace
+            }
         }
     }
 }

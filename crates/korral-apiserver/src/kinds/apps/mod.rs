@@ -8,11 +8,28 @@ mod revision;
 mod validation;
 
 use super::KindDef;
+use super::lists::{CONDITIONS, FINALIZERS, ListAt, OWNER_REFERENCES};
 use super::printer::{
     AGE, CONTAINERS, Column, IMAGES, Printer, age, int, or_none, selector_at, template_containers,
 };
 use crate::meta;
 use validation::{Workload, WorkloadStrategy};
+
+/// StatefulSet: the metadata and status lists of its volume claim templates (whole PVCs).
+const STATEFUL_SET_LISTS: &[ListAt] = &[
+    ListAt {
+        path: "spec.volumeClaimTemplates.metadata.finalizers",
+        rule: FINALIZERS,
+    },
+    ListAt {
+        path: "spec.volumeClaimTemplates.metadata.ownerReferences",
+        rule: OWNER_REFERENCES,
+    },
+    ListAt {
+        path: "spec.volumeClaimTemplates.status.conditions",
+        rule: CONDITIONS,
+    },
+];
 
 /// The kinds of `apps/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
@@ -56,6 +73,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             WorkloadStrategy(Workload::StatefulSet),
         )
         .schema::<api::StatefulSet>()
+        .lists(STATEFUL_SET_LISTS)
         .pod_spec("spec.template.spec")
         .short(&["sts"])
         .printer(STATEFULSETS)

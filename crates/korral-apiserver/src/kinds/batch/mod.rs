@@ -10,6 +10,7 @@ mod status;
 mod validation;
 
 use super::KindDef;
+use super::lists::{ListAt, ListRule};
 use super::printer::{
     AGE, CONTAINERS, Column, IMAGES, Printer, age, containers, human_duration, int, or_none,
     selector_at, since, template_containers, text,
@@ -17,11 +18,39 @@ use super::printer::{
 use crate::meta;
 use validation::{CronJobStrategy, JobStrategy};
 
+/// Job: conditions merge by `type` for patches only (`+listType=atomic`); exit codes and
+/// uncounted pods are sets for applies only.
+const JOB_LISTS: &[ListAt] = &[
+    ListAt {
+        path: "status.conditions",
+        rule: ListRule::PatchMap { patch_key: "type" },
+    },
+    ListAt {
+        path: "spec.podFailurePolicy.rules.onExitCodes.values",
+        rule: ListRule::ApplySet,
+    },
+    ListAt {
+        path: "status.uncountedTerminatedPods.succeeded",
+        rule: ListRule::ApplySet,
+    },
+    ListAt {
+        path: "status.uncountedTerminatedPods.failed",
+        rule: ListRule::ApplySet,
+    },
+];
+
+/// CronJob: its job template's exit codes, a set for applies.
+const CRON_JOB_LISTS: &[ListAt] = &[ListAt {
+    path: "spec.jobTemplate.spec.podFailurePolicy.rules.onExitCodes.values",
+    rule: ListRule::ApplySet,
+}];
+
 /// The kinds of `batch/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
     vec![
         KindDef::new("batch", "v1", "jobs", "Job", JobStrategy)
             .schema::<api::Job>()
+            .lists(JOB_LISTS)
             .pod_spec("spec.template.spec")
             .in_all()
             .status()
@@ -30,6 +59,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             .printer(JOBS),
         KindDef::new("batch", "v1", "cronjobs", "CronJob", CronJobStrategy)
             .schema::<api::CronJob>()
+            .lists(CRON_JOB_LISTS)
             .pod_spec("spec.jobTemplate.spec.template.spec")
             .short(&["cj"])
             .printer(CRONJOBS)

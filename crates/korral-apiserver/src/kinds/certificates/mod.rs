@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::KindDef;
 use super::core::go_diff::{GoValue, marshal_indent, unified};
+use super::lists::{APPLY_CONDITIONS, ListAt};
 use super::printer::{AGE, Column, Printer, age, human_duration, text};
 use super::strategy::{Context, Strategy};
 use crate::error::{ApiError, Cause};
@@ -23,6 +24,12 @@ use validation::{Writer, conditions, find_conditions};
 
 /// The approval subresource.
 const APPROVAL: &str = "approval";
+
+/// CertificateSigningRequest `status.conditions`: keyed by `type` for applies only.
+const CSR_LISTS: &[ListAt] = &[ListAt {
+    path: "status.conditions",
+    rule: APPLY_CONDITIONS,
+}];
 
 /// The kinds of `certificates.k8s.io/v1` (ClusterTrustBundles are beta: not served).
 pub(super) fn kinds() -> Vec<KindDef> {
@@ -35,6 +42,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             CsrStrategy,
         )
         .schema::<api::CertificateSigningRequest>()
+        .lists(CSR_LISTS)
         .cluster_scoped()
         .short(&["csr"])
         // Upstream accepts any name (`ValidateCertificateRequestName`); it must still fit in

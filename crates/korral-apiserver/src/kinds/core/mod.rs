@@ -27,7 +27,7 @@ use k8s_openapi::api::core::v1 as api;
 
 use super::KindDef;
 use super::events::{self, EventStrategy};
-use super::lists::{ListAt, ListRule};
+use super::lists::{CONDITIONS, ListAt, ListRule, RESOURCE_CLAIMS};
 use super::strategy::Plain;
 use crate::registry::NameRule;
 
@@ -43,7 +43,9 @@ const NODE_LISTS: &[ListAt] = &[
     },
 ];
 
-/// Pod status: addresses keyed by `ip`, resource claim statuses by `name`.
+/// Pod status: addresses keyed by `ip` (`hostIPs` for patches only), resource claim statuses
+/// by `name`; each container status's mounts by `mountPath`, claims and allocated resources
+/// by `name`, the resources of those by `resourceID` (applies only).
 const POD_LISTS: &[ListAt] = &[
     ListAt {
         path: "status.podIPs",
@@ -51,13 +53,81 @@ const POD_LISTS: &[ListAt] = &[
     },
     ListAt {
         path: "status.hostIPs",
-        rule: ListRule::keyed(&["ip"]),
+        rule: ListRule::PatchMap { patch_key: "ip" },
     },
     ListAt {
         path: "status.resourceClaimStatuses",
         rule: ListRule::keyed(&["name"]),
     },
+    ListAt {
+        path: "status.resources.claims",
+        rule: RESOURCE_CLAIMS,
+    },
+    ListAt {
+        path: "status.nodeAllocatableResourceClaimStatuses.containers",
+        rule: ListRule::ApplySet,
+    },
+    ListAt {
+        path: "status.containerStatuses.volumeMounts",
+        rule: ListRule::keyed(&["mountPath"]),
+    },
+    ListAt {
+        path: "status.containerStatuses.resources.claims",
+        rule: RESOURCE_CLAIMS,
+    },
+    ListAt {
+        path: "status.containerStatuses.allocatedResourcesStatus",
+        rule: ListRule::keyed(&["name"]),
+    },
+    ListAt {
+        path: "status.containerStatuses.allocatedResourcesStatus.resources",
+        rule: ListRule::ApplyMap {
+            keys: &["resourceID"],
+        },
+    },
+    ListAt {
+        path: "status.initContainerStatuses.volumeMounts",
+        rule: ListRule::keyed(&["mountPath"]),
+    },
+    ListAt {
+        path: "status.initContainerStatuses.resources.claims",
+        rule: RESOURCE_CLAIMS,
+    },
+    ListAt {
+        path: "status.initContainerStatuses.allocatedResourcesStatus",
+        rule: ListRule::keyed(&["name"]),
+    },
+    ListAt {
+        path: "status.initContainerStatuses.allocatedResourcesStatus.resources",
+        rule: ListRule::ApplyMap {
+            keys: &["resourceID"],
+        },
+    },
+    ListAt {
+        path: "status.ephemeralContainerStatuses.volumeMounts",
+        rule: ListRule::keyed(&["mountPath"]),
+    },
+    ListAt {
+        path: "status.ephemeralContainerStatuses.resources.claims",
+        rule: RESOURCE_CLAIMS,
+    },
+    ListAt {
+        path: "status.ephemeralContainerStatuses.allocatedResourcesStatus",
+        rule: ListRule::keyed(&["name"]),
+    },
+    ListAt {
+        path: "status.ephemeralContainerStatuses.allocatedResourcesStatus.resources",
+        rule: ListRule::ApplyMap {
+            keys: &["resourceID"],
+        },
+    },
 ];
+
+/// ComponentStatus `conditions` (at the root, not under `status`), keyed by `type`.
+const COMPONENT_STATUS_LISTS: &[ListAt] = &[ListAt {
+    path: "conditions",
+    rule: CONDITIONS,
+}];
 
 /// ServiceAccount `secrets`, keyed by `name`.
 const SERVICE_ACCOUNT_LISTS: &[ListAt] = &[ListAt {
@@ -109,6 +179,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             component_status::ComponentStatuses,
         )
         .schema::<api::ComponentStatus>()
+        .lists(COMPONENT_STATUS_LISTS)
         .cluster_scoped()
         .short(&["cs"])
         .read_only()

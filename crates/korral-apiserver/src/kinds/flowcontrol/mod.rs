@@ -14,6 +14,7 @@ use k8s_openapi::api::flowcontrol::v1 as api;
 use serde_json::{Map, Value, json};
 
 use super::KindDef;
+use super::lists::{ListAt, ListRule};
 use super::printer::{AGE, Column, Printer, age, int, text};
 use super::strategy::{Context, Strategy};
 use crate::error::Cause;
@@ -26,11 +27,40 @@ const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 /// The annotation the bootstrap objects carry: the server keeps their spec up to date.
 const AUTO_UPDATE: &str = "apf.kubernetes.io/autoupdate-spec";
 
+/// FlowSchema: the string lists of its rules, sets for applies only.
+const FLOW_SCHEMA_LISTS: &[ListAt] = &[
+    ListAt {
+        path: "spec.rules.resourceRules.verbs",
+        rule: ListRule::ApplySet,
+    },
+    ListAt {
+        path: "spec.rules.resourceRules.apiGroups",
+        rule: ListRule::ApplySet,
+    },
+    ListAt {
+        path: "spec.rules.resourceRules.resources",
+        rule: ListRule::ApplySet,
+    },
+    ListAt {
+        path: "spec.rules.resourceRules.namespaces",
+        rule: ListRule::ApplySet,
+    },
+    ListAt {
+        path: "spec.rules.nonResourceRules.verbs",
+        rule: ListRule::ApplySet,
+    },
+    ListAt {
+        path: "spec.rules.nonResourceRules.nonResourceURLs",
+        rule: ListRule::ApplySet,
+    },
+];
+
 /// The kinds of `flowcontrol.apiserver.k8s.io/v1`.
 pub(super) fn kinds() -> Vec<KindDef> {
     vec![
         KindDef::new(GROUP, "v1", "flowschemas", "FlowSchema", FlowSchemas)
             .schema::<api::FlowSchema>()
+            .lists(FLOW_SCHEMA_LISTS)
             .cluster_scoped()
             .status()
             .generation()

@@ -15,7 +15,7 @@ use k8s_openapi::api::resource::v1 as api;
 use serde_json::{Map, Value, json};
 
 use super::KindDef;
-use super::lists::{ListAt, ListRule};
+use super::lists::{APPLY_CONDITIONS, FINALIZERS, ListAt, ListRule, OWNER_REFERENCES};
 use super::printer::{AGE, Column, Printer, age, text};
 use super::strategy::{Context, Strategy};
 use crate::error::Cause;
@@ -24,7 +24,8 @@ use crate::meta;
 const GROUP: &str = "resource.k8s.io";
 
 /// ResourceClaim `status.reservedFor`, keyed by the consumer's `uid`, and `status.devices`,
-/// keyed (for server-side apply only) by driver, device, pool and the optional share id.
+/// keyed (for server-side apply only) by driver, device, pool and the optional share id, each
+/// with its conditions keyed by `type` (applies only).
 const CLAIM_LISTS: &[ListAt] = &[
     ListAt {
         path: "status.reservedFor",
@@ -35,6 +36,22 @@ const CLAIM_LISTS: &[ListAt] = &[
         rule: ListRule::ApplyMap {
             keys: &["driver", "device", "pool", "shareID"],
         },
+    },
+    ListAt {
+        path: "status.devices.conditions",
+        rule: APPLY_CONDITIONS,
+    },
+];
+
+/// ResourceClaimTemplate: the metadata lists of the claim it describes (`spec.metadata`).
+const CLAIM_TEMPLATE_LISTS: &[ListAt] = &[
+    ListAt {
+        path: "spec.metadata.finalizers",
+        rule: FINALIZERS,
+    },
+    ListAt {
+        path: "spec.metadata.ownerReferences",
+        rule: OWNER_REFERENCES,
     },
 ];
 
@@ -59,6 +76,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             Templates,
         )
         .schema::<api::ResourceClaimTemplate>()
+        .lists(CLAIM_TEMPLATE_LISTS)
         .printer(AGE_ONLY),
         KindDef::new(GROUP, "v1", "resourceslices", "ResourceSlice", Slices)
             .schema::<api::ResourceSlice>()
