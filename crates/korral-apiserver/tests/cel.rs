@@ -500,3 +500,69 @@ async fn durations_timestamps_and_bytes_work_in_rules() {
         .await
         .expect("later instant");
 }
+
+#[tokio::test]
+async fn optional_old_self_rules_run_on_create() {
+    let env = TestEnv::start().await.expect("env");
+    let spec = json!({
+        "type": "object",
+        "x-kubernetes-validations": [{
+            "rule": "oldSelf.hasValue() ? self.tier >= oldSelf.value().tier : self.tier == 1",
+            "message": "tier starts at 1 and never goes down",
+            "optionalOldSelf": true
+        }],
+        "properties": {"tier": {"type": "integer"}}
+    });
+    install(&env, crd("Plan", "plans", spec)).await;
+    let plans = api(&env, "Plan", "plans");
+    let err = plans
+        .create(
+            &PostParams::default(),
+            &obj("Plan", "p", json!({"tier": 2})),
+        )
+        .await
+        .expect_err("created at tier 2");
+    assert!(
+        causes(&status(err))
+            .iter()
+            .any(|(_, _, m)| m == "Invalid value: tier starts at 1 and never goes down")
+    );
+    plans
+        .create(
+            &PostParams::default(),
+            &obj("Plan", "p", json!({"tier": 1})),
+        )
+        .await
+        .expect("created at tier 1");
+    let tier = |n: i64| Patch::Merge(json!({"spec": {"tier": n}}));
+    plans
+        .patch("p", &PatchParams::default(), &tier(3))
+        .await
+        .expect("up");
+    plans
+        .patch("p", &PatchParams::default(), &tier(2))
+        .await
+        .expect_err("down");
+    // Set on a rule without oldSelf: the CRD is refused as upstream refuses it.
+    let unused = json!({
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "self.tier > 0", "optionalOldSelf": true}],
+        "properties": {"tier": {"type": "integer"}}
+    });
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    let doc: CustomResourceDefinition =
+        serde_json::from_value(crd("Bad", "bads", unused)).expect("crd");
+    let err = crds
+        .create(&PostParams::default(), &doc)
+        .await
+        .expect_err("optionalOldSelf without oldSelf");
+    let s = status(err);
+    assert_eq!(s.code, 422);
+    assert!(
+        causes(&s).iter().any(|(_, f, m)| f
+            .ends_with("x-kubernetes-validations[0].optionalOldSelf")
+            && m == "Invalid value: true: may not be set if oldSelf is not used in rule"),
+        "{:?}",
+        causes(&s)
+    );
+}

@@ -56,6 +56,8 @@ struct Rule {
     message_expression: String,
     field_path: String,
     reason: Option<String>,
+    /// `optionalOldSelf`: the rule also runs without an old value, `oldSelf` being an optional.
+    optional_old_self: Option<bool>,
 }
 
 impl Rule {
@@ -67,7 +69,13 @@ impl Rule {
             message_expression: s("messageExpression"),
             field_path: s("fieldPath"),
             reason: v.get("reason").and_then(Value::as_str).map(str::to_string),
+            optional_old_self: v.get("optionalOldSelf").and_then(Value::as_bool),
         }
+    }
+
+    /// Whether `oldSelf` is an optional, and the rule runs when there is no old value.
+    fn old_self_is_optional(&self) -> bool {
+        self.optional_old_self == Some(true)
     }
 
     /// Upstream's default message: the message, or `failed rule: <rule>`.
@@ -85,8 +93,13 @@ impl Rule {
             Some(r) => format!("\"{r}\""),
             None => "(*apiextensions.FieldValueErrorReason)(nil)".to_string(),
         };
+        // Go prints a set pointer as its address; the value is what can be shown here.
+        let optional_old_self = match self.optional_old_self {
+            Some(b) => format!("(*bool)({b})"),
+            None => "(*bool)(nil)".to_string(),
+        };
         format!(
-            "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, OptionalOldSelf:(*bool)(nil)}}",
+            "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, OptionalOldSelf:{optional_old_self}}}",
             go_quote(&self.rule),
             go_quote(&self.message),
             go_quote(&self.message_expression),
@@ -227,7 +240,12 @@ impl SchemaCheck<'_> {
             return;
         }
         let rule_path = child(rp, "rule");
-        let vars = [("self", node.ty.clone()), ("oldSelf", node.ty.clone())];
+        let old_self_ty = if rule.old_self_is_optional() {
+            Ty::optional(node.ty.clone())
+        } else {
+            node.ty.clone()
+        };
+        let vars = [("self", node.ty.clone()), ("oldSelf", old_self_ty)];
         match self.cache.compile(&rule.rule) {
             Err(e) => self.out.push(invalid_rendered(
                 &rule_path,
@@ -313,6 +331,14 @@ impl SchemaCheck<'_> {
                 rule_path,
                 &go_quote(&rule.rule),
                 "oldSelf cannot be used on the uncorrelatable portion of the schema",
+            ));
+        }
+        if let (false, Some(set)) = (compiled.uses_old_self, rule.optional_old_self) {
+            let parent = rule_path.strip_suffix(".rule").unwrap_or(rule_path);
+            self.out.push(invalid_rendered(
+                &child(parent, "optionalOldSelf"),
+                &set.to_string(),
+                "may not be set if oldSelf is not used in rule",
             ));
         }
         let vars = [("self", shape.clone()), ("oldSelf", shape.clone())];
@@ -599,6 +625,7 @@ impl Run<'_> {
             ),
         ];
         let mut context: Option<Context<'static, 'static>> = None;
+        let mut optional_context: Option<Context<'static, 'static>> = None;
         for rule in rules {
             if rule.rule.trim().is_empty() {
                 continue;
@@ -614,17 +641,31 @@ impl Run<'_> {
                     continue;
                 }
             };
-            if compiled.uses_old_self && old.is_none() {
+            let optional_old = rule.old_self_is_optional();
+            if compiled.uses_old_self && old.is_none() && !optional_old {
                 continue;
             }
-            let ctx = context.get_or_insert_with(|| {
+            let plain = || {
                 let mut ctx = Context::with_env(compile::env().clone());
                 ctx.add_variable_from_value("self", value::to_cel_in(this, schema));
                 if let Some(o) = old {
                     ctx.add_variable_from_value("oldSelf", value::to_cel_in(o, schema));
                 }
                 ctx
-            });
+            };
+            // `optionalOldSelf` rules see `oldSelf` as `optional.of(old)` or `optional.none()`.
+            let with_optional = || {
+                let mut ctx = Context::with_env(compile::env().clone());
+                ctx.add_variable_from_value("self", value::to_cel_in(this, schema));
+                let old = old.map(|o| value::to_cel_in(o, schema));
+                ctx.add_variable_from_value("oldSelf", library::optional(old));
+                ctx
+            };
+            let ctx = if optional_old {
+                optional_context.get_or_insert_with(with_optional)
+            } else {
+                context.get_or_insert_with(plain)
+            };
             let cause_field = if rule.field_path.is_empty() {
                 field.to_string()
             } else {

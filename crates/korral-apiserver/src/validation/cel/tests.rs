@@ -541,3 +541,61 @@ fn transition_rules_compare_typed_old_values() {
         ["spec: Invalid value: notBefore may only move later"]
     );
 }
+
+#[test]
+fn optional_old_self_rules_run_on_create_with_an_optional() {
+    let s = widget_schema(json!([{
+        "rule": "oldSelf.hasValue() ? self.replicas >= oldSelf.value().replicas : self.replicas == 1",
+        "message": "starts at 1 and never shrinks",
+        "optionalOldSelf": true
+    }]));
+    assert!(
+        check_schema(&s, "s").is_empty(),
+        "{:?}",
+        check_schema(&s, "s")
+    );
+    let starts = |n: i64| json!({"spec": {"replicas": n}});
+    // Without optionalOldSelf a transition rule is skipped on create; with it, it runs.
+    assert_eq!(
+        summaries(&validate(&starts(2), None, &s)),
+        ["spec: Invalid value: starts at 1 and never shrinks"]
+    );
+    assert!(validate(&starts(1), None, &s).is_empty());
+    assert!(validate(&starts(3), Some(&starts(2)), &s).is_empty());
+    assert_eq!(
+        summaries(&validate(&starts(1), Some(&starts(2)), &s)),
+        ["spec: Invalid value: starts at 1 and never shrinks"]
+    );
+}
+
+#[test]
+fn optional_old_self_is_checked_at_crd_time() {
+    // Set on a rule that does not read oldSelf: refused as upstream.
+    let unused = widget_schema(json!([{"rule": "self.replicas >= 0", "optionalOldSelf": false}]));
+    let causes = check_schema(&unused, "s");
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert_eq!(
+        causes[0].field,
+        "s.properties[spec].x-kubernetes-validations[0].optionalOldSelf"
+    );
+    assert_eq!(
+        causes[0].message,
+        "Invalid value: false: may not be set if oldSelf is not used in rule"
+    );
+    // oldSelf is an optional: reading a field of it without value() is a type error, and
+    // optional methods on a plain oldSelf are too.
+    let unwrapped = widget_schema(json!([{
+        "rule": "self.replicas >= oldSelf.replicas", "optionalOldSelf": true
+    }]));
+    let causes = check_schema(&unwrapped, "s");
+    assert!(
+        causes.len() == 1 && causes[0].message.contains("compilation failed"),
+        "{causes:?}"
+    );
+    let plain = widget_schema(json!([{"rule": "!oldSelf.hasValue() || self.replicas >= 0"}]));
+    let causes = check_schema(&plain, "s");
+    assert!(
+        causes.len() == 1 && causes[0].message.contains("compilation failed"),
+        "{causes:?}"
+    );
+}
