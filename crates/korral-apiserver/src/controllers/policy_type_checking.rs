@@ -168,14 +168,25 @@ pub(super) fn expression_warnings(registry: &Registry, policy: &Value) -> Vec<Va
     let spec = policy.get("spec").unwrap_or(&Value::Null);
     let kinds = matched_kinds(registry, spec);
     let params = params_type(registry, spec);
-    let variables = spec
+    // Parsed once; a variable that does not parse (or uses the authorizer) is `dyn`.
+    let variables: Vec<(&str, &str, Option<Program>)> = spec
         .get("variables")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| {
+            let name = v.get("name").and_then(Value::as_str)?;
+            let source = v.get("expression").and_then(Value::as_str).unwrap_or("");
+            let program = parse_in(env(), source)
+                .ok()
+                .filter(|p| !mentions(p.expression(), AUTHORIZER));
+            Some((name, source, program))
+        })
+        .collect();
     let envs: Vec<(String, Vec<(&'static str, Ty)>)> = kinds
         .iter()
-        .map(|k| (k.label(), environment(k, params.as_ref(), variables)))
+        .map(|k| (k.label(), environment(k, params.as_ref(), &variables)))
         .collect();
     let mut warnings = Vec::new();
     let validations = spec
@@ -224,7 +235,11 @@ fn check_expression(source: &str, envs: &[(String, Vec<(&str, Ty)>)]) -> String 
 }
 
 /// The variables of the expressions checked against kind `k`.
-fn environment(k: &Matched, params: Option<&Ty>, variables: &[Value]) -> Vec<(&'static str, Ty)> {
+fn environment(
+    k: &Matched,
+    params: Option<&Ty>,
+    variables: &[(&str, &str, Option<Program>)],
+) -> Vec<(&'static str, Ty)> {
     let object = k.ty.clone().unwrap_or(Ty::Dyn);
     let mut vars: Vec<(&str, Ty)> = vec![
         ("object", object.clone()),
@@ -237,22 +252,17 @@ fn environment(k: &Matched, params: Option<&Ty>, variables: &[Value]) -> Vec<(&'
     }
     // Each variable sees the ones before it; a variable that does not compile is `dyn`.
     let mut fields = BTreeMap::new();
-    for v in variables {
-        let Some(name) = v.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        let source = v.get("expression").and_then(Value::as_str).unwrap_or("");
+    for (name, source, program) in variables {
         let mut scope = vars.clone();
         scope.push((
             "variables",
             Ty::object("kubernetes.variables", fields.clone()),
         ));
-        let ty = parse_in(env(), source)
-            .ok()
-            .filter(|p: &Program| !mentions(p.expression(), AUTHORIZER))
-            .and_then(|p| check::check(&p, source, &scope).ok())
+        let ty = program
+            .as_ref()
+            .and_then(|p| check::check(p, source, &scope).ok())
             .map_or(Ty::Dyn, |t| variable_type(&t));
-        fields.insert(name.to_string(), ty);
+        fields.insert((*name).to_string(), ty);
     }
     vars.push(("variables", Ty::object("kubernetes.variables", fields)));
     vars
@@ -628,6 +638,23 @@ mod tests {
                 "/v1, Kind=ConfigMap: ERROR: <input>:1:4: undefined field 'stringData'"
             ),
             "{found:?}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_are_reported_for_each_kind() {
+        let rules = json!([{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                            "resources": ["deployments", "replicasets"]}]);
+        let found = one(rules, "object.spec.replicas >");
+        assert_eq!(found.len(), 1);
+        let text = &found[0].1;
+        assert!(
+            text.starts_with("apps/v1, Kind=Deployment: ERROR: <input>:"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n\napps/v1, Kind=ReplicaSet: ERROR: <input>:"),
+            "{text}"
         );
     }
 
