@@ -158,11 +158,10 @@ fn descriptor(spec: &str) -> Result<Rule, String> {
         "@daily" | "@midnight" => Ok(fields(1, 1, days, months, weekdays, true, true)),
         "@hourly" => Ok(fields(1, all(&HOURS), days, months, weekdays, true, true)),
         _ => match spec.strip_prefix("@every ") {
-            Some(duration) => go_duration(duration)
+            Some(duration) => crate::go_duration::parse(duration)
                 .map(|nanos| {
                     // Below a second rounds up to one; otherwise truncated to seconds.
-                    let seconds = (nanos / 1_000_000_000).max(1);
-                    Rule::Every(i64::try_from(seconds).unwrap_or(i64::MAX))
+                    Rule::Every((nanos / 1_000_000_000).max(1))
                 })
                 .map_err(|e| format!("failed to parse duration {spec}: {e}")),
             None => Err(format!("unrecognized descriptor: {spec}")),
@@ -355,55 +354,6 @@ fn int(expr: &str) -> Result<u64, String> {
         return Err(format!("negative number ({num}) not allowed: {expr}"));
     }
     Ok(num.unsigned_abs())
-}
-
-/// Go's `time.ParseDuration`, with its error messages: the duration in nanoseconds (negative
-/// ones count as zero).
-fn go_duration(text: &str) -> Result<u128, String> {
-    let invalid = || format!("time: invalid duration {text:?}");
-    let negative = text.starts_with('-');
-    let mut s = text.strip_prefix(['+', '-']).unwrap_or(text);
-    if s == "0" {
-        return Ok(0);
-    }
-    let mut total: f64 = 0.0;
-    if s.is_empty() {
-        return Err(invalid());
-    }
-    while !s.is_empty() {
-        let number_end = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(s.len());
-        let number = &s[..number_end];
-        if number.is_empty() || number == "." || number.matches('.').count() > 1 {
-            return Err(invalid());
-        }
-        s = &s[number_end..];
-        let unit_end = s
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(s.len());
-        let unit = &s[..unit_end];
-        if unit.is_empty() {
-            return Err(format!("time: missing unit in duration {text:?}"));
-        }
-        let scale: f64 = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return Err(format!("time: unknown unit {unit:?} in duration {text:?}")),
-        };
-        total += number.parse::<f64>().map_err(|_| invalid())? * scale;
-        s = &s[unit_end..];
-    }
-    if negative || !total.is_finite() {
-        return Ok(0);
-    }
-    // Saturating float-to-integer conversion: Go overflows to an error, which no schedule
-    // reaching the simulation can carry (validation parsed it).
-    Ok(total as u128)
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ mod cron;
 mod defaults;
 pub mod error;
 pub mod faults;
+mod go_duration;
 mod http;
 mod inflight;
 mod kinds;

@@ -430,53 +430,7 @@ fn decode_duration(bytes: &[u8]) -> Result<Value, ProtobufError> {
     for (_, v) in varint_fields(bytes, &[1])? {
         nanos = v as i64;
     }
-    Ok(Value::String(go_duration(nanos)))
-}
-
-/// Go's `time.Duration.String()`: `1h2m3.5s`, `1.5ms`, `0s`.
-pub(crate) fn go_duration(d: i64) -> String {
-    let neg = d < 0;
-    let u = d.unsigned_abs();
-    let mut out = String::new();
-    if neg {
-        out.push('-');
-    }
-    if u == 0 {
-        return "0s".to_owned();
-    }
-    if u < 1_000_000_000 {
-        let (unit, prec) = if u < 1_000 {
-            ("ns", 0)
-        } else if u < 1_000_000 {
-            ("µs", 3)
-        } else {
-            ("ms", 6)
-        };
-        let scale = 10u64.pow(prec);
-        out.push_str(&(u / scale).to_string());
-        out.push_str(&fraction(u % scale, prec));
-        out.push_str(unit);
-        return out;
-    }
-    let frac = fraction(u % 1_000_000_000, 9);
-    let secs = u / 1_000_000_000;
-    let (hours, minutes, seconds) = (secs / 3600, (secs / 60) % 60, secs % 60);
-    if hours > 0 {
-        out.push_str(&format!("{hours}h{minutes}m"));
-    } else if secs >= 60 {
-        out.push_str(&format!("{minutes}m"));
-    }
-    out.push_str(&format!("{seconds}{frac}s"));
-    out
-}
-
-/// `.ddd` of `v / 10^prec` without trailing zeros; empty when zero.
-fn fraction(v: u64, prec: u32) -> String {
-    if v == 0 || prec == 0 {
-        return String::new();
-    }
-    let digits = format!("{v:0width$}", width = prec as usize);
-    format!(".{}", digits.trim_end_matches('0'))
+    Ok(Value::String(crate::go_duration::format(nanos)))
 }
 
 /// `IntOrString` (type = 1, intVal = 2, strVal = 3) → number or string.

@@ -416,9 +416,9 @@ fn encode_special(special: Special, v: &Value, name: &str) -> Result<Vec<u8>, Pr
         Special::Duration => {
             let nanos = match v {
                 Value::Null => 0,
-                Value::String(s) => {
-                    parse_go_duration(s).ok_or_else(|| shape(name, "a Go duration string"))?
-                }
+                Value::String(s) => crate::go_duration::parse(s)
+                    .ok()
+                    .ok_or_else(|| shape(name, "a Go duration string"))?,
                 _ => return Err(shape(name, "a duration string")),
             };
             put_varint_field(&mut out, 1, nanos as u64);
@@ -466,103 +466,4 @@ fn encode_special(special: Special, v: &Value, name: &str) -> Result<Vec<u8>, Pr
 /// A JSON number as the text it was written with.
 fn number_text(n: &Number) -> String {
     n.to_string()
-}
-
-/// Go's `time.ParseDuration`: `1h2m3.5s`, `-1.5ms`, `300ms`, `0`; `None` when malformed or
-/// out of the int64 nanosecond range.
-pub(crate) fn parse_go_duration(text: &str) -> Option<i64> {
-    const OVER: u64 = 1 << 63;
-    let mut s = text;
-    let mut neg = false;
-    if let Some(rest) = s.strip_prefix('-') {
-        neg = true;
-        s = rest;
-    } else if let Some(rest) = s.strip_prefix('+') {
-        s = rest;
-    }
-    if s == "0" {
-        return Some(0);
-    }
-    if s.is_empty() {
-        return None;
-    }
-    let mut total: u64 = 0;
-    while !s.is_empty() {
-        let bytes = s.as_bytes();
-        if !(bytes[0] == b'.' || bytes[0].is_ascii_digit()) {
-            return None;
-        }
-        // The integer part.
-        let int_len = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-        let mut v: u64 = 0;
-        for b in &bytes[..int_len] {
-            v = v.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-            if v > OVER {
-                return None;
-            }
-        }
-        s = &s[int_len..];
-        // The fraction: digits past what fits are read but ignored, as Go does.
-        let mut frac: u64 = 0;
-        let mut scale: f64 = 1.0;
-        let mut frac_len = 0;
-        if let Some(rest) = s.strip_prefix('.') {
-            s = rest;
-            frac_len = s.bytes().take_while(|b| b.is_ascii_digit()).count();
-            let mut overflow = false;
-            for b in &s.as_bytes()[..frac_len] {
-                if overflow {
-                    continue;
-                }
-                match frac
-                    .checked_mul(10)
-                    .and_then(|f| f.checked_add(u64::from(b - b'0')))
-                {
-                    Some(f) if f <= OVER => {
-                        frac = f;
-                        scale *= 10.0;
-                    }
-                    _ => overflow = true,
-                }
-            }
-            s = &s[frac_len..];
-        }
-        if int_len == 0 && frac_len == 0 {
-            return None;
-        }
-        let unit_len = s
-            .find(|c: char| c == '.' || c.is_ascii_digit())
-            .unwrap_or(s.len());
-        if unit_len == 0 {
-            return None;
-        }
-        let unit: u64 = match &s[..unit_len] {
-            "ns" => 1,
-            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return None,
-        };
-        s = &s[unit_len..];
-        if v > OVER / unit {
-            return None;
-        }
-        v *= unit;
-        if frac > 0 {
-            v = v.checked_add((frac as f64 * (unit as f64 / scale)) as u64)?;
-            if v > OVER {
-                return None;
-            }
-        }
-        total = total.checked_add(v)?;
-        if total > OVER {
-            return None;
-        }
-    }
-    if neg {
-        return Some((total as i64).wrapping_neg());
-    }
-    i64::try_from(total).ok()
 }

@@ -586,16 +586,6 @@ fn finish(pod: &mut Value, code: impl Fn(usize, &Value) -> i64, now: &str) {
     }
 }
 
-/// Go's rendering of a whole number of seconds (`10s`, `1m20s`, `5m0s`).
-fn go_duration(d: Duration) -> String {
-    let secs = d.as_secs();
-    match (secs / 3600, secs / 60 % 60, secs % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, s) => format!("{m}m{s}s"),
-        (h, m, s) => format!("{h}h{m}m{s}s"),
-    }
-}
-
 /// The pod's containers exit, each with its code (its annotation, else `fallback`), and are
 /// restarted: the first time at once, later after a back-off in `CrashLoopBackOff` (the pod
 /// stays `Running`, not Ready).
@@ -634,7 +624,7 @@ fn crash(pod: &mut Value, fallback: i64, now: &str) {
             .to_string();
         let message = format!(
             "back-off {} restarting failed container={container} pod={who}",
-            go_duration(container_backoff(restarts))
+            crate::go_duration::format_std(container_backoff(restarts))
         );
         s["state"] = json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}});
         s["ready"] = json!(false);
@@ -1199,8 +1189,14 @@ mod tests {
             "back-off 20s restarting failed container=c pod=p_ns(u)"
         );
         assert_eq!(container_backoff(6), MAX_CONTAINER_BACKOFF);
-        assert_eq!(go_duration(container_backoff(4)), "1m20s");
-        assert_eq!(go_duration(MAX_CONTAINER_BACKOFF), "5m0s");
+        assert_eq!(
+            crate::go_duration::format_std(container_backoff(4)),
+            "1m20s"
+        );
+        assert_eq!(
+            crate::go_duration::format_std(MAX_CONTAINER_BACKOFF),
+            "5m0s"
+        );
     }
 
     #[test]

@@ -2770,75 +2770,6 @@ pub(crate) mod formats {
         get(1) <= "23" && get(2) <= "59" && get(3) <= "59"
     }
 
-    /// Go's `time.ParseDuration`: the duration in nanoseconds, `None` when `s` is not one or
-    /// overflows.
-    fn go_parse_duration(s: &str) -> Option<i64> {
-        let (negative, mut s) = match s.strip_prefix('-') {
-            Some(rest) => (true, rest),
-            None => (false, s.strip_prefix('+').unwrap_or(s)),
-        };
-        if s == "0" {
-            return Some(0);
-        }
-        if s.is_empty() {
-            return None;
-        }
-        let mut total: u128 = 0;
-        while !s.is_empty() {
-            let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
-            let (int_part, rest) = s.split_at(int_len);
-            s = rest;
-            let mut frac_part = "";
-            if let Some(rest) = s.strip_prefix('.') {
-                let frac_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-                frac_part = &rest[..frac_len];
-                s = &rest[frac_len..];
-            }
-            if int_part.is_empty() && frac_part.is_empty() {
-                return None;
-            }
-            let unit_len = s
-                .char_indices()
-                .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-                .map_or(s.len(), |(i, _)| i);
-            let (unit, rest) = s.split_at(unit_len);
-            s = rest;
-            let scale: u128 = match unit {
-                "ns" => 1,
-                "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-                "ms" => 1_000_000,
-                "s" => 1_000_000_000,
-                "m" => 60_000_000_000,
-                "h" => 3_600_000_000_000,
-                _ => return None,
-            };
-            // Digits past what can matter are dropped, as Go's parser does.
-            let whole: u128 = if int_part.is_empty() {
-                0
-            } else {
-                int_part.parse().ok()?
-            };
-            let mut frac: u128 = 0;
-            let mut denominator: u128 = 1;
-            for digit in frac_part.bytes().take(20) {
-                frac = frac * 10 + u128::from(digit - b'0');
-                denominator *= 10;
-            }
-            total = total
-                .checked_add(whole.checked_mul(scale)?)?
-                .checked_add(frac * scale / denominator)?;
-            if total > 1u128 << 63 {
-                return None;
-            }
-        }
-        match (negative, i64::try_from(total)) {
-            (false, Ok(n)) => Some(n),
-            (true, Ok(n)) => Some(-n),
-            (true, Err(_)) if total == 1u128 << 63 => Some(i64::MIN),
-            _ => None,
-        }
-    }
-
     /// kube-openapi's `IsDuration`: Go durations, or `<n> <unit>` pairs such as `3 days`.
     fn is_duration(s: &str) -> bool {
         parse_duration(s).is_some()
@@ -2848,7 +2779,7 @@ pub(crate) mod formats {
     /// `ParseDuration` reads it: a Go duration, else the sum of its `<n> <unit>` pairs
     /// (`3 days`, `1 week 2d`); `None` when it is neither.
     pub(crate) fn parse_duration(s: &str) -> Option<i64> {
-        if let Some(nanos) = go_parse_duration(s) {
+        if let Ok(nanos) = crate::go_duration::parse(s) {
             return Some(nanos);
         }
         let re = DURATION_PART.as_ref()?;
