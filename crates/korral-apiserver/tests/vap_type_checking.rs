@@ -105,6 +105,22 @@ async fn type_checking_warnings_are_written_and_cleared() {
         "{status}"
     );
 
+    // Written by the controller through the status subresource, under its own name.
+    let (_, stored) = call(&env, "GET", &format!("{POLICIES}/replica-limit"), None).await;
+    let entries = stored["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let entry = entries
+        .iter()
+        .find(|e| e["manager"] == "validatingadmissionpolicy-status-controller")
+        .unwrap_or_else(|| panic!("the controller's managedFields entry: {entries:?}"));
+    assert_eq!(entry["subresource"], "status", "{entry}");
+    assert!(
+        entry["fieldsV1"]["f:status"]["f:typeChecking"].is_object(),
+        "{entry}"
+    );
+
     // kubectl reads them as from a cluster.
     let cache = tempfile::tempdir().expect("cache dir");
     let (ok, out, err) = kubectl(

@@ -24,7 +24,7 @@ use std::sync::LazyLock;
 
 use cel::Program;
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::auth::UserInfo;
 use crate::error::ApiError;
@@ -88,6 +88,9 @@ pub(super) async fn reconcile(objects: &Objects) -> Result<(), ApiError> {
             warnings = warnings.len(),
             "type-checked admission policy"
         );
+        // Upstream applies these two fields (server-side apply, forced); applying
+        // `typeChecking: {}` here would drop the emptied map, so they are set by an update.
+        let status = status_of(seen, &warnings);
         let result = objects
             .update_with(
                 &info,
@@ -96,7 +99,7 @@ pub(super) async fn reconcile(objects: &Objects) -> Result<(), ApiError> {
                 meta::uid(&policy),
                 Part::Status,
                 &options,
-                move |obj| set_status(obj, seen, &warnings),
+                move |obj| set_status(obj, seen, &status),
             )
             .await;
         match result {
@@ -120,29 +123,34 @@ fn observed_generation(obj: &Value) -> i64 {
         .unwrap_or(0)
 }
 
-/// Records the result of checking generation `seen` on `obj`, unless its spec moved on since
-/// (the newer generation is checked on its own).
-fn set_status(obj: &mut Value, seen: i64, warnings: &[Value]) {
+/// The status fields the controller writes for generation `seen`: `typeChecking` is `{}`
+/// when there is nothing to warn about.
+fn status_of(seen: i64, warnings: &[Value]) -> Value {
+    let type_checking = if warnings.is_empty() {
+        json!({})
+    } else {
+        json!({ "expressionWarnings": warnings })
+    };
+    json!({"observedGeneration": seen, "typeChecking": type_checking})
+}
+
+/// Sets the `status` fields of `status_of` on `obj`, unless its spec moved on past generation
+/// `seen` since (the newer generation is checked on its own).
+fn set_status(obj: &mut Value, seen: i64, fields: &Value) {
     if generation(obj) != seen {
         return;
     }
     let Some(root) = obj.as_object_mut() else {
         return;
     };
-    let status = root
-        .entry("status")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let status = root.entry("status").or_insert_with(|| json!({}));
     if !status.is_object() {
-        *status = Value::Object(Map::new());
+        *status = json!({});
     }
-    if let Some(status) = status.as_object_mut() {
-        status.insert("observedGeneration".into(), json!(seen));
-        let type_checking = if warnings.is_empty() {
-            json!({})
-        } else {
-            json!({ "expressionWarnings": warnings })
-        };
-        status.insert("typeChecking".into(), type_checking);
+    if let (Some(status), Some(fields)) = (status.as_object_mut(), fields.as_object()) {
+        for (k, v) in fields {
+            status.insert(k.clone(), v.clone());
+        }
     }
 }
 
@@ -711,15 +719,16 @@ mod tests {
         );
         assert_eq!(warnings_of(&p), []);
         let mut stored = p.clone();
-        set_status(&mut stored, 1, &[]);
+        stored["status"] = json!({"conditions": []});
+        set_status(&mut stored, 1, &status_of(1, &[]));
         assert_eq!(
             stored["status"],
-            json!({"observedGeneration": 1, "typeChecking": {}})
+            json!({"conditions": [], "observedGeneration": 1, "typeChecking": {}})
         );
         // A newer generation than the one checked is left for its own check.
         let mut newer = p;
         newer["metadata"]["generation"] = json!(2);
-        set_status(&mut newer, 1, &[]);
+        set_status(&mut newer, 1, &status_of(1, &[]));
         assert_eq!(newer.get("status"), None);
     }
 
