@@ -27,6 +27,7 @@ mod controllers;
 mod conversion;
 mod crd;
 mod cron;
+mod deadline;
 mod defaults;
 pub mod error;
 pub mod faults;

@@ -718,6 +718,14 @@ impl Front {
         if let Err(err) = crate::limits::check_head(req.uri(), req.headers()) {
             return crate::http::error_response(&err);
         }
+        let mut req = req;
+        match crate::deadline::requested(req.uri()) {
+            Ok(Some(timeout)) => {
+                req.extensions_mut().insert(timeout);
+            }
+            Ok(None) => {}
+            Err(err) => return crate::http::error_response(&err),
+        }
         let auth = state.auth.clone();
         match &self.flow_control {
             None => {

@@ -435,6 +435,48 @@ async fn a_request_queued_past_the_wait_limit_gets_429() {
     release(held).await;
 }
 
+/// A request's `?timeout=` shortens its queue wait to a quarter of it, as upstream's; a
+/// malformed one is a 400 before anything runs.
+#[tokio::test]
+async fn a_short_request_timeout_shortens_the_queue_wait() {
+    // The configured wait is a minute: only the request's own timeout ends it early.
+    let server = server(Duration::from_secs(60)).await;
+    let queuing =
+        json!({"type": "Queue", "queuing": {"queues": 4, "handSize": 2, "queueLengthLimit": 10}});
+    create(&server, LEVELS, level("narrow", queuing)).await;
+    let schema_uid = create(
+        &server,
+        FLOW_SCHEMAS,
+        schema_for_user("alice-narrow", "alice", "narrow"),
+    )
+    .await;
+    until_classified(&server, ALICE, &schema_uid).await;
+    let held = stalled(&server, ALICE).await;
+    until_metric(&server, &executing("alice-narrow", "narrow"), 1).await;
+    let started = std::time::Instant::now();
+    let target = format!("{CONFIGMAPS}?timeout=2s");
+    let r = tokio::time::timeout(
+        Duration::from_secs(30),
+        send(&server, ALICE, "GET", &target, &Value::Null),
+    )
+    .await
+    .expect("answered within the request's own timeout, not the configured minute");
+    assert_eq!(r.code, 429, "{}", r.head);
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "it waited a quarter of 2s first"
+    );
+    let bad = format!("{CONFIGMAPS}?timeout=soon");
+    let r = send(&server, ALICE, "GET", &bad, &Value::Null).await;
+    assert_eq!(r.code, 400, "{}", r.head);
+    assert_eq!(r.json()["reason"], "BadRequest");
+    assert_eq!(
+        r.json()["message"],
+        "invalid timeout specified in the request URL - time: invalid duration \"soon\""
+    );
+    release(held).await;
+}
+
 #[tokio::test]
 async fn a_watch_holds_its_seat_only_while_it_starts() {
     let server = server(Duration::from_secs(15)).await;

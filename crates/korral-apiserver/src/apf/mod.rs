@@ -16,8 +16,8 @@
 //!
 //! Simplifications: no borrowing between levels (`lendablePercent` and
 //! `borrowingLimitPercent` are ignored: each level has exactly its nominal limit); one seat
-//! per request (see [`queueset`]); the wait limit is the configured one for every request
-//! (upstream shortens it to a quarter of a shorter `?timeout=`).
+//! per request (see [`queueset`]). The wait limit is the configured one, shortened to a
+//! quarter of a request's shorter `?timeout=` as upstream's.
 
 mod config;
 mod matching;
@@ -45,10 +45,8 @@ const FLOW_SCHEMA_UID: HeaderName = HeaderName::from_static("x-kubernetes-pf-flo
 const PRIORITY_LEVEL_UID: HeaderName = HeaderName::from_static("x-kubernetes-pf-prioritylevel-uid");
 
 /// Upstream's default wait limit: a quarter of its 60 s request timeout.
-pub const DEFAULT_REQUEST_WAIT_LIMIT: Duration = Duration::from_secs(15);
-
-/// Subresources whose requests are long-running (upstream's `BasicLongRunningRequestCheck`).
-const LONG_RUNNING_SUBRESOURCES: [&str; 5] = ["attach", "exec", "proxy", "log", "portforward"];
+pub const DEFAULT_REQUEST_WAIT_LIMIT: Duration =
+    Duration::from_secs(crate::deadline::REQUEST_TIMEOUT.as_secs() / 4);
 
 /// How the server limits requests.
 #[derive(Debug, Clone, Copy)]
@@ -160,7 +158,7 @@ fn describe<B>(auth: &Auth, req: &Request<B>) -> Option<Attributes> {
 fn long_running(request: &Attributes) -> bool {
     request.verb == "proxy"
         || (request.resource_request
-            && LONG_RUNNING_SUBRESOURCES.contains(&request.subresource.as_str()))
+            && crate::deadline::LONG_RUNNING_SUBRESOURCES.contains(&request.subresource.as_str()))
 }
 
 impl FlowControl {
@@ -200,6 +198,11 @@ impl FlowControl {
             return handler(req).await;
         };
         let watch = request.verb == "watch" || crate::inflight::is_watch(&req);
+        // Upstream's wait limit: a quarter of the request's timeout.
+        let wait = match req.extensions().get::<crate::deadline::RequestTimeout>() {
+            Some(timeout) if !watch => self.shared.limits.wait.min(timeout.0 / 4),
+            _ => self.shared.limits.wait,
+        };
         let skipped = !watch && long_running(&request);
         let classified = (!skipped).then(|| {
             let view = self
@@ -233,7 +236,7 @@ impl FlowControl {
         };
         let seat = match admission {
             Admission::Run(seat) => Ok(seat),
-            Admission::Wait(waiting) => waiting.wait(self.shared.limits.wait).await,
+            Admission::Wait(waiting) => waiting.wait(wait).await,
             Admission::Reject(reason) => Err(reason),
         };
         let seat = match seat {
