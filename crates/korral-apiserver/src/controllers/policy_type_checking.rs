@@ -71,7 +71,7 @@ pub(super) async fn reconcile(objects: &Objects) -> Result<(), ApiError> {
     let snapshot = objects.storage().snapshot();
     let due: Vec<Value> = snapshot
         .range(&collection_prefix(GROUP, RESOURCE, None), None)
-        .filter(|(_, p)| generation(p) > observed_generation(p) && !meta::is_deleting(p))
+        .filter(|(_, p)| generation(p) > observed_generation(p))
         .map(|(_, p)| (**p).clone())
         .collect();
     let options = WriteOptions {
