@@ -588,9 +588,12 @@ fn finish(pod: &mut Value, code: impl Fn(usize, &Value) -> i64, now: &str) {
 
 /// The pod's containers exit, each with its code (its annotation, else `fallback`), and are
 /// restarted: the first time at once, later after a back-off in `CrashLoopBackOff` (the pod
-/// stays `Running`, not Ready).
+/// stays `Running`, not Ready). Under `restartPolicy: OnFailure` a container that exits with
+/// 0 is not restarted: it stays `Completed` while the others restart.
 fn crash(pod: &mut Value, fallback: i64, now: &str) {
     let codes = codes_of(pod, "containerStatuses", fallback);
+    let restart_succeeded =
+        meta::path(pod, "spec.restartPolicy").and_then(Value::as_str) != Some("OnFailure");
     let who = format!(
         "{}_{}({})",
         meta::name(pod),
@@ -606,9 +609,18 @@ fn crash(pod: &mut Value, fallback: i64, now: &str) {
     else {
         return;
     };
-    let mut waiting: Vec<String> = Vec::new();
     for (i, s) in statuses.iter_mut().enumerate() {
+        if s.pointer("/state/terminated").is_some() {
+            // Completed earlier (OnFailure): it does not run again.
+            continue;
+        }
         let code = codes.get(i).copied().unwrap_or(fallback);
+        if code == 0 && !restart_succeeded {
+            s["state"] = terminated(s, 0, now);
+            s["ready"] = json!(false);
+            s["started"] = json!(false);
+            continue;
+        }
         let restarts = s.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
         s["lastState"] = terminated(s, code, now);
         if restarts == 0 {
@@ -629,19 +641,36 @@ fn crash(pod: &mut Value, fallback: i64, now: &str) {
         s["state"] = json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}});
         s["ready"] = json!(false);
         s["started"] = json!(false);
-        waiting.push(container);
     }
-    if !waiting.is_empty() {
-        let message = format!("containers with unready status: [{}]", waiting.join(" "));
-        set_readiness(
-            status,
-            "False",
-            Some("ContainersNotReady"),
-            Some(&message),
-            None,
-            now,
-        );
+    refresh_readiness(status, now);
+}
+
+/// `Ready` and `ContainersReady` of a running pod from its containers: `True` when all are
+/// ready, else `False` with reason `ContainersNotReady` naming the unready ones.
+fn refresh_readiness(status: &mut Value, now: &str) {
+    let unready: Vec<&str> = status
+        .get("containerStatuses")
+        .and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .filter(|s| s.get("ready").and_then(Value::as_bool) != Some(true))
+                .filter_map(|s| s.get("name").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    if unready.is_empty() {
+        set_readiness(status, "True", None, None, None, now);
+        return;
     }
+    let message = format!("containers with unready status: [{}]", unready.join(" "));
+    set_readiness(
+        status,
+        "False",
+        Some("ContainersNotReady"),
+        Some(&message),
+        None,
+        now,
+    );
 }
 
 /// The back-off is over: the pod's waiting containers run again, one restart more.
@@ -665,7 +694,7 @@ fn restart(pod: &mut Value, now: &str) {
             s["started"] = json!(true);
         }
     }
-    set_readiness(status, "True", None, None, None, now);
+    refresh_readiness(status, now);
 }
 
 /// The scheduler's binding of a pod to the simulated node; a pod bound meanwhile (by the
@@ -1130,6 +1159,68 @@ mod tests {
                 "{policy} {exit:?}"
             );
         }
+    }
+
+    /// Under OnFailure only the failing container restarts; the one that exited with 0 stays
+    /// `Completed` (before, both restarted). Under Always both restart.
+    #[test]
+    fn on_failure_restarts_only_the_failing_containers() {
+        let two = |policy: &str| {
+            let mut pod = running_pod(
+                policy,
+                "2026-01-01T00:00:00Z",
+                json!({"korral.dev/exit-code.sidecar": "0", "korral.dev/exit-code.c": "2"}),
+            );
+            let mut second = pod["status"]["containerStatuses"][0].clone();
+            second["name"] = json!("sidecar");
+            if let Some(list) = pod["status"]["containerStatuses"].as_array_mut() {
+                list.push(second);
+            }
+            pod
+        };
+        let mut pod = two("OnFailure");
+        crash(&mut pod, 0, "2026-01-01T00:00:01Z");
+        let statuses = pod["status"]["containerStatuses"].clone();
+        assert_eq!(statuses[0]["restartCount"], 1);
+        assert!(statuses[0]["state"]["running"].is_object());
+        assert_eq!(statuses[1]["restartCount"], 0, "{}", statuses[1]);
+        assert_eq!(statuses[1]["state"]["terminated"]["reason"], "Completed");
+        assert_eq!(statuses[1]["ready"], false);
+        let ready = condition(&pod, "Ready");
+        assert_eq!(ready["status"], "False");
+        assert_eq!(
+            ready["message"],
+            "containers with unready status: [sidecar]"
+        );
+        // The next crash puts the failing one in back-off; the completed one stays.
+        crash(&mut pod, 0, "2026-01-01T00:00:02Z");
+        let statuses = pod["status"]["containerStatuses"].clone();
+        assert_eq!(
+            statuses[0]["state"]["waiting"]["reason"],
+            "CrashLoopBackOff"
+        );
+        assert_eq!(
+            statuses[1]["state"]["terminated"]["finishedAt"],
+            "2026-01-01T00:00:01Z"
+        );
+        assert_eq!(
+            condition(&pod, "Ready")["message"],
+            "containers with unready status: [c sidecar]"
+        );
+        restart(&mut pod, "2026-01-01T00:00:20Z");
+        let statuses = pod["status"]["containerStatuses"].clone();
+        assert_eq!(statuses[0]["restartCount"], 2);
+        assert!(statuses[1]["state"]["terminated"].is_object());
+        assert_eq!(condition(&pod, "Ready")["status"], "False");
+
+        let mut pod = two("Always");
+        crash(&mut pod, 0, "2026-01-01T00:00:01Z");
+        let statuses = pod["status"]["containerStatuses"].clone();
+        assert_eq!(
+            statuses[1]["restartCount"], 1,
+            "Always restarts a container that exited 0"
+        );
+        assert_eq!(condition(&pod, "Ready")["status"], "True");
     }
 
     #[test]
