@@ -738,8 +738,24 @@ async fn validating_admission_policies_deny_and_warn_as_upstream() {
         json!({}),
     )
     .await;
+    // The type-checking controller writes the status first (as upstream's); a write based on
+    // the created object would conflict with it.
+    let started = std::time::Instant::now();
+    let checked = loop {
+        let (code, _, current) = request(&client, "GET", &format!("{VAP}/ref-small"), None).await;
+        assert_eq!(code, 200, "{current}");
+        if current["status"]["observedGeneration"] == 1 {
+            break current;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "status never written: {current}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(checked["status"]["typeChecking"], json!({}));
     // Status is written through its subresource only.
-    let mut with_status = created.clone();
+    let mut with_status = checked.clone();
     with_status["status"] = json!({"observedGeneration": 1});
     let (code, _, b) = request(
         &client,
