@@ -848,28 +848,6 @@ async fn a_wrong_ca_bundle_fails_the_discovery_check() {
     env.shutdown().await;
 }
 
-/// Runs the real `kubectl` against `env` (its own discovery cache): exit success, stdout,
-/// stderr.
-async fn kubectl(env: &TestEnv, cache: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let run = tokio::process::Command::new("/usr/bin/kubectl")
-        .arg("--kubeconfig")
-        .arg(env.kubeconfig_path())
-        .arg("--cache-dir")
-        .arg(cache)
-        .args(args)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .expect("kubectl finishes")
-        .expect("kubectl runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_reads_and_writes_the_aggregated_resources() {
     let (env, backend) = available_env().await;

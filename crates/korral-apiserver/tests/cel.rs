@@ -49,6 +49,41 @@ fn causes(s: &kube::core::Status) -> Vec<(String, String, String)> {
         .unwrap_or_default()
 }
 
+/// Each case's change of the valid spec `good` is refused by a rule with `message` on `spec`
+/// (422, `FieldValueInvalid`).
+async fn refused_on_spec<const N: usize>(
+    api: &Api<DynamicObject>,
+    kind: &str,
+    good: &Value,
+    cases: [(Value, &str); N],
+) {
+    for (i, (change, message)) in cases.into_iter().enumerate() {
+        let mut spec = good.clone();
+        for (k, v) in change.as_object().expect("object") {
+            spec[k] = v.clone();
+        }
+        let err = api
+            .create(
+                &PostParams::default(),
+                &obj(kind, &format!("bad-{i}"), spec),
+            )
+            .await
+            .expect_err(message);
+        let s = status(err);
+        assert_eq!(s.code, 422, "{message}");
+        let expected = (
+            "FieldValueInvalid".to_string(),
+            "spec".to_string(),
+            format!("Invalid value: {message}"),
+        );
+        assert!(
+            causes(&s).contains(&expected),
+            "{message}: {:?}",
+            causes(&s)
+        );
+    }
+}
+
 fn gadget_spec() -> Value {
     json!({
         "type": "object",
@@ -355,31 +390,7 @@ async fn kubernetes_libraries_are_available_to_rules() {
         (json!({"name": "Web_1"}), "name must be a DNS label"),
         (json!({"version": "0.9.0"}), "version must be above 1.0.0"),
     ];
-    for (i, (change, message)) in cases.into_iter().enumerate() {
-        let mut spec = good.clone();
-        for (k, v) in change.as_object().expect("object") {
-            spec[k] = v.clone();
-        }
-        let err = endpoints
-            .create(
-                &PostParams::default(),
-                &obj("Endpoint", &format!("bad-{i}"), spec),
-            )
-            .await
-            .expect_err(message);
-        let s = status(err);
-        assert_eq!(s.code, 422, "{message}");
-        let expected = (
-            "FieldValueInvalid".to_string(),
-            "spec".to_string(),
-            format!("Invalid value: {message}"),
-        );
-        assert!(
-            causes(&s).contains(&expected),
-            "{message}: {:?}",
-            causes(&s)
-        );
-    }
+    refused_on_spec(&endpoints, "Endpoint", &good, cases).await;
     // A value a library cannot parse is an evaluation error, reported on the field.
     let mut spec = good.clone();
     spec["memory"] = json!("lots");
@@ -450,31 +461,7 @@ async fn durations_timestamps_and_bytes_work_in_rules() {
         (json!({"grace": "2 days"}), "grace 172800s exceeds 1h"),
         (json!({"key": "AAEC"}), "key must be 4 bytes"),
     ];
-    for (i, (change, message)) in cases.into_iter().enumerate() {
-        let mut spec = good.clone();
-        for (k, v) in change.as_object().expect("object") {
-            spec[k] = v.clone();
-        }
-        let err = routes
-            .create(
-                &PostParams::default(),
-                &obj("Route", &format!("bad-{i}"), spec),
-            )
-            .await
-            .expect_err(message);
-        let s = status(err);
-        assert_eq!(s.code, 422, "{message}");
-        let expected = (
-            "FieldValueInvalid".to_string(),
-            "spec".to_string(),
-            format!("Invalid value: {message}"),
-        );
-        assert!(
-            causes(&s).contains(&expected),
-            "{message}: {:?}",
-            causes(&s)
-        );
-    }
+    refused_on_spec(&routes, "Route", &good, cases).await;
     // A transition rule compares timestamps, not strings: an earlier instant written with a
     // larger-looking offset is refused, a later one accepted.
     let patch = |t: &str| Patch::Merge(json!({"spec": {"notAfter": t}}));

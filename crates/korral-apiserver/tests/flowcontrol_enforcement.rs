@@ -394,21 +394,28 @@ async fn a_queue_level_queues_then_serves_and_refuses_an_over_long_queue() {
     until_metric(&server, &in_queue("alice-narrow", "narrow"), 0).await;
 }
 
-#[tokio::test]
-async fn a_request_queued_past_the_wait_limit_gets_429() {
-    let server = server(Duration::from_millis(300)).await;
+/// A queuing level of one seat ("narrow") for alice's requests, its seat held by a stalled
+/// request of hers (returned, to be released).
+async fn narrow_level_held(server: &ApiServer) -> TcpStream {
     let queuing =
         json!({"type": "Queue", "queuing": {"queues": 4, "handSize": 2, "queueLengthLimit": 10}});
-    create(&server, LEVELS, level("narrow", queuing)).await;
+    create(server, LEVELS, level("narrow", queuing)).await;
     let schema_uid = create(
-        &server,
+        server,
         FLOW_SCHEMAS,
         schema_for_user("alice-narrow", "alice", "narrow"),
     )
     .await;
-    until_classified(&server, ALICE, &schema_uid).await;
-    let held = stalled(&server, ALICE).await;
-    until_metric(&server, &executing("alice-narrow", "narrow"), 1).await;
+    until_classified(server, ALICE, &schema_uid).await;
+    let held = stalled(server, ALICE).await;
+    until_metric(server, &executing("alice-narrow", "narrow"), 1).await;
+    held
+}
+
+#[tokio::test]
+async fn a_request_queued_past_the_wait_limit_gets_429() {
+    let server = server(Duration::from_millis(300)).await;
+    let held = narrow_level_held(&server).await;
     let started = std::time::Instant::now();
     let r = send(&server, ALICE, "GET", CONFIGMAPS, &Value::Null).await;
     assert_eq!(r.code, 429, "{}", r.head);
@@ -441,18 +448,7 @@ async fn a_request_queued_past_the_wait_limit_gets_429() {
 async fn a_short_request_timeout_shortens_the_queue_wait() {
     // The configured wait is a minute: only the request's own timeout ends it early.
     let server = server(Duration::from_secs(60)).await;
-    let queuing =
-        json!({"type": "Queue", "queuing": {"queues": 4, "handSize": 2, "queueLengthLimit": 10}});
-    create(&server, LEVELS, level("narrow", queuing)).await;
-    let schema_uid = create(
-        &server,
-        FLOW_SCHEMAS,
-        schema_for_user("alice-narrow", "alice", "narrow"),
-    )
-    .await;
-    until_classified(&server, ALICE, &schema_uid).await;
-    let held = stalled(&server, ALICE).await;
-    until_metric(&server, &executing("alice-narrow", "narrow"), 1).await;
+    let held = narrow_level_held(&server).await;
     let started = std::time::Instant::now();
     let target = format!("{CONFIGMAPS}?timeout=2s");
     let r = tokio::time::timeout(

@@ -40,28 +40,6 @@ async fn wait_for_status(env: &TestEnv, name: &str, check: impl Fn(&Value) -> bo
     last
 }
 
-/// Runs the real `kubectl` against `env` (its own discovery cache): exit success, stdout,
-/// stderr.
-async fn kubectl(env: &TestEnv, cache: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let run = tokio::process::Command::new("/usr/bin/kubectl")
-        .arg("--kubeconfig")
-        .arg(env.kubeconfig_path())
-        .arg("--cache-dir")
-        .arg(cache)
-        .args(args)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .expect("kubectl finishes")
-        .expect("kubectl runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[tokio::test]
 async fn type_checking_warnings_are_written_and_cleared() {
     let env = TestEnv::start().await.expect("env");

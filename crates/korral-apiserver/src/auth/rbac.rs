@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::attributes::Attributes;
 use super::user::{MASTERS_GROUP, UserInfo, service_account_user};
-use crate::meta;
+use crate::meta::{self, strings};
 use crate::storage::{Object, Snapshot, collection_prefix, object_key};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
@@ -55,18 +55,6 @@ pub struct PolicyRule {
     pub resource_names: Vec<String>,
     /// Non-resource URLs (`/healthz`, `/apis/*`, `*`).
     pub non_resource_urls: Vec<String>,
-}
-
-fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl PolicyRule {

@@ -19,6 +19,7 @@ use super::token::{BoundObject, BoundObjects, ISSUER};
 use super::user::UserInfo;
 use super::{Auth, now_seconds, rbac};
 use crate::error::{ApiError, Cause};
+use crate::meta::strings;
 use crate::selector::{FieldSelector, LabelSelector, Operator, Requirement};
 use crate::server::AuthorizationMode;
 use crate::validation::names::{
@@ -87,17 +88,6 @@ impl Review {
 
 fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn invalid(review: Review, name: &str, causes: Vec<Cause>) -> ApiError {

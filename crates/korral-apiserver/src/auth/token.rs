@@ -223,16 +223,7 @@ impl TokenSigner {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
-            audiences: claims
-                .get("aud")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            audiences: crate::meta::strings(claims.get("aud")),
             expires,
             id: claims
                 .get("jti")

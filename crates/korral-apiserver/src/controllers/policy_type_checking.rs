@@ -333,17 +333,7 @@ fn matched_kinds(registry: &Registry, spec: &Value) -> Vec<Matched> {
         .unwrap_or_default();
     let mut gvks = BTreeSet::new();
     'rules: for rule in rules {
-        let strings = |field: &str| -> Vec<String> {
-            rule.get(field)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let strings = |field: &str| meta::strings(rule.get(field));
         let mut groups = strings("apiGroups");
         let mut versions = strings("apiVersions");
         if groups.iter().chain(&versions).any(|g| g.contains('*')) {

@@ -199,16 +199,7 @@ async fn release_all_orphans(objects: &Objects, ns: &str, name: &str) -> Result<
 
 /// The UIDs listed in `status.uncountedTerminatedPods.<field>`, in order.
 fn uncounted_uids(status: &Value, field: &str) -> Vec<String> {
-    status
-        .pointer(&format!("/uncountedTerminatedPods/{field}"))
-        .and_then(Value::as_array)
-        .map(|l| {
-            l.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    meta::strings(status.pointer(&format!("/uncountedTerminatedPods/{field}")))
 }
 
 /// Moves the uncounted UIDs whose Pods no longer carry the finalizer (released, or gone)
