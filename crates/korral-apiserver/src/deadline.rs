@@ -51,11 +51,7 @@ pub(crate) fn requested(uri: &Uri) -> Result<Option<RequestTimeout>, ApiError> {
 /// Whether the request `uri` names is long-running by its path and query alone: a watch
 /// (`?watch=true` or a `/watch/` path), a proxy, or a connect subresource of an object.
 fn is_long_running(uri: &Uri) -> bool {
-    let watch_query = uri.query().is_some_and(|q| {
-        form_urlencoded::parse(q.as_bytes())
-            .any(|(k, v)| k == "watch" && matches!(&*v, "1" | "t" | "T" | "TRUE" | "true" | "True"))
-    });
-    if watch_query {
+    if crate::inflight::is_watch_uri(uri) {
         return true;
     }
     let segments: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
@@ -65,7 +61,7 @@ fn is_long_running(uri: &Uri) -> bool {
         _ => return false,
     };
     let rest = match rest {
-        ["watch" | "proxy", ..] => return true,
+        ["proxy", ..] => return true,
         ["namespaces", _, _, ..] => &rest[2..],
         _ => rest,
     };

@@ -124,11 +124,16 @@ pub fn is_privileged<B>(auth: &crate::auth::Auth, req: &Request<B>) -> bool {
 
 /// Whether a request is a watch (`?watch=true|1` or a legacy `/watch/` path).
 pub(crate) fn is_watch<B>(req: &Request<B>) -> bool {
-    let path = req.uri().path();
+    is_watch_uri(req.uri())
+}
+
+/// Whether the request `uri` names is a watch (`?watch=true|1` or a legacy `/watch/` path).
+pub(crate) fn is_watch_uri(uri: &http::Uri) -> bool {
+    let path = uri.path();
     if path.starts_with("/api/v1/watch/") || path.split('/').nth(4) == Some("watch") {
         return true;
     }
-    req.uri().query().is_some_and(|q| {
+    uri.query().is_some_and(|q| {
         form_urlencoded::parse(q.as_bytes())
             .any(|(k, v)| k == "watch" && matches!(&*v, "1" | "t" | "T" | "TRUE" | "true" | "True"))
     })

@@ -66,6 +66,13 @@ pub fn api_version(obj: &Value) -> &str {
     obj.get("apiVersion").and_then(Value::as_str).unwrap_or("")
 }
 
+/// `metadata.generation` (`0` when unset).
+pub fn generation(obj: &Value) -> i64 {
+    path(obj, "metadata.generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
 /// The strings of a JSON array (non-strings skipped); empty when absent.
 pub fn strings(value: Option<&Value>) -> Vec<String> {
     value

@@ -71,7 +71,7 @@ pub(super) async fn reconcile(objects: &Objects) -> Result<(), ApiError> {
     let snapshot = objects.storage().snapshot();
     let due: Vec<Value> = snapshot
         .range(&collection_prefix(GROUP, RESOURCE, None), None)
-        .filter(|(_, p)| generation(p) > observed_generation(p))
+        .filter(|(_, p)| meta::generation(p) > observed_generation(p))
         .map(|(_, p)| (**p).clone())
         .collect();
     let options = WriteOptions {
@@ -81,7 +81,7 @@ pub(super) async fn reconcile(objects: &Objects) -> Result<(), ApiError> {
     };
     let mut failure = None;
     for policy in due {
-        let seen = generation(&policy);
+        let seen = meta::generation(&policy);
         let warnings = expression_warnings(objects.registry(), &policy);
         tracing::debug!(
             policy = meta::name(&policy),
@@ -111,12 +111,6 @@ pub(super) async fn reconcile(objects: &Objects) -> Result<(), ApiError> {
     failure.map_or(Ok(()), Err)
 }
 
-fn generation(obj: &Value) -> i64 {
-    meta::path(obj, "metadata.generation")
-        .and_then(Value::as_i64)
-        .unwrap_or(0)
-}
-
 fn observed_generation(obj: &Value) -> i64 {
     meta::path(obj, "status.observedGeneration")
         .and_then(Value::as_i64)
@@ -137,7 +131,7 @@ fn status_of(seen: i64, warnings: &[Value]) -> Value {
 /// Sets the `status` fields of `status_of` on `obj`, unless its spec moved on past generation
 /// `seen` since (the newer generation is checked on its own).
 fn set_status(obj: &mut Value, seen: i64, fields: &Value) {
-    if generation(obj) != seen {
+    if meta::generation(obj) != seen {
         return;
     }
     let Some(root) = obj.as_object_mut() else {

@@ -19,6 +19,9 @@ use crate::objects::{DeleteOptions, Objects, Part, Propagation, WriteOptions};
 use crate::registry::ResourceInfo;
 use crate::storage::{Object, collection_prefix, object_key};
 
+/// `metadata.generation`, as the simulated controllers read it.
+pub use crate::meta::generation;
+
 /// Who makes a simulated write: upstream's controllers (with kube-controller-manager's
 /// per-controller service accounts), the scheduler and the kubelet of the simulated node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,11 +217,6 @@ pub fn int(obj: &Value, path: &str, default: i64) -> i64 {
     meta::path(obj, path)
         .and_then(Value::as_i64)
         .unwrap_or(default)
-}
-
-/// `metadata.generation`.
-pub fn generation(obj: &Value) -> i64 {
-    int(obj, "metadata.generation", 0)
 }
 
 /// The labels of an object as a JSON map (empty when none).

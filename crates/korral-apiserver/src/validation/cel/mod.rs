@@ -645,27 +645,24 @@ impl Run<'_> {
             if compiled.uses_old_self && old.is_none() && !optional_old {
                 continue;
             }
-            let plain = || {
-                let mut ctx = Context::with_env(compile::env().clone());
-                ctx.add_variable_from_value("self", value::to_cel_in(this, schema));
-                if let Some(o) = old {
-                    ctx.add_variable_from_value("oldSelf", value::to_cel_in(o, schema));
-                }
-                ctx
-            };
             // `optionalOldSelf` rules see `oldSelf` as `optional.of(old)` or `optional.none()`.
-            let with_optional = || {
+            let build = |optional: bool| {
                 let mut ctx = Context::with_env(compile::env().clone());
                 ctx.add_variable_from_value("self", value::to_cel_in(this, schema));
                 let old = old.map(|o| value::to_cel_in(o, schema));
-                ctx.add_variable_from_value("oldSelf", library::optional(old));
+                match (optional, old) {
+                    (true, old) => ctx.add_variable_from_value("oldSelf", library::optional(old)),
+                    (false, Some(old)) => ctx.add_variable_from_value("oldSelf", old),
+                    (false, None) => {}
+                }
                 ctx
             };
-            let ctx = if optional_old {
-                optional_context.get_or_insert_with(with_optional)
+            let slot = if optional_old {
+                &mut optional_context
             } else {
-                context.get_or_insert_with(plain)
+                &mut context
             };
+            let ctx = slot.get_or_insert_with(|| build(optional_old));
             let cause_field = if rule.field_path.is_empty() {
                 field.to_string()
             } else {

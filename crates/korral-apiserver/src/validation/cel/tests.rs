@@ -2,38 +2,46 @@ use serde_json::json;
 
 use super::*;
 
-fn widget_schema(rules: Value) -> Value {
+/// An object whose `spec` has `rules` and `properties`.
+fn spec_schema(rules: Value, properties: Value) -> Value {
     json!({
         "type": "object",
         "properties": {
             "spec": {
                 "type": "object",
                 "x-kubernetes-validations": rules,
-                "properties": {
-                    "replicas": {"type": "integer"},
-                    "name": {"type": "string", "maxLength": 20},
-                    "items": {
-                        "type": "array",
-                        "maxItems": 10,
-                        "x-kubernetes-list-type": "map",
-                        "x-kubernetes-list-map-keys": ["name"],
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "name": {"type": "string", "maxLength": 10},
-                                "size": {
-                                    "type": "integer",
-                                    "x-kubernetes-validations": [
-                                        {"rule": "self >= oldSelf", "message": "size cannot shrink"}
-                                    ]
-                                }
-                            }
+                "properties": properties
+            }
+        }
+    })
+}
+
+fn widget_schema(rules: Value) -> Value {
+    spec_schema(
+        rules,
+        json!({
+            "replicas": {"type": "integer"},
+            "name": {"type": "string", "maxLength": 20},
+            "items": {
+                "type": "array",
+                "maxItems": 10,
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "maxLength": 10},
+                        "size": {
+                            "type": "integer",
+                            "x-kubernetes-validations": [
+                                {"rule": "self >= oldSelf", "message": "size cannot shrink"}
+                            ]
                         }
                     }
                 }
             }
-        }
-    })
+        }),
+    )
 }
 
 fn summaries(causes: &[Cause]) -> Vec<String> {
@@ -443,23 +451,17 @@ fn optional_syntax_and_string_extension_rules_run() {
 }
 
 fn timing_schema(rules: Value) -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "spec": {
-                "type": "object",
-                "x-kubernetes-validations": rules,
-                "properties": {
-                    "request": {"type": "string", "format": "duration"},
-                    "backendRequest": {"type": "string", "format": "duration"},
-                    "notBefore": {"type": "string", "format": "date-time"},
-                    "day": {"type": "string", "format": "date"},
-                    "blob": {"type": "string", "format": "byte"},
-                    "interval": {"type": "string"}
-                }
-            }
-        }
-    })
+    spec_schema(
+        rules,
+        json!({
+            "request": {"type": "string", "format": "duration"},
+            "backendRequest": {"type": "string", "format": "duration"},
+            "notBefore": {"type": "string", "format": "date-time"},
+            "day": {"type": "string", "format": "date"},
+            "blob": {"type": "string", "format": "byte"},
+            "interval": {"type": "string"}
+        }),
+    )
 }
 
 #[test]
