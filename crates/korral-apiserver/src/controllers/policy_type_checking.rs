@@ -23,7 +23,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 use cel::Program;
-use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use serde_json::{Value, json};
 
 use crate::auth::UserInfo;
@@ -182,7 +181,7 @@ pub(super) fn expression_warnings(registry: &Registry, policy: &Value) -> Vec<Va
             let source = v.get("expression").and_then(Value::as_str).unwrap_or("");
             let program = parse_in(env(), source)
                 .ok()
-                .filter(|p| !mentions(p.expression(), AUTHORIZER));
+                .filter(|p| !p.references().has_variable(AUTHORIZER));
             Some((name, source, program))
         })
         .collect();
@@ -223,7 +222,7 @@ fn check_expression(source: &str, envs: &[(String, Vec<(&str, Ty)>)]) -> String 
     let issues: Vec<Option<String>> = match parse_in(env(), source) {
         Err(error) => envs.iter().map(|_| Some(error.to_string())).collect(),
         // Its library is not in the signature table: checking would report false errors.
-        Ok(program) if mentions(program.expression(), AUTHORIZER) => return String::new(),
+        Ok(program) if program.references().has_variable(AUTHORIZER) => return String::new(),
         Ok(program) => envs
             .iter()
             .map(|(_, vars)| check::check(&program, source, vars).err())
@@ -286,35 +285,6 @@ fn variable_type(t: &Ty) -> Ty {
         Ty::List(e) => Ty::list(variable_type(e)),
         Ty::Map(k, v) => Ty::map(variable_type(k), variable_type(v)),
         _ => Ty::Dyn,
-    }
-}
-
-/// Whether the expression refers to the identifier `name`.
-fn mentions(e: &IdedExpr, name: &str) -> bool {
-    let entry = |x: &EntryExpr| match x {
-        EntryExpr::MapEntry(m) => mentions(&m.key, name) || mentions(&m.value, name),
-        EntryExpr::StructField(f) => mentions(&f.value, name),
-    };
-    match &e.expr {
-        Expr::Ident(n) => n == name,
-        Expr::Select(s) => mentions(&s.operand, name),
-        Expr::Call(c) => {
-            c.target.as_deref().is_some_and(|t| mentions(t, name))
-                || c.args.iter().any(|a| mentions(a, name))
-        }
-        Expr::List(l) => l.elements.iter().any(|x| mentions(x, name)),
-        Expr::Map(m) => m.entries.iter().any(|x| entry(&x.expr)),
-        Expr::Struct(s) => s.entries.iter().any(|x| entry(&x.expr)),
-        Expr::Comprehension(c) => [
-            &c.iter_range,
-            &c.accu_init,
-            &c.loop_cond,
-            &c.loop_step,
-            &c.result,
-        ]
-        .into_iter()
-        .any(|x| mentions(x, name)),
-        _ => false,
     }
 }
 
