@@ -20,9 +20,11 @@ use cel::common::types::CelString;
 use cel::{Context, Program};
 use serde_json::Value;
 
+use super::Request;
 use crate::validation::cel::PER_CALL_LIMIT;
 use crate::validation::cel::compile::{env, parse_in};
 use crate::validation::cel::cost::{self, Shape};
+use crate::validation::cel::library::authz::{self, AuthorizeFn, Authorizer, RequestResource};
 use crate::validation::cel::value::to_cel;
 
 /// The variables an admission expression may name.
@@ -32,8 +34,30 @@ const VARIABLES: &[&str] = &[
     "request",
     "namespaceObject",
     "variables",
-    "authorizer",
+    authz::VARIABLE,
+    authz::REQUEST_RESOURCE,
 ];
+
+/// Variables whose values are CEL values already: the request's authorizer, a policy's
+/// evaluated `variables`.
+pub(crate) type Typed = [(&'static str, cel::Value)];
+
+/// `authorizer` and `authorizer.requestResource` for `req`: the server's authorizer asked on
+/// behalf of the requesting user, and a check of the resource the request addresses.
+pub(crate) fn authorizer(req: &Request<'_>) -> [(&'static str, cel::Value); 2] {
+    let mode = req.objects.authorization();
+    let storage = req.objects.storage().clone();
+    let authorize: AuthorizeFn =
+        Arc::new(move |attrs| crate::auth::authorize(mode, storage.as_ref(), attrs));
+    let request = RequestResource {
+        group: req.info.group.clone(),
+        resource: req.info.resource.clone(),
+        subresource: req.subresource.unwrap_or("").to_string(),
+        namespace: req.namespace.unwrap_or("").to_string(),
+        name: req.name.to_string(),
+    };
+    Authorizer::new(req.user.clone(), authorize).variables(&request)
+}
 
 /// Compiled expressions kept (per kind); a cache is emptied when it fills up.
 const CACHE_ENTRIES: usize = 1024;
@@ -137,8 +161,9 @@ pub(crate) fn compile_mutation(source: &str) -> Result<Mutation, String> {
 pub(crate) fn evaluate_mutation(
     mutation: &Mutation,
     vars: &[(&str, &Value)],
+    typed: &Typed,
 ) -> Result<cel::Value, String> {
-    run(&mutation.expr, vars)
+    run(&mutation.expr, vars, typed)
 }
 
 /// The type of an initializer: an `Object` (or one of its fields' types) or a `JSONPatch`.
@@ -288,14 +313,25 @@ fn is_escape_key(c: &CallExpr) -> bool {
             || (c.func_name == "jsonpatch.escapeKey" && c.target.is_none()))
 }
 
-/// Evaluates a compiled expression with the given variables (`null` for absent ones).
-pub(crate) fn evaluate(program: &Program, vars: &[(&str, &Value)]) -> Result<cel::Value, String> {
-    run(program.expression(), vars)
+/// Evaluates a compiled expression with the given JSON variables (`null` for absent ones) and
+/// typed ones.
+pub(crate) fn evaluate(
+    program: &Program,
+    vars: &[(&str, &Value)],
+    typed: &Typed,
+) -> Result<cel::Value, String> {
+    run(program.expression(), vars, typed)
 }
 
 /// Evaluates an expression within the runtime cost limit.
-fn run(expr: &IdedExpr, vars: &[(&str, &Value)]) -> Result<cel::Value, String> {
-    let shapes: Vec<(&str, Shape)> = vars.iter().map(|(n, v)| (*n, Shape::of_json(v))).collect();
+fn run(expr: &IdedExpr, vars: &[(&str, &Value)], typed: &Typed) -> Result<cel::Value, String> {
+    let mut shapes: Vec<(&str, Shape)> =
+        vars.iter().map(|(n, v)| (*n, Shape::of_json(v))).collect();
+    shapes.extend(
+        typed
+            .iter()
+            .map(|(n, v)| (*n, Shape::of_json(&super::policy::to_json(v)))),
+    );
     let cost = cost::estimate(expr, &shapes).map_err(|e| e.to_string())?;
     if cost > PER_CALL_LIMIT {
         return Err("operation cancelled: actual cost limit exceeded".into());
@@ -303,6 +339,9 @@ fn run(expr: &IdedExpr, vars: &[(&str, &Value)]) -> Result<cel::Value, String> {
     let mut ctx = Context::with_env(env().clone());
     for (name, value) in vars {
         ctx.add_variable_from_value(*name, to_cel(value));
+    }
+    for (name, value) in typed {
+        ctx.add_variable_from_value(*name, value.clone());
     }
     cel::Value::resolve(expr, &ctx).map_err(|e| {
         crate::validation::cel::library::error_message(&e).unwrap_or_else(|| e.to_string())
@@ -322,7 +361,7 @@ mod tests {
         .expect("test value");
         let obj = serde_json::json!({"metadata": {"name": "a"}});
         let req = serde_json::json!({"operation": "CREATE"});
-        let got = evaluate(&p, &[("object", &obj), ("request", &req)]).expect("evaluates");
+        let got = evaluate(&p, &[("object", &obj), ("request", &req)], &[]).expect("evaluates");
         assert_eq!(got, cel::Value::Bool(true));
         assert!(compile("params.x", false).is_err());
         assert!(compile("params.x", true).is_ok());
@@ -348,7 +387,7 @@ mod tests {
         if let Some(e) = m.mismatch() {
             return Err(e);
         }
-        evaluate_mutation(&m, vars).map(|v| super::super::policy::to_json(&v))
+        evaluate_mutation(&m, vars, &[]).map(|v| super::super::policy::to_json(&v))
     }
 
     /// Timestamps, durations and bytes a mutation writes become the JSON strings upstream's

@@ -10,8 +10,8 @@
 use serde_json::{Value, json};
 
 use super::Request;
-use super::cel::{Mutation, compile_mutation_cached, evaluate_mutation};
-use super::policy::{Bound, bound_policies, eval, evaluate_variables, params, to_json};
+use super::cel::{Mutation, authorizer, compile_mutation_cached, evaluate_mutation};
+use super::policy::{Bound, bound_policies, eval, params, to_json, with_variables};
 use crate::error::{ApiError, Cause, Details};
 use crate::patch::json::{Operation, apply_operations};
 
@@ -178,15 +178,13 @@ fn conditions_hold(
         return Ok(true);
     };
     let null = Value::Null;
-    let base = variables(req, invocation, object, request, namespace, &null);
-    let values = evaluate_variables(&invocation.bound.policy, &base);
-    let mut vars = base;
-    vars.push(("variables", &values));
+    let vars = variables(req, invocation, object, request, namespace, &null);
+    let typed = with_variables(&invocation.bound.policy, &vars, &authorizer(req));
     // Any false condition skips the policy, errors or not; otherwise an error fails.
     let mut errors = Vec::new();
     for c in conditions {
         let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
-        match eval(expression, &vars) {
+        match eval(expression, &vars, &typed) {
             Ok(Value::Bool(true)) => {}
             Ok(Value::Bool(false)) => return Ok(false),
             Ok(other) => errors.push(format!(
@@ -213,11 +211,9 @@ fn evaluate(
     namespace: Option<&Value>,
 ) -> Result<Value, String> {
     let null = Value::Null;
-    let base = variables(req, invocation, object, request, namespace, &null);
-    let values = evaluate_variables(&invocation.bound.policy, &base);
-    let mut vars = base;
-    vars.push(("variables", &values));
-    let value = evaluate_mutation(compiled, &vars)
+    let vars = variables(req, invocation, object, request, namespace, &null);
+    let typed = with_variables(&invocation.bound.policy, &vars, &authorizer(req));
+    let value = evaluate_mutation(compiled, &vars, &typed)
         .map_err(|e| format!("expression '{source}' resulted in error: {e}"))?;
     if let Some(mismatch) = compiled.mismatch() {
         return Err(mismatch);

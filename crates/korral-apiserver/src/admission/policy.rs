@@ -6,9 +6,10 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::Request;
+use super::cel::Typed;
 use crate::error::{ApiError, Cause, Details};
 use crate::meta;
 use crate::objects::ListOptions;
@@ -45,6 +46,7 @@ pub(crate) fn run(
     }
     let review = review();
     let namespace_object = namespace_object(req);
+    let authorizer = super::cel::authorizer(req);
     let mut outcome = Outcome {
         denials: Vec::new(),
         warnings: Vec::new(),
@@ -59,6 +61,7 @@ pub(crate) fn run(
             object,
             &review,
             namespace_object.as_ref(),
+            &authorizer,
             &mut outcome,
         )?;
     }
@@ -213,6 +216,7 @@ fn evaluate_binding(
     object: Option<&Value>,
     review: &Value,
     namespace: Option<&Value>,
+    authorizer: &Typed,
     outcome: &mut Outcome,
 ) -> Result<(), ApiError> {
     let actions: Vec<&str> = binding
@@ -243,14 +247,13 @@ fn evaluate_binding(
             ("params", param.as_ref().unwrap_or(&null)),
             ("namespaceObject", namespace.unwrap_or(&null)),
         ];
-        let variables = evaluate_variables(policy, &base);
-        let mut vars = base.clone();
-        vars.push(("variables", &variables));
+        let typed = with_variables(policy, &base, authorizer);
+        let vars = base;
         if let Some(conditions) = policy.get("matchConditions").and_then(Value::as_array) {
             let mut all = true;
             for c in conditions {
                 let expr = c.get("expression").and_then(Value::as_str).unwrap_or("");
-                match eval(expr, &vars) {
+                match eval(expr, &vars, &typed) {
                     Ok(Value::Bool(true)) => {}
                     Ok(Value::Bool(false)) => all = false,
                     _ if fail_open => all = false,
@@ -268,9 +271,9 @@ fn evaluate_binding(
             .unwrap_or_default();
         for v in &validations {
             let expression = v.get("expression").and_then(Value::as_str).unwrap_or("");
-            let failed = match eval(expression, &vars) {
+            let failed = match eval(expression, &vars, &typed) {
                 Ok(Value::Bool(true)) => None,
-                Ok(Value::Bool(false)) => Some(message(v, expression, &vars)),
+                Ok(Value::Bool(false)) => Some(message(v, expression, &vars, &typed)),
                 Ok(other) => (!fail_open).then(|| {
                     format!(
                         "expression '{expression}' resulted in error: no such overload: {other}"
@@ -314,9 +317,9 @@ fn evaluate_binding(
 
 /// The message of a failed validation: its message expression's string, else its message,
 /// else `failed expression: <expression>`.
-fn message(v: &Value, expression: &str, vars: &[(&str, &Value)]) -> String {
+fn message(v: &Value, expression: &str, vars: &[(&str, &Value)], typed: &Typed) -> String {
     if let Some(me) = v.get("messageExpression").and_then(Value::as_str)
-        && let Ok(Value::String(s)) = eval(me, vars)
+        && let Ok(Value::String(s)) = eval(me, vars, typed)
         && !s.trim().is_empty()
         && !s.contains('\n')
     {
@@ -329,29 +332,45 @@ fn message(v: &Value, expression: &str, vars: &[(&str, &Value)]) -> String {
 }
 
 /// Evaluates a CEL expression into JSON.
-pub(super) fn eval(expression: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {
+pub(super) fn eval(
+    expression: &str,
+    vars: &[(&str, &Value)],
+    typed: &Typed,
+) -> Result<Value, String> {
     let program = super::cel::compile_cached(expression, true)?;
-    super::cel::evaluate(&program, vars).map(|v| to_json(&v))
+    super::cel::evaluate(&program, vars, typed).map(|v| to_json(&v))
 }
 
-/// The policy's variables, in order (each may use the previous ones), as a JSON map; a variable
-/// that fails to evaluate is left out (its use then fails the validation that reads it).
-pub(super) fn evaluate_variables(policy: &Value, base: &[(&str, &Value)]) -> Value {
-    let mut values = Map::new();
-    let Some(list) = policy.get("variables").and_then(Value::as_array) else {
-        return Value::Object(values);
+/// The typed variables of a policy's expressions: the request's `authorizer` and the policy's
+/// `variables`, evaluated in order (each may use the previous ones) and kept as CEL values
+/// (a timestamp stays a timestamp, a decision a decision); a variable that fails to evaluate
+/// is left out (its use then fails the expression that reads it).
+pub(super) fn with_variables(
+    policy: &Value,
+    base: &[(&str, &Value)],
+    authorizer: &Typed,
+) -> Vec<(&'static str, cel::Value)> {
+    let mut values: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
+    let typed = |values: &HashMap<cel::objects::Key, cel::Value>| {
+        let mut typed = authorizer.to_vec();
+        typed.push(("variables", cel::Value::from(values.clone())));
+        typed
     };
+    let list = policy
+        .get("variables")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     for var in list {
         let name = var.get("name").and_then(Value::as_str).unwrap_or("");
         let expression = var.get("expression").and_then(Value::as_str).unwrap_or("");
-        let so_far = Value::Object(values.clone());
-        let mut vars = base.to_vec();
-        vars.push(("variables", &so_far));
-        if let Ok(v) = eval(expression, &vars) {
-            values.insert(name.to_string(), v);
+        let evaluated = super::cel::compile_cached(expression, true)
+            .and_then(|program| super::cel::evaluate(&program, base, &typed(&values)));
+        if let Ok(v) = evaluated {
+            values.insert(cel::objects::Key::String(name.to_string().into()), v);
         }
     }
-    Value::Object(values)
+    typed(&values)
 }
 
 /// A CEL value as JSON (lists, string-keyed maps, scalars).

@@ -269,14 +269,14 @@ fn conditions_hold(req: &Request<'_>, hook: &Candidate, review: &Value) -> Resul
     let null = Value::Null;
     let object = request.get("object").unwrap_or(&null);
     let old = request.get("oldObject").unwrap_or(&null);
-    let _ = req;
+    let authorizer = super::cel::authorizer(req);
     for cond in conditions {
         let name = cond.get("name").and_then(Value::as_str).unwrap_or("");
         let expression = cond.get("expression").and_then(Value::as_str).unwrap_or("");
         let program = super::cel::compile_cached(expression, false)
             .map_err(|e| format!("compilation failed for matchCondition {name:?}: {e}"))?;
         let vars = [("object", object), ("oldObject", old), ("request", request)];
-        match super::cel::evaluate(&program, &vars) {
+        match super::cel::evaluate(&program, &vars, &authorizer) {
             Ok(cel::Value::Bool(true)) => {}
             Ok(cel::Value::Bool(false)) => return Ok(false),
             Ok(other) => {

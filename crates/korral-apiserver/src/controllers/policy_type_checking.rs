@@ -33,6 +33,7 @@ use crate::registry::Registry;
 use crate::storage::collection_prefix;
 use crate::validation::cel::check::{self, Ty, schema};
 use crate::validation::cel::compile::{env, parse_in};
+use crate::validation::cel::library::authz;
 
 /// The group of the policies.
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -53,8 +54,6 @@ const UNTYPED_MODELS: [&str; 2] = [
 ];
 /// The schema that stands for an [`UNTYPED_MODELS`] reference: no type, nothing exposed.
 static UNTYPED: Value = Value::Null;
-/// The variable whose library functions the checker's signature table does not declare yet.
-const AUTHORIZER: &str = "authorizer";
 
 /// Whether a change at storage key `key` may need a policy's status written.
 pub(super) fn concerns(key: &str) -> bool {
@@ -169,7 +168,7 @@ pub(super) fn expression_warnings(registry: &Registry, policy: &Value) -> Vec<Va
     let spec = policy.get("spec").unwrap_or(&Value::Null);
     let kinds = matched_kinds(registry, spec);
     let params = params_type(registry, spec);
-    // Parsed once; a variable that does not parse (or uses the authorizer) is `dyn`.
+    // Parsed once; a variable that does not parse is `dyn`.
     let variables: Vec<(&str, &str, Option<Program>)> = spec
         .get("variables")
         .and_then(Value::as_array)
@@ -179,9 +178,7 @@ pub(super) fn expression_warnings(registry: &Registry, policy: &Value) -> Vec<Va
         .filter_map(|v| {
             let name = v.get("name").and_then(Value::as_str)?;
             let source = v.get("expression").and_then(Value::as_str).unwrap_or("");
-            let program = parse_in(env(), source)
-                .ok()
-                .filter(|p| !p.references().has_variable(AUTHORIZER));
+            let program = parse_in(env(), source).ok();
             Some((name, source, program))
         })
         .collect();
@@ -221,8 +218,6 @@ fn check_expression(source: &str, envs: &[(String, Vec<(&str, Ty)>)]) -> String 
     }
     let issues: Vec<Option<String>> = match parse_in(env(), source) {
         Err(error) => envs.iter().map(|_| Some(error.to_string())).collect(),
-        // Its library is not in the signature table: checking would report false errors.
-        Ok(program) if program.references().has_variable(AUTHORIZER) => return String::new(),
         Ok(program) => envs
             .iter()
             .map(|(_, vars)| check::check(&program, source, vars).err())
@@ -247,6 +242,8 @@ fn environment(
         ("oldObject", object),
         ("request", request_type()),
         ("namespaceObject", namespace_type()),
+        (authz::VARIABLE, Ty::Opaque(authz::AUTHORIZER)),
+        (authz::REQUEST_RESOURCE, Ty::Opaque(authz::RESOURCE_CHECK)),
     ];
     if let Some(p) = params {
         vars.push(("params", p.clone()));
@@ -706,6 +703,9 @@ mod tests {
                     {"expression": "request.nope"},
                     {"expression": "params.x"},
                     {"expression": "authorizer.group('apps').resource('deployments').check('get').allowed()"},
+                    {"expression": "authorizer.requestResource.subresource('status').check('patch').allowed()",
+                     "messageExpression": "authorizer.serviceAccount('ns', 'sa').path('/x').check('get').reason()"},
+                    {"expression": "authorizer.group('apps').check('get').allowed()"},
                 ],
             },
         });
@@ -718,7 +718,14 @@ mod tests {
                 "spec.validations[1].expression",
                 "spec.validations[3].expression",
                 "spec.validations[4].expression",
+                "spec.validations[7].expression",
             ]
+        );
+        assert!(
+            found[4].1.contains(
+                "found no matching overload for 'check' applied to 'kubernetes.authorization.GroupCheck.(string)'"
+            ),
+            "{found:?}"
         );
         assert!(
             found[0]

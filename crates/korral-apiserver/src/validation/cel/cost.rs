@@ -392,6 +392,17 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
             None => Err(Unbounded::Undeclared(name.clone())),
         },
         Expr::Select(sel) => {
+            // A variable with a qualified name (`authorizer.requestResource`) wins over a
+            // field of its prefix, as in cel-go.
+            if let Expr::Ident(ns) = &sel.operand.expr
+                && !sel.test
+                && let Some(shape) = scope.lookup(&format!("{ns}.{}", sel.field))
+            {
+                return Ok(Bound {
+                    cost: 1,
+                    shape: shape.clone(),
+                });
+            }
             // A library type name (`net.IP`).
             if let Expr::Ident(ns) = &sel.operand.expr
                 && scope.lookup(ns).is_none()
@@ -660,7 +671,7 @@ fn traverse(bytes: u64) -> u64 {
 }
 
 /// cel-go's `ListCreateBaseCost`: what allocating a list costs beside its elements.
-const LIST_CREATE: u64 = 10;
+pub(crate) const LIST_CREATE: u64 = 10;
 /// cel-go's `MapCreateBaseCost`: what allocating a map costs beside its entries.
 const MAP_CREATE: u64 = 30;
 

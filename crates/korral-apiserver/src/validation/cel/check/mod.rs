@@ -156,6 +156,14 @@ impl Checker<'_> {
                 None => self.undeclared(e.id, name),
             },
             Expr::Select(sel) => {
+                // A variable with a qualified name (`authorizer.requestResource`) wins over
+                // a field of its prefix.
+                if let Expr::Ident(ns) = &sel.operand.expr
+                    && !sel.test
+                    && let Some(t) = self.lookup(&format!("{ns}.{}", sel.field))
+                {
+                    return t;
+                }
                 // A library type's qualified name (`net.IP`).
                 if let Expr::Ident(ns) = &sel.operand.expr
                     && self.lookup(ns).is_none()

@@ -2,7 +2,7 @@
 //! standard library (with Kubernetes' cross-type numeric comparisons), the string extension
 //! (version 2), the lists extension (version 3), the optional library, two-variable
 //! comprehensions, `cel.bind`, and the Kubernetes libraries (quantity, semver, IP, CIDR, URL,
-//! regex, lists, sets, format). This is the one table of signatures: the checker resolves
+//! regex, lists, sets, format, authorizer). This is the one table of signatures: the checker resolves
 //! calls against it.
 
 use std::collections::HashMap;
@@ -263,6 +263,77 @@ const ROWS: &[Row] = &[
     ("major", M, "kubernetes.Semver", "int"),
     ("minor", M, "kubernetes.Semver", "int"),
     ("patch", M, "kubernetes.Semver", "int"),
+    // Kubernetes: the authorizer.
+    (
+        "path",
+        M,
+        "kubernetes.authorization.Authorizer; string",
+        "kubernetes.authorization.PathCheck",
+    ),
+    (
+        "group",
+        M,
+        "kubernetes.authorization.Authorizer; string",
+        "kubernetes.authorization.GroupCheck",
+    ),
+    (
+        "serviceAccount",
+        M,
+        "kubernetes.authorization.Authorizer; string; string",
+        "kubernetes.authorization.Authorizer",
+    ),
+    (
+        "resource",
+        M,
+        "kubernetes.authorization.GroupCheck; string",
+        "kubernetes.authorization.ResourceCheck",
+    ),
+    (
+        "subresource",
+        M,
+        "kubernetes.authorization.ResourceCheck; string",
+        "kubernetes.authorization.ResourceCheck",
+    ),
+    (
+        "namespace",
+        M,
+        "kubernetes.authorization.ResourceCheck; string",
+        "kubernetes.authorization.ResourceCheck",
+    ),
+    (
+        "name",
+        M,
+        "kubernetes.authorization.ResourceCheck; string",
+        "kubernetes.authorization.ResourceCheck",
+    ),
+    (
+        "fieldSelector",
+        M,
+        "kubernetes.authorization.ResourceCheck; string",
+        "kubernetes.authorization.ResourceCheck",
+    ),
+    (
+        "labelSelector",
+        M,
+        "kubernetes.authorization.ResourceCheck; string",
+        "kubernetes.authorization.ResourceCheck",
+    ),
+    (
+        "check",
+        M,
+        "kubernetes.authorization.PathCheck; string",
+        "kubernetes.authorization.Decision",
+    ),
+    (
+        "check",
+        M,
+        "kubernetes.authorization.ResourceCheck; string",
+        "kubernetes.authorization.Decision",
+    ),
+    ("allowed", M, "kubernetes.authorization.Decision", "bool"),
+    ("reason", M, "kubernetes.authorization.Decision", "string"),
+    ("errored", M, "kubernetes.authorization.Decision", "bool"),
+    ("error", M, "kubernetes.authorization.Decision", "string"),
     // Kubernetes: IP addresses and CIDRs.
     ("ip", G, "string", "net.IP"),
     ("isIP", G, "string", "bool"),

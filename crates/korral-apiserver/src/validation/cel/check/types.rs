@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
+use crate::validation::cel::library::authz;
+
 /// A CEL type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ty {
@@ -208,6 +210,11 @@ pub const OPAQUE: &[&str] = &[
     "kubernetes.NamedFormat",
     "net.IP",
     "net.CIDR",
+    authz::AUTHORIZER,
+    authz::PATH_CHECK,
+    authz::GROUP_CHECK,
+    authz::RESOURCE_CHECK,
+    authz::DECISION,
 ];
 
 impl fmt::Display for Ty {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::validation::cel::cost::Shape;
+use crate::validation::cel::cost::{LIST_CREATE, Shape};
 
 /// Every function the libraries declare (qualified ones with their namespace).
 pub const FUNCTIONS: &[&str] = &[
@@ -67,6 +67,20 @@ pub const FUNCTIONS: &[&str] = &[
     "optional.of",
     "optional.none",
     "optional.ofNonZeroValue",
+    "path",
+    "group",
+    "serviceAccount",
+    "resource",
+    "subresource",
+    "namespace",
+    "name",
+    "fieldSelector",
+    "labelSelector",
+    "check",
+    "allowed",
+    "reason",
+    "errored",
+    "error",
 ];
 
 /// The functions of cel-go's extensions Kubernetes enables (lists at version 3, the optional
@@ -103,6 +117,13 @@ const SMALL: u64 = 64;
 const TRAVERSAL: f64 = 0.1;
 /// Upstream's `RegexStringLengthCostFactor`: a pattern costs a quarter per byte.
 const REGEX: f64 = 0.25;
+
+/// The fixed cost of an authorization check (upstream's: two fit one call's limit).
+pub const AUTHORIZATION_CHECK: u64 = 350_000;
+/// Upstream's `StructCreateBaseCost`.
+const STRUCT_CREATE: u64 = 40;
+/// Requirements per selector byte (the shortest requirement is two bytes: `k,`).
+const SELECTOR_REQUIREMENTS: f64 = 0.5;
 
 /// `bytes × factor`, rounded up as upstream's `math.Ceil`.
 fn scaled(bytes: u64, factor: f64) -> u64 {
@@ -234,6 +255,23 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
         "value" | "orValue" | "or" | "optional.of" | "optional.ofNonZeroValue" => {
             let largest = args.iter().map(|a| a.weight).max().unwrap_or(1);
             (1, Shape::opaque(largest))
+        }
+        // The authorizer: a check is priced so that two fit one expression's budget, as
+        // upstream's; building checks and reading decisions costs 1; a selector is parsed
+        // into requirements (one per two bytes, each a list and a struct).
+        "check" => (AUTHORIZATION_CHECK, Shape::opaque(SMALL)),
+        "path" | "group" | "serviceAccount" | "resource" | "subresource" | "namespace" | "name" => {
+            (1, Shape::opaque(SMALL))
+        }
+        "allowed" | "errored" => (1, scalar()),
+        "reason" | "error" => (1, Shape::opaque(SMALL)),
+        "fieldSelector" | "labelSelector" => {
+            let text = w(1);
+            let requirements = scaled(text, SELECTOR_REQUIREMENTS);
+            let cost = LIST_CREATE
+                .saturating_add(scaled(text, TRAVERSAL))
+                .saturating_add(requirements.saturating_mul(LIST_CREATE + STRUCT_CREATE));
+            (cost, Shape::opaque(SMALL))
         }
         other if other.starts_with("format.") => (1, Shape::opaque(SMALL)),
         _ => return None,

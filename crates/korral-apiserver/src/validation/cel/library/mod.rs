@@ -1,13 +1,14 @@
 //! The Kubernetes CEL libraries kube-apiserver enables for CRD validation rules and admission
 //! policy expressions (`k8s.io/apiserver/pkg/cel/library` and cel-go's `ext.Sets`): IP
 //! addresses and CIDRs, URLs, quantities, lists, regular expressions, sets, named formats and
-//! semantic versions.
+//! semantic versions, and the authorizer of admission requests.
 //!
 //! Each library registers its overloads on a [`cel::Env`] with [`register`]; values the
 //! standard types cannot hold (an IP, a CIDR, a URL, a quantity, a semver, a format) are
 //! opaque CEL values. Errors at evaluation carry upstream's messages: [`error_message`]
 //! recovers them from the engine's error. [`cost`] bounds every call for the cost model.
 
+pub mod authz;
 pub mod cidr;
 pub mod comprehensions;
 pub mod cost;
@@ -41,6 +42,7 @@ pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
     sets::register(env)?;
     format::register(env)?;
     semver::register(env)?;
+    authz::register(env)?;
     // cel-go's extensions Kubernetes enables: `ext.Lists` (at version 3 since v1.34, which
     // this crate's extension implements: `slice`, `flatten`, `distinct`, `reverse`, `sort`,
     // `sortBy`, `lists.range`), two-variable comprehensions (v1.32) and the list functions
