@@ -583,3 +583,49 @@ async fn flows_by_user_are_queued_apart() {
         1
     );
 }
+
+/// A malformed `?timeout=` is refused the same way without priority and fairness (the
+/// deadline is read before any filter that could wait), and a well-formed one is served.
+#[tokio::test]
+async fn a_malformed_timeout_is_refused_without_priority_and_fairness() {
+    let server = ApiServer::start(ServerConfig {
+        tls: false,
+        enable_priority_and_fairness: false,
+        ..ServerConfig::in_memory()
+    })
+    .await
+    .expect("server");
+    let r = send(
+        &server,
+        "",
+        "GET",
+        &format!("{CONFIGMAPS}?timeout=1x"),
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(r.code, 400, "{}", r.head);
+    assert_eq!(
+        r.json()["message"],
+        "invalid timeout specified in the request URL - time: unknown unit \"x\" in duration \"1x\""
+    );
+    let r = send(
+        &server,
+        "",
+        "GET",
+        &format!("{CONFIGMAPS}?timeout=5s"),
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.head);
+    // A watch's timeout is its own (`timeoutSeconds` aside): a malformed one is not read
+    // as a request deadline.
+    let r = send(
+        &server,
+        "",
+        "GET",
+        &format!("{CONFIGMAPS}?timeout=soon&watch=true&timeoutSeconds=1"),
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.head);
+}
