@@ -1715,10 +1715,7 @@ impl Objects {
             if next == **stored {
                 return Ok(Write::Unchanged);
             }
-            if meta::is_deleting(&next)
-                && meta::finalizers(&next).is_empty()
-                && !info2.strategy.blocks_removal(&next)
-            {
+            if removed_by_update(info2.strategy.as_ref(), &next) {
                 return Ok(Write::Delete);
             }
             Ok(Write::Put(next))
@@ -1929,10 +1926,7 @@ impl Objects {
             if to_store == **now {
                 return Ok(Write::Unchanged);
             }
-            if meta::is_deleting(&to_store)
-                && meta::finalizers(&to_store).is_empty()
-                && !strategy.blocks_removal(&to_store)
-            {
+            if removed_by_update(strategy.as_ref(), &to_store) {
                 return Ok(Write::Delete);
             }
             Ok(Write::Put(to_store))
@@ -1965,37 +1959,31 @@ impl Objects {
         let info2 = info.clone();
         let name2 = name.to_string();
         let opts2 = opts.clone();
+        // Set when the decision is a graceful delete with period 0 and no finalizers: the
+        // object is written with its deletion timestamp, then removed (upstream's
+        // `updateForGracefulDeletionAndFinalizers` followed by the storage delete).
+        let remove_after = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let remove_after2 = remove_after.clone();
         let decide = move |cur: Option<&Object>| -> Result<Write, ApiError> {
+            remove_after2.store(false, std::sync::atomic::Ordering::SeqCst);
             let Some(cur) = cur else {
                 return Err(ApiError::not_found(&info2.group, &info2.resource, &name2));
             };
-            if let Some(uid) = &opts2.precondition_uid
-                && uid != meta::uid(cur)
-            {
-                return Err(ApiError::conflict_because(
-                    &info2.group,
-                    &info2.resource,
-                    &name2,
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        meta::uid(cur)
-                    ),
-                ));
-            }
-            if let Some(rv) = &opts2.precondition_resource_version
-                && rv != meta::resource_version(cur)
-            {
-                return Err(ApiError::conflict_because(
-                    &info2.group,
-                    &info2.resource,
-                    &name2,
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        meta::resource_version(cur)
-                    ),
-                ));
-            }
+            check_delete_preconditions(&info2, &name2, &opts2, cur)?;
             info2.strategy.validate_delete(cur)?;
+            // Negative values are read as 1 on the delete path.
+            let requested = opts2
+                .grace_period_seconds
+                .map(|g| if g < 0 { 1 } else { g });
+            let grace = match info2.strategy.graceful_delete_period(cur, requested) {
+                Some(period) => before_delete(cur, requested, period, jiff::Timestamp::now()),
+                None => Grace::NotGraceful,
+            };
+            if grace == Grace::Pending {
+                // Already being deleted, not sooner than asked: nothing changes (not even the
+                // finalizers the propagation policy would set).
+                return Ok(Write::Unchanged);
+            }
             let mut finalizers = meta::finalizers(cur);
             let policy = opts2.propagation.unwrap_or(Propagation::Background);
             let gc_finalizer = match policy {
@@ -2026,6 +2014,18 @@ impl Objects {
                 let mut next = (**cur).clone();
                 mark_deletion_started(&mut next);
                 info2.strategy.mark_deleting(&mut next);
+                return Ok(Write::Put(next));
+            }
+            if let Grace::Graceful { timestamp, period } = grace {
+                let mut next = (**cur).clone();
+                mark_graceful_deletion(&mut next, timestamp, period);
+                if changed_finalizers {
+                    meta::set_finalizers(&mut next, &finalizers);
+                }
+                info2.strategy.mark_deleting(&mut next);
+                if period == 0 && finalizers.is_empty() {
+                    remove_after2.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
                 return Ok(Write::Put(next));
             }
             if finalizers.is_empty() {
@@ -2066,9 +2066,15 @@ impl Objects {
             };
             warnings = crate::admission::admit(&req, &mut None, Ok).await?.warnings;
         }
+        let removing = |remove_after: &std::sync::atomic::AtomicBool| {
+            remove_after.load(std::sync::atomic::Ordering::SeqCst)
+        };
         if opts.dry_run {
             let cur = self.storage.get(&key);
             let deleted = match decide(cur.as_ref())? {
+                // As upstream: a dry run of a graceful delete with period 0 answers the object
+                // as the first write would leave it, deleted.
+                Write::Put(next) if removing(&remove_after) => Deleted::Gone(Arc::new(next)),
                 Write::Put(next) => Deleted::Pending(Arc::new(next)),
                 Write::Delete | Write::Unchanged => cur
                     .map(Deleted::Gone)
@@ -2076,7 +2082,12 @@ impl Objects {
             };
             return Ok((deleted, warnings));
         }
-        let Committed { event, current } = self.storage.update(key, Box::new(decide)).await?;
+        let Committed { event, current } =
+            self.storage.update(key.clone(), Box::new(decide)).await?;
+        if let Some(last) = current.as_ref().filter(|_| removing(&remove_after)) {
+            let deleted = self.remove_now(info, key, name, opts, last).await?;
+            return Ok((Deleted::Gone(deleted), warnings));
+        }
         let deleted = match (current, event) {
             (Some(obj), _) => {
                 // Marked for deletion, still stored: derived state follows the mark (a
@@ -2091,6 +2102,58 @@ impl Objects {
             (None, None) => return Err(ApiError::not_found(&info.group, &info.resource, name)),
         };
         Ok((deleted, warnings))
+    }
+
+    /// The second half of a graceful delete with period 0 (upstream's storage delete after
+    /// `updateForGracefulDeletionAndFinalizers`): removes the object `last` left at `key`, under
+    /// the request's uid precondition and, when it had one, a resourceVersion precondition on
+    /// `last`. Gone meanwhile counts as deleted (its last state is `last`).
+    async fn remove_now(
+        &self,
+        info: &Arc<ResourceInfo>,
+        key: String,
+        name: &str,
+        opts: &DeleteOptions,
+        last: &Object,
+    ) -> Result<Object, ApiError> {
+        let checks = DeleteOptions {
+            precondition_resource_version: opts
+                .precondition_resource_version
+                .as_ref()
+                .map(|_| meta::resource_version(last).to_string()),
+            ..opts.clone()
+        };
+        let info2 = info.clone();
+        let name2 = name.to_string();
+        let removed = self
+            .storage
+            .update(
+                key,
+                Box::new(move |cur| {
+                    let Some(cur) = cur else {
+                        return Err(ApiError::not_found(&info2.group, &info2.resource, &name2));
+                    };
+                    check_delete_preconditions(&info2, &name2, &checks, cur)?;
+                    Ok(Write::Delete)
+                }),
+            )
+            .await;
+        match removed {
+            Ok(Committed {
+                event: Some(ev),
+                current: None,
+            }) => {
+                info.strategy.after_delete(&self.registry, &ev.object);
+                Ok(ev.object.clone())
+            }
+            Ok(_) => Ok(last.clone()),
+            // Someone else removed it first (upstream's `ignoreNotFound`).
+            Err(e) if e.code == 404 => {
+                info.strategy.after_delete(&self.registry, last);
+                Ok(last.clone())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Deletes every object matching the selectors in a namespace (or everywhere).
@@ -2148,14 +2211,170 @@ pub fn served(info: &ResourceInfo, obj: &Object) -> Object {
     Arc::new(copy)
 }
 
-/// Sets the deletion timestamp of an object whose deletion starts (kept when already set).
-fn mark_deletion_started(obj: &mut Value) {
-    if let Some(md) = meta::metadata_mut(obj)
-        && !md.contains_key("deletionTimestamp")
+/// Refuses a delete whose `preconditions` (uid, resourceVersion) `cur` does not meet: 409.
+fn check_delete_preconditions(
+    info: &ResourceInfo,
+    name: &str,
+    opts: &DeleteOptions,
+    cur: &Value,
+) -> Result<(), ApiError> {
+    if let Some(uid) = &opts.precondition_uid
+        && uid != meta::uid(cur)
     {
-        md.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
+        return Err(ApiError::conflict_because(
+            &info.group,
+            &info.resource,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                meta::uid(cur)
+            ),
+        ));
+    }
+    if let Some(rv) = &opts.precondition_resource_version
+        && rv != meta::resource_version(cur)
+    {
+        return Err(ApiError::conflict_because(
+            &info.group,
+            &info.resource,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                meta::resource_version(cur)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What a delete does to an object of a kind with graceful deletion (upstream's
+/// `rest.BeforeDelete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grace {
+    /// Not graceful: removed now, or marked with grace period 0 while finalizers remain (an
+    /// object already being deleted with grace period 0, or without one).
+    NotGraceful,
+    /// Already being deleted gracefully, and the request does not shorten it: nothing changes.
+    Pending,
+    /// The object gets this deletion timestamp and grace period (removed at once when the
+    /// period is 0 and no finalizer remains).
+    Graceful {
+        /// `metadata.deletionTimestamp`.
+        timestamp: jiff::Timestamp,
+        /// `metadata.deletionGracePeriodSeconds`.
+        period: i64,
+    },
+}
+
+/// Upstream's `rest.BeforeDelete` for `cur`, of a kind whose strategy gave `period` for the
+/// `gracePeriodSeconds` asked for (`requested`, never negative), at `now`. A first delete sets
+/// the deletion timestamp `period` from now; while the object is being deleted gracefully a
+/// delete may only shorten the period (the timestamp moves earlier by the difference, never
+/// before now; a positive period already over becomes 1).
+fn before_delete(cur: &Value, requested: Option<i64>, period: i64, now: jiff::Timestamp) -> Grace {
+    let Some(deleted_at) = meta::meta_str(cur, "deletionTimestamp") else {
+        return Grace::Graceful {
+            timestamp: add_seconds(now, period),
+            period,
+        };
+    };
+    let current = meta::metadata(cur)
+        .and_then(|m| m.get("deletionGracePeriodSeconds"))
+        .and_then(Value::as_i64)
+        .map(|g| if g < 0 { 1 } else { g });
+    let Some(current) = current.filter(|g| *g != 0) else {
+        // Deleted with period 0 earlier (or without one): the object goes now.
+        return Grace::NotGraceful;
+    };
+    let Some(mut requested) = requested else {
+        return Grace::Pending;
+    };
+    if requested >= current {
+        return Grace::Pending;
+    }
+    let Ok(deleted_at) = deleted_at.parse::<jiff::Timestamp>() else {
+        return Grace::NotGraceful;
+    };
+    let mut timestamp = add_seconds(add_seconds(deleted_at, -current), requested);
+    if timestamp < now {
+        timestamp = now;
+        if requested != 0 {
+            requested = 1;
+        }
+    }
+    Grace::Graceful {
+        timestamp,
+        period: requested,
+    }
+}
+
+/// `at` moved by `seconds` (kept when out of range).
+fn add_seconds(at: jiff::Timestamp, seconds: i64) -> jiff::Timestamp {
+    at.checked_add(jiff::SignedDuration::from_secs(seconds))
+        .unwrap_or(at)
+}
+
+/// A timestamp as objects carry it (RFC 3339, whole seconds, UTC).
+fn rfc3339(at: jiff::Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Bumps `metadata.generation` of an object whose deletion starts (when it has one), as
+/// upstream does for the first delete.
+fn bump_generation_on_deletion(md: &mut Map<String, Value>) {
+    if md.contains_key("deletionTimestamp") {
+        return;
+    }
+    if let Some(generation) = md
+        .get("generation")
+        .and_then(Value::as_i64)
+        .filter(|g| *g > 0)
+    {
+        md.insert("generation".into(), json!(generation + 1));
+    }
+}
+
+/// Marks an object deleted gracefully (upstream's `BeforeDelete`): `deletionTimestamp` and
+/// `deletionGracePeriodSeconds`, and on the first delete a new `generation`.
+fn mark_graceful_deletion(obj: &mut Value, timestamp: jiff::Timestamp, period: i64) {
+    if let Some(md) = meta::metadata_mut(obj) {
+        bump_generation_on_deletion(md);
+        md.insert("deletionTimestamp".into(), json!(rfc3339(timestamp)));
+        md.insert("deletionGracePeriodSeconds".into(), json!(period));
+    }
+}
+
+/// Marks an object whose deletion waits for finalizers (upstream's `markAsDeleting`): the
+/// deletion timestamp is now (kept when already set and not later), the grace period 0, and
+/// on the first delete a new `generation`.
+fn mark_deletion_started(obj: &mut Value) {
+    let now = jiff::Timestamp::now();
+    if let Some(md) = meta::metadata_mut(obj) {
+        bump_generation_on_deletion(md);
+        let later = md
+            .get("deletionTimestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .is_some_and(|t| t > now);
+        if !md.contains_key("deletionTimestamp") || later {
+            md.insert("deletionTimestamp".into(), json!(rfc3339(now)));
+        }
         md.insert("deletionGracePeriodSeconds".into(), json!(0));
     }
+}
+
+/// Whether an update leaves a deleted object with nothing to wait for, so the update removes
+/// it (upstream's `shouldDeleteDuringUpdate`): no finalizer left and a grace period over (0 or
+/// none; an object deleted gracefully waits for a delete with period 0).
+fn removed_by_update(strategy: &dyn crate::kinds::Strategy, next: &Value) -> bool {
+    let grace = meta::metadata(next)
+        .and_then(|m| m.get("deletionGracePeriodSeconds"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    meta::is_deleting(next)
+        && meta::finalizers(next).is_empty()
+        && grace == 0
+        && !strategy.blocks_removal(next)
 }
 
 /// Applies the update rules to a requested object given the current one.
@@ -2325,6 +2544,133 @@ mod tests {
         assert!(!spec_changed(&a, &b));
         let c = json!({"metadata": {}, "spec": {"x": 2}});
         assert!(spec_changed(&a, &c));
+    }
+
+    #[test]
+    fn graceful_deletion_follows_upstream_before_delete() {
+        let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap_or_default();
+        let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap_or_default();
+        let live = json!({"metadata": {"name": "p"}});
+        let deleting = |at: &str, grace: Option<i64>| {
+            let mut obj = json!({"metadata": {"name": "p", "deletionTimestamp": at}});
+            if let Some(g) = grace {
+                obj["metadata"]["deletionGracePeriodSeconds"] = json!(g);
+            }
+            obj
+        };
+        let graceful = |timestamp: &str, period| Grace::Graceful {
+            timestamp: at(timestamp),
+            period,
+        };
+        // (object, requested, the strategy's period, decision)
+        let table = [
+            // A first delete: the period from now (0: at once, through the graceful path).
+            (live.clone(), None, 30, graceful("2026-01-01T00:00:30Z", 30)),
+            (
+                live.clone(),
+                Some(0),
+                0,
+                graceful("2026-01-01T00:00:00Z", 0),
+            ),
+            // Being deleted (30s from 23:59:50, so due at 00:00:20): only shorter counts.
+            (
+                deleting("2026-01-01T00:00:20Z", Some(30)),
+                None,
+                30,
+                Grace::Pending,
+            ),
+            (
+                deleting("2026-01-01T00:00:20Z", Some(30)),
+                Some(30),
+                30,
+                Grace::Pending,
+            ),
+            (
+                deleting("2026-01-01T00:00:20Z", Some(30)),
+                Some(60),
+                60,
+                Grace::Pending,
+            ),
+            (
+                deleting("2026-01-01T00:00:20Z", Some(30)),
+                Some(25),
+                25,
+                graceful("2026-01-01T00:00:15Z", 25),
+            ),
+            // Shortened into the past: now, with the shortest graceful period (or 0).
+            (
+                deleting("2026-01-01T00:00:20Z", Some(30)),
+                Some(5),
+                5,
+                graceful("2026-01-01T00:00:00Z", 1),
+            ),
+            (
+                deleting("2026-01-01T00:00:20Z", Some(30)),
+                Some(0),
+                0,
+                graceful("2026-01-01T00:00:00Z", 0),
+            ),
+            // Deleted with period 0 before (or with none): removed now.
+            (
+                deleting("2026-01-01T00:00:00Z", Some(0)),
+                None,
+                30,
+                Grace::NotGraceful,
+            ),
+            (
+                deleting("2026-01-01T00:00:00Z", None),
+                Some(10),
+                10,
+                Grace::NotGraceful,
+            ),
+        ];
+        for (obj, requested, period, decision) in table {
+            assert_eq!(
+                before_delete(&obj, requested, period, now),
+                decision,
+                "{obj} {requested:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn deletion_marks_bump_the_generation_once() {
+        let mut obj = json!({"metadata": {"name": "p", "generation": 3}});
+        let due: jiff::Timestamp = "2026-01-01T00:00:30Z".parse().unwrap_or_default();
+        mark_graceful_deletion(&mut obj, due, 30);
+        assert_eq!(obj["metadata"]["generation"], 4);
+        assert_eq!(obj["metadata"]["deletionTimestamp"], "2026-01-01T00:00:30Z");
+        assert_eq!(obj["metadata"]["deletionGracePeriodSeconds"], 30);
+        // Shortened later: the generation stays.
+        mark_graceful_deletion(&mut obj, due, 10);
+        assert_eq!(obj["metadata"]["generation"], 4);
+        assert_eq!(obj["metadata"]["deletionGracePeriodSeconds"], 10);
+        // Finalizers keep an object deleted at once: grace period 0, a due date not later
+        // than now.
+        let mut kept = json!({"metadata": {"name": "c", "generation": 1}});
+        mark_deletion_started(&mut kept);
+        assert_eq!(kept["metadata"]["generation"], 2);
+        assert_eq!(kept["metadata"]["deletionGracePeriodSeconds"], 0);
+        mark_deletion_started(&mut obj);
+        assert_eq!(obj["metadata"]["deletionGracePeriodSeconds"], 0);
+        let marked = obj["metadata"]["deletionTimestamp"].as_str().unwrap_or("");
+        assert!(marked <= meta::now_rfc3339().as_str(), "{marked}");
+    }
+
+    #[test]
+    fn updates_remove_deleted_objects_only_once_their_grace_is_over() {
+        let strategy = crate::kinds::strategy::Plain;
+        let deleted = |grace: i64, finalizers: &[&str]| {
+            json!({"metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:00:00Z",
+                "deletionGracePeriodSeconds": grace, "finalizers": finalizers}})
+        };
+        assert!(removed_by_update(&strategy, &deleted(0, &[])));
+        assert!(!removed_by_update(&strategy, &deleted(0, &["x/y"])));
+        assert!(!removed_by_update(&strategy, &deleted(30, &[])));
+        assert!(!removed_by_update(
+            &strategy,
+            &json!({"metadata": {"name": "p"}})
+        ));
     }
 
     #[test]

@@ -83,8 +83,14 @@ async fn evictions_respect_disruption_budgets() {
     .await;
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["status"], "Success");
-    let (code, _) = send(&env, "GET", &format!("{PODS}/web-1"), None).await;
-    assert_eq!(code, 404, "the evicted pod is gone");
+    // Deleted gracefully: no kubelet runs node-1, so the pod stays terminating.
+    let (code, evicted) = send(&env, "GET", &format!("{PODS}/web-1"), None).await;
+    assert_eq!(code, 200, "{evicted}");
+    assert!(
+        evicted["metadata"]["deletionTimestamp"].is_string(),
+        "the evicted pod is terminating: {evicted}"
+    );
+    assert_eq!(evicted["metadata"]["deletionGracePeriodSeconds"], 30);
     // The eviction spent the budget's one disruption in its status at once.
     let (_, b) = send(&env, "GET", &format!("{budgets}/pdb"), None).await;
     assert_eq!(b["status"]["disruptionsAllowed"], 0, "{b}");
@@ -234,11 +240,23 @@ async fn concurrent_evictions_spend_an_allowed_disruption_once() {
             None,
         )
         .await;
-        let left = list["items"].as_array().map_or(0, Vec::len);
+        // The evicted pod is terminating (no kubelet runs node-1 to remove it).
+        let left = list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["metadata"].get("deletionTimestamp").is_none())
+            .count();
         assert_eq!(left, PODS_PER_ROUND - 1, "round {round}");
-        // Clear the round's pods for the next one.
+        // Clear the round's pods for the next one (at once: no kubelet would).
         for name in &names {
-            send(&env, "DELETE", &format!("{PODS}/{name}"), None).await;
+            send(
+                &env,
+                "DELETE",
+                &format!("{PODS}/{name}?gracePeriodSeconds=0"),
+                None,
+            )
+            .await;
         }
     }
     // A dry-run eviction decides but records nothing and deletes nothing.

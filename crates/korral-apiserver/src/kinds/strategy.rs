@@ -184,6 +184,20 @@ pub(crate) trait Strategy: Debug + Send + Sync {
         DeletePlan::Finalizers
     }
 
+    /// Graceful deletion (upstream's `RESTGracefulDeleteStrategy.CheckGracefulDelete`): how
+    /// many seconds deleting `cur` waits before the object is removed, given the
+    /// `gracePeriodSeconds` the client asked for (`requested`, never negative). `None` for a
+    /// kind deleted at once (the default); `Some(0)` deletes at once too, through the graceful
+    /// path (the object is first written with its deletion timestamp, then removed).
+    ///
+    /// The generic store does the rest (upstream's `rest.BeforeDelete`): a positive period
+    /// keeps the object with `deletionTimestamp` = now + period and
+    /// `deletionGracePeriodSeconds` = period, until someone deletes it with period 0; a second
+    /// delete may only shorten it.
+    fn graceful_delete_period(&self, _cur: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
+
     /// Marks an object whose deletion just started (conditions, phase).
     fn mark_deleting(&self, _obj: &mut Value) {}
 

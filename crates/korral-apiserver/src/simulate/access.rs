@@ -348,6 +348,32 @@ pub async fn delete(
     }
 }
 
+/// Deletes this incarnation of `obj` (uid precondition) with grace period 0 as `actor`, as
+/// the kubelet deletes a Pod it stopped; already gone counts as done.
+pub async fn delete_at_once(
+    objects: &Objects,
+    actor: Actor,
+    info: &Arc<ResourceInfo>,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    let opts = DeleteOptions {
+        grace_period_seconds: Some(0),
+        precondition_uid: Some(meta::uid(obj).to_string()),
+        requester: Some(actor.user()),
+        ..DeleteOptions::default()
+    };
+    match objects
+        .delete(info, meta::namespace(obj), meta::name(obj), &opts)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 => Ok(()),
+        // A new pod of the same name: this one is gone.
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Rewrites `obj` (while it is still the same incarnation) with `change` applied to the current
 /// object, through the main resource's write pipeline as `actor`, retrying conflicts: the
 /// object as written, or `None` when it is gone or `change` leaves it as it is.

@@ -38,10 +38,13 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         .and_then(Value::as_u64)
         .map(|c| c as u32);
     let hash = template_hash(&template, collision);
-    let mut active: Vec<Object> = owned_pods(objects, ns, meta::uid(&ds))
-        .into_iter()
-        .filter(|p| pod_active(p))
-        .collect();
+    let owned = owned_pods(objects, ns, meta::uid(&ds));
+    // As upstream: a Pod still terminating on the node keeps a new one from being made until
+    // it is gone.
+    let terminating = owned
+        .iter()
+        .any(|p| meta::is_deleting(p) && !super::pods::terminal(p));
+    let mut active: Vec<Object> = owned.into_iter().filter(|p| pod_active(p)).collect();
     let live: Vec<String> = active
         .iter()
         .filter_map(|p| revision(p).map(|h| format!("{name}-{h}")))
@@ -57,6 +60,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     let on_delete =
         meta::path(&ds, "spec.updateStrategy.type").and_then(Value::as_str) == Some("OnDelete");
     match active.split_first() {
+        None if terminating => {}
         None => {
             access::create(
                 objects,

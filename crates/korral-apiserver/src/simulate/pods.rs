@@ -33,9 +33,15 @@
 //! (the reconcile returns when to run again), so nothing spins. A Pod whose phase a client set
 //! to `Succeeded` or `Failed` (through `/status`) is left as it is.
 //!
-//! A bound Pod being deleted that finalizers keep (a Job's Pod with its tracking finalizer)
-//! is stopped as upstream's kubelet stops it: its running containers are killed (exit code
-//! 137, reason `Error`) and the Pod ends `Failed`.
+//! Deleting a Pod bound to the simulated node is graceful, as on a cluster: the server marks
+//! it (`deletionTimestamp` = now + its grace period, `deletionGracePeriodSeconds`), then the
+//! kubelet stops it: its containers get SIGTERM and, being simulated applications, exit at once
+//! (they do not make the Pod wait its grace period): with the container's `korral.dev/exit-code`
+//! when the Pod has one, else 143 (128 + SIGTERM, reason `Error`); the Pod gets its terminal
+//! phase (`Succeeded` when every container exited with 0, else `Failed`, whatever its
+//! `restartPolicy`, as upstream's kubelet since v1.27), then the kubelet deletes it with grace
+//! period 0 (finalizers still keep it, a Job's Pod with its tracking finalizer say). A Pod
+//! bound to another node stays `Terminating` until someone deletes it with grace period 0.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -71,8 +77,11 @@ pub const EXIT_CODE_ANNOTATION: &str = "korral.dev/exit-code";
 /// The prefix of the annotation giving the exit code of one container
 /// (`korral.dev/exit-code.<container>`).
 const CONTAINER_EXIT_CODE_PREFIX: &str = "korral.dev/exit-code.";
-/// The exit code of a container the kubelet kills (SIGKILL).
+/// The exit code the kubelet reports for a container it could not find when the pod was
+/// terminated (upstream's `ContainerStatusUnknown`: 128 + SIGKILL).
 const KILLED_EXIT_CODE: i64 = 137;
+/// The exit code of a container stopped by SIGTERM (128 + 15).
+const SIGTERM_EXIT_CODE: i64 = 143;
 /// The annotation giving how many seconds a Pod's containers run before they exit.
 pub const RUN_SECONDS_ANNOTATION: &str = "korral.dev/run-seconds";
 /// The kubelet's first back-off before restarting a crashed container.
@@ -203,30 +212,19 @@ pub async fn reconcile(
     let Some(pod) = access::get(objects, "", "pods", ns, name) else {
         return Ok(None);
     };
+    let info = access::info(objects, "", "v1", "pods")?;
+    if meta::is_deleting(&pod) {
+        return terminate(objects, &info, &pod).await.map(|()| None);
+    }
     if terminal(&pod) {
         return Ok(None);
     }
     let phase = meta::path(&pod, "status.phase")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let info = access::info(objects, "", "v1", "pods")?;
     let node = meta::path(&pod, "spec.nodeName")
         .and_then(Value::as_str)
         .unwrap_or("");
-    if meta::is_deleting(&pod) {
-        // Finalizers keep the pod: the kubelet stops what runs on its node.
-        if node.is_empty() {
-            return Ok(None);
-        }
-        let at = meta::now_rfc3339();
-        return access::update_status(objects, Actor::Kubelet, &info, &pod, move |pod| {
-            if !terminal(pod) {
-                kill(pod, &at);
-            }
-        })
-        .await
-        .map(|()| None);
-    }
     if node.is_empty() && node_cordoned(objects) && !tolerates_unschedulable(&pod) {
         // The scheduler finds no node: the pod waits, as upstream's does.
         return access::update_status(objects, Actor::Scheduler, &info, &pod, mark_unschedulable)
@@ -286,8 +284,47 @@ pub async fn reconcile(
     .map(|()| None)
 }
 
+/// The kubelet of the simulated node stops a Pod being deleted, as upstream's pod worker and
+/// status manager do: the containers get SIGTERM and exit at once (see [`stop`]), the Pod's
+/// terminal phase is written, then the Pod is deleted with grace period 0 under a uid
+/// precondition (finalizers still keep it; the write is then a no-op once repeated). It does
+/// not wait out the grace period: simulated applications stop on SIGTERM. A Pod bound to
+/// another node stays `Terminating`, as on a cluster whose node has no kubelet; an unbound Pod
+/// being deleted (finalizers keep it) is no kubelet's.
+async fn terminate(
+    objects: &Objects,
+    info: &Arc<ResourceInfo>,
+    pod: &Value,
+) -> Result<(), ApiError> {
+    let node = meta::path(pod, "spec.nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if node != NODE_NAME {
+        return Ok(());
+    }
+    if !terminal(pod) {
+        let at = meta::now_rfc3339();
+        access::update_status(objects, Actor::Kubelet, info, pod, move |pod| {
+            if !terminal(pod) {
+                stop(pod, &at);
+            }
+        })
+        .await?;
+    }
+    if already_deleted_at_once(pod) {
+        return Ok(());
+    }
+    access::delete_at_once(objects, Actor::Kubelet, info, pod).await
+}
+
+/// Whether a pod's deletion has grace period 0 already (the kubelet's delete was made and
+/// finalizers keep the pod).
+fn already_deleted_at_once(pod: &Value) -> bool {
+    meta::path(pod, "metadata.deletionGracePeriodSeconds").and_then(Value::as_i64) == Some(0)
+}
+
 /// Whether a pod's phase is `Succeeded` or `Failed` (set by the kubelet or a client).
-fn terminal(pod: &Value) -> bool {
+pub fn terminal(pod: &Value) -> bool {
     matches!(
         meta::path(pod, "status.phase").and_then(Value::as_str),
         Some("Succeeded" | "Failed")
@@ -538,18 +575,83 @@ fn end(pod: &mut Value, fallback: i64, now: &str) {
     finish(pod, |i, _| codes.get(i).copied().unwrap_or(fallback), now);
 }
 
-/// The kubelet stops a pod being deleted: its running or waiting containers are killed, and
-/// the pod ends (`Failed` unless every container exited with 0).
-fn kill(pod: &mut Value, now: &str) {
-    finish(
-        pod,
-        |_, s| {
-            s.pointer("/state/terminated/exitCode")
-                .and_then(Value::as_i64)
-                .unwrap_or(KILLED_EXIT_CODE)
-        },
-        now,
-    );
+/// The exit code of container `name` stopped by SIGTERM: its `korral.dev/exit-code` (its own,
+/// else the Pod's) when given, else 143 (128 + SIGTERM: what a runtime reports for a process
+/// the signal ended, as most applications do on SIGTERM).
+fn sigterm_exit_code(pod: &Value, name: &str) -> i64 {
+    container_exit_code(pod, name, pod_exit_code(pod).unwrap_or(SIGTERM_EXIT_CODE))
+}
+
+/// The kubelet stops a pod being deleted (upstream's `killPod`, then `TerminatePod` and
+/// `getPhase` of a terminal pod): a running container exits on SIGTERM (see
+/// [`sigterm_exit_code`]); a container waiting to restart keeps its last exit; one that never
+/// ran is `ContainerStatusUnknown` with exit code 137. The pod then ends whatever its restart
+/// policy: `Succeeded` when every container exited with 0, else `Failed` (`Failed` too when no
+/// container ran).
+fn stop(pod: &mut Value, now: &str) {
+    let names = container_names(pod, "containers");
+    let codes: Vec<i64> = names.iter().map(|n| sigterm_exit_code(pod, n)).collect();
+    let code_of = |s: &Value| {
+        let name = s.get("name").and_then(Value::as_str).unwrap_or("");
+        names
+            .iter()
+            .position(|n| n == name)
+            .and_then(|i| codes.get(i).copied())
+            .unwrap_or(SIGTERM_EXIT_CODE)
+    };
+    let Some(root) = pod.as_object_mut() else {
+        return;
+    };
+    let status = root.entry("status").or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let mut ran = false;
+    if let Some(statuses) = status
+        .get_mut("containerStatuses")
+        .and_then(Value::as_array_mut)
+    {
+        for s in statuses.iter_mut() {
+            if s.pointer("/state/terminated").is_none() {
+                s["state"] = if s.pointer("/state/running").is_some() {
+                    terminated(s, code_of(s), now)
+                } else if let Some(last) = s.pointer("/lastState/terminated").cloned() {
+                    json!({"terminated": last})
+                } else {
+                    json!({"terminated": {
+                        "exitCode": KILLED_EXIT_CODE, "reason": "ContainerStatusUnknown",
+                        "message": "The container could not be located when the pod was terminated",
+                        "startedAt": null, "finishedAt": null,
+                    }})
+                };
+            }
+            ran = true;
+            s["ready"] = json!(false);
+            s["started"] = json!(false);
+        }
+    }
+    let failed = !ran
+        || status
+            .get("containerStatuses")
+            .and_then(Value::as_array)
+            .is_some_and(|l| {
+                l.iter().any(|s| {
+                    s.pointer("/state/terminated/exitCode")
+                        .and_then(Value::as_i64)
+                        != Some(0)
+                })
+            });
+    let (phase, reason) = if failed {
+        ("Failed", "PodFailed")
+    } else {
+        ("Succeeded", "PodCompleted")
+    };
+    status["phase"] = json!(phase);
+    set_readiness(status, "False", Some(reason), None, Some("False"), now);
+    if let Some(map) = status.as_object_mut() {
+        map.remove("podIP");
+        map.remove("podIPs");
+    }
 }
 
 /// Ends the pod, the container status at index `i` terminated with `code(i, status)` (a
@@ -1367,21 +1469,60 @@ mod tests {
     }
 
     #[test]
-    fn a_pod_being_deleted_is_killed() {
+    fn a_pod_being_deleted_is_stopped_by_sigterm() {
         let mut pod = two_container_pod(json!({}));
         pod["status"]["containerStatuses"][0]["state"] =
             json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
-        kill(&mut pod, "2026-01-01T00:00:05Z");
+        stop(&mut pod, "2026-01-01T00:00:05Z");
         let state = |i: usize| pod["status"]["containerStatuses"][i]["state"]["terminated"].clone();
         assert_eq!(
             state(0)["exitCode"],
             0,
             "an exited container keeps its state"
         );
-        assert_eq!(state(1)["exitCode"], KILLED_EXIT_CODE);
+        assert_eq!(state(1)["exitCode"], SIGTERM_EXIT_CODE);
         assert_eq!(state(1)["reason"], "Error");
+        assert_eq!(state(1)["startedAt"], "2026-01-01T00:00:00Z");
+        assert_eq!(state(1)["finishedAt"], "2026-01-01T00:00:05Z");
         assert_eq!(pod["status"]["phase"], "Failed");
         assert_eq!(condition(&pod, "Ready")["reason"], "PodFailed");
+        assert!(pod["status"].get("podIP").is_none());
+        // Containers whose exit code the pod gives exit with it: all 0, the pod succeeds, even
+        // one that would restart them.
+        let mut ok = two_container_pod(json!({EXIT_CODE_ANNOTATION: "0"}));
+        ok["spec"]["restartPolicy"] = json!("Always");
+        stop(&mut ok, "2026-01-01T00:00:05Z");
+        assert_eq!(ok["status"]["phase"], "Succeeded");
+        assert_eq!(condition(&ok, "Ready")["reason"], "PodCompleted");
+        let mut one = two_container_pod(json!({"korral.dev/exit-code.main": "0"}));
+        stop(&mut one, "2026-01-01T00:00:05Z");
+        let codes: Vec<Value> = (0..2)
+            .map(|i| {
+                one["status"]["containerStatuses"][i]["state"]["terminated"]["exitCode"].clone()
+            })
+            .collect();
+        assert_eq!(codes, vec![json!(0), json!(SIGTERM_EXIT_CODE)]);
+        // A container waiting to restart keeps its last exit; one that never ran is unknown.
+        let mut waiting = two_container_pod(json!({}));
+        waiting["status"]["containerStatuses"][0]["state"] =
+            json!({"waiting": {"reason": "CrashLoopBackOff"}});
+        waiting["status"]["containerStatuses"][0]["lastState"] =
+            json!({"terminated": {"exitCode": 2, "reason": "Error"}});
+        waiting["status"]["containerStatuses"][1]["state"] =
+            json!({"waiting": {"reason": "ContainerCreating"}});
+        stop(&mut waiting, "2026-01-01T00:00:05Z");
+        let state =
+            |i: usize| waiting["status"]["containerStatuses"][i]["state"]["terminated"].clone();
+        assert_eq!(state(0)["exitCode"], 2);
+        assert_eq!(
+            (state(1)["exitCode"].clone(), state(1)["reason"].clone()),
+            (json!(KILLED_EXIT_CODE), json!("ContainerStatusUnknown"))
+        );
+        // A bound pod that never ran ends Failed.
+        let mut pending = json!({"metadata": {"name": "p"}, "spec": {"nodeName": NODE_NAME,
+            "containers": [{"name": "c", "image": "busybox"}]}, "status": {"phase": "Pending"}});
+        stop(&mut pending, "2026-01-01T00:00:05Z");
+        assert_eq!(pending["status"]["phase"], "Failed");
     }
 
     #[test]

@@ -51,6 +51,33 @@ fn validate_spec(obj: &Value) -> Vec<Cause> {
     causes
 }
 
+/// The seconds a pod's deletion waits for its kubelet (upstream's `podStrategy.
+/// CheckGracefulDelete`): the `gracePeriodSeconds` asked for, else the pod's
+/// `spec.terminationGracePeriodSeconds` (defaulted to 30), else 0; 0 for a pod no node runs
+/// (not scheduled: `spec.nodeName` empty) or one that has finished (`Succeeded`, `Failed`);
+/// a negative period is 1.
+fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
+    let spec = spec_of(pod);
+    let mut period = requested
+        .or_else(|| {
+            spec.get("terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(0);
+    let node = spec.get("nodeName").and_then(Value::as_str).unwrap_or("");
+    if node.is_empty() {
+        period = 0;
+    }
+    let phase = pod.pointer("/status/phase").and_then(Value::as_str);
+    if matches!(phase, Some("Failed" | "Succeeded")) {
+        period = 0;
+    }
+    if period < 0 {
+        period = 1;
+    }
+    period
+}
+
 impl Strategy for PodStrategy {
     fn prepare_for_create(&self, _info: &ResourceInfo, obj: &mut Value, _ctx: &Context) {
         // As upstream's strategy: a new Pod's status is the server's (`Pending` and its QoS
@@ -140,6 +167,11 @@ impl Strategy for PodStrategy {
         &[EPHEMERAL_CONTAINERS, RESIZE]
     }
 
+    /// Upstream's `CheckGracefulDelete`: Pods are always deleted gracefully.
+    fn graceful_delete_period(&self, cur: &Value, requested: Option<i64>) -> Option<i64> {
+        Some(grace_period(cur, requested))
+    }
+
     /// A write through `ephemeralcontainers` or `resize` changes only its part; one through
     /// `status` keeps the QoS class and reads the IPs as upstream's conversion does.
     fn prepare_for_subresource_update(&self, subresource: &str, obj: &mut Value, old: &Value) {
@@ -171,5 +203,43 @@ impl Strategy for PodStrategy {
             }
         });
         causes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::grace_period;
+
+    #[test]
+    fn grace_period_follows_upstream_check_graceful_delete() {
+        let pod = |node: &str, tgps: Option<i64>, phase: &str| {
+            let mut pod = json!({"spec": {"nodeName": node}, "status": {"phase": phase}});
+            if let Some(t) = tgps {
+                pod["spec"]["terminationGracePeriodSeconds"] = json!(t);
+            }
+            pod
+        };
+        // (pod, requested, period)
+        let table = [
+            // The pod's own period (30 once defaulted), unless the request names one.
+            (pod("n", Some(30), "Running"), None, 30),
+            (pod("n", Some(5), "Running"), None, 5),
+            (pod("n", Some(30), "Running"), Some(7), 7),
+            (pod("n", Some(30), "Running"), Some(0), 0),
+            // No period anywhere: at once.
+            (pod("n", None, "Running"), None, 0),
+            // Not scheduled, or finished: at once, whatever was asked.
+            (pod("", Some(30), "Pending"), Some(10), 0),
+            (pod("n", Some(30), "Succeeded"), None, 0),
+            (pod("n", Some(30), "Failed"), Some(10), 0),
+            // Negative: the shortest graceful period.
+            (pod("n", Some(30), "Running"), Some(-5), 1),
+            (pod("n", Some(-3), "Running"), None, 1),
+        ];
+        for (pod, requested, period) in table {
+            assert_eq!(grace_period(&pod, requested), period, "{pod} {requested:?}");
+        }
     }
 }

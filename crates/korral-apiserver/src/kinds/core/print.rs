@@ -204,10 +204,17 @@ fn pod_cells(obj: &Value) -> Vec<Value> {
         .iter()
         .filter(|c| c.get("ready") == Some(&Value::Bool(true)))
         .count();
-    let status = if meta::is_deleting(obj) {
-        "Terminating".to_string()
-    } else {
-        or_none(&pod_status_reason(obj))
+    // As upstream's `printPod`: a pod being deleted is `Terminating` until its kubelet reports
+    // a terminal phase (then its containers' reason shows), `Unknown` once its node is lost.
+    let finished = matches!(
+        meta::path(obj, "status.phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    );
+    let node_lost = meta::path(obj, "status.reason").and_then(Value::as_str) == Some("NodeLost");
+    let status = match (meta::is_deleting(obj), node_lost, finished) {
+        (true, true, _) => "Unknown".to_string(),
+        (true, false, false) => "Terminating".to_string(),
+        _ => or_none(&pod_status_reason(obj)),
     };
     let restarts: i64 = statuses.iter().map(|c| int(c, "restartCount")).sum();
     vec![
