@@ -1,7 +1,8 @@
 //! Dynamic resource allocation on a simulating server: Pods with ResourceClaims (named or made
 //! from templates) are bound once their devices are allocated from the published
-//! ResourceSlices and reserved for them; devices in use wait for their release; finished
-//! Pods release and deallocate their claims, and generated claims go with them.
+//! ResourceSlices and reserved for them; devices in use wait for their release, and
+//! partitions of one device for the shared counters the others draw on; finished Pods
+//! release and deallocate their claims, and generated claims go with them.
 
 mod common;
 
@@ -287,4 +288,125 @@ async fn pods_wait_for_missing_claims_classes_and_devices() {
     })
     .await;
     assert_eq!(patient["spec"]["nodeName"], "korral-node");
+}
+
+/// A named claim for one `gpu` device whose `profile` attribute is `profile`.
+fn profile_claim(name: &str, profile: &str) -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu",
+            "selectors": [{"cel": {"expression": format!("device.attributes['{DRIVER}'].profile == '{profile}'")}}]}}]}}})
+}
+
+#[tokio::test]
+async fn partitions_draw_on_the_shared_counters_of_their_gpu() {
+    let env = sim_env().await;
+    let ns = "/api/v1/namespaces/default";
+    let claims = format!("{RESOURCE}/namespaces/default/resourceclaims");
+    create_ok(
+        &env,
+        &format!("{RESOURCE}/deviceclasses"),
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{DRIVER}'")}}]}}),
+    )
+    .await;
+    // One physical GPU of 40Gi, published as a counter set in a slice of its own, and three
+    // partitions drawing on it: two halves and the whole.
+    let pool = json!({"name": "korral-node", "generation": 1, "resourceSliceCount": 2});
+    create_ok(
+        &env,
+        &format!("{RESOURCE}/resourceslices"),
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "gpu-0-counters"},
+            "spec": {"driver": DRIVER, "nodeName": "korral-node", "pool": pool,
+                "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]}}),
+    )
+    .await;
+    let partition = |name: &str, profile: &str, memory: &str| {
+        json!({"name": name, "attributes": {"profile": {"string": profile}},
+            "capacity": {"memory": {"value": memory}},
+            "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": memory}}}]})
+    };
+    create_ok(
+        &env,
+        &format!("{RESOURCE}/resourceslices"),
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "gpu-0-partitions"},
+            "spec": {"driver": DRIVER, "nodeName": "korral-node", "pool": pool, "devices": [
+                partition("gpu-0-half-0", "half", "20Gi"),
+                partition("gpu-0-half-1", "half", "20Gi"),
+                partition("gpu-0-whole", "whole", "40Gi")]}}),
+    )
+    .await;
+    for claim in [
+        profile_claim("half-a", "half"),
+        profile_claim("half-b", "half"),
+        profile_claim("whole", "whole"),
+    ] {
+        create_ok(&env, &claims, &claim).await;
+    }
+    // Both halves fit.
+    for (pod_name, claim) in [("a", "half-a"), ("b", "half-b")] {
+        create_ok(
+            &env,
+            &format!("{ns}/pods"),
+            &pod(
+                pod_name,
+                json!([{"name": "gpu", "resourceClaimName": claim}]),
+            ),
+        )
+        .await;
+        wait_for(&env, &format!("{ns}/pods/{pod_name}"), "bound", |p| {
+            !node_name(p).is_empty()
+        })
+        .await;
+    }
+    let mut held = Vec::new();
+    for claim in ["half-a", "half-b"] {
+        let (_, claim) = call(&env, "GET", &format!("{claims}/{claim}"), None).await;
+        held.push(
+            claim["status"]["allocation"]["devices"]["results"][0]["device"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        );
+    }
+    assert_eq!(held, ["gpu-0-half-0", "gpu-0-half-1"]);
+    // The whole GPU is free as a device, but its memory is drawn by the halves.
+    create_ok(
+        &env,
+        &format!("{ns}/pods"),
+        &pod("c", json!([{"name": "gpu", "resourceClaimName": "whole"}])),
+    )
+    .await;
+    let c = wait_for(&env, &format!("{ns}/pods/c"), "unschedulable", |p| {
+        scheduled_message(p).contains("cannot allocate all claims")
+    })
+    .await;
+    assert_eq!(node_name(&c), "");
+    assert_eq!(c["status"]["phase"], "Pending");
+    assert_eq!(
+        scheduled_message(&c),
+        "Unschedulable 0/1 nodes are available: 1 cannot allocate all claims. preemption: 0/1 \
+         nodes are available: 1 Preemption is not helpful for scheduling."
+    );
+    // One half released: 20Gi are still drawn, so the whole GPU still does not fit.
+    call(&env, "DELETE", &format!("{ns}/pods/a"), None).await;
+    wait_for(&env, &format!("{claims}/half-a"), "deallocated", |c| {
+        c["status"]["allocation"].is_null()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, c) = call(&env, "GET", &format!("{ns}/pods/c"), None).await;
+    assert_eq!(node_name(&c), "", "{c}");
+    let (_, whole) = call(&env, "GET", &format!("{claims}/whole"), None).await;
+    assert!(whole["status"]["allocation"].is_null(), "{whole}");
+    // Both released: the counters are free and the Pod waiting for the whole GPU runs.
+    call(&env, "DELETE", &format!("{ns}/pods/b"), None).await;
+    wait_for(&env, &format!("{ns}/pods/c"), "bound", |p| {
+        !node_name(p).is_empty()
+    })
+    .await;
+    let (_, whole) = call(&env, "GET", &format!("{claims}/whole"), None).await;
+    assert_eq!(
+        whole["status"]["allocation"]["devices"]["results"],
+        json!([{"request": "gpu", "driver": DRIVER, "pool": "korral-node", "device": "gpu-0-whole"}])
+    );
 }

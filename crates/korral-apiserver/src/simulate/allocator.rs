@@ -15,15 +15,29 @@
 //! classes' configuration (`FromClass`) before the claim's (`FromClaim`), and a node
 //! selector naming the node when a device is local to it.
 //!
-//! Not modelled: consumable capacity and shared counters of partitionable devices, binding
-//! conditions, node selectors on slices (a slice with one is not on the simulated node).
+//! Partitionable devices (KEP-4815, `DRAPartitionableDevices`, beta and on by default since
+//! v1.36), as upstream's `incubating` allocator: a pool's shared counter sets are those of
+//! its slices carrying `sharedCounters` (whichever node those slices name); a device drawing
+//! on them (`consumesCounters`) is a candidate only while the draws of the devices already
+//! allocated (other claims' allocations, admin access excepted) and of those picked so far
+//! in this allocation (admin access included), its own added, stay within every counter of
+//! the pool. A pool whose devices draw on a counter set or counter it does not publish, or
+//! that publishes one counter set twice, is invalid: its devices are not used.
+//!
+//! Not modelled: consumable capacity, binding conditions, node selectors on slices (a slice
+//! with one is not on the simulated node).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
+use crate::quantity::{self, Quantity};
+
 /// The scheduler's reason when the devices do not suffice.
 pub const CANNOT_ALLOCATE: &str = "cannot allocate all claims";
+
+/// Upstream's reason when the devices do not suffice and some pool on the node is invalid.
+pub const INVALID_POOLS: &str = "invalid resource pools were encountered";
 
 /// How many devices the search may try before it gives up, as upstream's allocator bounds
 /// its own work.
@@ -46,6 +60,40 @@ pub struct Device {
     pub shareable: bool,
     /// Whether it is available on this node only (a node-local slice).
     pub node_local: bool,
+    /// What it draws on its pool's shared counters when allocated.
+    pub draws: Vec<Draw>,
+}
+
+/// A device's draw on one counter of one of its pool's shared counter sets.
+#[derive(Debug, Clone)]
+pub struct Draw {
+    /// The counter set.
+    pub set: String,
+    /// The counter in the set.
+    pub counter: String,
+    /// How much of it the device takes.
+    pub amount: Quantity,
+}
+
+/// The shared counters of one pool.
+#[derive(Debug, Clone, Default)]
+pub struct PoolCounters {
+    /// The published counter sets: counter name to value, by set name.
+    pub sets: BTreeMap<String, BTreeMap<String, Quantity>>,
+    /// The draws of every device of the pool (on this node or not), by device name: devices
+    /// other claims hold draw on the counters wherever they are.
+    pub draws: BTreeMap<String, Vec<Draw>>,
+}
+
+/// What the allocator sees of the published ResourceSlices on a node.
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    /// The devices available on the node.
+    pub devices: Vec<Device>,
+    /// The shared counters of the pools with any, by `(driver, pool)`.
+    pub counters: BTreeMap<(String, String), PoolCounters>,
+    /// The invalid pools (`driver/pool`) and why, as upstream's `Pool.InvalidReason`.
+    pub invalid: Vec<(String, String)>,
 }
 
 impl Device {
@@ -55,8 +103,9 @@ impl Device {
     }
 }
 
-/// The devices of `slices` available on `node` (complete pools of their newest generation).
-pub fn devices_on(slices: &[Value], node: &str) -> Vec<Device> {
+/// The devices of `slices` available on `node` (complete pools of their newest generation)
+/// and the pools' shared counters.
+pub fn devices_on(slices: &[Value], node: &str) -> Inventory {
     // The newest generation of each pool, and its slices.
     let mut pools: BTreeMap<(String, String), (i64, Vec<&Value>)> = BTreeMap::new();
     for slice in slices {
@@ -74,7 +123,7 @@ pub fn devices_on(slices: &[Value], node: &str) -> Vec<Device> {
             entry.1.push(slice);
         }
     }
-    let mut out = Vec::new();
+    let mut out = Inventory::default();
     for ((driver, pool), (_, slices)) in pools {
         let expected = slices
             .first()
@@ -83,6 +132,13 @@ pub fn devices_on(slices: &[Value], node: &str) -> Vec<Device> {
         if slices.len() as i64 != expected {
             continue; // an incomplete pool is not used
         }
+        let counters = match pool_counters(&slices) {
+            Ok(counters) => counters,
+            Err(reason) => {
+                out.invalid.push((format!("{driver}/{pool}"), reason));
+                continue; // an invalid pool is not used
+            }
+        };
         for slice in slices {
             let spec = &slice["spec"];
             let slice_place = placement(spec, node);
@@ -94,19 +150,87 @@ pub fn devices_on(slices: &[Value], node: &str) -> Vec<Device> {
                     slice_place
                 };
                 let Some(node_local) = place else { continue };
-                out.push(Device {
+                let name = text(device, "name");
+                out.devices.push(Device {
                     driver: driver.clone(),
                     pool: pool.clone(),
-                    name: text(device, "name").to_string(),
+                    name: name.to_string(),
                     cel: cel_device(&driver, device),
                     taints: device["taints"].as_array().cloned().unwrap_or_default(),
                     shareable: device["allowMultipleAllocations"].as_bool() == Some(true),
                     node_local,
+                    draws: counters.draws.get(name).cloned().unwrap_or_default(),
                 });
             }
         }
+        if !counters.sets.is_empty() {
+            out.counters.insert((driver, pool), counters);
+        }
     }
     out
+}
+
+/// The shared counters of a complete pool's `slices`, or why the pool is invalid (upstream's
+/// `getAndValidateCounterSets` and `validateDeviceCounterConsumption`, with its messages).
+fn pool_counters(slices: &[&Value]) -> Result<PoolCounters, String> {
+    let mut out = PoolCounters::default();
+    for slice in slices {
+        for set in slice["spec"]["sharedCounters"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+        {
+            let name = text(set, "name");
+            if out.sets.contains_key(name) {
+                return Err(format!("duplicate counter set name {name}"));
+            }
+            let mut counters = BTreeMap::new();
+            for (counter, value) in set["counters"].as_object().into_iter().flatten() {
+                counters.insert(counter.clone(), counter_value(value)?);
+            }
+            out.sets.insert(name.to_string(), counters);
+        }
+    }
+    for slice in slices {
+        for device in slice["spec"]["devices"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+        {
+            let mut draws = Vec::new();
+            for consumption in device["consumesCounters"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                let set_name = text(consumption, "counterSet");
+                let Some(set) = out.sets.get(set_name) else {
+                    return Err(format!("counter set {set_name} not found"));
+                };
+                for (counter, value) in consumption["counters"].as_object().into_iter().flatten() {
+                    if !set.contains_key(counter) {
+                        return Err(format!(
+                            "counter {counter} not found in counter set {set_name}"
+                        ));
+                    }
+                    draws.push(Draw {
+                        set: set_name.to_string(),
+                        counter: counter.clone(),
+                        amount: counter_value(value)?,
+                    });
+                }
+            }
+            if !draws.is_empty() {
+                out.draws.insert(text(device, "name").to_string(), draws);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The quantity of a counter (`{"value": "40Gi"}`); validation admits only well-formed ones.
+fn counter_value(counter: &Value) -> Result<Quantity, String> {
+    quantity::from_json(&counter["value"]).map_err(|e| format!("counter value: {e}"))
 }
 
 /// Where a slice or device is available: `Some(true)` on `node` only, `Some(false)` on all
@@ -175,15 +299,17 @@ struct Want {
     matching: Vec<usize>,
 }
 
-/// Allocates `spec` (a ResourceClaim spec) from `devices`, with `classes` by name and the
-/// devices `taken` by other allocations: the `status.allocation`, or why it cannot be made.
+/// Allocates `spec` (a ResourceClaim spec) from the `inventory` of the node, with `classes`
+/// by name and the devices `taken` by other allocations (admin access results excepted, as
+/// upstream's scheduler counts them): the `status.allocation`, or why it cannot be made.
 pub fn allocate(
     spec: &Value,
     classes: &HashMap<String, Value>,
-    devices: &[Device],
+    inventory: &Inventory,
     taken: &HashSet<(String, String, String)>,
     node: &str,
 ) -> Result<Value, String> {
+    let devices = inventory.devices.as_slice();
     let requests = spec["devices"]["requests"]
         .as_array()
         .map(Vec::as_slice)
@@ -205,6 +331,15 @@ pub fn allocate(
             options.push(want(&result, name, sub, classes)?);
         }
         for option in &mut options {
+            // Upstream refuses to count "all" devices while a pool on the node is invalid.
+            if option.count.is_none()
+                && let Some((pool, _)) = inventory.invalid.first()
+            {
+                return Err(format!(
+                    "request {}: asks for all devices, but resource pool {pool} is currently invalid",
+                    option.result_name
+                ));
+            }
             option.matching = matching(devices, option)?;
         }
         alternatives.push(options);
@@ -231,12 +366,18 @@ pub fn allocate(
     let mut search = Search {
         devices,
         taken,
+        counters: &inventory.counters,
+        drawn: drawn_by(&inventory.counters, taken)?,
         constraints: &constraints,
         budget: SEARCH_BUDGET,
         chosen: Vec::new(),
         used: HashSet::new(),
     };
     if !search.requests(&alternatives, 0)? {
+        // Upstream names invalid pools only when nothing else could be allocated either.
+        if !inventory.invalid.is_empty() {
+            return Err(INVALID_POOLS.to_string());
+        }
         return Err(CANNOT_ALLOCATE.to_string());
     }
     let chosen = search.chosen;
@@ -337,10 +478,57 @@ fn want(
     })
 }
 
+/// Per pool, what devices draw on each `(counter set, counter)`.
+type Drawn = BTreeMap<(String, String), BTreeMap<(String, String), Quantity>>;
+
+/// What the devices `taken` by other allocations draw on the pools' `counters` (upstream's
+/// available counters, kept as the draws on them rather than what is left).
+fn drawn_by(
+    counters: &BTreeMap<(String, String), PoolCounters>,
+    taken: &HashSet<(String, String, String)>,
+) -> Result<Drawn, String> {
+    let mut drawn = Drawn::new();
+    for ((driver, pool), pool_counters) in counters {
+        let mut sums = BTreeMap::new();
+        for (device, draws) in &pool_counters.draws {
+            if taken.contains(&(driver.clone(), pool.clone(), device.clone())) {
+                add_draws(&mut sums, draws)?;
+            }
+        }
+        drawn.insert((driver.clone(), pool.clone()), sums);
+    }
+    Ok(drawn)
+}
+
+/// Adds `draws` to the per-counter `sums`.
+fn add_draws(
+    sums: &mut BTreeMap<(String, String), Quantity>,
+    draws: &[Draw],
+) -> Result<(), String> {
+    for draw in draws {
+        let key = (draw.set.clone(), draw.counter.clone());
+        let sum = match sums.get(&key) {
+            Some(sum) => sum.checked_add(&draw.amount).ok_or_else(|| {
+                format!(
+                    "counter {} of counter set {}: sum out of range",
+                    draw.counter, draw.set
+                )
+            })?,
+            None => draw.amount.clone(),
+        };
+        sums.insert(key, sum);
+    }
+    Ok(())
+}
+
 /// The backtracking search's state.
 struct Search<'a> {
     devices: &'a [Device],
     taken: &'a HashSet<(String, String, String)>,
+    /// The pools' shared counters.
+    counters: &'a BTreeMap<(String, String), PoolCounters>,
+    /// What the devices of other allocations draw on them.
+    drawn: Drawn,
     constraints: &'a [(Vec<String>, String)],
     budget: usize,
     /// Devices chosen so far, with the want they satisfy.
@@ -365,9 +553,14 @@ impl<'a> Search<'a> {
                         continue;
                     }
                     let mark = self.chosen.len();
-                    if matching.iter().all(|d| self.take(want, *d))
-                        && self.requests(alternatives, i + 1)?
-                    {
+                    let mut all_taken = true;
+                    for &d in matching {
+                        if !self.take(want, d)? {
+                            all_taken = false;
+                            break;
+                        }
+                    }
+                    if all_taken && self.requests(alternatives, i + 1)? {
                         return Ok(true);
                     }
                     self.undo(mark);
@@ -401,7 +594,7 @@ impl<'a> Search<'a> {
             }
             self.budget -= 1;
             let mark = self.chosen.len();
-            if self.take(want, d) && self.pick(want, candidates, k + 1, n - 1, alternatives, i)? {
+            if self.take(want, d)? && self.pick(want, candidates, k + 1, n - 1, alternatives, i)? {
                 return Ok(true);
             }
             self.undo(mark);
@@ -422,10 +615,13 @@ impl<'a> Search<'a> {
             .collect()
     }
 
-    /// Takes device `d` for `want` if the constraints allow it.
-    fn take(&mut self, want: &'a Want, d: usize) -> bool {
+    /// Takes device `d` for `want` if its pool's shared counters and the constraints allow it.
+    fn take(&mut self, want: &'a Want, d: usize) -> Result<bool, String> {
         if self.used.contains(&d) {
-            return false;
+            return Ok(false);
+        }
+        if !self.counters_allow(d)? {
+            return Ok(false);
         }
         for (requests, attribute) in self.constraints {
             let applies =
@@ -434,19 +630,68 @@ impl<'a> Search<'a> {
                 continue;
             }
             let Some(value) = attribute_of(&self.devices[d], attribute) else {
-                return false; // a constrained device must have the attribute
+                return Ok(false); // a constrained device must have the attribute
             };
             let conflict = self.chosen.iter().any(|(w, other)| {
                 applies(&w.request)
                     && attribute_of(&self.devices[*other], attribute) != Some(value.clone())
             });
             if conflict {
-                return false;
+                return Ok(false);
             }
         }
         self.used.insert(d);
         self.chosen.push((want, d));
-        true
+        Ok(true)
+    }
+
+    /// Whether device `d` draws on its pool's counters when picked: it draws on some, and is
+    /// not a device allowing multiple allocations that another allocation holds already
+    /// (upstream skips the counter check for those: their draw is counted once).
+    fn draws_when_picked(&self, d: usize) -> bool {
+        let device = &self.devices[d];
+        if device.draws.is_empty() {
+            return false;
+        }
+        !(device.shareable && self.taken.contains(&device.id()))
+    }
+
+    /// Whether the shared counters of device `d`'s pool can take its draws on top of those of
+    /// the other allocations and of the devices picked so far (upstream's
+    /// `checkAvailableCounters`: every counter of the pool is checked, so an overdrawn
+    /// counter keeps all the pool's drawing devices out). Backtracking drops a pick from
+    /// `chosen`, which gives its draws back.
+    fn counters_allow(&self, d: usize) -> Result<bool, String> {
+        if !self.draws_when_picked(d) {
+            return Ok(true);
+        }
+        let device = &self.devices[d];
+        let pool = (device.driver.clone(), device.pool.clone());
+        let Some(pool_counters) = self.counters.get(&pool) else {
+            return Ok(false); // draws on counters its pool does not publish
+        };
+        let mut sums = self.drawn.get(&pool).cloned().unwrap_or_default();
+        for &(_, other) in &self.chosen {
+            let picked = &self.devices[other];
+            if picked.driver == device.driver
+                && picked.pool == device.pool
+                && self.draws_when_picked(other)
+            {
+                add_draws(&mut sums, &picked.draws)?;
+            }
+        }
+        add_draws(&mut sums, &device.draws)?;
+        for (set, counters) in &pool_counters.sets {
+            for (counter, value) in counters {
+                if sums
+                    .get(&(set.clone(), counter.clone()))
+                    .is_some_and(|sum| sum.cmp(value).is_gt())
+                {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// Drops choices made after `mark`.
@@ -536,7 +781,7 @@ mod tests {
             "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1}, "devices": devices}})
     }
 
-    fn gpus() -> Vec<Device> {
+    fn gpus() -> Inventory {
         devices_on(
             &[slice(
                 "s",
@@ -593,6 +838,7 @@ mod tests {
         let new = slice("new", "d", json!([{"name": "x2"}]));
         let found = devices_on(&[old, new, partial, elsewhere, everywhere], NODE);
         let ids: Vec<(String, bool)> = found
+            .devices
             .iter()
             .map(|d| (d.name.clone(), d.node_local))
             .collect();
@@ -703,20 +949,250 @@ mod tests {
     #[test]
     fn taints_need_tolerations_and_admin_access_shares() {
         let mut devices = gpus();
-        devices.truncate(1);
-        devices[0].taints = vec![json!({"key": "broken", "effect": "NoSchedule"})];
+        devices.devices.truncate(1);
+        devices.devices[0].taints = vec![json!({"key": "broken", "effect": "NoSchedule"})];
         let plain = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu"}}]));
         assert!(allocate(&plain, &classes(), &devices, &HashSet::new(), NODE).is_err());
         let tolerating = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
             "tolerations": [{"key": "broken", "operator": "Exists"}]}}]));
         assert!(allocate(&tolerating, &classes(), &devices, &HashSet::new(), NODE).is_ok());
-        devices[0].taints.clear();
-        let taken = HashSet::from([devices[0].id()]);
+        devices.devices[0].taints.clear();
+        let taken = HashSet::from([devices.devices[0].id()]);
         assert!(allocate(&plain, &classes(), &devices, &taken, NODE).is_err());
         let admin = claim(
             json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "adminAccess": true}}]),
         );
         let got = allocate(&admin, &classes(), &devices, &taken, NODE).expect("allocates");
         assert_eq!(got["devices"]["results"][0]["adminAccess"], true);
+    }
+
+    /// A pool `gpu.example.com/korral-node` of two slices: the counter sets (`gpu-0`, 40Gi
+    /// of memory, and `gpu-1`, 40Gi) in a slice naming another node, and `devices` drawing
+    /// on them in a slice on the node.
+    fn partitioned(devices: Value) -> Vec<Value> {
+        let pool = json!({"name": NODE, "generation": 1, "resourceSliceCount": 2});
+        vec![
+            json!({"metadata": {"name": "counters"}, "spec": {"driver": "gpu.example.com",
+                "nodeName": "elsewhere", "pool": pool, "sharedCounters": [
+                    {"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}},
+                    {"name": "gpu-1", "counters": {"memory": {"value": "40960Mi"}}}]}}),
+            json!({"metadata": {"name": "devices"}, "spec": {"driver": "gpu.example.com",
+                "nodeName": NODE, "pool": pool, "devices": devices}}),
+        ]
+    }
+
+    /// A device drawing `memory` on counter set `set`, its name in its `id` attribute.
+    fn partition(name: &str, set: &str, memory: &str) -> Value {
+        json!({"name": name, "attributes": {"id": {"string": name}},
+            "consumesCounters": [{"counterSet": set,
+            "counters": {"memory": {"value": memory}}}]})
+    }
+
+    /// The whole first GPU, its two halves, and the whole second GPU.
+    fn halves() -> Inventory {
+        devices_on(
+            &partitioned(json!([
+                partition("whole", "gpu-0", "40Gi"),
+                partition("half-a", "gpu-0", "20Gi"),
+                partition("half-b", "gpu-0", "20480Mi"),
+                partition("other", "gpu-1", "40Gi"),
+            ])),
+            NODE,
+        )
+    }
+
+    fn id(device: &str) -> (String, String, String) {
+        (
+            "gpu.example.com".to_string(),
+            NODE.to_string(),
+            device.to_string(),
+        )
+    }
+
+    #[test]
+    fn counters_exhausted_by_a_pick_move_to_the_next_device() {
+        let inventory = halves();
+        // The counter sets come from a slice naming another node; the draws are parsed.
+        assert_eq!(inventory.devices.len(), 4);
+        assert_eq!(inventory.devices[1].draws[0].set, "gpu-0");
+        let two = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 2}}]));
+        let got = allocate(&two, &classes(), &inventory, &HashSet::new(), NODE).expect("allocates");
+        // The whole first GPU leaves nothing of its memory to its halves.
+        assert_eq!(names(&got), ["g=whole", "g=other"]);
+        let three =
+            claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 3}}]));
+        let got =
+            allocate(&three, &classes(), &inventory, &HashSet::new(), NODE).expect("allocates");
+        assert_eq!(names(&got), ["g=half-a", "g=half-b", "g=other"]);
+        let four = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 4}}]));
+        assert_eq!(
+            allocate(&four, &classes(), &inventory, &HashSet::new(), NODE),
+            Err(CANNOT_ALLOCATE.to_string())
+        );
+        // All: every matching device, whose draws together exceed the counters.
+        let all = claim(
+            json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}]),
+        );
+        assert_eq!(
+            allocate(&all, &classes(), &inventory, &HashSet::new(), NODE),
+            Err(CANNOT_ALLOCATE.to_string())
+        );
+    }
+
+    #[test]
+    fn backtracking_gives_counters_back() {
+        // The first request takes the whole GPU first; the second then finds no half with
+        // memory left, so the search goes back and gives the whole GPU's memory back.
+        let spec = claim(json!([
+            {"name": "any", "exactly": {"deviceClassName": "gpu"}},
+            {"name": "half", "exactly": {"deviceClassName": "gpu",
+                "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].id.startsWith('half')"}}]}}]));
+        let got = allocate(&spec, &classes(), &halves(), &HashSet::new(), NODE).expect("allocates");
+        assert_eq!(names(&got), ["any=half-a", "half=half-b"]);
+        // firstAvailable falls back the same way.
+        let spec = claim(json!([
+            {"name": "gpu", "firstAvailable": [
+                {"name": "two-halves", "deviceClassName": "gpu", "count": 2,
+                    "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].id != 'half-b'"}}]},
+                {"name": "one", "deviceClassName": "gpu"}]},
+            {"name": "more", "exactly": {"deviceClassName": "gpu", "count": 2}}]));
+        let got = allocate(&spec, &classes(), &halves(), &HashSet::new(), NODE).expect("allocates");
+        // two-halves: whole + other leave no memory to `more`, half-a + other leave only
+        // half-b; `one`: whole leaves only other; half-a leaves half-b and other.
+        assert_eq!(names(&got), ["gpu/one=half-a", "more=half-b", "more=other"]);
+    }
+
+    #[test]
+    fn devices_of_other_allocations_draw_on_the_counters() {
+        // A half held by another claim, on another node's slice of the same pool.
+        let mut slices = partitioned(json!([
+            partition("whole", "gpu-0", "40Gi"),
+            partition("half-b", "gpu-0", "20Gi"),
+        ]));
+        slices[0]["spec"]["pool"]["resourceSliceCount"] = json!(3);
+        slices[1]["spec"]["pool"]["resourceSliceCount"] = json!(3);
+        slices.push(json!({"metadata": {"name": "remote"}, "spec": {"driver": "gpu.example.com",
+            "nodeName": "elsewhere", "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 3},
+            "devices": [partition("half-a", "gpu-0", "20Gi")]}}));
+        let inventory = devices_on(&slices, NODE);
+        let names_on: Vec<&str> = inventory.devices.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names_on, ["whole", "half-b"]);
+        let whole = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
+            "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].id == 'whole'"}}]}}]));
+        let taken = HashSet::from([id("half-a")]);
+        assert_eq!(
+            allocate(&whole, &classes(), &inventory, &taken, NODE),
+            Err(CANNOT_ALLOCATE.to_string())
+        );
+        let any = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu"}}]));
+        let got = allocate(&any, &classes(), &inventory, &taken, NODE).expect("allocates");
+        assert_eq!(names(&got), ["g=half-b"]);
+        // Released: the whole GPU is free again.
+        let got =
+            allocate(&whole, &classes(), &inventory, &HashSet::new(), NODE).expect("allocates");
+        assert_eq!(names(&got), ["g=whole"]);
+        // Admin access passes devices in use but not the counters they draw on.
+        let admin = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
+            "adminAccess": true, "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].id == 'whole'"}}]}}]));
+        assert_eq!(
+            allocate(&admin, &classes(), &inventory, &taken, NODE),
+            Err(CANNOT_ALLOCATE.to_string())
+        );
+    }
+
+    #[test]
+    fn shared_devices_draw_once() {
+        let mut inventory = halves();
+        for device in &mut inventory.devices {
+            device.shareable = device.name == "whole";
+        }
+        // Held by another claim and shared: its draw is counted once, so it stays a
+        // candidate while the halves do not fit.
+        let taken = HashSet::from([id("whole")]);
+        let spec = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
+            "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].id != 'other'"}}]}}]));
+        let got = allocate(&spec, &classes(), &inventory, &taken, NODE).expect("allocates");
+        assert_eq!(names(&got), ["g=whole"]);
+        let halves_only = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
+            "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].id.startsWith('half')"}}]}}]));
+        assert!(allocate(&halves_only, &classes(), &inventory, &taken, NODE).is_err());
+    }
+
+    #[test]
+    fn pools_with_and_without_counters_and_invalid_pools() {
+        let mut slices = partitioned(json!([
+            partition("whole", "gpu-0", "40Gi"),
+            partition("half-a", "gpu-0", "20Gi"),
+        ]));
+        // A plain pool of another driver, and a pool drawing on counters it does not have.
+        slices.push(slice(
+            "plain",
+            "gpu.example.com",
+            json!([{"name": "plain-0"}]),
+        ));
+        slices[2]["spec"]["pool"]["name"] = json!("plain");
+        let mut broken = slice(
+            "broken",
+            "gpu.example.com",
+            json!([partition("bad", "missing", "1")]),
+        );
+        broken["spec"]["pool"]["name"] = json!("broken");
+        slices.push(broken);
+        let mut unknown = partitioned(json!([partition("odd", "gpu-0", "1")]));
+        for s in &mut unknown {
+            s["spec"]["pool"]["name"] = json!("unknown");
+            s["metadata"]["name"] = json!(format!("unknown-{}", s["metadata"]["name"]));
+        }
+        unknown[1]["spec"]["devices"][0]["consumesCounters"][0]["counters"] =
+            json!({"cores": {"value": "1"}});
+        slices.extend(unknown);
+        let mut twice = partitioned(json!([{"name": "dup"}]));
+        for s in &mut twice {
+            s["spec"]["pool"]["name"] = json!("twice");
+        }
+        twice[1]["spec"]
+            .as_object_mut()
+            .expect("spec")
+            .remove("devices");
+        twice[1]["spec"]["sharedCounters"] = json!([{"name": "gpu-0", "counters": {}}]);
+        slices.extend(twice);
+        let inventory = devices_on(&slices, NODE);
+        let found: Vec<&str> = inventory.devices.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(found, ["whole", "half-a", "plain-0"]);
+        assert_eq!(
+            inventory.invalid,
+            [
+                (
+                    "gpu.example.com/broken".to_string(),
+                    "counter set missing not found".to_string()
+                ),
+                (
+                    "gpu.example.com/twice".to_string(),
+                    "duplicate counter set name gpu-0".to_string()
+                ),
+                (
+                    "gpu.example.com/unknown".to_string(),
+                    "counter cores not found in counter set gpu-0".to_string()
+                ),
+            ]
+        );
+        assert_eq!(inventory.counters.len(), 1);
+        let two = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 2}}]));
+        let got = allocate(&two, &classes(), &inventory, &HashSet::new(), NODE).expect("allocates");
+        assert_eq!(names(&got), ["g=whole", "g=plain-0"]);
+        // Not enough: upstream then names the invalid pools.
+        let three =
+            claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 3}}]));
+        assert_eq!(
+            allocate(&three, &classes(), &inventory, &HashSet::new(), NODE),
+            Err(INVALID_POOLS.to_string())
+        );
+        let all = claim(
+            json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}]),
+        );
+        assert_eq!(
+            allocate(&all, &classes(), &inventory, &HashSet::new(), NODE),
+            Err("request g: asks for all devices, but resource pool gpu.example.com/broken is currently invalid".to_string())
+        );
     }
 }

@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Value, json};
 
 use super::access::{self, Actor};
-use super::allocator::{self, CANNOT_ALLOCATE};
+use super::allocator::{self, CANNOT_ALLOCATE, INVALID_POOLS};
 use super::pods::NODE_NAME;
 use crate::error::ApiError;
 use crate::meta;
@@ -255,7 +255,7 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
             .any(|r| text(r, "resource") == "pods" && text(r, "uid") == pod_uid)
     };
     // Allocate what is not allocated yet, devices taken by earlier claims of the Pod included.
-    let devices = allocator::devices_on(
+    let inventory = allocator::devices_on(
         &access::list_all(objects, GROUP, "resourceslices")
             .iter()
             .map(|s| s.as_ref().clone())
@@ -280,7 +280,7 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
             continue;
         }
         let spec = claim.get("spec").cloned().unwrap_or_else(|| json!({}));
-        match allocator::allocate(&spec, &classes, &devices, &taken, NODE_NAME) {
+        match allocator::allocate(&spec, &classes, &inventory, &taken, NODE_NAME) {
             Ok(allocation) => {
                 for result in results(&allocation) {
                     if result["adminAccess"].as_bool() != Some(true) {
@@ -289,7 +289,9 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
                 }
                 allocations.push(Some(allocation));
             }
-            Err(reason) if reason == CANNOT_ALLOCATE => return Ok(unschedulable(CANNOT_ALLOCATE)),
+            Err(reason) if reason == CANNOT_ALLOCATE || reason == INVALID_POOLS => {
+                return Ok(unschedulable(&reason));
+            }
             Err(reason) => {
                 return Ok(Verdict::Unschedulable(format!(
                     "0/1 nodes are available: 1 {CANNOT_ALLOCATE}: claim {ns}/{}: {reason}.",
