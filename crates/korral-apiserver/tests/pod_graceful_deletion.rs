@@ -430,3 +430,121 @@ async fn kubectl_shows_pods_on_a_node_without_kubelet_terminating() {
     let left = pods.list(&ListParams::default()).await.expect("list");
     assert!(left.items.is_empty());
 }
+
+#[tokio::test]
+async fn deleting_a_namespace_finishes_once_the_kubelet_stopped_its_pods() {
+    let env = sim_env().await;
+    create_namespace(&env.client(), "short-lived").await;
+    let pods: Api<Pod> = Api::namespaced(env.client(), "short-lived");
+    let p: Pod = serde_json::from_value(pod("app", "", json!({}))).expect("pod");
+    pods.create(&PostParams::default(), &p)
+        .await
+        .expect("create");
+    let running = wait_running(&pods, "app").await;
+    let rv = running.metadata.resource_version.unwrap_or_default();
+    let (code, body) = call(&env, "DELETE", "/api/v1/namespaces/short-lived", None).await;
+    assert_eq!(code, 200, "{body}");
+    wait_until(WAIT, "the namespace gone", || async {
+        call(&env, "GET", "/api/v1/namespaces/short-lived", None)
+            .await
+            .0
+            == 404
+    })
+    .await
+    .expect("namespace gone");
+    // Its pod was deleted gracefully, stopped by the kubelet, then deleted by it: marked,
+    // stopped, grace period 0, gone.
+    let events = events_after(&pods, "app", &rv, 4).await;
+    let seen: Vec<(&str, Value, Value)> = events
+        .iter()
+        .map(|(k, o)| (k.as_str(), grace(o), o["status"]["phase"].clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("MODIFIED", json!(30), json!("Running")),
+            ("MODIFIED", json!(30), json!("Failed")),
+            ("MODIFIED", json!(0), json!("Failed")),
+            ("DELETED", json!(0), json!("Failed")),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn foreground_deletion_of_a_replica_set_waits_for_its_pods_to_be_stopped() {
+    let env = sim_env().await;
+    let sets = "/apis/apps/v1/namespaces/default/replicasets";
+    let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    create_ok(&env, sets, &rs).await;
+    let pods: Api<Pod> = Api::default_namespaced(env.client());
+    let running = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+    wait_until(WAIT, "two pods running", || async {
+        let list = pods.list(&ListParams::default().labels("app=web")).await;
+        list.is_ok_and(|l| l.items.iter().filter(|p| running(p)).count() == 2)
+    })
+    .await
+    .expect("running");
+    let list = pods
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .expect("list");
+    let rv = list.metadata.resource_version.unwrap_or_default();
+    let (code, body) = call(
+        &env,
+        "DELETE",
+        &format!("{sets}/web"),
+        Some(&json!({"propagationPolicy": "Foreground"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    wait_until(WAIT, "the replica set gone", || async {
+        call(&env, "GET", &format!("{sets}/web"), None).await.0 == 404
+    })
+    .await
+    .expect("gone");
+    assert!(
+        pods.list(&ListParams::default().labels("app=web"))
+            .await
+            .expect("list")
+            .items
+            .is_empty()
+    );
+    // Each pod was marked with its grace period, stopped (143), then deleted.
+    let params = WatchParams::default().labels("app=web");
+    let mut stream = pods.watch(&params, &rv).await.expect("watch").boxed();
+    let mut deleted = Vec::new();
+    let mut stopped = std::collections::BTreeSet::new();
+    while deleted.len() < 2 {
+        let event = tokio::time::timeout(WAIT, stream.try_next())
+            .await
+            .expect("an event in time")
+            .expect("a watch event")
+            .expect("the watch goes on");
+        match event {
+            WatchEvent::Modified(p) => {
+                let code = p
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.container_statuses.as_ref())
+                    .and_then(|c| c.first())
+                    .and_then(|c| c.state.as_ref())
+                    .and_then(|s| s.terminated.as_ref())
+                    .map(|t| t.exit_code);
+                if code == Some(143) {
+                    stopped.insert(p.metadata.name.unwrap_or_default());
+                }
+            }
+            WatchEvent::Deleted(p) => deleted.push(p.metadata.name.unwrap_or_default()),
+            _ => {}
+        }
+    }
+    deleted.sort();
+    assert_eq!(
+        stopped.into_iter().collect::<Vec<_>>(),
+        deleted,
+        "both pods stopped by SIGTERM before they went"
+    );
+}

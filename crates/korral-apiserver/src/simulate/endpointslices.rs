@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::access::{self, pod_active, pod_ready};
+use super::access::{self, pod_ready};
 use super::endpoints::{resolve_port, selects};
 use crate::error::ApiError;
 use crate::meta;
@@ -42,9 +42,11 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         return Ok(());
     };
     let selector = access::labels_of(&service, "spec.selector");
+    // As upstream (`ShouldPodBeInEndpoints` with terminating pods included): every pod that
+    // has not finished, terminating ones too.
     let pods: Vec<Object> = access::list(objects, "", "pods", ns)
         .into_iter()
-        .filter(|p| pod_active(p) && selects(&selector, p))
+        .filter(|p| !super::pods::terminal(p) && selects(&selector, p))
         .collect();
     let desired = desired(&service, &pods);
     let mut rest = existing.into_iter();
@@ -137,10 +139,13 @@ fn desired(service: &Value, pods: &[Object]) -> Value {
             continue;
         }
         ports.get_or_insert(resolved);
-        let ready = pod_ready(pod);
+        // Upstream's `podToEndpoint`: a terminating pod is never ready, serving while its
+        // readiness holds.
+        let serving = pod_ready(pod);
+        let terminating = meta::is_deleting(pod);
         let mut endpoint = json!({
             "addresses": [ip],
-            "conditions": {"ready": ready, "serving": ready, "terminating": false},
+            "conditions": {"ready": serving && !terminating, "serving": serving, "terminating": terminating},
             "targetRef": {"kind": "Pod", "namespace": meta::namespace(pod), "name": meta::name(pod), "uid": meta::uid(pod)},
         });
         if let Some(node) = meta::path(pod, "spec.nodeName").and_then(Value::as_str) {
@@ -236,6 +241,14 @@ mod tests {
         );
         assert_eq!(slice["endpoints"][1]["conditions"]["ready"], false);
         assert_eq!(slice["endpoints"][1]["targetRef"]["name"], "b");
+        // A terminating pod stays, not ready, serving while its readiness holds.
+        let mut going = (*pod("c", "10.0.0.3", true)).clone();
+        going["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:30Z");
+        let slice = desired(&service, &[Arc::new(going)]);
+        assert_eq!(
+            slice["endpoints"][0]["conditions"],
+            json!({"ready": false, "serving": true, "terminating": true})
+        );
         let empty = desired(&service, &[]);
         assert!(empty.get("endpoints").is_none() && empty.get("ports").is_none());
         assert!(managed_for(&slice, "web"));
