@@ -37,6 +37,17 @@ async fn server(wait: Duration) -> ApiServer {
     .expect("server")
 }
 
+/// A plain-HTTP server without priority and fairness.
+async fn server_without_apf() -> ApiServer {
+    ApiServer::start(ServerConfig {
+        tls: false,
+        enable_priority_and_fairness: false,
+        ..ServerConfig::in_memory()
+    })
+    .await
+    .expect("server")
+}
+
 fn request(method: &str, target: &str, headers: &str, body: &[u8]) -> Vec<u8> {
     let mut out =
         format!("{method} {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{headers}")
@@ -532,13 +543,7 @@ async fn classification_follows_changes_to_flow_schemas() {
 
 #[tokio::test]
 async fn without_priority_and_fairness_no_request_is_classified() {
-    let server = ApiServer::start(ServerConfig {
-        tls: false,
-        enable_priority_and_fairness: false,
-        ..ServerConfig::in_memory()
-    })
-    .await
-    .expect("server");
+    let server = server_without_apf().await;
     let r = send(&server, ALICE, "GET", CONFIGMAPS, &Value::Null).await;
     assert_eq!(r.code, 200);
     assert_eq!(r.header(FS_HEADER), None);
@@ -588,13 +593,7 @@ async fn flows_by_user_are_queued_apart() {
 /// deadline is read before any filter that could wait), and a well-formed one is served.
 #[tokio::test]
 async fn a_malformed_timeout_is_refused_without_priority_and_fairness() {
-    let server = ApiServer::start(ServerConfig {
-        tls: false,
-        enable_priority_and_fairness: false,
-        ..ServerConfig::in_memory()
-    })
-    .await
-    .expect("server");
+    let server = server_without_apf().await;
     let r = send(
         &server,
         "",
