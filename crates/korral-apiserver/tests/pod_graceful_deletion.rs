@@ -96,9 +96,22 @@ async fn finished_pods_are_deleted_at_once() {
         )
         .await;
         assert_eq!(code, 200, "{body}");
+        let rv = body["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         let (code, body) = delete(&env, name, Value::Null).await;
         assert_eq!(code, 200, "{body}");
         assert_eq!(get(&env, name).await.0, 404, "{phase}");
+        // Through the graceful path with period 0, whatever the pod's own period.
+        let pods: Api<Pod> = Api::default_namespaced(env.client());
+        let events = events_after(&pods, name, &rv, 2).await;
+        let seen: Vec<(&str, Value)> = events.iter().map(|(k, o)| (k.as_str(), grace(o))).collect();
+        assert_eq!(
+            seen,
+            [("MODIFIED", json!(0)), ("DELETED", json!(0))],
+            "{phase}"
+        );
     }
 }
 
@@ -389,7 +402,8 @@ async fn kubectl_delete_waits_for_the_simulated_kubelet() {
     pods.create(&PostParams::default(), &p)
         .await
         .expect("create");
-    wait_running(&pods, "web").await;
+    let running = wait_running(&pods, "web").await;
+    let rv = running.metadata.resource_version.unwrap_or_default();
     let started = Instant::now();
     let (ok, out, err) = kubectl(&env, cache.path(), &["delete", "pod", "web"]).await;
     let elapsed = started.elapsed();
@@ -400,6 +414,21 @@ async fn kubectl_delete_waits_for_the_simulated_kubelet() {
         "kubectl took {elapsed:?}"
     );
     assert!(pods.get_opt("web").await.expect("get").is_none());
+    // kubectl waited for the kubelet: marked, stopped, grace period 0, gone.
+    let events = events_after(&pods, "web", &rv, 4).await;
+    let phases: Vec<(&str, Value)> = events
+        .iter()
+        .map(|(k, o)| (k.as_str(), o["status"]["phase"].clone()))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            ("MODIFIED", json!("Running")),
+            ("MODIFIED", json!("Failed")),
+            ("MODIFIED", json!("Failed")),
+            ("DELETED", json!("Failed")),
+        ]
+    );
 }
 
 #[tokio::test]
