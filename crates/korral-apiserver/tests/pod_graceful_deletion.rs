@@ -577,3 +577,62 @@ async fn foreground_deletion_of_a_replica_set_waits_for_its_pods_to_be_stopped()
         "both pods stopped by SIGTERM before they went"
     );
 }
+
+#[tokio::test]
+async fn replica_sets_and_deployments_count_their_terminating_pods() {
+    let env = sim_env().await;
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let sets = "/apis/apps/v1/namespaces/default/replicasets";
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    create_ok(&env, deployments, &d).await;
+    let status_of = |path: String| {
+        let env = &env;
+        async move { call(env, "GET", &path, None).await.1["status"].clone() }
+    };
+    wait_until(WAIT, "the deployment available", || async {
+        let s = status_of(format!("{deployments}/web")).await;
+        s["availableReplicas"] == 1 && s["terminatingReplicas"] == 0
+    })
+    .await
+    .expect("available");
+    let (_, list) = call(
+        &env,
+        "GET",
+        &format!("{sets}?labelSelector=app%3Dweb"),
+        None,
+    )
+    .await;
+    let rs = list["items"][0].clone();
+    let rs_name = rs["metadata"]["name"].as_str().unwrap_or("").to_string();
+    assert_eq!(rs["status"]["terminatingReplicas"], 0, "{rs}");
+    // A pod the ReplicaSet adopts on a node no kubelet runs: one too many, so the controller
+    // deletes it (the unready one first); it stays terminating.
+    let mut stray = pod("stray", "node-1", json!({}));
+    stray["metadata"]["labels"] = rs["spec"]["selector"]["matchLabels"].clone();
+    create_ok(&env, PODS, &stray).await;
+    wait_until(WAIT, "the stray pod counted terminating", || async {
+        let rs = status_of(format!("{sets}/{rs_name}")).await;
+        let d = status_of(format!("{deployments}/web")).await;
+        rs["terminatingReplicas"] == 1
+            && rs["replicas"] == 1
+            && d["terminatingReplicas"] == 1
+            && d["replicas"] == 1
+    })
+    .await
+    .expect("terminating counted");
+    let (_, stray) = get(&env, "stray").await;
+    assert_eq!(grace(&stray), 30, "{stray}");
+    // Gone: counted no more.
+    let (code, body) = delete(&env, "stray", json!({"gracePeriodSeconds": 0})).await;
+    assert_eq!(code, 200, "{body}");
+    wait_until(WAIT, "nothing terminating", || async {
+        let rs = status_of(format!("{sets}/{rs_name}")).await;
+        let d = status_of(format!("{deployments}/web")).await;
+        rs["terminatingReplicas"] == 0 && d["terminatingReplicas"] == 0
+    })
+    .await
+    .expect("none terminating");
+}

@@ -792,6 +792,15 @@ async fn write_status(
     if unavailable > 0 {
         status.insert("unavailableReplicas".into(), json!(unavailable));
     }
+    // Upstream's `GetTerminatingReplicaCountForReplicaSets`: the sum of its ReplicaSets'
+    // `terminatingReplicas`, unknown while one of them does not report it.
+    let terminating: Option<i64> = all
+        .iter()
+        .map(|rs| meta::path(rs, "status.terminatingReplicas").and_then(Value::as_i64))
+        .sum();
+    if let Some(terminating) = terminating {
+        status.insert("terminatingReplicas".into(), json!(terminating));
+    }
     if let Some(c) = meta::path(d, "status.collisionCount") {
         status.insert("collisionCount".into(), c.clone());
     }

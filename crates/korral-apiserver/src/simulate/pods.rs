@@ -1,6 +1,9 @@
 //! The simulated scheduler and kubelet: one Node, and Pods that get scheduled, start and turn
 //! Ready (Job Pods then complete).
 //!
+//! The kubelet runs only the simulated node's Pods: a Pod bound to another node (by a client)
+//! is left as it is, as no kubelet runs it.
+//!
 //! Every step is its own write, as upstream's scheduler and kubelet make them: a new Pod is
 //! bound to the node (`spec.nodeName`, `PodScheduled`, still `Pending`); then it runs (IPs,
 //! `startTime`, container statuses, all conditions `True`, `Running`); a Pod of a Job then
@@ -253,6 +256,10 @@ pub async fn reconcile(
         }
         // The scheduler binds the pod through `pods/binding` (which also sets `PodScheduled`).
         return bind(objects, &info, &pod).await.map(|()| None);
+    }
+    if node != NODE_NAME {
+        // Bound to a node no simulated kubelet runs: it stays as it is, as on a cluster.
+        return Ok(None);
     }
     if phase != "Running" {
         let ip = free_pod_ip(objects);

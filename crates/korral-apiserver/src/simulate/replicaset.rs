@@ -151,7 +151,9 @@ pub async fn reconcile(
                 .then_with(|| created(b).cmp(created(a)))
                 .then_with(|| meta::name(a).cmp(meta::name(b)))
         });
-        delete_pods(objects, kind, &pod_info, &active[desired..]).await
+        // The first in that order go.
+        let surplus = active.len() - desired;
+        delete_pods(objects, kind, &pod_info, &active[..surplus]).await
     } else {
         Ok(())
     };
@@ -376,10 +378,17 @@ async fn write_status(
     failure: Option<(&str, String)>,
 ) -> Result<(), ApiError> {
     let ns = meta::namespace(rs).unwrap_or("");
-    let pods: Vec<_> = owned_pods(objects, ns, meta::uid(rs))
+    let (pods, others): (Vec<_>, Vec<_>) = owned_pods(objects, ns, meta::uid(rs))
         .into_iter()
-        .filter(|p| pod_active(p) && selector.matches(meta::labels(p)))
-        .collect();
+        .filter(|p| selector.matches(meta::labels(p)))
+        .partition(|p| pod_active(p));
+    // Upstream's `terminatingReplicas` (DeploymentReplicaSetTerminatingReplicas, on by default
+    // since v1.35): its pods being deleted that have not finished. ReplicationControllers have
+    // no such field.
+    let terminating = others
+        .iter()
+        .filter(|p| meta::is_deleting(p) && !super::pods::terminal(p))
+        .count();
     let template_labels = access::labels_of(rs, "spec.template.metadata.labels");
     let fully_labeled = pods
         .iter()
@@ -397,6 +406,9 @@ async fn write_status(
     status["readyReplicas"] = json!(ready);
     status["availableReplicas"] = json!(ready);
     status["observedGeneration"] = json!(access::generation(rs));
+    if kind.kind == REPLICA_SET.kind {
+        status["terminatingReplicas"] = json!(terminating);
+    }
     let mut conditions: Vec<Value> = status
         .get("conditions")
         .and_then(Value::as_array)
