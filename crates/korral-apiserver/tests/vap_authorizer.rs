@@ -37,7 +37,7 @@ fn policy() -> Value {
                 {"expression": "!has(object.data.owner) || authorizer.serviceAccount(object.metadata.namespace, object.data.owner).group('').resource('configmaps').namespace(object.metadata.namespace).check('update').allowed()",
                  "messageExpression": "'owner ' + object.data.owner + ' may not update configmaps'"},
                 {"expression": "!has(object.data.protected) || variables.mayDelete.allowed()",
-                 "messageExpression": "'protected configmaps need delete rights (' + string(variables.mayDelete.errored()) + ')'"},
+                 "messageExpression": "'protected configmaps need delete rights: ' + variables.mayDelete.reason()"},
                 {"expression": "!has(object.data.health) || authorizer.path('/healthz').check('get').allowed()",
                  "message": "health needs /healthz"}
             ]
@@ -149,7 +149,8 @@ async fn policies_ask_the_authorizer_about_the_requesting_user() {
         )
     );
 
-    // The request's own resource, through a decision kept in a variable.
+    // The request's own resource, through a decision kept in a variable. Message expressions
+    // run without the authorizer (upstream's), so this one fails and the expression is named.
     let protected = configmap("p", json!({}), json!({"protected": "1"}));
     let (code, _, status) = request(&writer, "POST", CMS, None, Some(protected.clone())).await;
     assert_eq!(code, 422, "{status}");
@@ -157,7 +158,9 @@ async fn policies_ask_the_authorizer_about_the_requesting_user() {
         status["message"],
         format!(
             "configmaps \"p\" is forbidden: {}",
-            denial("protected configmaps need delete rights (false)")
+            denial(
+                "failed expression: !has(object.data.protected) || variables.mayDelete.allowed()"
+            )
         )
     );
     let (code, _, body) = request(&boss, "POST", CMS, None, Some(protected)).await;
@@ -198,6 +201,19 @@ async fn authorizer_expressions_are_type_checked_and_costed() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
+    // A message expression may not ask the authorizer.
+    let mut asking = policy();
+    asking["metadata"]["name"] = json!("asking");
+    asking["spec"]["validations"] = json!([{"expression": "true",
+        "messageExpression": "authorizer.path('/x').check('get').reason()"}]);
+    let (code, status) = call(&env, "POST", VAP, Some(&asking)).await;
+    assert_eq!(code, 422, "{status}");
+    let message = status["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("spec.validations[0].messageExpression")
+            && message.contains("undeclared reference to 'authorizer'"),
+        "{message}"
+    );
     assert_eq!(warnings[0]["fieldRef"], "spec.validations[1].expression");
     let text = warnings[0]["warning"].as_str().unwrap_or("");
     assert!(

@@ -108,7 +108,15 @@ pub(crate) fn compile_mutation_cached(source: &str) -> Result<Arc<Mutation>, Str
 /// Compiles an admission expression; `params` allows the `params` variable.
 pub(crate) fn compile(source: &str, params: bool) -> Result<Program, String> {
     let program = parse(source)?;
-    bounded(program.expression(), params)?;
+    bounded(program.expression(), params, true)?;
+    Ok(program)
+}
+
+/// Compiles a ValidatingAdmissionPolicy `messageExpression`: as [`compile`], but without the
+/// authorizer (upstream declares it for every policy expression except these).
+pub(crate) fn compile_message(source: &str, params: bool) -> Result<Program, String> {
+    let program = parse(source)?;
+    bounded(program.expression(), params, false)?;
     Ok(program)
 }
 
@@ -118,9 +126,14 @@ fn parse(source: &str) -> Result<Program, String> {
     parse_in(env(), source).map_err(|e| e.to_string())
 }
 
-/// Checks that the cost model can bound `expr` over admission's variables.
-fn bounded(expr: &IdedExpr, params: bool) -> Result<(), String> {
-    let mut probe: Vec<(&str, Shape)> = VARIABLES.iter().map(|v| (*v, Shape::opaque(1))).collect();
+/// Checks that the cost model can bound `expr` over admission's variables (the authorizer's
+/// when `authorizer`).
+fn bounded(expr: &IdedExpr, params: bool, authorizer: bool) -> Result<(), String> {
+    let mut probe: Vec<(&str, Shape)> = VARIABLES
+        .iter()
+        .filter(|v| authorizer || !v.starts_with(authz::VARIABLE))
+        .map(|v| (*v, Shape::opaque(1)))
+        .collect();
     if params {
         probe.push(("params", Shape::opaque(1)));
     }
@@ -153,7 +166,7 @@ pub(crate) fn compile_mutation(source: &str) -> Result<Mutation, String> {
     let program = parse(source)?;
     let mut mismatches = Vec::new();
     let expr = rewrite(program.expression(), None, &mut mismatches)?;
-    bounded(&expr, true)?;
+    bounded(&expr, true, true)?;
     Ok(Mutation { expr, mismatches })
 }
 

@@ -269,11 +269,18 @@ fn evaluate_binding(
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
+        // Message expressions run without the authorizer, as upstream's (their variables
+        // are evaluated again without it): computed once, when a validation first fails.
+        let mut message_typed: Option<Vec<(&'static str, cel::Value)>> = None;
         for v in &validations {
             let expression = v.get("expression").and_then(Value::as_str).unwrap_or("");
             let failed = match eval(expression, &vars, &typed) {
                 Ok(Value::Bool(true)) => None,
-                Ok(Value::Bool(false)) => Some(message(v, expression, &vars, &typed)),
+                Ok(Value::Bool(false)) => {
+                    let without_authorizer =
+                        message_typed.get_or_insert_with(|| with_variables(policy, &vars, &[]));
+                    Some(message(v, expression, &vars, without_authorizer))
+                }
                 Ok(other) => (!fail_open).then(|| {
                     format!(
                         "expression '{expression}' resulted in error: no such overload: {other}"

@@ -1049,7 +1049,7 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
                 "must be non-empty if specified",
             ));
         } else if !message_expression.trim().is_empty()
-            && let Err(e) = crate::admission::cel::compile(message_expression, has_params)
+            && let Err(e) = crate::admission::cel::compile_message(message_expression, has_params)
         {
             errs.push(Cause::invalid(
                 child(&at, "messageExpression"),
