@@ -1713,6 +1713,7 @@ mod tests {
             scale: None,
             name_rule: NameRule::Subdomain,
             tracks_generation: true,
+            returns_deleted_object: true,
             field_selectors: vec![],
             actions: Vec::new(),
             connecters: Vec::new(),

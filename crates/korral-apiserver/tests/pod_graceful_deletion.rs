@@ -65,7 +65,30 @@ async fn unscheduled_pods_are_deleted_at_once() {
     let created = create_ok(&env, PODS, &pod("loose", "", json!({}))).await;
     let (code, body) = delete(&env, "loose", Value::Null).await;
     assert_eq!(code, 200, "{body}");
+    // Pods answer a delete with the deleted pod (upstream's `ReturnDeletedObject`), as do
+    // Services; ConfigMaps answer a `Status`.
+    assert_eq!(body["kind"], "Pod", "{body}");
+    assert_eq!(body["metadata"]["name"], "loose");
     assert_eq!(get(&env, "loose").await.0, 404);
+    let services = "/api/v1/namespaces/default/services";
+    create_ok(
+        &env,
+        services,
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                "spec": {"ports": [{"port": 80}]}}),
+    )
+    .await;
+    let (code, body) = call(&env, "DELETE", &format!("{services}/s"), None).await;
+    assert_eq!((code, &body["kind"]), (200, &json!("Service")), "{body}");
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    create_ok(
+        &env,
+        configmaps,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+    )
+    .await;
+    let (code, body) = call(&env, "DELETE", &format!("{configmaps}/c"), None).await;
+    assert_eq!((code, &body["kind"]), (200, &json!("Status")), "{body}");
     // As upstream's graceful path with period 0: the pod is written with its deletion
     // timestamp, then removed.
     let pods: Api<Pod> = Api::default_namespaced(env.client());

@@ -298,6 +298,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 status_subresource: meta::path(v, "subresources.status").is_some(),
                 scale,
                 name_rule: NameRule::Subdomain,
+                returns_deleted_object: true,
                 tracks_generation: true,
                 field_selectors: selectable_fields.clone(),
                 actions: Vec::new(),

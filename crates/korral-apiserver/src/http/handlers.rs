@@ -407,7 +407,7 @@ async fn serve_resource(
                     &*conversion::to_served_one(objects, &info, &obj).await?,
                 ),
                 Deleted::Gone(obj) => {
-                    if info.is_custom() {
+                    if info.returns_deleted_object {
                         output.respond(
                             StatusCode::OK,
                             &*conversion::to_served_one(objects, &info, &obj).await?,

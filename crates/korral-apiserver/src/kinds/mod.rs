@@ -66,6 +66,7 @@ pub(crate) struct KindDef {
     create_only: bool,
     read_only: bool,
     delete_collection: bool,
+    returns_deleted_object: bool,
     schema: Option<fn(&mut SchemaGenerator)>,
     actions: Vec<actions::Action>,
     connecters: Vec<connect::Connecter>,
@@ -110,6 +111,7 @@ impl KindDef {
             create_only: false,
             read_only: false,
             delete_collection: true,
+            returns_deleted_object: false,
             schema: None,
             actions: Vec::new(),
             connecters: Vec::new(),
@@ -266,6 +268,12 @@ impl KindDef {
         self
     }
 
+    /// A delete that removes an object answers with it (upstream's `ReturnDeletedObject`).
+    pub(crate) fn returns_deleted_object(mut self) -> Self {
+        self.returns_deleted_object = true;
+        self
+    }
+
     /// The resource info the registry serves.
     fn resource_info(&self) -> ResourceInfo {
         let mut verbs = standard_verbs();
@@ -297,6 +305,7 @@ impl KindDef {
             }),
             name_rule: self.name_rule,
             tracks_generation: self.generation,
+            returns_deleted_object: self.returns_deleted_object,
             field_selectors: self.fields.iter().map(|x| x.to_string()).collect(),
             custom: None,
             actions: self.actions.clone(),

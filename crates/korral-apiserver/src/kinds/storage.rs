@@ -109,6 +109,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             "StorageClass",
             StorageStrategy(Kind::StorageClass),
         )
+        .returns_deleted_object()
         .schema::<api::StorageClass>()
         .cluster_scoped()
         .short(&["sc"])

@@ -97,6 +97,10 @@ pub struct ResourceInfo {
     pub name_rule: NameRule,
     /// Whether `metadata.generation` tracks changes outside metadata and status.
     pub tracks_generation: bool,
+    /// Whether a delete that removes an object answers with the object (upstream's
+    /// `ReturnDeletedObject`: pods, services, service accounts, storage classes, custom
+    /// resources) rather than a `Status`.
+    pub returns_deleted_object: bool,
     /// Field selectors supported beyond `metadata.name` and `metadata.namespace`.
     pub field_selectors: Vec<String>,
     /// Present for custom resources.

@@ -253,6 +253,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
         .status()
         .printer(print::PERSISTENT_VOLUMES),
         KindDef::new("", "v1", "pods", "Pod", pod::PodStrategy)
+            .returns_deleted_object()
             .pod_spec("spec")
             .generation()
             .lists(POD_LISTS)
@@ -320,6 +321,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             .fields(&["type"])
             .printer(print::SECRETS),
         KindDef::new("", "v1", "serviceaccounts", "ServiceAccount", Plain)
+            .returns_deleted_object()
             .lists(SERVICE_ACCOUNT_LISTS)
             .action("token", "authentication.k8s.io", "v1", "TokenRequest")
             .schema::<api::ServiceAccount>()
@@ -332,6 +334,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             "Service",
             service::ServiceStrategy::new(),
         )
+        .returns_deleted_object()
         .schema::<api::Service>()
         .lists(SERVICE_LISTS)
         .short(&["svc"])
