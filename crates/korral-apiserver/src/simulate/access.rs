@@ -334,18 +334,9 @@ pub async fn delete(
 ) -> Result<(), ApiError> {
     let opts = DeleteOptions {
         propagation: Some(Propagation::Background),
-        precondition_uid: Some(meta::uid(obj).to_string()),
-        requester: Some(actor.user()),
         ..DeleteOptions::default()
     };
-    match objects
-        .delete(info, meta::namespace(obj), meta::name(obj), &opts)
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 404 => Ok(()),
-        Err(e) => Err(e),
-    }
+    delete_incarnation(objects, actor, info, obj, opts).await
 }
 
 /// Deletes this incarnation of `obj` (uid precondition) with grace period 0 as `actor`, as
@@ -358,9 +349,24 @@ pub async fn delete_at_once(
 ) -> Result<(), ApiError> {
     let opts = DeleteOptions {
         grace_period_seconds: Some(0),
+        ..DeleteOptions::default()
+    };
+    delete_incarnation(objects, actor, info, obj, opts).await
+}
+
+/// Deletes this incarnation of `obj` with `opts` as `actor`: gone, or replaced by a new
+/// object of the same name (the uid precondition fails), counts as done.
+async fn delete_incarnation(
+    objects: &Objects,
+    actor: Actor,
+    info: &Arc<ResourceInfo>,
+    obj: &Value,
+    opts: DeleteOptions,
+) -> Result<(), ApiError> {
+    let opts = DeleteOptions {
         precondition_uid: Some(meta::uid(obj).to_string()),
         requester: Some(actor.user()),
-        ..DeleteOptions::default()
+        ..opts
     };
     match objects
         .delete(info, meta::namespace(obj), meta::name(obj), &opts)
@@ -368,7 +374,7 @@ pub async fn delete_at_once(
     {
         Ok(_) => Ok(()),
         Err(e) if e.code == 404 => Ok(()),
-        // A new pod of the same name: this one is gone.
+        // A new object of the same name: this one is gone.
         Err(e) if e.code == 409 => Ok(()),
         Err(e) => Err(e),
     }

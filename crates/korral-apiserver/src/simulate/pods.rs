@@ -648,6 +648,12 @@ fn stop(pod: &mut Value, now: &str) {
                         != Some(0)
                 })
             });
+    end_phase(status, failed, now);
+}
+
+/// Writes a stopped pod's terminal phase (`Failed` when a container failed, else
+/// `Succeeded`), its readiness conditions and drops its IPs.
+fn end_phase(status: &mut Value, failed: bool, now: &str) {
     let (phase, reason) = if failed {
         ("Failed", "PodFailed")
     } else {
@@ -682,17 +688,7 @@ fn finish(pod: &mut Value, code: impl Fn(usize, &Value) -> i64, now: &str) {
             s["started"] = json!(false);
         }
     }
-    let (phase, reason) = if failed {
-        ("Failed", "PodFailed")
-    } else {
-        ("Succeeded", "PodCompleted")
-    };
-    status["phase"] = json!(phase);
-    set_readiness(status, "False", Some(reason), None, Some("False"), now);
-    if let Some(map) = status.as_object_mut() {
-        map.remove("podIP");
-        map.remove("podIPs");
-    }
+    end_phase(status, failed, now);
 }
 
 /// The pod's containers exit, each with its code (its annotation, else `fallback`), and are
