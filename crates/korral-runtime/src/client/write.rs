@@ -178,7 +178,8 @@ impl Client {
     }
 
     /// Deletes `namespace/name` (empty namespace: cluster-scoped). Returns the object while its
-    /// deletion waits on finalizers, `None` once it is gone (absent already counts as gone).
+    /// deletion waits (finalizers, a graceful deletion period, a Namespace's spec finalizers),
+    /// `None` once it is gone (absent already counts as gone).
     pub async fn delete<K>(
         &self,
         namespace: &str,
@@ -211,11 +212,24 @@ impl Client {
             );
         };
         match result {
+            // A dry run changes nothing: nothing to remember.
+            Ok(either) if params.dry_run => Ok(either.left()),
             Ok(either) => match either.left() {
-                Some(obj) => {
-                    self.remember(dt, &obj);
-                    Ok(Some(obj))
-                }
+                // Kinds with upstream's `ReturnDeletedObject` (Pods, Services, custom
+                // resources...) answer the object whether it is gone or still held: what
+                // the object says decides.
+                Some(obj) => match deletion_state(&obj) {
+                    DeletionState::Pending => {
+                        self.remember(dt, &obj);
+                        Ok(Some(obj))
+                    }
+                    DeletionState::Gone => {
+                        forget();
+                        Ok(None)
+                    }
+                    // Left to the cache, which the watch brings up to date.
+                    DeletionState::Unknown => Ok(Some(obj)),
+                },
                 None => {
                     forget();
                     Ok(None)
@@ -263,5 +277,85 @@ impl Client {
             })?;
         self.remember(&(), &applied);
         Ok(applied)
+    }
+}
+
+/// What an object returned by a delete says about its deletion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DeletionState {
+    /// Still stored: finalizers hold it, or its graceful deletion period has not run out.
+    Pending,
+    /// Removed: the answer is its last state (no deletion timestamp: removed without being
+    /// marked; or marked with period 0 and nothing holding it).
+    Gone,
+    /// Marked with period 0 and no metadata finalizer, but its spec lists finalizers (a
+    /// Namespace being terminated): the cache decides.
+    Unknown,
+}
+
+/// Reads the deletion state from an object a delete answered with.
+fn deletion_state<K: Object>(obj: &K) -> DeletionState {
+    let meta = obj.meta();
+    if meta.finalizers.as_ref().is_some_and(|f| !f.is_empty())
+        || meta.deletion_grace_period_seconds.is_some_and(|g| g > 0)
+    {
+        return DeletionState::Pending;
+    }
+    if meta.deletion_timestamp.is_none() {
+        return DeletionState::Gone;
+    }
+    let spec_finalizers = serde_json::to_value(obj).ok().is_some_and(|v| {
+        v.pointer("/spec/finalizers")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|f| !f.is_empty())
+    });
+    if spec_finalizers {
+        DeletionState::Unknown
+    } else {
+        DeletionState::Gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
+    use serde_json::json;
+
+    use super::{DeletionState, deletion_state};
+
+    fn pod(metadata: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({"metadata": metadata})).expect("pod")
+    }
+
+    /// A Pod deleted with period 0 is answered with its last state: gone, not pending (the
+    /// client remembered it as still there, and cached reads kept showing it).
+    #[test]
+    fn returned_objects_say_whether_their_deletion_is_pending() {
+        let at = "2026-01-01T00:00:00Z";
+        let cases = [
+            (json!({"name": "p"}), DeletionState::Gone),
+            (
+                json!({"name": "p", "deletionTimestamp": at, "deletionGracePeriodSeconds": 0}),
+                DeletionState::Gone,
+            ),
+            (
+                json!({"name": "p", "deletionTimestamp": at, "deletionGracePeriodSeconds": 30}),
+                DeletionState::Pending,
+            ),
+            (
+                json!({"name": "p", "deletionTimestamp": at, "deletionGracePeriodSeconds": 0,
+                       "finalizers": ["example.com/f"]}),
+                DeletionState::Pending,
+            ),
+        ];
+        for (metadata, want) in cases {
+            assert_eq!(deletion_state(&pod(metadata.clone())), want, "{metadata}");
+        }
+        let terminating: Namespace = serde_json::from_value(json!({
+            "metadata": {"name": "ns", "deletionTimestamp": at, "deletionGracePeriodSeconds": 0},
+            "spec": {"finalizers": ["kubernetes"]},
+        }))
+        .expect("namespace");
+        assert_eq!(deletion_state(&terminating), DeletionState::Unknown);
     }
 }
