@@ -336,6 +336,16 @@ impl Scope<'_> {
             .find(|(n, _)| *n == name)
             .map(|(_, s)| s)
     }
+
+    /// The variable named `namespace.field` (without building the name: this runs for every
+    /// selection of every rule).
+    fn lookup_qualified(&self, namespace: &str, field: &str) -> Option<&Shape> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| super::qualified_name_is(n, namespace, field))
+            .map(|(_, s)| s)
+    }
 }
 
 /// An upper bound on the work of evaluating `expr` with the given variables' shapes.
@@ -396,7 +406,7 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
             // field of its prefix, as in cel-go.
             if let Expr::Ident(ns) = &sel.operand.expr
                 && !sel.test
-                && let Some(shape) = scope.lookup(&format!("{ns}.{}", sel.field))
+                && let Some(shape) = scope.lookup_qualified(ns, &sel.field)
             {
                 return Ok(Bound {
                     cost: 1,

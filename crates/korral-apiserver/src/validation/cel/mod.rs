@@ -829,5 +829,13 @@ fn verdict_cause(
     }
 }
 
+/// Whether `name` is `namespace.field` (a qualified variable such as
+/// `authorizer.requestResource`), compared without building the joined name.
+pub(crate) fn qualified_name_is(name: &str, namespace: &str, field: &str) -> bool {
+    name.strip_prefix(namespace)
+        .and_then(|rest| rest.strip_prefix('.'))
+        == Some(field)
+}
+
 #[cfg(test)]
 mod tests;

@@ -122,6 +122,15 @@ impl Checker<'_> {
             .map(|(_, t)| t.clone())
     }
 
+    /// The type of the variable named `namespace.field`.
+    fn lookup_qualified(&self, namespace: &str, field: &str) -> Option<Ty> {
+        self.scope
+            .iter()
+            .rev()
+            .find(|(n, _)| super::qualified_name_is(n, namespace, field))
+            .map(|(_, t)| t.clone())
+    }
+
     fn undeclared(&mut self, id: u64, name: &str) -> Ty {
         self.error(
             id,
@@ -160,7 +169,7 @@ impl Checker<'_> {
                 // a field of its prefix.
                 if let Expr::Ident(ns) = &sel.operand.expr
                     && !sel.test
-                    && let Some(t) = self.lookup(&format!("{ns}.{}", sel.field))
+                    && let Some(t) = self.lookup_qualified(ns, &sel.field)
                 {
                     return t;
                 }
