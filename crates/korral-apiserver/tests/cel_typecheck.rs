@@ -108,6 +108,31 @@ async fn rules_must_be_bool_and_message_expressions_strings() {
         "cel expression must evaluate to a bool",
     )
     .await;
+    // `dyn` is not `bool`: an int-or-string field alone is refused, a comparison of it is not.
+    refused(
+        &env,
+        "dynrules",
+        "self.port",
+        "cel expression must evaluate to a bool",
+    )
+    .await;
+    refused(
+        &env,
+        "dynbranches",
+        "has(self.name) ? true : self.port",
+        "cel expression must evaluate to a bool",
+    )
+    .await;
+    create_ok(
+        &env,
+        CRDS,
+        &rules_crd(
+            "dyncompared",
+            json!([{"rule": "self.port == 80 || self.port == 'http'",
+                    "messageExpression": "'port ' + string(self.port)"}]),
+        ),
+    )
+    .await;
     let rule = "self.replicas > 0";
     let answer = call(
         &env,
@@ -128,6 +153,28 @@ async fn rules_must_be_bool_and_message_expressions_strings() {
         &answer,
         &format!(
             "CustomResourceDefinition.apiextensions.k8s.io \"messages.{GROUP}\" is invalid: {field}: {message}"
+        ),
+        &[("FieldValueInvalid", &message, &field)],
+    );
+    // Nor is a `dyn` message expression a `string`.
+    let answer = call(
+        &env,
+        "POST",
+        CRDS,
+        Some(&rules_crd(
+            "dynmessages",
+            json!([{"rule": rule, "messageExpression": "self.port"}]),
+        )),
+    )
+    .await;
+    let message = format!(
+        "Invalid value: {}: messageExpression must evaluate to a string",
+        rendered(rule, "self.port")
+    );
+    assert_invalid(
+        &answer,
+        &format!(
+            "CustomResourceDefinition.apiextensions.k8s.io \"dynmessages.{GROUP}\" is invalid: {field}: {message}"
         ),
         &[("FieldValueInvalid", &message, &field)],
     );

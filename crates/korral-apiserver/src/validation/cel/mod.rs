@@ -258,7 +258,9 @@ impl SchemaCheck<'_> {
                     &rule.render(),
                     &format!("compilation failed: {e}"),
                 )),
-                Ok(ty) if !check::may_be(&ty, &Ty::Bool) => self.out.push(invalid_rendered(
+                // Exactly `bool`, as upstream compares the checked output type: a `dyn` rule
+                // (`self.intOrString`) is refused too.
+                Ok(ty) if ty != Ty::Bool => self.out.push(invalid_rendered(
                     &rule_path,
                     &rule.render(),
                     "cel expression must evaluate to a bool",
@@ -286,7 +288,8 @@ impl SchemaCheck<'_> {
                     &rule.render(),
                     &format!("messageExpression compilation failed: {e}"),
                 )),
-                Ok((_, ty)) if !check::may_be(&ty, &Ty::Str) => self.out.push(invalid_rendered(
+                // Exactly `string` (a `dyn` message expression is refused, as upstream).
+                Ok((_, ty)) if ty != Ty::Str => self.out.push(invalid_rendered(
                     &mp,
                     &rule.render(),
                     "messageExpression must evaluate to a string",

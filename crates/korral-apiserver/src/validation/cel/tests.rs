@@ -601,3 +601,61 @@ fn optional_old_self_is_checked_at_crd_time() {
         "{causes:?}"
     );
 }
+
+/// A rule must be exactly `bool` and a message expression exactly `string`: `dyn` (an
+/// int-or-string field, a value of a `dyn` map) is refused, as upstream's compile step
+/// compares the checked output type; comparisons of `dyn` values are `bool`.
+#[test]
+fn dyn_rules_and_message_expressions_are_refused() {
+    let schema = |rule: &str, message_expression: &str| {
+        spec_schema(
+            json!([{"rule": rule, "messageExpression": message_expression}]),
+            json!({
+                "port": {"x-kubernetes-int-or-string": true},
+                "ports": {"type": "object", "maxProperties": 4,
+                          "additionalProperties": {"x-kubernetes-int-or-string": true}},
+            }),
+        )
+    };
+    let base =
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0]";
+    for rule in ["self.port", "self.ports['a']", "true ? true : self.port"] {
+        let causes = check_schema(
+            &schema(rule, "'m'"),
+            "spec.versions[0].schema.openAPIV3Schema",
+        );
+        assert_eq!(causes.len(), 1, "{rule}: {causes:?}");
+        assert_eq!(causes[0].field, format!("{base}.rule"));
+        assert!(
+            causes[0]
+                .message
+                .ends_with(": cel expression must evaluate to a bool"),
+            "{rule}: {}",
+            causes[0].message
+        );
+    }
+    let causes = check_schema(
+        &schema("self.port == 1", "self.port"),
+        "spec.versions[0].schema.openAPIV3Schema",
+    );
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert_eq!(causes[0].field, format!("{base}.messageExpression"));
+    assert!(
+        causes[0]
+            .message
+            .ends_with(": messageExpression must evaluate to a string"),
+        "{}",
+        causes[0].message
+    );
+    for (rule, message_expression) in [
+        ("self.port == 1 || self.port == 'a'", "string(self.port)"),
+        ("self.ports['a'] == 1", "'port ' + string(self.ports['a'])"),
+        ("type(self.port) == int", "'m'"),
+    ] {
+        let causes = check_schema(
+            &schema(rule, message_expression),
+            "spec.versions[0].schema.openAPIV3Schema",
+        );
+        assert!(causes.is_empty(), "{rule}: {causes:?}");
+    }
+}

@@ -17,7 +17,7 @@ pub mod types;
 use std::collections::HashMap;
 
 use cel::Program;
-use cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
+use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 
 pub use self::types::Ty;
 use crate::validation::cel::library::comprehensions::PAIRS_TO_MAP;
@@ -73,7 +73,7 @@ struct Checker<'a> {
     scope: Vec<(String, Ty)>,
     errors: Vec<String>,
     depth: usize,
-    /// Inside a `transformMap` expansion.
+    /// Inside a `transformMap` expansion (see [`Checker::transform_map_step`]).
     pairs: usize,
 }
 
@@ -184,25 +184,6 @@ impl Checker<'_> {
                 let field = self.select(e.id, &operand, &sel.field);
                 if sel.test { Ty::Bool } else { field }
             }
-            // `transformMap`'s `[key, value]` pairs, which its expansion builds (not the source).
-            Expr::List(list)
-                if self.pairs > 0
-                    && matches!(
-                        list.elements.as_slice(),
-                        [
-                            IdedExpr {
-                                expr: Expr::Ident(_),
-                                ..
-                            },
-                            _
-                        ]
-                    ) =>
-            {
-                for x in &list.elements {
-                    self.check(x);
-                }
-                Ty::list(Ty::Dyn)
-            }
             Expr::List(list) => {
                 let mut elem: Option<Ty> = None;
                 for (i, x) in list.elements.iter().enumerate() {
@@ -263,6 +244,9 @@ impl Checker<'_> {
                         t => Ty::optional(t),
                     };
                 }
+                if let Some(ty) = self.transform_map_step(call) {
+                    return ty;
+                }
                 let pairs = call.func_name == PAIRS_TO_MAP;
                 self.pairs += usize::from(pairs);
                 let target = call.target.as_ref().map(|t| self.check(t));
@@ -286,11 +270,57 @@ impl Checker<'_> {
         }
     }
 
+    /// The type of a `transformMap` loop step, `@result + [[key, value]]` (built by its
+    /// expansion, never in the source): the pair is typed as the map entry it becomes, so the
+    /// map over `map(K, V)` with a body of type `T` is a `map(K, T)`, as cel-go's
+    /// `@mapInsert` types it. `None` for any other call.
+    fn transform_map_step(&mut self, call: &CallExpr) -> Option<Ty> {
+        if self.pairs == 0 || call.func_name != "_+_" {
+            return None;
+        }
+        let [
+            accu @ IdedExpr {
+                expr: Expr::Ident(name),
+                ..
+            },
+            item,
+        ] = call.args.as_slice()
+        else {
+            return None;
+        };
+        let Expr::List(item) = &item.expr else {
+            return None;
+        };
+        let [
+            IdedExpr {
+                expr: Expr::List(pair),
+                ..
+            },
+        ] = item.elements.as_slice()
+        else {
+            return None;
+        };
+        let [key, value] = pair.elements.as_slice() else {
+            return None;
+        };
+        if !name.starts_with('@') {
+            return None;
+        }
+        self.check(accu);
+        let key = self.check(key);
+        let value = self.check(value);
+        Some(Ty::list(Ty::map(key, value)))
+    }
+
     /// The type of an aggregate literal's elements so far, given one more of type `next`
-    /// (cel-go's homogeneous aggregate literals: differing types are an error).
+    /// (cel-go's homogeneous aggregate literals: differing types are an error). An element
+    /// of type `dyn` makes them all `dyn`, as cel-go's `joinTypes` keeps the more general;
+    /// `dyn` inside a type may stand for an empty literal's unknown element type, and is
+    /// joined with the more precise one.
     fn aggregate(&mut self, id: u64, so_far: Option<Ty>, next: Ty) -> Ty {
         match so_far {
             None => next,
+            Some(prev) if prev.is_dyn() || next.is_dyn() => Ty::Dyn,
             Some(prev) if prev.fits(&next) => prev.join(&next),
             Some(prev) => {
                 self.error(id, &format!("expected type '{prev}' but found '{next}'"));

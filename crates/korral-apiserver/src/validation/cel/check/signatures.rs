@@ -195,8 +195,9 @@ const ROWS: &[Row] = &[
     // Two-variable comprehensions' helpers (names source text cannot spell).
     (KEYS, G, "list(A)", "list(int)"),
     (KEYS, G, "map(K, V)", "list(K)"),
-    (PAIRS_TO_MAP, G, "dyn", "map(dyn, dyn)"),
-    (MERGE_MAPS, G, "dyn", "map(dyn, dyn)"),
+    // The checker types each `[key, value]` pair `transformMap` collects as a one-entry map.
+    (PAIRS_TO_MAP, G, "list(map(K, V))", "map(K, V)"),
+    (MERGE_MAPS, G, "list(map(K, V))", "map(K, V)"),
     // Kubernetes: quantities.
     ("quantity", G, "string", "kubernetes.Quantity"),
     ("isQuantity", G, "string", "bool"),

@@ -48,7 +48,20 @@ fn well_typed_rules_check() {
         ("self.labels.exists(k, v, k == v)", "bool"),
         ("self.items.exists_one(i, i == 'a')", "bool"),
         ("self.ports.transformList(i, p, p.port)", "list(int)"),
-        ("self.labels.transformMap(k, v, v.size())", "map(dyn, dyn)"),
+        (
+            "self.labels.transformMap(k, v, v.size())",
+            "map(string, int)",
+        ),
+        ("self.items.transformMap(i, v, v == 'a')", "map(int, bool)"),
+        (
+            "self.labels.transformMap(k, v, k != '', [v, k])",
+            "map(string, list(string))",
+        ),
+        ("self.labels.transformMap(k, v, v == 'a')['x']", "bool"),
+        (
+            "self.labels.transformMapEntry(k, v, {v: k.size()})",
+            "map(string, int)",
+        ),
         ("self.labels.transformMapEntry(k, v, {v: k}).size()", "int"),
         ("has(self.nested.x) && self.nested.x == 1", "bool"),
         ("has(self.labels.x)", "bool"),
@@ -200,5 +213,41 @@ fn extension_signatures_are_checked() {
             ),
             Ok(t) => panic!("{rule}: checked as {t}"),
         }
+    }
+}
+
+/// Which expressions cel-go types `dyn` (and kube-apiserver so refuses as a rule): an
+/// int-or-string field, a value of a `dyn` map, a ternary or list literal with a `dyn` branch
+/// or element; comparisons and conversions of them stay precise.
+#[test]
+fn dyn_is_the_type_cel_go_infers() {
+    let schema = json!({"type": "object", "properties": {
+        "port": {"x-kubernetes-int-or-string": true},
+        "flag": {"type": "boolean"},
+        "ports": {"type": "object", "additionalProperties": {"x-kubernetes-int-or-string": true}},
+    }});
+    let t = self_type(&schema, false);
+    let typed = |source: &str| {
+        let program = parse_in(env(), source).expect("parses");
+        check(&program, source, &[("self", t.clone())]).expect(source)
+    };
+    for (rule, ty) in [
+        ("self.port", Ty::Dyn),
+        ("self.ports['a']", Ty::Dyn),
+        ("self.ports.a", Ty::Dyn),
+        ("dyn(self.flag)", Ty::Dyn),
+        ("self.flag ? true : self.port", Ty::Dyn),
+        ("self.flag ? self.port : true", Ty::Dyn),
+        ("[self.flag, self.port][0]", Ty::Dyn),
+        ("[self.port, self.flag][0]", Ty::Dyn),
+        ("self.port == 1", Ty::Bool),
+        ("self.ports['a'] == 'x'", Ty::Bool),
+        ("has(self.port) ? self.flag : false", Ty::Bool),
+        ("[self.flag, true][0]", Ty::Bool),
+        ("[[true], []][0][0]", Ty::Bool),
+        ("string(self.port)", Ty::Str),
+        ("self.port.startsWith('a')", Ty::Bool),
+    ] {
+        assert_eq!(typed(rule), ty, "{rule}");
     }
 }

@@ -182,7 +182,9 @@ impl Ty {
                     true
                 }
                 Some(bound) if bound.fits(a) => {
-                    if bound == Ty::Null && a.nullable() {
+                    // cel-go keeps the more general of the two (its `mostGeneral`): a
+                    // parameter that meets `dyn` is `dyn` (`c ? true : dyn(x)` is `dyn`).
+                    if *a == Ty::Dyn || (bound == Ty::Null && a.nullable()) {
                         bindings.insert(*c, a.clone());
                     }
                     true
@@ -264,8 +266,11 @@ mod tests {
         let p = Ty::parse("A");
         assert!(p.accepts(&Ty::Int, &mut b));
         assert!(!p.accepts(&Ty::Str, &mut b));
-        assert!(p.accepts(&Ty::Dyn, &mut b));
+        assert!(Ty::parse("list(A)").accepts(&Ty::list(Ty::Int), &mut b));
         assert_eq!(Ty::parse("list(A)").substitute(&b), Ty::list(Ty::Int));
+        // A parameter that meets `dyn` is `dyn`, as cel-go's `mostGeneral` picks.
+        assert!(p.accepts(&Ty::Dyn, &mut b));
+        assert_eq!(b.get(&'A'), Some(&Ty::Dyn));
         // Null meets only nullable types.
         let mut b = HashMap::new();
         assert!(p.accepts(&Ty::Str, &mut b));
