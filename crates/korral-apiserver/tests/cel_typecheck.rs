@@ -98,6 +98,27 @@ async fn type_mismatches_are_refused() {
     .await;
 }
 
+/// Literal lists and maps mixing element types are refused by the checker, as cel-go's:
+/// every offending element with its position and caret.
+#[tokio::test]
+async fn mixed_literals_are_refused_where_cel_go_reports_them() {
+    let env = TestEnv::start().await.expect("env");
+    refused(
+        &env,
+        "mixedlists",
+        "[1, 'a'] == []",
+        "compilation failed: ERROR: <input>:1:5: expected type 'int' but found 'string'\n | [1, 'a'] == []\n | ....^",
+    )
+    .await;
+    refused(
+        &env,
+        "mixedmaps",
+        "{'a': 1, 2: 'x'}.size() == 2",
+        "compilation failed: ERROR: <input>:1:10: expected type 'string' but found 'int'\n | {'a': 1, 2: 'x'}.size() == 2\n | .........^\nERROR: <input>:1:13: expected type 'int' but found 'string'\n | {'a': 1, 2: 'x'}.size() == 2\n | ............^",
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn rules_must_be_bool_and_message_expressions_strings() {
     let env = TestEnv::start().await.expect("env");

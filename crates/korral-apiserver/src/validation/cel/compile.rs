@@ -91,9 +91,21 @@ impl CelCache {
 
 /// Parses `source` in `env` (its macros) with the limits every expression has: its length,
 /// its nesting, and the depth of its tree; the parser runs on a thread with a generous stack.
-/// Nothing is checked of the references: the caller type-checks the program against its
-/// variables ([`super::check`]) and bounds its cost.
+/// Literal `matches` patterns are checked, and list and map literals whose elements' types
+/// show in the source must agree (reported as cel-go's checker does, with the position),
+/// for callers that do not type-check. Nothing is checked of the references: the caller
+/// type-checks the program against its variables ([`super::check`]) and bounds its cost.
 pub fn parse_in(env: &Arc<Env>, source: &str) -> Result<Program, CompileError> {
+    parse_with(env, source, true)
+}
+
+/// [`parse_in`], checking literal aggregates only when `literals` (the type checker, which
+/// runs on every CRD rule, reports them itself, with every other issue).
+pub(crate) fn parse_with(
+    env: &Arc<Env>,
+    source: &str,
+    literals: bool,
+) -> Result<Program, CompileError> {
     if source.len() > MAX_EXPRESSION_BYTES {
         return Err(CompileError(format!(
             "expression of {} bytes exceeds the limit of {MAX_EXPRESSION_BYTES} bytes",
@@ -124,7 +136,9 @@ pub fn parse_in(env: &Arc<Env>, source: &str) -> Result<Program, CompileError> {
                 )));
             }
             check_regex_literals(program.expression())?;
-            check_homogeneous_literals(program.expression())?;
+            if literals {
+                check_homogeneous_literals(&program, &owned)?;
+            }
             Ok(program)
         })
         .map_err(|e| CompileError(format!("starting the compiler: {e}")))?;
@@ -134,7 +148,7 @@ pub fn parse_in(env: &Arc<Env>, source: &str) -> Result<Program, CompileError> {
 }
 
 fn compile_uncached(source: &str) -> Result<Compiled, CompileError> {
-    let program = parse_in(env(), source)?;
+    let program = parse_with(env(), source, false)?;
     // Every reference must be known to the cost model: probe it with placeholder shapes.
     let probe = [("self", Shape::opaque(1)), ("oldSelf", Shape::opaque(1))];
     if let Err(e) = cost::estimate(program.expression(), &probe) {
@@ -297,33 +311,38 @@ fn one_type(mut types: impl Iterator<Item = Option<String>>) -> Option<String> {
     Some(first)
 }
 
-/// The first pair of element types that differ, when every type is known.
-fn mismatch(types: Vec<Option<String>>) -> Option<(String, String)> {
-    let known: Option<Vec<String>> = types.into_iter().collect();
-    let known = known?;
-    let first = known.first()?;
-    known
-        .iter()
-        .find(|t| *t != first)
-        .map(|t| (first.clone(), t.clone()))
+/// The first element whose type differs from the first one's, with both types, when every
+/// type is known.
+fn mismatch<'a>(elements: &[&'a IdedExpr]) -> Option<(&'a IdedExpr, String, String)> {
+    let mut types = Vec::with_capacity(elements.len());
+    for e in elements {
+        types.push(literal_cel_type(e, 0)?);
+    }
+    let first = types.first()?;
+    let (i, found) = types.iter().enumerate().find(|(_, t)| *t != first)?;
+    Some((elements.get(i)?, first.clone(), found.clone()))
 }
 
 /// Refuses list and map literals whose elements (keys, values) are of different types, as
-/// cel-go's checker does with `HomogeneousAggregateLiterals` (always enabled by Kubernetes).
-/// Only types the source shows are compared: an element whose type depends on a variable
-/// could be `dyn`, which upstream accepts beside anything.
-fn check_homogeneous_literals(root: &IdedExpr) -> Result<(), CompileError> {
-    let refuse = |(expected, found): (String, String)| {
-        CompileError(format!(
-            "ERROR: <input>: expected type '{expected}' but found '{found}'"
+/// cel-go's checker does with `HomogeneousAggregateLiterals` (always enabled by Kubernetes),
+/// with its message at the first differing element. Only types the source shows are
+/// compared: an element whose type depends on a variable could be `dyn`, which upstream
+/// accepts beside anything.
+fn check_homogeneous_literals(program: &Program, source: &str) -> Result<(), CompileError> {
+    let refuse = |(at, expected, found): (&IdedExpr, String, String)| {
+        CompileError(super::check::render_issue(
+            program,
+            source,
+            at.id,
+            &format!("expected type '{expected}' but found '{found}'"),
         ))
     };
-    let mut stack = vec![root];
+    let mut stack = vec![program.expression()];
     while let Some(e) = stack.pop() {
         match &e.expr {
             Expr::List(l) if l.optional_indices.is_empty() => {
-                let types = l.elements.iter().map(|x| literal_cel_type(x, 0)).collect();
-                if let Some(m) = mismatch(types) {
+                let elements: Vec<&IdedExpr> = l.elements.iter().collect();
+                if let Some(m) = mismatch(&elements) {
                     return Err(refuse(m));
                 }
             }
@@ -337,15 +356,9 @@ fn check_homogeneous_literals(root: &IdedExpr) -> Result<(), CompileError> {
                     })
                     .collect();
                 if entries.len() == m.entries.len() {
-                    let keys = entries
-                        .iter()
-                        .map(|me| literal_cel_type(&me.key, 0))
-                        .collect();
-                    let values = entries
-                        .iter()
-                        .map(|me| literal_cel_type(&me.value, 0))
-                        .collect();
-                    if let Some(m) = mismatch(keys).or_else(|| mismatch(values)) {
+                    let keys: Vec<&IdedExpr> = entries.iter().map(|me| &me.key).collect();
+                    let values: Vec<&IdedExpr> = entries.iter().map(|me| &me.value).collect();
+                    if let Some(m) = mismatch(&keys).or_else(|| mismatch(&values)) {
                         return Err(refuse(m));
                     }
                 }
@@ -442,30 +455,36 @@ mod tests {
         assert!(compile("self.matches(self)").is_ok());
     }
 
+    /// `parse_in` (for callers that do not type-check) refuses mixed literals with cel-go's
+    /// message, position and caret; CRD rules leave them to the type checker.
     #[test]
     fn aggregate_literals_are_homogeneous() {
-        for (source, expected, found) in [
-            ("[1, 'a'] == []", "int", "string"),
-            ("[1, 2.0].size() == 2", "int", "double"),
-            ("[[1], ['a']].size() == 2", "list(int)", "list(string)"),
-            ("{'a': 1, 'b': 'x'}.size() == 2", "int", "string"),
-            ("{'a': 1, 2: 1}.size() == 2", "string", "int"),
+        for (source, at, expected, found) in [
+            ("[1, 'a'] == []", 5, "int", "string"),
+            ("[1, 2.0].size() == 2", 5, "int", "double"),
+            ("[[1], ['a']].size() == 2", 7, "list(int)", "list(string)"),
+            ("{'a': 1, 'b': 'x'}.size() == 2", 15, "int", "string"),
+            ("{'a': 1, 2: 1}.size() == 2", 10, "string", "int"),
         ] {
-            let e = compile(source).expect_err(source);
+            let e = parse_in(env(), source).expect_err(source);
             assert_eq!(
                 e.0,
-                format!("ERROR: <input>: expected type '{expected}' but found '{found}'"),
+                format!(
+                    "ERROR: <input>:1:{at}: expected type '{expected}' but found '{found}'\n | {source}\n | {}^",
+                    ".".repeat(at - 1)
+                ),
                 "{source}"
             );
+            assert!(compile(source).is_ok(), "{source}");
         }
-        // Elements whose type depends on a variable, and uniform ones, compile.
+        // Elements whose type depends on a variable, and uniform ones, parse.
         for source in [
             "[self, 'a'].size() == 2",
             "[1, 2, 3].size() == 3",
             "[[1], []].size() == 2",
             "{'a': [1], 'b': [2, 3]}.size() == 2",
         ] {
-            compile(source).unwrap_or_else(|e| panic!("{source}: {e}"));
+            parse_in(env(), source).unwrap_or_else(|e| panic!("{source}: {e}"));
         }
     }
 

@@ -26,6 +26,9 @@ use crate::validation::cel::library::comprehensions::PAIRS_TO_MAP;
 /// parser's limits keep real expressions far below it.
 const MAX_DEPTH: usize = 300;
 
+/// The most issues printed (cel-go's default `maxErrorsToReport`).
+const MAX_ISSUES: usize = 100;
+
 /// Checks `program` (parsed from `source`) with the variables `vars` declared; answers its
 /// type, or the issues cel-go would report, one `ERROR: ...` block per issue.
 pub fn check(program: &Program, source: &str, vars: &[(&str, Ty)]) -> Result<Ty, String> {
@@ -42,10 +45,65 @@ pub fn check(program: &Program, source: &str, vars: &[(&str, Ty)]) -> Result<Ty,
     };
     let ty = checker.check(program.expression());
     if checker.errors.is_empty() {
-        Ok(ty)
-    } else {
-        Err(checker.errors.join("\n"))
+        return Ok(ty);
     }
+    // Printed in source order, at most a hundred, as cel-go's `Errors.ToDisplayString`.
+    let mut errors = checker.errors;
+    errors.sort_by_key(|(line, column, _)| (*line, *column));
+    let total = errors.len();
+    let mut shown: Vec<String> = errors
+        .into_iter()
+        .take(MAX_ISSUES)
+        .map(|(_, _, text)| text)
+        .collect();
+    if total > MAX_ISSUES {
+        shown.push(format!("{} more errors were truncated", total - MAX_ISSUES));
+    }
+    Err(shown.join("\n"))
+}
+
+/// One issue at expression `id` of `program` (parsed from `source`), as cel-go prints it:
+/// `ERROR: <input>:LINE:COLUMN: message`, the source line, and a caret under the column.
+pub fn render_issue(program: &Program, source: &str, id: u64, message: &str) -> String {
+    located_issue(program, source, id, message).2
+}
+
+/// [`render_issue`] with the issue's line and column (from 1).
+fn located_issue(
+    program: &Program,
+    source: &str,
+    id: u64,
+    message: &str,
+) -> (usize, usize, String) {
+    let offset = program
+        .source_info()
+        .offset_for(id)
+        .map_or(0, |(start, _)| start as usize);
+    let mut line_start = 0usize;
+    let mut line = 1usize;
+    for (i, c) in source.char_indices() {
+        if i >= offset {
+            break;
+        }
+        if c == '\n' {
+            line += 1;
+            line_start = i + 1;
+        }
+    }
+    let snippet = source
+        .get(line_start..)
+        .and_then(|s| s.lines().next())
+        .unwrap_or("")
+        .replace('\t', " ");
+    let column = source
+        .get(line_start..offset.max(line_start))
+        .map_or(0, |s| s.chars().count())
+        + 1;
+    let text = format!(
+        "ERROR: <input>:{line}:{column}: {message}\n | {snippet}\n | {}^",
+        ".".repeat(column - 1)
+    );
+    (line, column, text)
 }
 
 /// Whether the expression's type may be `want` (it is, or it is not known).
@@ -71,7 +129,8 @@ struct Checker<'a> {
     source: &'a str,
     program: &'a Program,
     scope: Vec<(String, Ty)>,
-    errors: Vec<String>,
+    /// The issues found: line, column, and the issue as printed.
+    errors: Vec<(usize, usize, String)>,
     depth: usize,
     /// Inside a `transformMap` expansion (see [`Checker::transform_map_step`]).
     pairs: usize,
@@ -80,37 +139,8 @@ struct Checker<'a> {
 impl Checker<'_> {
     /// Records an error at expression `id`, rendered as cel-go renders its issues.
     fn error(&mut self, id: u64, message: &str) -> Ty {
-        let offset = self
-            .program
-            .source_info()
-            .offset_for(id)
-            .map_or(0, |(start, _)| start as usize);
-        let mut line_start = 0usize;
-        let mut line = 1usize;
-        for (i, c) in self.source.char_indices() {
-            if i >= offset {
-                break;
-            }
-            if c == '\n' {
-                line += 1;
-                line_start = i + 1;
-            }
-        }
-        let snippet = self
-            .source
-            .get(line_start..)
-            .and_then(|s| s.lines().next())
-            .unwrap_or("")
-            .replace('\t', " ");
-        let column = self
-            .source
-            .get(line_start..offset.max(line_start))
-            .map_or(0, |s| s.chars().count());
-        self.errors.push(format!(
-            "ERROR: <input>:{line}:{}: {message}\n | {snippet}\n | {}^",
-            column + 1,
-            ".".repeat(column)
-        ));
+        self.errors
+            .push(located_issue(self.program, self.source, id, message));
         Ty::Dyn
     }
 

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::schema::self_type;
 use super::*;
-use crate::validation::cel::compile::{env, parse_in};
+use crate::validation::cel::compile::{env, parse_in, parse_with};
 
 fn spec_schema() -> serde_json::Value {
     json!({"type": "object", "properties": {
@@ -20,8 +20,9 @@ fn spec_schema() -> serde_json::Value {
     }})
 }
 
+/// Checks `source` as a CRD rule is checked (literal aggregates left to the checker).
 fn typed(source: &str) -> Result<Ty, String> {
-    let program = parse_in(env(), source).map_err(|e| e.0)?;
+    let program = parse_with(env(), source, false).map_err(|e| e.0)?;
     let t = self_type(&spec_schema(), false);
     check(&program, source, &[("self", t.clone()), ("oldSelf", t)])
 }
@@ -250,4 +251,33 @@ fn dyn_is_the_type_cel_go_infers() {
     ] {
         assert_eq!(typed(rule), ty, "{rule}");
     }
+}
+
+/// Literal lists and maps with elements of differing types are refused by the checker as
+/// cel-go's (homogeneous aggregate literals): at each offending element, with its line,
+/// column and caret, every issue in source order.
+#[test]
+fn mixed_literals_are_reported_where_cel_go_reports_them() {
+    assert_eq!(
+        error("[1, 'a'] == []"),
+        "ERROR: <input>:1:5: expected type 'int' but found 'string'\n | [1, 'a'] == []\n | ....^"
+    );
+    assert_eq!(
+        error("[[1], ['a']].size() == 2"),
+        "ERROR: <input>:1:7: expected type 'list(int)' but found 'list(string)'\n | [[1], ['a']].size() == 2\n | ......^"
+    );
+    assert_eq!(
+        error("{'a': 1, 2: 'x'}.size() == 2"),
+        "ERROR: <input>:1:10: expected type 'string' but found 'int'\n | {'a': 1, 2: 'x'}.size() == 2\n | .........^\nERROR: <input>:1:13: expected type 'int' but found 'string'\n | {'a': 1, 2: 'x'}.size() == 2\n | ............^"
+    );
+    assert_eq!(
+        error("self.replicas > 0 &&\n  [1,\n   2.0].size() == 2"),
+        "ERROR: <input>:3:4: expected type 'int' but found 'double'\n |    2.0].size() == 2\n | ...^"
+    );
+    // Issues print in source order (cel-go sorts them), though arguments are checked before
+    // the call that takes them.
+    assert_eq!(
+        error("frob(self.nope)"),
+        "ERROR: <input>:1:5: undeclared reference to 'frob' (in container '')\n | frob(self.nope)\n | ....^\nERROR: <input>:1:10: undefined field 'nope'\n | frob(self.nope)\n | .........^"
+    );
 }
