@@ -54,6 +54,10 @@ pub struct ServerConfig {
     /// Simulate the workload controllers a cluster would run (Deployments get
     /// ReplicaSets and Pods, Pods turn Ready, Services get Endpoints, Jobs complete).
     pub simulation: bool,
+    /// How long the simulation's pod garbage collector waits, once it finds Pods bound to a
+    /// Node that does not exist, before it reads the Node again and deletes them (upstream's
+    /// quarantine, 40 s; tests shorten it).
+    pub pod_gc_quarantine: Duration,
     /// How requests are authorized once authenticated.
     pub authorization: AuthorizationMode,
     /// Read-only requests in flight at once (upstream's `--max-requests-inflight`, 400); excess
@@ -111,6 +115,7 @@ impl Default for ServerConfig {
             history: storage::DEFAULT_HISTORY,
             bookmark_interval: Duration::from_secs(10),
             simulation: false,
+            pod_gc_quarantine: crate::simulate::pod_gc::QUARANTINE,
             authorization: AuthorizationMode::AlwaysAllow,
             max_requests_inflight: crate::inflight::DEFAULT_MAX_READONLY,
             max_mutating_requests_inflight: crate::inflight::DEFAULT_MAX_MUTATING,
@@ -417,6 +422,9 @@ impl ApiServer {
                             Some(signer) => Some(Arc::new(signer)),
                             None => Some(Arc::new(tls::signing_ca()?)),
                         },
+                        pod_gc_quarantine: crate::simulate::pod_gc::Quarantine::new(
+                            config.pod_gc_quarantine,
+                        ),
                     }),
                     false => None,
                 },

@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value, json};
 
 use crate::ApiError;
@@ -172,12 +173,46 @@ fn cross_namespace_affinity(pod: &Value) -> bool {
     })
 }
 
-/// Whether a pod no longer consumes quota (terminal phase).
-fn pod_is_terminal(pod: &Value) -> bool {
-    matches!(
+/// When a pod being deleted stops being charged to quota: its `deletionTimestamp` plus its
+/// `deletionGracePeriodSeconds` (`None` for a pod not being deleted, or without either).
+fn pod_release_time(pod: &Value) -> Option<Timestamp> {
+    let deletion: Timestamp = meta::path(pod, "metadata.deletionTimestamp")?
+        .as_str()?
+        .parse()
+        .ok()?;
+    let grace = meta::path(pod, "metadata.deletionGracePeriodSeconds")?.as_i64()?;
+    deletion.checked_add(SignedDuration::from_secs(grace)).ok()
+}
+
+/// Whether a pod is charged to quota at `now` (upstream's `QuotaV1Pod`): not once it reached
+/// a terminal phase (`Succeeded`, `Failed`), nor once `now` is past its deletion time plus its
+/// deletion grace period (a pod stuck terminating, on a lost node say). The one rule both
+/// admission and the quota status controller count pods by (through [`consumption`]).
+pub(crate) fn pod_charged(pod: &Value, now: Timestamp) -> bool {
+    let terminal = matches!(
         meta::path(pod, "status.phase").and_then(Value::as_str),
         Some("Succeeded" | "Failed")
-    )
+    );
+    !terminal && pod_release_time(pod).is_none_or(|released| now <= released)
+}
+
+/// When the usage of `namespace`'s quotas changes with time alone: the earliest moment after
+/// `now` at which a pod charged now passes its deletion time plus grace (see [`pod_charged`]);
+/// `None` when no quota is in the namespace or no such pod.
+pub(crate) fn next_usage_change(
+    snapshot: &Snapshot,
+    namespace: &str,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    if quotas_in(snapshot, namespace).is_empty() {
+        return None;
+    }
+    let prefix = collection_prefix("", "pods", Some(namespace));
+    snapshot
+        .range(&prefix, None)
+        .filter(|(_, pod)| pod_charged(pod, now))
+        .filter_map(|(_, pod)| pod_release_time(pod))
+        .min()
 }
 
 /// A pod's effective request or limit of `resource` (`requests`/`limits`): the larger of the
@@ -228,10 +263,12 @@ pub(crate) fn consumption(group: &str, resource: &str, obj: &Value) -> BTreeMap<
     } else {
         format!("count/{resource}.{group}")
     };
-    if group.is_empty() && resource == "pods" && pod_is_terminal(obj) {
+    out.insert(counted, one());
+    // `count/pods` counts every stored pod; `pods` and compute resources only those still
+    // charged (upstream's `PodUsageFunc`).
+    if group.is_empty() && resource == "pods" && !pod_charged(obj, Timestamp::now()) {
         return out;
     }
-    out.insert(counted, one());
     if group.is_empty()
         && let Some((name, _)) = LEGACY_COUNTS.iter().find(|(_, r)| *r == resource)
     {
@@ -549,7 +586,7 @@ pub(crate) fn admit(
         .iter()
         .filter(|q| tracks(q, group, resource, obj))
         .collect();
-    if group.is_empty() && resource == "pods" && !pod_is_terminal(obj) {
+    if group.is_empty() && resource == "pods" && pod_charged(obj, Timestamp::now()) {
         for quota in &tracking {
             if let Some(missing) = missing_compute(obj, &hard(quota)) {
                 return Err(refuse(format!(
@@ -660,8 +697,69 @@ mod tests {
         assert_eq!(used["cpu"].canonical(), "2");
         assert_eq!(used["requests.memory"].canonical(), "64Mi");
         assert_eq!(used["limits.cpu"].canonical(), "1");
+        // A finished pod counts only as a stored object (upstream's `count/pods`).
         let done = json!({"status": {"phase": "Succeeded"}});
-        assert!(consumption("", "pods", &done).is_empty());
+        let used = consumption("", "pods", &done);
+        assert_eq!(used.keys().collect::<Vec<_>>(), ["count/pods"]);
+    }
+
+    #[test]
+    fn pods_past_their_deletion_grace_are_not_charged() {
+        let at = |t: &str| t.parse::<Timestamp>().unwrap_or_default();
+        let deleting = |grace: i64| {
+            json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:30Z",
+                "deletionGracePeriodSeconds": grace}, "status": {"phase": "Running"}})
+        };
+        let pod = deleting(30);
+        assert!(pod_charged(&pod, at("2026-01-01T00:00:59Z")));
+        assert!(
+            pod_charged(&pod, at("2026-01-01T00:01:00Z")),
+            "not yet after"
+        );
+        assert!(!pod_charged(&pod, at("2026-01-01T00:01:01Z")));
+        assert!(pod_charged(
+            &json!({"status": {"phase": "Pending"}}),
+            at("2099-01-01T00:00:00Z")
+        ));
+        // Without a grace period a deletion timestamp alone does not release the pod.
+        let mut no_grace = deleting(30);
+        no_grace["metadata"]
+            .as_object_mut()
+            .map(|m| m.remove("deletionGracePeriodSeconds"));
+        assert!(pod_charged(&no_grace, at("2099-01-01T00:00:00Z")));
+        assert!(!pod_charged(
+            &json!({"status": {"phase": "Failed"}}),
+            at("2000-01-01T00:00:00Z")
+        ));
+        // Long past: only the object count is left.
+        let used = consumption("", "pods", &deleting(0));
+        assert_eq!(used.keys().collect::<Vec<_>>(), ["count/pods"]);
+
+        // The quota is looked at again when the first charged pod is released.
+        let quota =
+            json!({"metadata": {"name": "q", "namespace": "ns"}, "spec": {"hard": {"pods": "5"}}});
+        let pod_at = |deletion: &str, grace: i64| {
+            json!({"metadata": {"namespace": "ns", "deletionTimestamp": deletion,
+                "deletionGracePeriodSeconds": grace}})
+        };
+        let state = snapshot(&[
+            ("/core/resourcequotas/ns/q", quota),
+            ("/core/pods/ns/a", pod_at("2026-01-01T00:00:30Z", 10)),
+            ("/core/pods/ns/b", pod_at("2026-01-01T00:00:20Z", 5)),
+            ("/core/pods/ns/gone", pod_at("2026-01-01T00:00:00Z", 1)),
+            (
+                "/core/pods/ns/live",
+                json!({"metadata": {"namespace": "ns"}}),
+            ),
+        ]);
+        assert_eq!(
+            next_usage_change(&state, "ns", at("2026-01-01T00:00:10Z")),
+            Some(at("2026-01-01T00:00:25Z"))
+        );
+        assert_eq!(
+            next_usage_change(&state, "other", at("2026-01-01T00:00:10Z")),
+            None
+        );
     }
 
     fn snapshot(objects: &[(&str, Value)]) -> Snapshot {

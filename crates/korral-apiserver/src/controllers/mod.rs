@@ -523,6 +523,7 @@ async fn execute(
     match result {
         Ok(follow_ups) => Outcome {
             follow_ups,
+            later: quota_recheck(objects, work),
             ..Outcome::default()
         },
         Err(error) => {
@@ -537,6 +538,21 @@ async fn execute(
             }
         }
     }
+}
+
+/// When a namespace's quota usage changes with time alone (a pod passes its deletion time
+/// plus grace and stops being charged, see [`quota::pod_charged`]), its quotas are counted
+/// again then, as upstream's quota controller would on its resync.
+fn quota_recheck(objects: &Objects, work: &Work) -> Option<(Instant, Work)> {
+    let Work::Quota(namespace) = work else {
+        return None;
+    };
+    let now = jiff::Timestamp::now();
+    let snapshot = objects.storage().snapshot();
+    let at = quota::next_usage_change(&snapshot, namespace, now)?;
+    // Past the release time, not at it: a pod is released once `now` is after it.
+    let wait = at.duration_since(now).unsigned_abs() + Duration::from_millis(10);
+    Some((Instant::now() + wait, work.clone()))
 }
 
 /// How an owner named by an owner reference stands.

@@ -65,6 +65,8 @@ pub enum Actor {
     CertificateSigner,
     /// The ResourceClaim controller (claims from templates, reservations released).
     ResourceClaim,
+    /// The pod garbage collector.
+    PodGarbageCollector,
     /// The scheduler.
     Scheduler,
     /// The simulated node's kubelet.
@@ -93,6 +95,7 @@ impl Actor {
             Self::NodeLifecycle => "node-controller",
             Self::CertificateSigner => "certificate-controller",
             Self::ResourceClaim => "resource-claim-controller",
+            Self::PodGarbageCollector => "pod-garbage-collector",
             Self::Provisioner => {
                 return UserInfo::service_account("kube-system", "korral-volume-provisioner", "");
             }

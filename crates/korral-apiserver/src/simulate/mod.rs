@@ -17,7 +17,10 @@
 //! * Pods (owned or bare) are scheduled onto one simulated Node, then run and turn Ready
 //!   ([`pods`]); Job Pods then succeed. The `korral.dev/exit-code` and `korral.dev/run-seconds`
 //!   annotations make any Pod's containers exit (and fail, restart or crash-loop as its
-//!   `restartPolicy` says).
+//!   `restartPolicy` says); `korral.dev/stop-seconds` makes them slow to stop on SIGTERM.
+//! * Pods no kubelet will finish (bound to a missing Node, unscheduled or on an out-of-service
+//!   Node while being deleted, terminated beyond the threshold) are failed and force-deleted
+//!   by the pod garbage collector ([`pod_gc`]).
 //! * Pods' ResourceClaims are made from their templates, allocated from the published
 //!   ResourceSlices and reserved before the Pod is bound, then released and deallocated once
 //!   it is done ([`resource_claims`]).
@@ -57,6 +60,7 @@ pub mod job_failures;
 pub mod jobs;
 pub mod names;
 pub mod namespaces;
+pub mod pod_gc;
 pub mod pods;
 pub mod replicaset;
 pub mod resource_claims;
@@ -103,6 +107,8 @@ pub enum Work {
     Volume(String),
     /// Move a Pod along its lifecycle.
     Pod(String, String),
+    /// Run the pod garbage collector's passes.
+    PodGarbageCollection,
     /// Release a ResourceClaim's reservations for Pods gone or done, deallocate it.
     ResourceClaim(String, String),
     /// Reconcile the Endpoints of a Service.
@@ -118,6 +124,7 @@ pub enum Work {
 /// the server was down).
 pub(crate) fn initial_work(snapshot: &Snapshot, queue: &mut BTreeSet<Work>) {
     queue.insert(Work::Node);
+    queue.insert(Work::PodGarbageCollection);
     let prefix = collection_prefix("", "namespaces", None);
     for (_, namespace) in snapshot.range(&prefix, None) {
         queue.insert(Work::Namespace(meta::name(namespace).to_string()));
@@ -179,6 +186,7 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
         return;
     }
     if event.key.starts_with("/core/nodes/") {
+        queue.insert(Work::PodGarbageCollection);
         if meta::name(&event.object) == pods::NODE_NAME {
             queue.insert(Work::Node);
             queue_unbound_pods(objects, queue, |_| true);
@@ -242,6 +250,9 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
         return;
     }
     if group == "core" && resource == "pods" {
+        if pod_gc::concerns(&event.object) {
+            queue.insert(Work::PodGarbageCollection);
+        }
         for pod in std::iter::once(&event.object).chain(event.previous.iter()) {
             for claim in volumes::claims_of(pod) {
                 queue.insert(Work::Claim(ns.to_string(), claim));
@@ -344,6 +355,8 @@ pub struct Cluster {
     /// The CA approved CertificateSigningRequests get their certificates from (`None`:
     /// nothing is signed).
     pub signer: Option<std::sync::Arc<crate::signer::CertificateSigner>>,
+    /// The pod garbage collector's quarantine of missing Nodes (upstream's 40 s by default).
+    pub pod_gc_quarantine: pod_gc::Quarantine,
 }
 
 /// Runs one work item against the current state; `Some(delay)` asks to run it again after
@@ -369,15 +382,20 @@ pub(crate) async fn execute(
         jobs::release_orphan(objects, ns, name).await?;
         return pods::reconcile(objects, ns, name).await;
     }
+    if let Work::PodGarbageCollection = work {
+        return pod_gc::reconcile(objects, &cluster.pod_gc_quarantine).await;
+    }
     if let Work::CertificateSigningRequest(name) = work {
         csr_approving::reconcile(objects, name).await?;
         csr_signing::reconcile(objects, cluster, name).await?;
         return csr_cleaner::reconcile(objects, name).await;
     }
     let done: Result<(), ApiError> = match work {
-        Work::CronJob(..) | Work::Job(..) | Work::Pod(..) | Work::CertificateSigningRequest(..) => {
-            Ok(())
-        }
+        Work::CronJob(..)
+        | Work::Job(..)
+        | Work::Pod(..)
+        | Work::PodGarbageCollection
+        | Work::CertificateSigningRequest(..) => Ok(()),
         Work::Node => pods::ensure_node(objects).await,
         Work::Namespace(name) => namespaces::reconcile(objects, cluster, name).await,
         Work::Deployment(ns, name) => deployment::reconcile(objects, ns, name).await,

@@ -44,7 +44,25 @@
 //! phase (`Succeeded` when every container exited with 0, else `Failed`, whatever its
 //! `restartPolicy`, as upstream's kubelet since v1.27), then the kubelet deletes it with grace
 //! period 0 (finalizers still keep it, a Job's Pod with its tracking finalizer say). A Pod
-//! bound to another node stays `Terminating` until someone deletes it with grace period 0.
+//! bound to another node stays `Terminating` until someone deletes it with grace period 0 (the
+//! pod garbage collector does once that node is gone, see [`super::pod_gc`]).
+//!
+//! Applications that are slow to stop: two more annotations make containers take their time
+//! after SIGTERM (to test how an operator copes with slow shutdowns):
+//!
+//! * `korral.dev/stop-seconds: "<int>"`: how many seconds every container needs after SIGTERM
+//!   to exit (default `0`: at once);
+//! * `korral.dev/stop-seconds.<container>: "<int>"`: one container's (default: the Pod's
+//!   `korral.dev/stop-seconds`).
+//!
+//! SIGTERM is sent when the Pod is deleted (its `deletionTimestamp` less its
+//! `deletionGracePeriodSeconds`); the kubelet gives the containers the grace period (at least
+//! 1 s, as upstream's pod workers). A container whose stop time fits exits after it, with its
+//! SIGTERM exit code as above; one that needs longer is killed when the grace period ends:
+//! exit code 137 (128 + SIGKILL), reason `Error`, as a runtime reports it. The Pod stays
+//! `Terminating`, its status untouched, until every container stopped, then gets its terminal
+//! phase (each container's `finishedAt` when it stopped) and the grace-period-0 delete as
+//! above.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -87,6 +105,17 @@ const KILLED_EXIT_CODE: i64 = 137;
 const SIGTERM_EXIT_CODE: i64 = 143;
 /// The annotation giving how many seconds a Pod's containers run before they exit.
 pub const RUN_SECONDS_ANNOTATION: &str = "korral.dev/run-seconds";
+/// The annotation giving how many seconds a Pod's containers take to exit after SIGTERM.
+pub const STOP_SECONDS_ANNOTATION: &str = "korral.dev/stop-seconds";
+/// The prefix of the annotation giving one container's stop time
+/// (`korral.dev/stop-seconds.<container>`).
+const CONTAINER_STOP_SECONDS_PREFIX: &str = "korral.dev/stop-seconds.";
+/// The shortest grace period the kubelet gives a deleted pod's containers before SIGKILL
+/// (upstream's pod workers: "we always supply a grace period of 1").
+const MIN_KILL_GRACE_SECONDS: i64 = 1;
+/// The grace period of a pod that states none (the API default of
+/// `terminationGracePeriodSeconds`).
+const DEFAULT_GRACE_SECONDS: i64 = 30;
 /// The kubelet's first back-off before restarting a crashed container.
 const CONTAINER_BACKOFF: Duration = Duration::from_secs(10);
 /// The kubelet's longest back-off before restarting a crashed container.
@@ -217,7 +246,7 @@ pub async fn reconcile(
     };
     let info = access::info(objects, "", "v1", "pods")?;
     if meta::is_deleting(&pod) {
-        return terminate(objects, &info, &pod).await.map(|()| None);
+        return terminate(objects, &info, &pod).await;
     }
     if terminal(&pod) {
         return Ok(None);
@@ -292,24 +321,30 @@ pub async fn reconcile(
 }
 
 /// The kubelet of the simulated node stops a Pod being deleted, as upstream's pod worker and
-/// status manager do: the containers get SIGTERM and exit at once (see [`stop`]), the Pod's
-/// terminal phase is written, then the Pod is deleted with grace period 0 under a uid
-/// precondition (finalizers still keep it; the write is then a no-op once repeated). It does
-/// not wait out the grace period: simulated applications stop on SIGTERM. A Pod bound to
-/// another node stays `Terminating`, as on a cluster whose node has no kubelet; an unbound Pod
-/// being deleted (finalizers keep it) is no kubelet's.
+/// status manager do: the containers get SIGTERM and exit (see [`stop`]), the Pod's terminal
+/// phase is written, then the Pod is deleted with grace period 0 under a uid precondition
+/// (finalizers still keep it; the write is then a no-op once repeated). It does not wait out
+/// the grace period: simulated applications stop on SIGTERM, at once unless they take a stop
+/// time (`korral.dev/stop-seconds`): then nothing is written until every container stopped,
+/// and `Some(delay)` asks to look again then. A Pod bound to another node stays
+/// `Terminating`, as on a cluster whose node has no kubelet; an unbound Pod being deleted
+/// (finalizers keep it) is no kubelet's (the pod garbage collector ends both).
 async fn terminate(
     objects: &Objects,
     info: &Arc<ResourceInfo>,
     pod: &Value,
-) -> Result<(), ApiError> {
+) -> Result<Option<Duration>, ApiError> {
     let node = meta::path(pod, "spec.nodeName")
         .and_then(Value::as_str)
         .unwrap_or("");
     if node != NODE_NAME {
-        return Ok(());
+        return Ok(None);
     }
     if !terminal(pod) {
+        let wait = stopping_for(pod, Timestamp::now());
+        if !wait.is_zero() {
+            return Ok(Some(wait));
+        }
         let at = meta::now_rfc3339();
         access::update_status(objects, Actor::Kubelet, info, pod, move |pod| {
             if !terminal(pod) {
@@ -319,14 +354,16 @@ async fn terminate(
         .await?;
     }
     if already_deleted_at_once(pod) {
-        return Ok(());
+        return Ok(None);
     }
-    access::delete_at_once(objects, Actor::Kubelet, info, pod).await
+    access::delete_at_once(objects, Actor::Kubelet, info, pod)
+        .await
+        .map(|()| None)
 }
 
 /// Whether a pod's deletion has grace period 0 already (the kubelet's delete was made and
 /// finalizers keep the pod).
-fn already_deleted_at_once(pod: &Value) -> bool {
+pub(crate) fn already_deleted_at_once(pod: &Value) -> bool {
     meta::path(pod, "metadata.deletionGracePeriodSeconds").and_then(Value::as_i64) == Some(0)
 }
 
@@ -589,22 +626,98 @@ fn sigterm_exit_code(pod: &Value, name: &str) -> i64 {
     container_exit_code(pod, name, pod_exit_code(pod).unwrap_or(SIGTERM_EXIT_CODE))
 }
 
+/// How many seconds container `name` takes to exit after SIGTERM: its
+/// `korral.dev/stop-seconds.<name>`, else the pod's `korral.dev/stop-seconds`; `None` (at once)
+/// without either (malformed or negative values count as absent).
+fn stop_seconds(pod: &Value, name: &str) -> Option<u32> {
+    let own = int_annotation(pod, &format!("{CONTAINER_STOP_SECONDS_PREFIX}{name}"))
+        .and_then(|s| u32::try_from(s).ok());
+    own.or_else(|| int_annotation(pod, STOP_SECONDS_ANNOTATION).and_then(|s| u32::try_from(s).ok()))
+}
+
+/// When a pod being deleted got SIGTERM (its `deletionTimestamp` less its
+/// `deletionGracePeriodSeconds`: when the deletion was asked for) and how long its containers
+/// have before SIGKILL (that grace period, at least [`MIN_KILL_GRACE_SECONDS`]); `None` for a
+/// pod not being deleted.
+fn kill_window(pod: &Value) -> Option<(Timestamp, Duration)> {
+    let deletion = timestamp(meta::path(pod, "metadata.deletionTimestamp"))?;
+    let grace = meta::path(pod, "metadata.deletionGracePeriodSeconds")
+        .or_else(|| meta::path(pod, "spec.terminationGracePeriodSeconds"))
+        .and_then(Value::as_i64)
+        .unwrap_or(DEFAULT_GRACE_SECONDS)
+        .max(0);
+    let signalled = deletion
+        .checked_sub(jiff::SignedDuration::from_secs(grace))
+        .unwrap_or(deletion);
+    let window = u64::try_from(grace.max(MIN_KILL_GRACE_SECONDS)).unwrap_or(1);
+    Some((signalled, Duration::from_secs(window)))
+}
+
+/// How running container `name` of a pod being deleted exits: its exit code and, when it takes
+/// a stop time, when it exits. Within the kill window it exits after its stop time with its
+/// SIGTERM code ([`sigterm_exit_code`]); past it, it is killed when the window ends (137,
+/// 128 + SIGKILL). Without a stop time it exits at the kubelet's step (`None`).
+fn sigterm_exit(pod: &Value, name: &str) -> (i64, Option<Timestamp>) {
+    let code = sigterm_exit_code(pod, name);
+    let (Some(seconds), Some((signalled, window))) = (stop_seconds(pod, name), kill_window(pod))
+    else {
+        return (code, None);
+    };
+    let stop = Duration::from_secs(u64::from(seconds));
+    let (code, after) = if stop > window {
+        (KILLED_EXIT_CODE, window)
+    } else {
+        (code, stop)
+    };
+    let at = jiff::SignedDuration::try_from(after)
+        .ok()
+        .and_then(|d| signalled.checked_add(d).ok());
+    (code, at)
+}
+
+/// How long until every running container of a pod being deleted has exited after SIGTERM
+/// (zero once they all have: the kubelet writes the stopped pod then).
+fn stopping_for(pod: &Value, now: Timestamp) -> Duration {
+    meta::path(pod, "status.containerStatuses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|s| s.pointer("/state/running").is_some())
+        .filter_map(|s| s.get("name").and_then(Value::as_str))
+        .filter_map(|name| sigterm_exit(pod, name).1)
+        .map(|at| {
+            if at > now {
+                at.duration_since(now).unsigned_abs()
+            } else {
+                Duration::ZERO
+            }
+        })
+        .max()
+        .unwrap_or(Duration::ZERO)
+}
+
+/// A timestamp as the kubelet writes it (RFC 3339, whole seconds).
+fn rfc3339(at: Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
 /// The kubelet stops a pod being deleted (upstream's `killPod`, then `TerminatePod` and
 /// `getPhase` of a terminal pod): a running container exits on SIGTERM (see
-/// [`sigterm_exit_code`]); a container waiting to restart keeps its last exit; one that never
-/// ran is `ContainerStatusUnknown` with exit code 137. The pod then ends whatever its restart
-/// policy: `Succeeded` when every container exited with 0, else `Failed` (`Failed` too when no
-/// container ran).
+/// [`sigterm_exit`]), at `now` or, when it takes a stop time, when it stopped; a container
+/// waiting to restart keeps its last exit; one that never ran is `ContainerStatusUnknown` with
+/// exit code 137. The pod then ends whatever its restart policy: `Succeeded` when every
+/// container exited with 0, else `Failed` (`Failed` too when no container ran).
 fn stop(pod: &mut Value, now: &str) {
     let names = container_names(pod, "containers");
-    let codes: Vec<i64> = names.iter().map(|n| sigterm_exit_code(pod, n)).collect();
-    let code_of = |s: &Value| {
+    let exits: Vec<(i64, Option<Timestamp>)> = names.iter().map(|n| sigterm_exit(pod, n)).collect();
+    let exit_of = |s: &Value| {
         let name = s.get("name").and_then(Value::as_str).unwrap_or("");
-        names
+        let (code, at) = names
             .iter()
             .position(|n| n == name)
-            .and_then(|i| codes.get(i).copied())
-            .unwrap_or(SIGTERM_EXIT_CODE)
+            .and_then(|i| exits.get(i).copied())
+            .unwrap_or((SIGTERM_EXIT_CODE, None));
+        (code, at.map_or_else(|| now.to_string(), rfc3339))
     };
     let Some(root) = pod.as_object_mut() else {
         return;
@@ -621,7 +734,8 @@ fn stop(pod: &mut Value, now: &str) {
         for s in statuses.iter_mut() {
             if s.pointer("/state/terminated").is_none() {
                 s["state"] = if s.pointer("/state/running").is_some() {
-                    terminated(s, code_of(s), now)
+                    let (code, at) = exit_of(s);
+                    terminated(s, code, &at)
                 } else if let Some(last) = s.pointer("/lastState/terminated").cloned() {
                     json!({"terminated": last})
                 } else {
@@ -1526,6 +1640,81 @@ mod tests {
             "containers": [{"name": "c", "image": "busybox"}]}, "status": {"phase": "Pending"}});
         stop(&mut pending, "2026-01-01T00:00:05Z");
         assert_eq!(pending["status"]["phase"], "Failed");
+    }
+
+    /// Containers with a stop time exit after it, or are killed when the grace period ends;
+    /// the kubelet waits for the last one before it writes the stopped pod.
+    #[test]
+    fn slow_containers_stop_after_their_stop_time_or_are_killed() {
+        let at = |t: &str| t.parse::<Timestamp>().unwrap_or_default();
+        // Deleted at 00:00:10 with a 5 s grace period.
+        let deleted = |annotations: Value| {
+            let mut pod = two_container_pod(annotations);
+            pod["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:15Z");
+            pod["metadata"]["deletionGracePeriodSeconds"] = json!(5);
+            pod
+        };
+        let pod =
+            deleted(json!({STOP_SECONDS_ANNOTATION: "3", "korral.dev/stop-seconds.side": "9"}));
+        assert_eq!(
+            sigterm_exit(&pod, "main"),
+            (SIGTERM_EXIT_CODE, Some(at("2026-01-01T00:00:13Z")))
+        );
+        assert_eq!(
+            sigterm_exit(&pod, "side"),
+            (KILLED_EXIT_CODE, Some(at("2026-01-01T00:00:15Z"))),
+            "killed when the grace period ends"
+        );
+        assert_eq!(
+            stopping_for(&pod, at("2026-01-01T00:00:12Z")),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            stopping_for(&pod, at("2026-01-01T00:00:16Z")),
+            Duration::ZERO
+        );
+        let mut stopped = pod.clone();
+        stop(&mut stopped, "2026-01-01T00:00:16Z");
+        let state =
+            |i: usize| stopped["status"]["containerStatuses"][i]["state"]["terminated"].clone();
+        assert_eq!(
+            (state(0)["exitCode"].clone(), state(0)["finishedAt"].clone()),
+            (json!(SIGTERM_EXIT_CODE), json!("2026-01-01T00:00:13Z"))
+        );
+        assert_eq!(
+            (
+                state(1)["exitCode"].clone(),
+                state(1)["reason"].clone(),
+                state(1)["finishedAt"].clone()
+            ),
+            (
+                json!(KILLED_EXIT_CODE),
+                json!("Error"),
+                json!("2026-01-01T00:00:15Z")
+            )
+        );
+        assert_eq!(stopped["status"]["phase"], "Failed");
+        // A stop time within the grace period keeps the container's own exit code.
+        let pod = deleted(json!({STOP_SECONDS_ANNOTATION: "5", EXIT_CODE_ANNOTATION: "0"}));
+        assert_eq!(
+            sigterm_exit(&pod, "main"),
+            (0, Some(at("2026-01-01T00:00:15Z")))
+        );
+        // A grace period of 0 still gives 1 s; no stop time exits at the kubelet's step.
+        let mut forced = deleted(json!({"korral.dev/stop-seconds.main": "2"}));
+        forced["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        assert_eq!(
+            sigterm_exit(&forced, "main"),
+            (KILLED_EXIT_CODE, Some(at("2026-01-01T00:00:16Z")))
+        );
+        assert_eq!(sigterm_exit(&forced, "side"), (SIGTERM_EXIT_CODE, None));
+        // Malformed or negative stop times count as absent.
+        let odd =
+            deleted(json!({STOP_SECONDS_ANNOTATION: "-1", "korral.dev/stop-seconds.side": "x"}));
+        assert_eq!(
+            stopping_for(&odd, at("2026-01-01T00:00:10Z")),
+            Duration::ZERO
+        );
     }
 
     #[test]
