@@ -179,12 +179,30 @@ async fn authorizer_expressions_are_type_checked_and_costed() {
     // Upstream accepts a policy using the library (we refused it as undeclared before).
     let mut p = policy();
     p["metadata"]["name"] = json!("checked");
-    // A misuse the type checker reports, and three checks in one expression: more than one
-    // expression's cost limit allows (each check costs 350000 of 1000000).
-    // The admin is allowed everything, so all three checks run.
+    // A misuse of the library is refused when the policy is written, as upstream's compiler
+    // refuses it (a group check has no `check`).
+    p["spec"]["validations"] = json!([
+        {"expression": "authorizer.group('').check('get').allowed()"}
+    ]);
+    let (code, status) = call(&env, "POST", VAP, Some(&p)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["details"]["causes"][0]["field"],
+        "spec.validations[0].expression"
+    );
+    let message = status["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains(
+            "compilation failed: ERROR: <input>:1:27: found no matching overload for 'check' applied to 'kubernetes.authorization.GroupCheck.(string)'"
+        ),
+        "{message}"
+    );
+    // A mistake only the matched kind's schema shows is a type-checking warning, and three
+    // checks in one expression: more than one expression's cost limit allows (each check
+    // costs 350000 of 1000000). The admin is allowed everything, so all three checks run.
     p["spec"]["validations"] = json!([
         {"expression": "authorizer.path('/a').check('get').allowed() && authorizer.path('/b').check('get').allowed() && authorizer.path('/c').check('get').allowed()"},
-        {"expression": "authorizer.group('').check('get').allowed()"}
+        {"expression": "authorizer.group('').resource('configmaps').check('get').allowed() || object.datum == 'x'"}
     ]);
     let (code, created) = call(&env, "POST", VAP, Some(&p)).await;
     assert_eq!(code, 201, "{created}");
@@ -216,12 +234,7 @@ async fn authorizer_expressions_are_type_checked_and_costed() {
     );
     assert_eq!(warnings[0]["fieldRef"], "spec.validations[1].expression");
     let text = warnings[0]["warning"].as_str().unwrap_or("");
-    assert!(
-        text.contains(
-            "found no matching overload for 'check' applied to 'kubernetes.authorization.GroupCheck.(string)'"
-        ),
-        "{text}"
-    );
+    assert!(text.contains("undefined field 'datum'"), "{text}");
 
     let binding = json!({"metadata": {"name": "checked"},
         "spec": {"policyName": "checked", "validationActions": ["Deny"]}});

@@ -21,11 +21,12 @@ use cel::{Context, Program};
 use serde_json::Value;
 
 use super::Request;
-use crate::validation::cel::PER_CALL_LIMIT;
+use crate::validation::cel::check::Ty;
 use crate::validation::cel::compile::{env, parse_in};
 use crate::validation::cel::cost::{self, Shape};
 use crate::validation::cel::library::authz::{self, AuthorizeFn, Authorizer, RequestResource};
 use crate::validation::cel::value::to_cel;
+use crate::validation::cel::{PER_CALL_LIMIT, REQUEST_BUDGET};
 
 /// The variables an admission expression may name.
 const VARIABLES: &[&str] = &[
@@ -108,16 +109,59 @@ pub(crate) fn compile_mutation_cached(source: &str) -> Result<Arc<Mutation>, Str
 /// Compiles an admission expression; `params` allows the `params` variable.
 pub(crate) fn compile(source: &str, params: bool) -> Result<Program, String> {
     let program = parse(source)?;
-    bounded(program.expression(), params, true)?;
+    bounded(program.expression(), params)?;
     Ok(program)
 }
 
-/// Compiles a ValidatingAdmissionPolicy `messageExpression`: as [`compile`], but without the
-/// authorizer (upstream declares it for every policy expression except these).
-pub(crate) fn compile_message(source: &str, params: bool) -> Result<Program, String> {
-    let program = parse(source)?;
-    bounded(program.expression(), params, false)?;
-    Ok(program)
+/// What an admission expression must evaluate to (upstream's `ReturnTypes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Returns {
+    /// A validation or a match condition: `bool`.
+    Bool,
+    /// A message expression: `string`.
+    String,
+    /// An audit annotation's value: `string` or `null`.
+    StringOrNull,
+    /// A variable: anything.
+    Any,
+}
+
+impl Returns {
+    /// The types an expression may have.
+    fn types(self) -> &'static [Ty] {
+        match self {
+            Returns::Bool => &[Ty::Bool],
+            Returns::String => &[Ty::Str],
+            Returns::StringOrNull => &[Ty::Str, Ty::Null],
+            Returns::Any => &[],
+        }
+    }
+}
+
+/// Checks an admission expression as upstream compiles it when a policy or webhook
+/// configuration is written: parsed, type-checked against `declared`, of exactly one of the
+/// types `returns` allows (a `dyn` result is refused, as cel-go's `IsExactType` refuses it)
+/// and bounded by the cost model. The error is upstream's detail: `compilation failed:
+/// <cel-go issues>`, or `must evaluate to bool but got dyn`.
+pub(crate) fn check(source: &str, declared: &[(&str, Ty)], returns: Returns) -> Result<(), String> {
+    let program = parse(source).map_err(|e| format!("compilation failed: {e}"))?;
+    let ty = crate::validation::cel::check::check(&program, source, declared)
+        .map_err(|e| format!("compilation failed: {e}"))?;
+    let types = returns.types();
+    if !types.is_empty() && !types.contains(&ty) {
+        let names: Vec<String> = types.iter().map(Ty::to_string).collect();
+        return Err(match names.as_slice() {
+            [one] => format!("must evaluate to {one} but got {ty}"),
+            _ => format!("must evaluate to one of [{}] but got {ty}", names.join(" ")),
+        });
+    }
+    let probe: Vec<(&str, Shape)> = declared
+        .iter()
+        .map(|(name, _)| (*name, Shape::opaque(1)))
+        .collect();
+    cost::estimate(program.expression(), &probe)
+        .map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
+    Ok(())
 }
 
 /// Parses `source` as CRD rules are parsed (length, nesting and depth limits, regex and
@@ -126,14 +170,9 @@ fn parse(source: &str) -> Result<Program, String> {
     parse_in(env(), source).map_err(|e| e.to_string())
 }
 
-/// Checks that the cost model can bound `expr` over admission's variables (the authorizer's
-/// when `authorizer`).
-fn bounded(expr: &IdedExpr, params: bool, authorizer: bool) -> Result<(), String> {
-    let mut probe: Vec<(&str, Shape)> = VARIABLES
-        .iter()
-        .filter(|v| authorizer || !v.starts_with(authz::VARIABLE))
-        .map(|v| (*v, Shape::opaque(1)))
-        .collect();
+/// Checks that the cost model can bound `expr` over admission's variables.
+fn bounded(expr: &IdedExpr, params: bool) -> Result<(), String> {
+    let mut probe: Vec<(&str, Shape)> = VARIABLES.iter().map(|v| (*v, Shape::opaque(1))).collect();
     if params {
         probe.push(("params", Shape::opaque(1)));
     }
@@ -166,7 +205,7 @@ pub(crate) fn compile_mutation(source: &str) -> Result<Mutation, String> {
     let program = parse(source)?;
     let mut mismatches = Vec::new();
     let expr = rewrite(program.expression(), None, &mut mismatches)?;
-    bounded(&expr, true, true)?;
+    bounded(&expr, true)?;
     Ok(Mutation { expr, mismatches })
 }
 
@@ -176,7 +215,7 @@ pub(crate) fn evaluate_mutation(
     vars: &[(&str, &Value)],
     typed: &Typed,
 ) -> Result<cel::Value, String> {
-    run(&mutation.expr, vars, typed)
+    run(&mutation.expr, vars, typed, None).unwrap_or_else(|OutOfBudget| Err(OUT_OF_BUDGET.into()))
 }
 
 /// The type of an initializer: an `Object` (or one of its fields' types) or a `JSONPatch`.
@@ -333,11 +372,61 @@ pub(crate) fn evaluate(
     vars: &[(&str, &Value)],
     typed: &Typed,
 ) -> Result<cel::Value, String> {
-    run(program.expression(), vars, typed)
+    run(program.expression(), vars, typed, None).unwrap_or_else(|OutOfBudget| {
+        // Without a budget nothing runs out of it.
+        Err(OUT_OF_BUDGET.into())
+    })
 }
 
-/// Evaluates an expression within the runtime cost limit.
-fn run(expr: &IdedExpr, vars: &[(&str, &Value)], typed: &Typed) -> Result<cel::Value, String> {
+/// The cost budget of one policy evaluation (upstream's `RuntimeCELCostBudget`): the
+/// expressions evaluated for one binding and param draw on it, and the first one it cannot
+/// pay for stops the evaluation.
+#[derive(Debug)]
+pub(crate) struct Budget(std::cell::Cell<u64>);
+
+impl Budget {
+    /// A full budget.
+    pub(crate) fn new() -> Self {
+        Budget(std::cell::Cell::new(REQUEST_BUDGET))
+    }
+
+    /// Spends `cost`, or answers that the budget cannot pay for it.
+    fn spend(&self, cost: u64) -> Result<(), OutOfBudget> {
+        let left = self.0.get();
+        if cost > left {
+            return Err(OutOfBudget);
+        }
+        self.0.set(left - cost);
+        Ok(())
+    }
+}
+
+/// An evaluation stopped because its budget ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OutOfBudget;
+
+/// Upstream's words for an evaluation stopped by its budget.
+pub(crate) const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+/// [`evaluate`], paid from `budget`.
+pub(crate) fn evaluate_within(
+    program: &Program,
+    vars: &[(&str, &Value)],
+    typed: &Typed,
+    budget: &Budget,
+) -> Result<Result<cel::Value, String>, OutOfBudget> {
+    run(program.expression(), vars, typed, Some(budget))
+}
+
+/// Evaluates an expression within the runtime cost limit, paid from `budget` when given. The
+/// cost is the cost model's bound for the values at hand (cel-go counts the steps taken).
+fn run(
+    expr: &IdedExpr,
+    vars: &[(&str, &Value)],
+    typed: &Typed,
+    budget: Option<&Budget>,
+) -> Result<Result<cel::Value, String>, OutOfBudget> {
     let mut shapes: Vec<(&str, Shape)> =
         vars.iter().map(|(n, v)| (*n, Shape::of_json(v))).collect();
     shapes.extend(
@@ -345,9 +434,15 @@ fn run(expr: &IdedExpr, vars: &[(&str, &Value)], typed: &Typed) -> Result<cel::V
             .iter()
             .map(|(n, v)| (*n, Shape::of_json(&super::policy::to_json(v)))),
     );
-    let cost = cost::estimate(expr, &shapes).map_err(|e| e.to_string())?;
+    let cost = match cost::estimate(expr, &shapes) {
+        Ok(cost) => cost,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
     if cost > PER_CALL_LIMIT {
-        return Err("operation cancelled: actual cost limit exceeded".into());
+        return Ok(Err("operation cancelled: actual cost limit exceeded".into()));
+    }
+    if let Some(budget) = budget {
+        budget.spend(cost)?;
     }
     let mut ctx = Context::with_env(env().clone());
     for (name, value) in vars {
@@ -356,9 +451,9 @@ fn run(expr: &IdedExpr, vars: &[(&str, &Value)], typed: &Typed) -> Result<cel::V
     for (name, value) in typed {
         ctx.add_variable_from_value(*name, value.clone());
     }
-    cel::Value::resolve(expr, &ctx).map_err(|e| {
+    Ok(cel::Value::resolve(expr, &ctx).map_err(|e| {
         crate::validation::cel::library::error_message(&e).unwrap_or_else(|| e.to_string())
-    })
+    }))
 }
 
 #[cfg(test)]

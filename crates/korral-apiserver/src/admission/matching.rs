@@ -160,11 +160,23 @@ fn selectors_match(
 /// `matchPolicy: Equivalent`) another served version of the same group and resource.
 fn match_rules(req: &Request<'_>, hook: &Value) -> Option<Arc<ResourceInfo>> {
     let rules = hook.get("rules").and_then(Value::as_array)?;
+    let exact = hook.get("matchPolicy").and_then(Value::as_str) == Some("Exact");
+    rules_select(req, rules, exact)
+}
+
+/// The version of the request's resource that one of `rules` selects: the request's own when
+/// a rule selects it, else (unless `exact`) the first other served version of the same group
+/// and resource a rule selects, as upstream's `matchesResourceRules` with `Equivalent`.
+pub(crate) fn rules_select(
+    req: &Request<'_>,
+    rules: &[Value],
+    exact: bool,
+) -> Option<Arc<ResourceInfo>> {
     let matches = |info: &ResourceInfo| rules.iter().any(|r| rule_matches(req, info, r));
     if matches(req.info) {
         return Some(req.info.clone());
     }
-    if hook.get("matchPolicy").and_then(Value::as_str) == Some("Exact") {
+    if exact {
         return None;
     }
     req.objects
@@ -172,21 +184,6 @@ fn match_rules(req: &Request<'_>, hook: &Value) -> Option<Arc<ResourceInfo>> {
         .versions_of(&req.info.group, &req.info.resource)
         .into_iter()
         .find(|other| other.version != req.info.version && matches(other))
-}
-
-/// Whether a rule selects the request's resource, or (unless `exact`) another served version
-/// of it.
-pub(crate) fn rule_selects(req: &Request<'_>, rule: &Value, exact: bool) -> bool {
-    if rule_matches(req, req.info, rule) {
-        return true;
-    }
-    !exact
-        && req
-            .objects
-            .registry()
-            .versions_of(&req.info.group, &req.info.resource)
-            .iter()
-            .any(|other| other.version != req.info.version && rule_matches(req, other, rule))
 }
 
 /// The strings of a rule field.

@@ -8,6 +8,7 @@
 
 pub(crate) mod cel;
 pub(crate) mod client;
+pub(crate) mod declarations;
 mod matching;
 mod mutation;
 mod policy;
@@ -165,15 +166,7 @@ pub(crate) async fn admit(
             *object = Some(revalidate(obj)?);
         }
     }
-    let review = || {
-        let own = matching::Candidate {
-            hook: Value::Null,
-            matched: req.info.clone(),
-        };
-        let uid = uuid::Uuid::new_v4().to_string();
-        review::build_review(req, &own, object.as_ref(), req.old, false, &uid)
-    };
-    policy::run(req, object.as_ref(), review, &mut admitted.warnings)?;
+    policy::run(req, object.as_ref(), &mut admitted.warnings).await?;
     let validating = matching::candidates(req, false, object.as_ref());
     if !validating.is_empty() {
         review::run_validating(req, &validating, object.as_ref(), &mut admitted.warnings).await?;
@@ -197,47 +190,14 @@ async fn mutate(
             *flag = true;
         }
     };
-    let request = if policies.is_empty() {
-        Value::Null
-    } else {
-        let own = matching::Candidate {
-            hook: Value::Null,
-            matched: req.info.clone(),
-        };
-        let uid = uuid::Uuid::new_v4().to_string();
-        mutation::request_variable(&review::build_review(
-            req,
-            &own,
-            object.as_ref(),
-            req.old,
-            true,
-            &uid,
-        ))
-    };
     let namespace = if policies.is_empty() {
         None
     } else {
         policy::namespace_object(req)
     };
-    let run_policies = |object: &mut Option<Value>, only: Option<&[bool]>| {
-        let mut failures = Vec::new();
-        let mut changed_at = Vec::new();
-        for (i, invocation) in policies.iter().enumerate() {
-            if only.is_some_and(|flags| !(flags[i] && invocation.reinvoked())) {
-                continue;
-            }
-            let Some(current) = object.as_mut() else {
-                break;
-            };
-            match mutation::invoke(req, invocation, current, &request, namespace.as_ref()) {
-                Ok(true) => changed_at.push(i),
-                Ok(false) => {}
-                Err(failure) => failures.push(failure),
-            }
-        }
-        (changed_at, failures)
-    };
-    let (changed_at, mut more) = run_policies(object, None);
+    let mut seen = Vec::new();
+    let (changed_at, mut more) =
+        run_policies(req, policies, object, &mut seen, namespace.as_ref(), None).await;
     for i in changed_at {
         changed(i, &mut changed_after);
     }
@@ -249,7 +209,15 @@ async fn mutate(
             changed(policies.len() + j, &mut changed_after);
         }
     }
-    let (_, failures) = run_policies(object, Some(&changed_after));
+    let (_, failures) = run_policies(
+        req,
+        policies,
+        object,
+        &mut seen,
+        namespace.as_ref(),
+        Some(&changed_after),
+    )
+    .await;
     mutation::refuse(req, failures)?;
     for (j, hook) in webhooks.iter().enumerate() {
         if changed_after[policies.len() + j]
@@ -259,6 +227,50 @@ async fn mutate(
         }
     }
     Ok(())
+}
+
+/// Runs the mutating policies' invocations in order on `object` (only those flagged in `only`
+/// that ask to be invoked again, when given), each in the version its policy matched (`seen`
+/// keeps the request as seen in each version); answers the indexes of the invocations that
+/// changed the object, and the failures.
+async fn run_policies(
+    req: &Request<'_>,
+    policies: &[mutation::Invocation],
+    object: &mut Option<Value>,
+    seen: &mut Vec<policy::Seen>,
+    namespace: Option<&Value>,
+    only: Option<&[bool]>,
+) -> (Vec<usize>, Vec<mutation::Failure>) {
+    let mut failures = Vec::new();
+    let mut changed_at = Vec::new();
+    for (i, invocation) in policies.iter().enumerate() {
+        if only.is_some_and(|flags| !(flags[i] && invocation.reinvoked())) {
+            continue;
+        }
+        let Some(current) = object.as_mut() else {
+            break;
+        };
+        let matched = invocation.matched();
+        let at = match seen.iter().position(|s| s.info.version == matched.version) {
+            Some(at) => at,
+            None => match policy::Seen::of(req, matched, true).await {
+                Ok(view) => {
+                    seen.push(view);
+                    seen.len() - 1
+                }
+                Err(why) => {
+                    failures.push(invocation.failure(why));
+                    continue;
+                }
+            },
+        };
+        match mutation::invoke_seen(req, invocation, current, &seen[at], namespace).await {
+            Ok(true) => changed_at.push(i),
+            Ok(false) => {}
+            Err(failure) => failures.push(failure),
+        }
+    }
+    (changed_at, failures)
 }
 
 /// The `CreateOptions`/`UpdateOptions` fields a review carries beyond `dryRun`.

@@ -7,13 +7,16 @@
 //! each. Failures are collected and, unless the policy's `failurePolicy` is `Ignore`, refuse
 //! the write with upstream's 403 (`policy 'p' with binding 'b' denied request: …`).
 
-use serde_json::{Value, json};
+use std::sync::Arc;
+
+use serde_json::Value;
 
 use super::Request;
 use super::cel::{Mutation, authorizer, compile_mutation_cached, evaluate_mutation};
-use super::policy::{Bound, bound_policies, eval, params, to_json, with_variables};
+use super::policy::{Bound, Seen, bound_policies, eval, params, to_json, with_variables};
 use crate::error::{ApiError, Cause, Details};
 use crate::patch::json::{Operation, apply_operations};
+use crate::registry::ResourceInfo;
 
 /// One policy, binding and param that select the write.
 pub(super) struct Invocation {
@@ -24,6 +27,16 @@ pub(super) struct Invocation {
 }
 
 impl Invocation {
+    /// The version of the resource the policy matched.
+    pub(super) fn matched(&self) -> &Arc<ResourceInfo> {
+        &self.bound.matched
+    }
+
+    /// A failure of this invocation.
+    pub(super) fn failure(&self, why: impl std::fmt::Display) -> Failure {
+        Failure::of(&self.bound, why)
+    }
+
     /// Whether the policy asks to run again when later mutations change the object.
     pub(super) fn reinvoked(&self) -> bool {
         self.bound
@@ -83,18 +96,47 @@ pub(super) fn plan(req: &Request<'_>, object: Option<&Value>) -> (Vec<Invocation
     (invocations, failures)
 }
 
-/// Runs one invocation's mutations on `object`; answers whether they changed it.
-pub(super) fn invoke(
+/// Runs one invocation's mutations on `object` (in the request's version) in the version the
+/// policy matched: the object is converted to it and, when changed, back. Answers whether
+/// the mutations changed it.
+pub(super) async fn invoke_seen(
     req: &Request<'_>,
     invocation: &Invocation,
     object: &mut Value,
-    request: &Value,
+    seen: &Seen,
+    namespace: Option<&Value>,
+) -> Result<bool, Failure> {
+    if seen.info.version == req.info.version {
+        return invoke(req, invocation, object, seen, namespace);
+    }
+    let mut view = seen
+        .object(req, object)
+        .await
+        .map_err(|why| invocation.failure(why))?;
+    if !invoke(req, invocation, &mut view, seen, namespace)? {
+        return Ok(false);
+    }
+    *object = super::review::object_back(req, &seen.info, view)
+        .await
+        .map_err(|e| {
+            invocation.failure(format!("failed to convert object version: {}", e.message))
+        })?;
+    Ok(true)
+}
+
+/// Runs one invocation's mutations on `object` (in the matched version `seen`); answers
+/// whether they changed it.
+fn invoke(
+    req: &Request<'_>,
+    invocation: &Invocation,
+    object: &mut Value,
+    seen: &Seen,
     namespace: Option<&Value>,
 ) -> Result<bool, Failure> {
     let bound = &invocation.bound;
     let policy = &bound.policy;
     let fail = |why: String| Failure::of(bound, why);
-    if !conditions_hold(req, invocation, object, request, namespace).map_err(fail)? {
+    if !conditions_hold(req, invocation, object, seen, namespace).map_err(fail)? {
         return Ok(false);
     }
     let before = object.clone();
@@ -113,18 +155,16 @@ pub(super) fn invoke(
             .and_then(Value::as_str)
             .unwrap_or("");
         let compiled = compile_mutation_cached(source).map_err(fail)?;
-        let result = evaluate(
-            req, invocation, &compiled, source, object, request, namespace,
-        )
-        .map_err(fail)?;
+        let result =
+            evaluate(req, invocation, &compiled, source, object, seen, namespace).map_err(fail)?;
         let next = match patch_type {
-            PatchType::Apply => apply_configuration(req, object, &result)
+            PatchType::Apply => apply_configuration(&seen.info, object, &result)
                 .map_err(|e| fail(format!("error applying patch: {e}")))?,
             PatchType::Json => json_patch(object, &result).map_err(fail)?,
         };
         if let Some(mut next) = next {
             if req.subresource_kind.is_none() {
-                req.info.strategy.default(&mut next);
+                seen.info.strategy.default(&mut next);
             }
             *object = next;
         }
@@ -143,17 +183,16 @@ enum PatchType {
 
 /// The variables of an invocation's expressions, `variables` last.
 fn variables<'a>(
-    req: &'a Request<'_>,
     invocation: &'a Invocation,
     object: &'a Value,
-    request: &'a Value,
+    seen: &'a Seen,
     namespace: Option<&'a Value>,
     null: &'a Value,
 ) -> Vec<(&'a str, &'a Value)> {
     vec![
         ("object", object),
-        ("oldObject", req.old.unwrap_or(null)),
-        ("request", request),
+        ("oldObject", seen.old.as_ref().unwrap_or(null)),
+        ("request", &seen.request),
         ("params", invocation.param.as_ref().unwrap_or(null)),
         ("namespaceObject", namespace.unwrap_or(null)),
     ]
@@ -166,7 +205,7 @@ fn conditions_hold(
     req: &Request<'_>,
     invocation: &Invocation,
     object: &Value,
-    request: &Value,
+    seen: &Seen,
     namespace: Option<&Value>,
 ) -> Result<bool, String> {
     let Some(conditions) = invocation
@@ -178,7 +217,7 @@ fn conditions_hold(
         return Ok(true);
     };
     let null = Value::Null;
-    let vars = variables(req, invocation, object, request, namespace, &null);
+    let vars = variables(invocation, object, seen, namespace, &null);
     let typed = with_variables(&invocation.bound.policy, &vars, &authorizer(req));
     // Any false condition skips the policy, errors or not; otherwise an error fails.
     let mut errors = Vec::new();
@@ -207,11 +246,11 @@ fn evaluate(
     compiled: &Mutation,
     source: &str,
     object: &Value,
-    request: &Value,
+    seen: &Seen,
     namespace: Option<&Value>,
 ) -> Result<Value, String> {
     let null = Value::Null;
-    let vars = variables(req, invocation, object, request, namespace, &null);
+    let vars = variables(invocation, object, seen, namespace, &null);
     let typed = with_variables(&invocation.bound.policy, &vars, &authorizer(req));
     let value = evaluate_mutation(compiled, &vars, &typed)
         .map_err(|e| format!("expression '{source}' resulted in error: {e}"))?;
@@ -223,7 +262,7 @@ fn evaluate(
 
 /// Merges an `ApplyConfiguration`'s object into `object`; `None` when nothing changes.
 fn apply_configuration(
-    req: &Request<'_>,
+    info: &ResourceInfo,
     object: &Value,
     result: &Value,
 ) -> Result<Option<Value>, String> {
@@ -233,7 +272,7 @@ fn apply_configuration(
             kind_of(result)
         ));
     }
-    let merged = crate::apply::merge_unowned(req.info, object, result)?;
+    let merged = crate::apply::merge_unowned(info, object, result)?;
     Ok((merged != *object).then_some(merged))
 }
 
@@ -306,14 +345,4 @@ pub(super) fn refuse(req: &Request<'_>, failures: Vec<Failure>) -> Result<(), Ap
         ..Details::default()
     }));
     Err(err)
-}
-
-/// The `request` variable of a mutation: the admission request without the objects.
-pub(super) fn request_variable(review: &Value) -> Value {
-    let mut request = review.get("request").cloned().unwrap_or(json!({}));
-    if let Some(r) = request.as_object_mut() {
-        r.remove("object");
-        r.remove("oldObject");
-    }
-    request
 }

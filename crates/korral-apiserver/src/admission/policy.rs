@@ -5,14 +5,17 @@
 //! messages (`ValidatingAdmissionPolicy 'p' with binding 'b' denied request: …`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::Request;
-use super::cel::Typed;
+use super::cel::{Budget, OUT_OF_BUDGET, OutOfBudget, Typed};
+use super::matching::rules_select;
 use crate::error::{ApiError, Cause, Details};
 use crate::meta;
 use crate::objects::ListOptions;
+use crate::registry::ResourceInfo;
 use crate::selector::from_label_selector_json;
 
 /// The group of policies and bindings.
@@ -27,10 +30,10 @@ struct Outcome {
 }
 
 /// Evaluates every bound policy on the request; `object` is the new object (`None` on delete).
-pub(crate) fn run(
+/// Each policy sees the objects and the request in the version its match constraints selected.
+pub(crate) async fn run(
     req: &Request<'_>,
     object: Option<&Value>,
-    review: impl FnOnce() -> Value,
     warnings: &mut Vec<String>,
 ) -> Result<(), ApiError> {
     let bound = bound_policies(
@@ -44,7 +47,17 @@ pub(crate) fn run(
     if bound.is_empty() {
         return Ok(());
     }
-    let review = review();
+    // The request and the object in each matched version, converted once.
+    let mut seen: Vec<(&str, Converted)> = Vec::new();
+    for b in &bound {
+        if seen.iter().any(|(v, _)| *v == b.matched.version) {
+            continue;
+        }
+        seen.push((
+            &b.matched.version,
+            Seen::with_object(req, &b.matched, object).await,
+        ));
+    }
     let namespace_object = namespace_object(req);
     let authorizer = super::cel::authorizer(req);
     let mut outcome = Outcome {
@@ -52,14 +65,20 @@ pub(crate) fn run(
         warnings: Vec::new(),
     };
     for b in &bound {
+        let found = seen.iter().find(|(v, _)| *v == b.matched.version);
+        let (view, converted) = match found {
+            Some((_, Ok((view, converted)))) => (view, converted.as_ref()),
+            Some((_, Err(why))) => {
+                configuration_error(b, why, &mut outcome);
+                continue;
+            }
+            None => continue,
+        };
         evaluate_binding(
             req,
-            &b.policy,
-            &b.policy_name,
-            &b.binding,
-            &b.binding_name,
-            object,
-            &review,
+            b,
+            view,
+            converted,
             namespace_object.as_ref(),
             &authorizer,
             &mut outcome,
@@ -87,6 +106,25 @@ pub(crate) fn run(
     Ok(())
 }
 
+/// The request and the new object in one matched version, or why they could not be
+/// converted to it.
+type Converted = Result<(Seen, Option<Value>), String>;
+
+/// A binding that could not be evaluated (its params, a conversion): denied as upstream's
+/// `failed to configure binding: ...` unless the policy fails open.
+fn configuration_error(b: &Bound, why: &str, outcome: &mut Outcome) {
+    if b.policy.get("failurePolicy").and_then(Value::as_str) == Some("Ignore") {
+        return;
+    }
+    outcome.denials.push((
+        format!(
+            "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: failed to configure binding: {why}",
+            b.policy_name, b.binding_name
+        ),
+        "",
+    ));
+}
+
 /// A binding that selects the request, with its policy.
 #[derive(Clone)]
 pub(super) struct Bound {
@@ -98,6 +136,83 @@ pub(super) struct Bound {
     pub binding_name: String,
     /// The binding's `spec`.
     pub binding: Value,
+    /// The version of the resource the policy's match constraints selected (the request's,
+    /// or with `matchPolicy: Equivalent` another served version): the policy sees the objects
+    /// and the request in it.
+    pub matched: Arc<ResourceInfo>,
+}
+
+/// A request as seen in the version of the resource a policy matched: the old object
+/// converted to it and the `request` variable naming it (`kind` and `resource` the matched
+/// ones, `requestKind` and `requestResource` the request's).
+pub(super) struct Seen {
+    /// The matched version.
+    pub info: Arc<ResourceInfo>,
+    /// The old object in the matched version.
+    pub old: Option<Value>,
+    /// The `request` variable.
+    pub request: Value,
+}
+
+impl Seen {
+    /// The request seen in version `matched`; a conversion that fails is answered as
+    /// upstream's `failed to convert object version: ...`.
+    pub(super) async fn of(
+        req: &Request<'_>,
+        matched: &Arc<ResourceInfo>,
+        mutating: bool,
+    ) -> Result<Seen, String> {
+        let old = match req.old {
+            Some(o) => Some(
+                super::review::object_for(req, matched, o)
+                    .await
+                    .map_err(|e| format!("failed to convert object version: {}", e.message))?,
+            ),
+            None => None,
+        };
+        let own = super::matching::Candidate {
+            hook: Value::Null,
+            matched: matched.clone(),
+        };
+        let review = super::review::build_review(req, &own, None, None, mutating, "");
+        Ok(Seen {
+            info: matched.clone(),
+            old,
+            request: request_variable(&review),
+        })
+    }
+
+    /// `object` in the matched version.
+    pub(super) async fn object(&self, req: &Request<'_>, object: &Value) -> Result<Value, String> {
+        super::review::object_for(req, &self.info, object)
+            .await
+            .map_err(|e| format!("failed to convert object version: {}", e.message))
+    }
+
+    /// The request seen in version `matched`, with `object` converted to it.
+    async fn with_object(
+        req: &Request<'_>,
+        matched: &Arc<ResourceInfo>,
+        object: Option<&Value>,
+    ) -> Converted {
+        let seen = Seen::of(req, matched, false).await?;
+        let converted = match object {
+            Some(o) => Some(seen.object(req, o).await?),
+            None => None,
+        };
+        Ok((seen, converted))
+    }
+}
+
+/// The `request` variable of a policy expression: the admission request without the objects
+/// (upstream leaves them out).
+pub(super) fn request_variable(review: &Value) -> Value {
+    let mut request = review.get("request").cloned().unwrap_or(json!({}));
+    if let Some(r) = request.as_object_mut() {
+        r.remove("object");
+        r.remove("oldObject");
+    }
+    request
 }
 
 /// The bindings (of the `(policies, bindings)` resources) whose policy's match constraints and
@@ -135,11 +250,12 @@ pub(super) fn bound_policies(
         let Some(constraints) = policy_spec.get("matchConstraints") else {
             continue;
         };
-        if !matches(req, constraints, object, namespace_object.as_ref(), true) {
+        let Some(matched) = matches(req, constraints, object, namespace_object.as_ref(), true)
+        else {
             continue;
-        }
+        };
         if let Some(resources) = spec.get("matchResources").filter(|m| m.is_object())
-            && !matches(req, resources, object, namespace_object.as_ref(), false)
+            && matches(req, resources, object, namespace_object.as_ref(), false).is_none()
         {
             continue;
         }
@@ -148,6 +264,7 @@ pub(super) fn bound_policies(
             policy: policy_spec,
             binding_name: meta::name(&binding).to_string(),
             binding: spec,
+            matched,
         });
     }
     bound
@@ -160,14 +277,17 @@ pub(super) fn namespace_object(req: &Request<'_>) -> Option<Value> {
     req.objects.get(&info, None, ns).ok().map(|n| (*n).clone())
 }
 
-/// Whether match resources (a policy's constraints or a binding's) select the request.
+/// The version of the request's resource that match resources (a policy's constraints or a
+/// binding's) select, as upstream's matcher decides: selectors, then excluded rules, then the
+/// resource rules (the request's version, else with `matchPolicy: Equivalent` another served
+/// version). Without resource rules (allowed for a binding) the request's version is selected.
 fn matches(
     req: &Request<'_>,
     m: &Value,
     object: Option<&Value>,
     namespace: Option<&Value>,
     require_rules: bool,
-) -> bool {
+) -> Option<Arc<ResourceInfo>> {
     let labels = |o: Option<&Value>| {
         o.and_then(|o| meta::metadata(o))
             .and_then(|md| md.get("labels"))
@@ -180,11 +300,11 @@ fn matches(
             .unwrap_or(false),
     };
     if namespace.is_some() && !selects("namespaceSelector", labels(namespace)) {
-        return false;
+        return None;
     }
     let old_selected = req.old.is_some() && selects("objectSelector", labels(req.old));
     if !(selects("objectSelector", labels(object)) || old_selected) {
-        return false;
+        return None;
     }
     let rules = |key: &str| {
         m.get(key)
@@ -192,33 +312,35 @@ fn matches(
             .cloned()
             .unwrap_or_default()
     };
-    let include = rules("resourceRules");
     let exact = m.get("matchPolicy").and_then(Value::as_str) == Some("Exact");
-    let hit = |rule: &Value| super::matching::rule_selects(req, rule, exact);
-    if include.is_empty() {
-        if require_rules {
-            return false;
-        }
-    } else if !include.iter().any(hit) {
-        return false;
+    if rules_select(req, &rules("excludeResourceRules"), exact).is_some() {
+        return None;
     }
-    !rules("excludeResourceRules").iter().any(hit)
+    let include = rules("resourceRules");
+    if include.is_empty() {
+        return (!require_rules).then(|| req.info.clone());
+    }
+    rules_select(req, &include, exact)
 }
 
-/// Evaluates one binding of a policy, for each of its params.
-#[allow(clippy::too_many_arguments)]
+/// Evaluates one binding of a policy, for each of its params, on the request as `seen` in
+/// the policy's matched version (`object` converted to it).
 fn evaluate_binding(
     req: &Request<'_>,
-    policy: &Value,
-    policy_name: &str,
-    binding: &Value,
-    binding_name: &str,
+    bound: &Bound,
+    seen: &Seen,
     object: Option<&Value>,
-    review: &Value,
     namespace: Option<&Value>,
     authorizer: &Typed,
     outcome: &mut Outcome,
 ) -> Result<(), ApiError> {
+    let Bound {
+        policy,
+        policy_name,
+        binding,
+        binding_name,
+        ..
+    } = bound;
     let actions: Vec<&str> = binding
         .get("validationActions")
         .and_then(Value::as_array)
@@ -238,12 +360,11 @@ fn evaluate_binding(
         }
     };
     let null = Value::Null;
-    let request = &review["request"];
     for param in &params {
         let base: Vec<(&str, &Value)> = vec![
             ("object", object.unwrap_or(&null)),
-            ("oldObject", req.old.unwrap_or(&null)),
-            ("request", request),
+            ("oldObject", seen.old.as_ref().unwrap_or(&null)),
+            ("request", &seen.request),
             ("params", param.as_ref().unwrap_or(&null)),
             ("namespaceObject", namespace.unwrap_or(&null)),
         ];
@@ -264,45 +385,34 @@ fn evaluate_binding(
                 continue;
             }
         }
-        let validations = policy
-            .get("validations")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        // Message expressions run without the authorizer, as upstream's (their variables
-        // are evaluated again without it): computed once, when a validation first fails.
-        let mut message_typed: Option<Vec<(&'static str, cel::Value)>> = None;
-        for v in &validations {
-            let expression = v.get("expression").and_then(Value::as_str).unwrap_or("");
-            let failed = match eval(expression, &vars, &typed) {
-                Ok(Value::Bool(true)) => None,
-                Ok(Value::Bool(false)) => {
-                    let without_authorizer =
-                        message_typed.get_or_insert_with(|| with_variables(policy, &vars, &[]));
-                    Some(message(v, expression, &vars, without_authorizer))
-                }
-                Ok(other) => (!fail_open).then(|| {
-                    format!(
-                        "expression '{expression}' resulted in error: no such overload: {other}"
-                    )
-                }),
-                Err(e) => (!fail_open)
-                    .then(|| format!("expression '{expression}' resulted in error: {e}")),
-            };
-            let Some(text) = failed else { continue };
-            let reason = match v.get("reason").and_then(Value::as_str) {
-                Some("Forbidden") => "Forbidden",
-                Some("Unauthorized") => "Unauthorized",
-                Some("RequestEntityTooLarge") => "RequestEntityTooLarge",
-                Some("Invalid") => "Invalid",
-                _ => "",
-            };
+        // Message expressions and audit annotations run without the authorizer, as
+        // upstream's (their variables are evaluated again without it).
+        let mut without_authorizer: Option<Vec<(&'static str, cel::Value)>> = None;
+        let mut plain = || {
+            without_authorizer
+                .get_or_insert_with(|| with_variables(policy, &vars, &[]))
+                .clone()
+        };
+        let mut decisions = validate(policy, &vars, &typed, &mut plain, fail_open);
+        let errors = match audit_annotations(policy, &vars, &mut plain, fail_open) {
+            Err(OutOfBudget) => {
+                // Upstream answers only that the budget ran out.
+                decisions = (!fail_open)
+                    .then(|| Decision::invalid(OUT_OF_BUDGET))
+                    .into_iter()
+                    .collect();
+                Vec::new()
+            }
+            Ok(errors) => errors,
+        };
+        for decision in decisions {
+            let text = decision.text;
             if actions.contains(&"Deny") {
                 outcome.denials.push((
                     format!(
                         "ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}' denied request: {text}"
                     ),
-                    reason,
+                    decision.reason,
                 ));
             }
             if actions.contains(&"Warn") {
@@ -318,23 +428,211 @@ fn evaluate_binding(
                 );
             }
         }
+        // A failed audit annotation denies whatever the binding's actions.
+        for text in errors {
+            outcome.denials.push((
+                format!(
+                    "ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}' denied request: {text}"
+                ),
+                "",
+            ));
+        }
     }
     Ok(())
 }
 
-/// The message of a failed validation: its message expression's string, else its message,
-/// else `failed expression: <expression>`.
-fn message(v: &Value, expression: &str, vars: &[(&str, &Value)], typed: &Typed) -> String {
-    if let Some(me) = v.get("messageExpression").and_then(Value::as_str)
-        && let Ok(Value::String(s)) = eval(me, vars, typed)
-        && !s.trim().is_empty()
-        && !s.contains('\n')
-    {
-        return s;
+/// A validation that denied: upstream's message and the validation's reason (`""` for
+/// `Invalid`).
+struct Decision {
+    text: String,
+    reason: &'static str,
+}
+
+impl Decision {
+    /// A denial for an error (reason `Invalid`).
+    fn invalid(text: impl Into<String>) -> Self {
+        Decision {
+            text: text.into(),
+            reason: "",
+        }
     }
-    match v.get("message").and_then(Value::as_str) {
-        Some(m) if !m.is_empty() => m.to_string(),
-        _ => format!("failed expression: {expression}"),
+}
+
+/// The longest message a message expression may give (upstream's
+/// `MaxEvaluatedMessageExpressionSizeBytes`).
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+/// The denials of a policy's validations for one param, as upstream's validator decides them:
+/// every validation, then every message expression, paid from one budget. A budget that runs
+/// out during the validations leaves one denial (none with `failurePolicy: Ignore`); during
+/// the message expressions, every validation that did not fail with an error of its own is
+/// denied (`failed messageExpression: ...`).
+fn validate(
+    policy: &Value,
+    vars: &[(&str, &Value)],
+    typed: &Typed,
+    plain: &mut dyn FnMut() -> Vec<(&'static str, cel::Value)>,
+    fail_open: bool,
+) -> Vec<Decision> {
+    let validations = policy
+        .get("validations")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let budget = Budget::new();
+    let mut verdicts = Vec::with_capacity(validations.len());
+    for v in validations {
+        let expression = text(v, "expression");
+        match evaluate_paid(expression, vars, typed, &budget) {
+            Err(OutOfBudget) => {
+                return (!fail_open)
+                    .then(|| Decision::invalid(OUT_OF_BUDGET))
+                    .into_iter()
+                    .collect();
+            }
+            Ok(verdict) => verdicts.push(verdict),
+        }
+    }
+    let mut messages: Vec<Option<String>> = vec![None; validations.len()];
+    let mut messages_out_of_budget = false;
+    if validations
+        .iter()
+        .any(|v| !text(v, "messageExpression").is_empty())
+    {
+        let typed = plain();
+        for (i, v) in validations.iter().enumerate() {
+            let source = text(v, "messageExpression");
+            if source.is_empty() {
+                continue;
+            }
+            match evaluate_paid(source, vars, &typed, &budget) {
+                Err(OutOfBudget) => {
+                    messages_out_of_budget = true;
+                    break;
+                }
+                Ok(Ok(cel::Value::String(s))) => messages[i] = Some(s.trim().to_string()),
+                Ok(_) => {}
+            }
+        }
+    }
+    let mut decisions = Vec::new();
+    for ((v, verdict), message) in validations.iter().zip(verdicts).zip(messages) {
+        let expression = text(v, "expression");
+        match verdict {
+            Err(e) => {
+                if !fail_open {
+                    decisions.push(Decision::invalid(format!(
+                        "expression '{expression}' resulted in error: {e}"
+                    )));
+                }
+            }
+            Ok(_) if messages_out_of_budget => {
+                if !fail_open {
+                    decisions.push(Decision::invalid(format!(
+                        "failed messageExpression: {OUT_OF_BUDGET}"
+                    )));
+                }
+            }
+            Ok(cel::Value::Bool(true)) => {}
+            Ok(cel::Value::Bool(false)) => {
+                let from_expression = message
+                    .filter(|m| !m.is_empty() && m.len() <= MAX_MESSAGE_BYTES && !m.contains('\n'));
+                let text = from_expression.unwrap_or_else(|| match text(v, "message").trim() {
+                    "" => format!("failed expression: {}", expression.trim()),
+                    m => m.to_string(),
+                });
+                let reason = match v.get("reason").and_then(Value::as_str) {
+                    Some("Forbidden") => "Forbidden",
+                    Some("Unauthorized") => "Unauthorized",
+                    Some("RequestEntityTooLarge") => "RequestEntityTooLarge",
+                    Some("Invalid") => "Invalid",
+                    _ => "",
+                };
+                decisions.push(Decision { text, reason });
+            }
+            Ok(other) => {
+                if !fail_open {
+                    decisions.push(Decision::invalid(format!(
+                        "expression '{expression}' resulted in error: no such overload: {}",
+                        to_json(&other)
+                    )));
+                }
+            }
+        }
+    }
+    decisions
+}
+
+/// The longest audit annotation value kept (upstream's `maxAuditAnnotationValueLength`).
+const MAX_AUDIT_ANNOTATION_VALUE: usize = 10 * 1024;
+
+/// Evaluates a policy's `auditAnnotations` (from a budget of their own, without the
+/// authorizer): a non-empty string is published as `<policy>/<key>` (to the log: this server
+/// keeps no audit log), `null` or an empty string leaves the annotation out, and an error or
+/// another type is answered as a denial text unless the policy fails open.
+fn audit_annotations(
+    policy: &Value,
+    vars: &[(&str, &Value)],
+    plain: &mut dyn FnMut() -> Vec<(&'static str, cel::Value)>,
+    fail_open: bool,
+) -> Result<Vec<String>, OutOfBudget> {
+    let annotations = policy
+        .get("auditAnnotations")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if annotations.is_empty() {
+        return Ok(Vec::new());
+    }
+    let typed = plain();
+    let budget = Budget::new();
+    let mut errors = Vec::new();
+    for a in annotations {
+        let key = text(a, "key");
+        let expression = text(a, "valueExpression");
+        let failure = match evaluate_paid(expression, vars, &typed, &budget)? {
+            Err(e) => Some(format!("expression '{expression}' resulted in error: {e}")),
+            Ok(cel::Value::String(s)) => {
+                let value = s.trim();
+                if !value.is_empty() {
+                    let mut end = value.len().min(MAX_AUDIT_ANNOTATION_VALUE);
+                    while !value.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    tracing::info!(annotation = key, "audit annotation: {}", &value[..end]);
+                }
+                None
+            }
+            Ok(cel::Value::Null) => None,
+            Ok(other) => Some(format!(
+                "valueExpression '{expression}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                other.type_of()
+            )),
+        };
+        if let Some(failure) = failure
+            && !fail_open
+        {
+            errors.push(failure);
+        }
+    }
+    Ok(errors)
+}
+
+/// A string field of a policy item (`""` when absent).
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Evaluates an expression paid from `budget`; a compile error is an evaluation error.
+fn evaluate_paid(
+    expression: &str,
+    vars: &[(&str, &Value)],
+    typed: &Typed,
+    budget: &Budget,
+) -> Result<Result<cel::Value, String>, OutOfBudget> {
+    match super::cel::compile_cached(expression, true) {
+        Err(e) => Ok(Err(e)),
+        Ok(program) => super::cel::evaluate_within(&program, vars, typed, budget),
     }
 }
 

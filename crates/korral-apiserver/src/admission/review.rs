@@ -80,7 +80,7 @@ pub(crate) async fn run_validating(
 
 /// `object` in the shape of the matched version (the request's own when it is that version;
 /// a custom resource with a conversion webhook is converted by it).
-async fn object_for(
+pub(super) async fn object_for(
     req: &Request<'_>,
     matched: &crate::registry::ResourceInfo,
     object: &Value,
@@ -118,7 +118,7 @@ fn object_in_version(
 }
 
 /// The inverse of [`object_for`]: a matched-version object back in the request's version.
-async fn object_back(
+pub(super) async fn object_back(
     req: &Request<'_>,
     matched: &crate::registry::ResourceInfo,
     view: Value,

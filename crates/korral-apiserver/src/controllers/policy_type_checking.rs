@@ -19,12 +19,12 @@
 //! by a newline, and the kinds' texts of one expression are joined with a newline. A policy
 //! without warnings gets `typeChecking: {}`. The warnings never change how a policy admits.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use cel::Program;
 use serde_json::{Value, json};
 
+use crate::admission::declarations;
 use crate::auth::UserInfo;
 use crate::error::ApiError;
 use crate::meta;
@@ -33,7 +33,6 @@ use crate::registry::Registry;
 use crate::storage::collection_prefix;
 use crate::validation::cel::check::{self, Ty, schema};
 use crate::validation::cel::compile::{env, parse_in};
-use crate::validation::cel::library::authz;
 
 /// The group of the policies.
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -169,19 +168,7 @@ pub(super) fn expression_warnings(registry: &Registry, policy: &Value) -> Vec<Va
     let kinds = matched_kinds(registry, spec);
     let params = params_type(registry, spec);
     // Parsed once; a variable that does not parse is `dyn`.
-    let variables: Vec<(&str, &str, Option<Program>)> = spec
-        .get("variables")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|v| {
-            let name = v.get("name").and_then(Value::as_str)?;
-            let source = v.get("expression").and_then(Value::as_str).unwrap_or("");
-            let program = parse_in(env(), source).ok();
-            Some((name, source, program))
-        })
-        .collect();
+    let variables = declarations::variables(spec);
     let envs: Vec<(String, Vec<(&'static str, Ty)>)> = kinds
         .iter()
         .map(|k| (k.label(), environment(k, params.as_ref(), &variables)))
@@ -234,55 +221,14 @@ fn check_expression(source: &str, envs: &[(String, Vec<(&str, Ty)>)]) -> String 
 fn environment(
     k: &Matched,
     params: Option<&Ty>,
-    variables: &[(&str, &str, Option<Program>)],
+    variables: &[declarations::Variable<'_>],
 ) -> Vec<(&'static str, Ty)> {
-    let object = k.ty.clone().unwrap_or(Ty::Dyn);
-    let mut vars: Vec<(&str, Ty)> = vec![
-        ("object", object.clone()),
-        ("oldObject", object),
-        ("request", request_type()),
-        ("namespaceObject", namespace_type()),
-        (authz::VARIABLE, Ty::Opaque(authz::AUTHORIZER)),
-        (authz::REQUEST_RESOURCE, Ty::Opaque(authz::RESOURCE_CHECK)),
-    ];
-    if let Some(p) = params {
-        vars.push(("params", p.clone()));
-    }
-    // Each variable sees the ones before it; a variable that does not compile is `dyn`.
-    let mut fields = BTreeMap::new();
-    for (name, source, program) in variables {
-        let mut scope = vars.clone();
-        scope.push((
-            "variables",
-            Ty::object("kubernetes.variables", fields.clone()),
-        ));
-        let ty = program
-            .as_ref()
-            .and_then(|p| check::check(p, source, &scope).ok())
-            .map_or(Ty::Dyn, |t| variable_type(&t));
-        fields.insert((*name).to_string(), ty);
-    }
-    vars.push(("variables", Ty::object("kubernetes.variables", fields)));
-    vars
-}
-
-/// The type a variable is declared with, given its expression's type (upstream's
-/// `convertCelTypeToDeclType`: primitive types, lists and maps of them; `dyn` otherwise).
-fn variable_type(t: &Ty) -> Ty {
-    match t {
-        Ty::Bool
-        | Ty::Bytes
-        | Ty::Double
-        | Ty::Duration
-        | Ty::Int
-        | Ty::Null
-        | Ty::Str
-        | Ty::Timestamp
-        | Ty::Uint => t.clone(),
-        Ty::List(e) => Ty::list(variable_type(e)),
-        Ty::Map(k, v) => Ty::map(variable_type(k), variable_type(v)),
-        _ => Ty::Dyn,
-    }
+    declarations::environment(
+        k.ty.clone().unwrap_or(Ty::Dyn),
+        params,
+        Some(variables),
+        true,
+    )
 }
 
 /// The kinds `spec.matchConstraints.resourceRules` name, sorted by group, version and kind
@@ -405,109 +351,6 @@ fn declares_kind(s: &Value, group: &str, version: &str, kind: &str) -> bool {
                     && g.get("kind").and_then(Value::as_str) == Some(kind)
             })
         })
-}
-
-/// Fields of a hand-written object type.
-fn fields(list: &[(&str, Ty)]) -> BTreeMap<String, Ty> {
-    list.iter()
-        .map(|(n, t)| ((*n).to_string(), t.clone()))
-        .collect()
-}
-
-/// The type of `request`: upstream's `kubernetes.AdmissionRequest` (no `uid`, `object` or
-/// `oldObject`).
-fn request_type() -> Ty {
-    let gvk = Ty::object(
-        "kubernetes.GroupVersionKind",
-        fields(&[("group", Ty::Str), ("version", Ty::Str), ("kind", Ty::Str)]),
-    );
-    let gvr = Ty::object(
-        "kubernetes.GroupVersionResource",
-        fields(&[
-            ("group", Ty::Str),
-            ("version", Ty::Str),
-            ("resource", Ty::Str),
-        ]),
-    );
-    let user = Ty::object(
-        "kubernetes.UserInfo",
-        fields(&[
-            ("username", Ty::Str),
-            ("uid", Ty::Str),
-            ("groups", Ty::list(Ty::Str)),
-            ("extra", Ty::map(Ty::Str, Ty::list(Ty::Str))),
-        ]),
-    );
-    Ty::object(
-        "kubernetes.AdmissionRequest",
-        fields(&[
-            ("kind", gvk.clone()),
-            ("resource", gvr.clone()),
-            ("subResource", Ty::Str),
-            ("requestKind", gvk),
-            ("requestResource", gvr),
-            ("requestSubResource", Ty::Str),
-            ("name", Ty::Str),
-            ("namespace", Ty::Str),
-            ("operation", Ty::Str),
-            ("userInfo", user),
-            ("dryRun", Ty::Bool),
-            ("options", Ty::Dyn),
-        ]),
-    )
-}
-
-/// The type of `namespaceObject`: upstream's `kubernetes.Namespace` (some metadata left out).
-fn namespace_type() -> Ty {
-    let strings = Ty::list(Ty::Str);
-    let string_map = Ty::map(Ty::Str, Ty::Str);
-    let condition = Ty::object(
-        "kubernetes.NamespaceCondition",
-        fields(&[
-            ("status", Ty::Str),
-            ("type", Ty::Str),
-            ("lastTransitionTime", Ty::Timestamp),
-            ("message", Ty::Str),
-            ("reason", Ty::Str),
-        ]),
-    );
-    let metadata = Ty::object(
-        "kubernetes.NamespaceMetadata",
-        fields(&[
-            ("name", Ty::Str),
-            ("generateName", Ty::Str),
-            ("namespace", Ty::Str),
-            ("labels", string_map.clone()),
-            ("annotations", string_map),
-            ("UID", Ty::Str),
-            ("creationTimestamp", Ty::Timestamp),
-            ("deletionGracePeriodSeconds", Ty::Int),
-            ("deletionTimestamp", Ty::Timestamp),
-            ("generation", Ty::Int),
-            ("resourceVersion", Ty::Str),
-            ("finalizers", strings.clone()),
-        ]),
-    );
-    Ty::object(
-        "kubernetes.Namespace",
-        fields(&[
-            ("metadata", metadata),
-            (
-                "spec",
-                Ty::object(
-                    "kubernetes.NamespaceSpec",
-                    fields(&[("finalizers", strings)]),
-                ),
-            ),
-            (
-                "status",
-                Ty::object(
-                    "kubernetes.NamespaceStatus",
-                    fields(&[("conditions", Ty::list(condition)), ("phase", Ty::Str)]),
-                ),
-            ),
-        ]),
-    )
 }
 
 #[cfg(test)]

@@ -12,10 +12,13 @@ use super::strategy::{Context, Strategy};
 use super::{API_EXTENSIONS, KindDef};
 use base64::Engine;
 
+use crate::admission::cel::{self, Returns};
+use crate::admission::declarations;
 use crate::error::{ApiError, Cause};
 use crate::meta;
 use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
+use crate::validation::cel::check::Ty;
 use crate::validation::enums::{self, Order};
 use crate::validation::names::{
     child, dns1035_label, dns1123_subdomain, go_string_slice, index, invalid_rendered,
@@ -531,7 +534,12 @@ fn validate_webhook(
         !relaxed.unrecognized_versions,
     );
     validate_client_config(errs, hook.get("clientConfig"), &child(path, "clientConfig"));
-    validate_match_conditions(errs, hook, &child(path, "matchConditions"));
+    validate_match_conditions(
+        errs,
+        hook,
+        &child(path, "matchConditions"),
+        &declarations::webhook_environment(),
+    );
     if mutating {
         check_enum(
             errs,
@@ -853,8 +861,14 @@ fn validate_service(errs: &mut Vec<Cause>, service: &Value, path: &str) {
     }
 }
 
-/// `matchConditions`: at most 64, unique qualified names, expressions that compile to a bool.
-fn validate_match_conditions(errs: &mut Vec<Cause>, hook: &Value, path: &str) {
+/// `matchConditions`: at most 64, unique qualified names, expressions that compile to a bool
+/// with `declared` (upstream compiles them without a policy's `variables`).
+fn validate_match_conditions(
+    errs: &mut Vec<Cause>,
+    hook: &Value,
+    path: &str,
+    declared: &[(&str, Ty)],
+) {
     let conditions = hook
         .get("matchConditions")
         .and_then(Value::as_array)
@@ -887,12 +901,8 @@ fn validate_match_conditions(errs: &mut Vec<Cause>, hook: &Value, path: &str) {
         let expr_path = child(&at, "expression");
         if expression.trim().is_empty() {
             errs.push(Cause::required(&expr_path, ""));
-        } else if let Err(e) = crate::admission::cel::compile(expression, false) {
-            errs.push(Cause::invalid(
-                &expr_path,
-                &json!(expression),
-                &format!("compilation failed: {e}"),
-            ));
+        } else if let Err(e) = cel::check(expression, declared, Returns::Bool) {
+            errs.push(Cause::invalid(&expr_path, &json!(expression), &e));
         }
     }
 }
@@ -1020,12 +1030,16 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
     if validations.is_empty() && audits == 0 {
-        errs.push(Cause::required(
-            "spec.validations",
-            "validations or auditAnnotations must contain at least one item",
-        ));
+        for field in ["spec.validations", "spec.auditAnnotations"] {
+            errs.push(Cause::required(
+                field,
+                "validations or auditAnnotations must contain at least one item",
+            ));
+        }
     }
-    let has_params = spec.get("paramKind").is_some_and(Value::is_object);
+    let variables = declarations::variables(spec);
+    let declared = declarations::policy_environment(spec, &variables, None, true);
+    let for_messages = declarations::policy_environment(spec, &variables, None, false);
     for (i, v) in validations.iter().enumerate() {
         let at = index("spec.validations", i);
         let expression = text(v, "expression");
@@ -1034,11 +1048,11 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
                 child(&at, "expression"),
                 "expression is not specified",
             ));
-        } else if let Err(e) = crate::admission::cel::compile(expression, has_params) {
+        } else if let Err(e) = cel::check(expression, &declared, Returns::Bool) {
             errs.push(Cause::invalid(
                 child(&at, "expression"),
                 &json!(expression),
-                &format!("compilation failed: {e}"),
+                &e,
             ));
         }
         let message_expression = text(v, "messageExpression");
@@ -1049,12 +1063,12 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
                 "must be non-empty if specified",
             ));
         } else if !message_expression.trim().is_empty()
-            && let Err(e) = crate::admission::cel::compile_message(message_expression, has_params)
+            && let Err(e) = cel::check(message_expression, &for_messages, Returns::String)
         {
             errs.push(Cause::invalid(
                 child(&at, "messageExpression"),
                 &json!(message_expression),
-                &format!("compilation failed: {e}"),
+                &e,
             ));
         }
         let message = text(v, "message");
@@ -1080,11 +1094,79 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
         ];
         check_enum(&mut errs, v, "reason", &at, REASONS);
     }
-    validate_variables(&mut errs, spec, has_params);
+    validate_audit_annotations(&mut errs, obj, &declared);
+    validate_variables(&mut errs, spec, &variables);
+    validate_policy_match_conditions(&mut errs, spec);
+    errs
+}
+
+/// The most audit annotations of a policy (upstream's `maxAuditAnnotations`).
+const MAX_AUDIT_ANNOTATIONS: usize = 20;
+/// The longest audit annotation value expression, in bytes.
+const MAX_AUDIT_ANNOTATION_EXPRESSION: usize = 5 * 1024;
+
+/// `spec.auditAnnotations` (upstream's `validateAuditAnnotation`): at most 20, keys unique and
+/// qualified names once prefixed with the policy's name, value expressions that compile to a
+/// string or null.
+fn validate_audit_annotations(errs: &mut Vec<Cause>, obj: &Value, declared: &[(&str, Ty)]) {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let Some(annotations) = spec.get("auditAnnotations").and_then(Value::as_array) else {
+        return;
+    };
+    if annotations.len() > MAX_AUDIT_ANNOTATIONS {
+        errs.push(Cause::invalid(
+            "spec.auditAnnotations",
+            &Value::Array(annotations.clone()),
+            &format!("must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations"),
+        ));
+    }
+    let name = meta::name(obj);
+    let mut keys = std::collections::HashSet::new();
+    for (i, annotation) in annotations.iter().enumerate() {
+        let at = index("spec.auditAnnotations", i);
+        let key = text(annotation, "key");
+        let key_path = child(&at, "key");
+        if name.is_empty() {
+            errs.push(Cause::invalid(
+                &key_path,
+                &json!(key),
+                "requires metadata.name be non-empty",
+            ));
+        } else {
+            let qualified = format!("{name}/{key}");
+            for e in validate_qualified_name(&qualified) {
+                errs.push(Cause::invalid(&key_path, &json!(qualified), &e));
+            }
+        }
+        let expression = text(annotation, "valueExpression");
+        let value_path = child(&at, "valueExpression");
+        let trimmed = expression.trim();
+        if trimmed.is_empty() {
+            errs.push(Cause::required(
+                &value_path,
+                "valueExpression is not specified",
+            ));
+        } else if trimmed.len() > MAX_AUDIT_ANNOTATION_EXPRESSION {
+            errs.push(Cause::required(
+                &value_path,
+                &format!("must not exceed {MAX_AUDIT_ANNOTATION_EXPRESSION} bytes in length"),
+            ));
+        } else if let Err(e) = cel::check(trimmed, declared, Returns::StringOrNull) {
+            errs.push(Cause::invalid(&value_path, &json!(expression), &e));
+        }
+        if !keys.insert(key) {
+            errs.push(Cause::duplicate(&key_path, &json!(key)));
+        }
+    }
+}
+
+/// A policy's `spec.matchConditions`, compiled with `params` when it has a `paramKind` and
+/// without its variables, as upstream's stateless compiler does.
+fn validate_policy_match_conditions(errs: &mut Vec<Cause>, spec: &Value) {
     let conds =
         json!({"matchConditions": spec.get("matchConditions").cloned().unwrap_or(json!([]))});
-    validate_match_conditions(&mut errs, &conds, "spec.matchConditions");
-    errs
+    let declared = declarations::policy_environment(spec, &[], None, true);
+    validate_match_conditions(errs, &conds, "spec.matchConditions", &declared);
 }
 
 /// The strategy of ValidatingAdmissionPolicyBindings.
@@ -1113,7 +1195,8 @@ fn validate_binding(obj: &Value) -> Vec<Cause> {
     validate_policy_name(&mut errs, spec);
     validate_param_ref(&mut errs, spec);
     if let Some(m) = spec.get("matchResources").filter(|m| m.is_object()) {
-        validate_match_resources(&mut errs, m, "spec.matchResources", false);
+        // Upstream's field path is misspelt; clients see it as written.
+        validate_match_resources(&mut errs, m, "spec.matchResouces", false);
     }
     let actions = strings(spec, "validationActions");
     if actions.is_empty() {
@@ -1258,8 +1341,9 @@ fn is_cel_identifier(name: &str) -> bool {
         && !crate::validation::cel::check::schema::RESERVED.contains(&name)
 }
 
-/// A policy's `spec.variables`: each named, with an expression that compiles.
-fn validate_variables(errs: &mut Vec<Cause>, spec: &Value, has_params: bool) {
+/// A policy's `spec.variables`: each named, with an expression that compiles with the
+/// variables before it.
+fn validate_variables(errs: &mut Vec<Cause>, spec: &Value, parsed: &[declarations::Variable<'_>]) {
     let variables = spec
         .get("variables")
         .and_then(Value::as_array)
@@ -1283,12 +1367,16 @@ fn validate_variables(errs: &mut Vec<Cause>, spec: &Value, has_params: bool) {
                 child(&at, "expression"),
                 "expression is not specified",
             ));
-        } else if let Err(e) = crate::admission::cel::compile(expression, has_params) {
-            errs.push(Cause::invalid(
-                child(&at, "expression"),
-                &json!(expression),
-                &format!("compilation failed: {e}"),
-            ));
+        } else {
+            // Each variable is compiled with the ones before it.
+            let declared = declarations::policy_environment(spec, parsed, Some(i), true);
+            if let Err(e) = cel::check(expression, &declared, Returns::Any) {
+                errs.push(Cause::invalid(
+                    child(&at, "expression"),
+                    &json!(expression),
+                    &e,
+                ));
+            }
         }
     }
 }
@@ -1455,5 +1543,196 @@ mod tests {
             .collect();
         assert_eq!(got.len(), 1, "{got:?}");
         assert!(got[0].starts_with("spec.validationActions: Invalid value: []string{\"Deny\", \"Warn\"}: must not contain both Deny and Warn"));
+    }
+
+    /// A policy for `configmaps` with `spec` fields added.
+    fn configmap_policy(extra: Value) -> Value {
+        let mut policy = json!({"metadata": {"name": "p"}, "spec": {
+            "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": "true"}],
+        }});
+        if let (Some(spec), Some(extra)) = (policy["spec"].as_object_mut(), extra.as_object()) {
+            for (k, v) in extra {
+                spec.insert(k.clone(), v.clone());
+            }
+        }
+        Policy.default(&mut policy);
+        policy
+    }
+
+    fn summaries(policy: &Value) -> Vec<String> {
+        validate_policy(policy).iter().map(Cause::summary).collect()
+    }
+
+    /// Expressions are type-checked when a policy is written, as upstream's admission CEL
+    /// compiler does (cases from its compile tests): `object`, `oldObject` and `params` are
+    /// `dyn`, `request` and `namespaceObject` have their declared fields, a validation must be
+    /// exactly `bool`.
+    #[test]
+    fn policy_expressions_are_type_checked_when_written() {
+        let valid = [
+            "object.foo == oldObject.foo",
+            "object == null || oldObject == null || object.foo == oldObject.foo",
+            "object.spec.string.matches('[0-9]+')",
+            "object.spec.string.findAll('[0-9]+').size() > 0",
+            "object.spec.list.isSorted()",
+            "url(object.spec.endpoint).getHostname() in ['ok1', 'ok2']",
+            "request.kind.group == 'example.com' && request.kind.version == 'v1' && request.kind.kind == 'Fake'",
+            "request.requestResource.group == 'example.com' && request.requestSubResource == 'scale'",
+            "request.userInfo.groups == ['system:authenticated', 'my-admin-group']",
+            "request.userInfo.extra == {'some-key': ['some-value1', 'some-value2']}",
+            "request.dryRun == false",
+            "request.options == {'whatever': 'you want'}",
+            "namespaceObject.metadata.name.startsWith('test')",
+            "'test' in namespaceObject.metadata.labels",
+            "namespaceObject.metadata.creationTimestamp < timestamp('2030-01-01T00:00:00Z')",
+            "namespaceObject.status.conditions[0].reason == 'Invalid'",
+            "authorizer.group('') != null",
+        ];
+        for expression in valid {
+            let policy = configmap_policy(json!({"validations": [{"expression": expression}]}));
+            assert_eq!(summaries(&policy), Vec::<String>::new(), "{expression}");
+        }
+        let invalid = [
+            (
+                "1 < 'asdf'",
+                "found no matching overload for '_<_' applied to '(int, string)",
+            ),
+            ("'asdf'.contains('x'", "Syntax error: missing ')' at"),
+            ("object.foo < params.x", "undeclared reference to 'params'"),
+            (
+                "object.foo < invalid.x",
+                "undeclared reference to 'invalid'",
+            ),
+            ("request.foo1 == 'nope'", "undefined field 'foo1'"),
+            ("request.resource.foo2 == 'nope'", "undefined field 'foo2'"),
+            ("request.userInfo.foo5 == 'nope'", "undefined field 'foo5'"),
+            (
+                "namespaceObject.metadata.foo2 == 'nope'",
+                "undefined field 'foo2'",
+            ),
+            (
+                "namespaceObject.status.conditions[0].foo5 == 'nope'",
+                "undefined field 'foo5'",
+            ),
+            ("variables.x == 1", "undeclared reference to 'variables'"),
+            // Exactly bool: a `dyn` result is refused.
+            ("object.spec.paused", "must evaluate to bool but got dyn"),
+            ("'x'", "must evaluate to bool but got string"),
+        ];
+        for (expression, want) in invalid {
+            let policy = configmap_policy(json!({"validations": [{"expression": expression}]}));
+            let got = summaries(&policy);
+            assert!(
+                got.len() == 1
+                    && got[0].starts_with("spec.validations[0].expression: Invalid value: ")
+                    && got[0].contains(want),
+                "{expression}: {got:?}"
+            );
+        }
+        // Message expressions: strings, without the authorizer.
+        let policy = configmap_policy(json!({"validations": [
+            {"expression": "true", "messageExpression": "object.metadata.name"},
+            {"expression": "true", "messageExpression": "'name: ' + object.metadata.name"},
+        ]}));
+        assert_eq!(
+            summaries(&policy),
+            [
+                "spec.validations[0].messageExpression: Invalid value: \"object.metadata.name\": must evaluate to string but got dyn"
+            ]
+        );
+        // With a paramKind, params may be read everywhere, match conditions included; a
+        // variable sees the ones before it, and match conditions see no variables.
+        let policy = configmap_policy(json!({
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "variables": [
+                {"name": "max", "expression": "int(params.data.max)"},
+                {"name": "twice", "expression": "variables.max * 2"},
+                {"name": "early", "expression": "variables.late"},
+                {"name": "late", "expression": "1"},
+            ],
+            "matchConditions": [
+                {"name": "with-params", "expression": "params.data.enabled == 'true'"},
+                {"name": "no-variables", "expression": "variables.max > 1"},
+            ],
+            "validations": [{"expression": "size(object.data) <= variables.twice"}],
+        }));
+        assert_eq!(
+            summaries(&policy)
+                .iter()
+                .map(|s| s.split(": Invalid value").next().unwrap_or("").to_string())
+                .collect::<Vec<_>>(),
+            [
+                "spec.variables[2].expression",
+                "spec.matchConditions[1].expression"
+            ],
+            "{:?}",
+            summaries(&policy)
+        );
+        let got = summaries(&policy);
+        assert!(got[0].contains("undefined field 'late'"), "{got:?}");
+        assert!(
+            got[1].contains("undeclared reference to 'variables'"),
+            "{got:?}"
+        );
+    }
+
+    /// Audit annotations as upstream's `validateAuditAnnotation`.
+    #[test]
+    fn audit_annotations_are_validated() {
+        let policy = configmap_policy(json!({"validations": [], "auditAnnotations": [
+            {"key": "owner", "valueExpression": "'team-' + object.metadata.name"},
+            {"key": "owner", "valueExpression": "null"},
+            {"key": "bad key!", "valueExpression": "object.metadata.name"},
+            {"key": "empty", "valueExpression": "  "},
+        ]}));
+        assert_eq!(
+            summaries(&policy),
+            [
+                "spec.auditAnnotations[1].key: Duplicate value: \"owner\"",
+                "spec.auditAnnotations[2].key: Invalid value: \"p/bad key!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                "spec.auditAnnotations[2].valueExpression: Invalid value: \"object.metadata.name\": must evaluate to one of [string null_type] but got dyn",
+                "spec.auditAnnotations[3].valueExpression: Required value: valueExpression is not specified",
+            ]
+        );
+        let neither = configmap_policy(json!({"validations": []}));
+        assert_eq!(
+            summaries(&neither),
+            [
+                "spec.validations: Required value: validations or auditAnnotations must contain at least one item",
+                "spec.auditAnnotations: Required value: validations or auditAnnotations must contain at least one item",
+            ]
+        );
+        let many: Vec<Value> = (0..21)
+            .map(|i| json!({"key": format!("k{i}"), "valueExpression": "null"}))
+            .collect();
+        let got = summaries(&configmap_policy(json!({"auditAnnotations": many})));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with("spec.auditAnnotations: Invalid value: ")
+                && got[0].ends_with("must not have more than 20 auditAnnotations"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn webhook_match_conditions_are_type_checked() {
+        let got = messages(
+            json!({"webhooks": [hook(json!({"matchConditions": [
+                {"name": "a", "expression": "request.userInfo.username"},
+                {"name": "b", "expression": "params.x == 1"},
+                {"name": "c", "expression": "authorizer.requestResource.check('get').allowed()"},
+            ]}))]}),
+            false,
+        );
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(
+            got[0].ends_with("must evaluate to bool but got string"),
+            "{got:?}"
+        );
+        assert!(
+            got[1].contains("undeclared reference to 'params'"),
+            "{got:?}"
+        );
     }
 }

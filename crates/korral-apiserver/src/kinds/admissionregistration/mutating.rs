@@ -7,10 +7,11 @@ use serde_json::{Value, json};
 use super::super::printer::{AGE, Column, Printer, age, text};
 use super::super::strategy::{Context, Strategy};
 use super::{
-    check_enum, default_binding_spec, default_policy_spec, validate_match_conditions,
-    validate_match_resources, validate_param_kind, validate_param_ref, validate_policy_name,
-    validate_variables, values,
+    check_enum, default_binding_spec, default_policy_spec, validate_match_resources,
+    validate_param_kind, validate_param_ref, validate_policy_match_conditions,
+    validate_policy_name, validate_variables, values,
 };
+use crate::admission::declarations;
 use crate::error::Cause;
 use crate::validation::enums;
 use crate::validation::names::{child, index};
@@ -86,11 +87,8 @@ pub(super) fn validate_policy(obj: &Value) -> Vec<Cause> {
             mutable_operations(&mut errs, m, "spec.matchConstraints");
         }
     }
-    let has_params = spec.get("paramKind").is_some_and(Value::is_object);
-    let conds =
-        json!({"matchConditions": spec.get("matchConditions").cloned().unwrap_or(json!([]))});
-    validate_match_conditions(&mut errs, &conds, "spec.matchConditions");
-    validate_variables(&mut errs, spec, has_params);
+    validate_policy_match_conditions(&mut errs, spec);
+    validate_variables(&mut errs, spec, &declarations::variables(spec));
     let mutations = spec
         .get("mutations")
         .and_then(Value::as_array)
