@@ -48,6 +48,27 @@ pub(crate) fn requested(uri: &Uri) -> Result<Option<RequestTimeout>, ApiError> {
     Ok((!timeout.is_zero() && timeout < REQUEST_TIMEOUT).then_some(RequestTimeout(timeout)))
 }
 
+/// How long the request `uri` names may run before it is answered with a 504 (upstream's
+/// `WithTimeoutForNonLongRunningRequests`): the timeout it asked for, else the server's
+/// request timeout; `None` for a long-running request.
+pub(crate) fn deadline(uri: &Uri, requested: Option<RequestTimeout>) -> Option<Duration> {
+    if is_long_running(uri) {
+        return None;
+    }
+    Some(requested.map_or(REQUEST_TIMEOUT, |t| t.0))
+}
+
+/// Upstream's answer to a request past its deadline: 504 `Timeout`.
+pub(crate) fn timed_out() -> ApiError {
+    let mut err = ApiError::new(
+        504,
+        "Timeout",
+        "Timeout: request did not complete within the allotted timeout",
+    );
+    err.details = Some(Box::default());
+    err
+}
+
 /// Whether the request `uri` names is long-running by its path and query alone: a watch
 /// (`?watch=true` or a `/watch/` path), a proxy, or a connect subresource of an object.
 fn is_long_running(uri: &Uri) -> bool {
@@ -123,5 +144,22 @@ mod tests {
         }
         // An object named like a subresource is not one.
         assert!(timeout_of("/api/v1/namespaces/a/configmaps/log?timeout=soon").is_err());
+    }
+
+    #[test]
+    fn long_running_requests_have_no_deadline() {
+        let of = |target: &str| {
+            let uri: Uri = target.parse().expect("uri");
+            let requested = requested(&uri).expect("valid");
+            deadline(&uri, requested)
+        };
+        assert_eq!(of("/api/v1/configmaps"), Some(REQUEST_TIMEOUT));
+        assert_eq!(
+            of("/api/v1/configmaps?timeout=3s"),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(of("/api/v1/configmaps?watch=1&timeout=3s"), None);
+        assert_eq!(of("/api/v1/namespaces/a/pods/p/exec"), None);
+        assert_eq!(timed_out().code, 504);
     }
 }

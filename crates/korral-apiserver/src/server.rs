@@ -716,10 +716,12 @@ impl Front {
         builder
     }
 
-    /// Serves one request: head limits, then in-flight limits (with priority and fairness:
+    /// Serves one request: head limits, then the request's deadline (a request that is not
+    /// long-running and has not answered by it gets upstream's 504; its work goes on, as
+    /// upstream's timeout filter lets it), then in-flight limits (with priority and fairness:
     /// the per-client watch limit, then the flow control filter), then the HTTP front.
     async fn serve(
-        &self,
+        self: Arc<Self>,
         state: Arc<State>,
         req: hyper::Request<hyper::body::Incoming>,
     ) -> hyper::Response<http::Body> {
@@ -727,13 +729,32 @@ impl Front {
             return crate::http::error_response(&err);
         }
         let mut req = req;
-        match crate::deadline::requested(req.uri()) {
-            Ok(Some(timeout)) => {
-                req.extensions_mut().insert(timeout);
-            }
-            Ok(None) => {}
+        let requested = match crate::deadline::requested(req.uri()) {
+            Ok(requested) => requested,
             Err(err) => return crate::http::error_response(&err),
+        };
+        if let Some(timeout) = requested {
+            req.extensions_mut().insert(timeout);
         }
+        let Some(deadline) = crate::deadline::deadline(req.uri(), requested) else {
+            return self.admit(state, req).await;
+        };
+        let work = tokio::spawn(self.admit(state, req));
+        match tokio::time::timeout(deadline, work).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(joined)) => crate::http::error_response(&ApiError::internal(format!(
+                "the request's handler failed: {joined}"
+            ))),
+            Err(_) => crate::http::error_response(&crate::deadline::timed_out()),
+        }
+    }
+
+    /// The in-flight limits and the flow control filter, then the HTTP front.
+    async fn admit(
+        self: Arc<Self>,
+        state: Arc<State>,
+        req: hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<http::Body> {
         let auth = state.auth.clone();
         match &self.flow_control {
             None => {

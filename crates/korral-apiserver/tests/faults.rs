@@ -352,6 +352,80 @@ async fn a_slow_request_does_not_hold_up_others() {
     slow.abort();
 }
 
+/// A raw request with a JSON body through the client: status and body.
+async fn send_json(client: &Client, method: &str, path: &str, body: &Value) -> (u16, Value) {
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(body.to_string().into_bytes())
+        .expect("request")
+        .map(kube::client::Body::from);
+    let response = client.send(request).await.expect("send");
+    let status = response.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn a_request_past_its_timeout_gets_a_504_and_its_work_goes_on() {
+    let delay = Duration::from_millis(1500);
+    let env =
+        env_with(FaultConfig::new().with_rule(FaultRule::latency(delay).namespaces(["slow"])))
+            .await;
+    let client = no_retry_client(&env).await;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "slow"}})).expect("namespace"),
+        )
+        .await
+        .expect("namespace");
+    // A read that asked for 200ms is answered with upstream's 504 when they are up.
+    let started = Instant::now();
+    let (status, _, body) =
+        get_raw(&client, "/api/v1/namespaces/slow/configmaps?timeout=200ms").await;
+    assert_eq!(status, 504);
+    assert!(started.elapsed() < delay, "answered at the deadline");
+    let body: Value = serde_json::from_slice(&body).expect("status");
+    assert_eq!(
+        body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Timeout: request did not complete within the allotted timeout",
+               "reason": "Timeout", "details": {}, "code": 504})
+    );
+    // A write past its deadline is carried out all the same, as upstream's handler goes on.
+    let (status, body) = send_json(
+        &client,
+        "POST",
+        "/api/v1/namespaces/slow/configmaps?timeout=200ms",
+        &json!({"metadata": {"name": "late"}, "data": {"k": "v"}}),
+    )
+    .await;
+    assert_eq!(status, 504, "{body}");
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "slow");
+    let deadline = Instant::now() + WAIT;
+    while api.get_opt("late").await.expect("get").is_none() {
+        assert!(Instant::now() < deadline, "the late write never landed");
+    }
+    // Without a timeout the server's own (60 s) leaves room for the delay; watches have none.
+    let (status, _, _) = get_raw(&client, "/api/v1/namespaces/slow/configmaps").await;
+    assert_eq!(status, 200);
+    let (status, _, _) = get_raw(
+        &client,
+        "/api/v1/namespaces/slow/configmaps?watch=true&timeout=200ms&timeoutSeconds=2",
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
 #[tokio::test]
 async fn matching_by_verb_resource_and_namespace_leaves_the_rest_untouched() {
     let env = TestEnv::start().await.expect("env");
