@@ -489,6 +489,45 @@ async fn durations_timestamps_and_bytes_work_in_rules() {
 }
 
 #[tokio::test]
+async fn label_key_rules_of_unbounded_maps_are_accepted() {
+    let env = TestEnv::start().await.expect("env");
+    // Upstream's estimate (cel-go's `checker/cost.go` over Kubernetes' schema sizes): the map
+    // holds (3 MiB - 2) / (2 + 6) = 393 215 entries, a key is sized 0 (the key type has no
+    // MaxElements); self.labels 2 + 393 215 × (cond 2 + @result 1 + k 1 + matches
+    // ceil(0.1 × 1) × ceil(0.25 × 31)) + 1 = 4 718 583, under the 10M limit. Refused before
+    // (keys sized as the values, 3 MiB each: "exceeds budget by factor of").
+    let spec = json!({"type": "object",
+        "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}}},
+        "x-kubernetes-validations": [{
+            "rule": "self.labels.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",
+            "message": "label keys must be DNS labels"}]});
+    install(&env, crd("Labelled", "labelleds", spec)).await;
+    let api = api(&env, "Labelled", "labelleds");
+    api.create(
+        &PostParams::default(),
+        &obj(
+            "Labelled",
+            "good",
+            json!({"labels": {"app": "web", "tier-1": "x"}}),
+        ),
+    )
+    .await
+    .expect("valid keys");
+    let err = api
+        .create(
+            &PostParams::default(),
+            &obj("Labelled", "bad", json!({"labels": {"Bad_Key": "x"}})),
+        )
+        .await
+        .expect_err("invalid key");
+    assert!(
+        causes(&status(err))
+            .iter()
+            .any(|(_, _, m)| m.ends_with("label keys must be DNS labels")),
+    );
+}
+
+#[tokio::test]
 async fn optional_old_self_rules_run_on_create() {
     let env = TestEnv::start().await.expect("env");
     let spec = json!({

@@ -245,28 +245,28 @@ async fn static_estimates_match_upstream_at_the_budget_boundary() {
         let text = json!({"type": "string", "maxLength": max_length});
         json!({"type": "object", "properties": {"a": text, "b": text}})
     };
-    // Equality of strings, 0.1 a character of the smaller: self.l (2), init 0, per item
-    // cond `@not_strictly_false(@result)` 2 + step (@result 1 + x.a 2 + x.b 2 + ceil(0.1 × L)),
-    // result 1: 3 + 1000 × (7 + ceil(0.1 × L)). L = 99 915: 3 + 1000 × 9 999 = 9 999 003
-    // (accepted); L = 99 935: 3 + 1000 × 10 001 = 10 001 003 (refused). A unit a byte, as
-    // before, refused both (about 200M).
+    // Equality of strings, 0.1 a unit of the smaller, a string of maxLength L sized 4L
+    // (upstream's `estimateMaxElementsFromMaxLength`): self.l (2), init 0, per item cond
+    // `@not_strictly_false(@result)` 2 + step (@result 1 + x.a 2 + x.b 2 + ceil(0.4 × L)),
+    // result 1: 3 + 1000 × (7 + ceil(0.4 × L)). L = 24 980: 3 + 1000 × 9 999 = 9 999 003
+    // (accepted); L = 24 985: 3 + 1000 × 10 001 = 10 001 003 (refused).
     boundary(
         &env,
         "Equal",
         |l| list_rule_spec("self.l.all(x, x.a == x.b)", 1000, pair(l)),
-        99_915,
-        99_935,
+        24_980,
+        24_985,
     )
     .await;
-    // Concatenation of strings, 0.1 a character of both: per item 2 + (@result 1 + `>` 1 +
-    // size() 1 + x.a 2 + x.b 2 + ceil(0.1 × 2L)): 3 + 1000 × (9 + ceil(0.2 × L)).
-    // L = 49 947: ceil(9 989.4) = 9 990, 9 999 003 (accepted); L = 49 960: 10 001 003.
+    // Concatenation of strings, 0.1 a unit of both: per item 2 + (@result 1 + `>` 1 +
+    // size() 1 + x.a 2 + x.b 2 + ceil(0.1 × 8L)): 3 + 1000 × (9 + ceil(0.8 × L)).
+    // L = 12 487: ceil(9 989.6) = 9 990, 9 999 003 (accepted); L = 12 490: 10 001 003.
     boundary(
         &env,
         "Concat",
         |l| list_rule_spec("self.l.all(x, (x.a + x.b).size() > 0)", 1000, pair(l)),
-        49_947,
-        49_960,
+        12_487,
+        12_490,
     )
     .await;
     // sort (ext.Lists v3): 2 × n² + 1 + 10, plus self.l 2, index 1, `>=` 1: 2n² + 15.
@@ -282,7 +282,8 @@ async fn static_estimates_match_upstream_at_the_budget_boundary() {
     .await;
     // A two-variable comprehension: range self.l 2, init 0, per item cond 2 + step
     // (@result 1 + `i == 0` (1 + 0 + 1) + `v != self.l[i - 1]` (v 1 + self.l 2 + `i - 1` 2 +
-    // index 1 + 1)), result 1: 3 + 12n. n = 833 333: 9 999 999; n = 833 334: 10 000 011.
+    // index 1 + 0: both sides are items of an integer list, sized 0 by their path)),
+    // result 1: 3 + 11n. n = 909 090: 9 999 993; n = 909 091: 10 000 004.
     boundary(
         &env,
         "Pairs",
@@ -293,8 +294,8 @@ async fn static_estimates_match_upstream_at_the_budget_boundary() {
                 int.clone(),
             )
         },
-        833_333,
-        833_334,
+        909_090,
+        909_091,
     )
     .await;
     // Membership in a list, 1 an element: self.l 2 + 1 a literal... `1 in self.l`: 0 + 2 + n.

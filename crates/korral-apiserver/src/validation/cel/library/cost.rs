@@ -135,7 +135,7 @@ fn scaled(bytes: u64, factor: f64) -> u64 {
 /// string costs [`TRAVERSAL`] per byte, regular expressions text × pattern, list functions
 /// a walk of the list, accessors and comparisons of parsed values 1.
 pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
-    let w = |i: usize| args.get(i).map_or(1, |s| s.weight);
+    let w = |i: usize| args.get(i).map_or(1, |s| s.len);
     let scalar = Shape::scalar;
     let traverse = |i: usize| scaled(w(i), TRAVERSAL).max(1);
     Some(match name {
