@@ -19,9 +19,10 @@
 //! charges them). Comprehensions (`all`, `exists`, `exists_one`, `map`, `filter`, the
 //! two-variable ones) multiply the cost of their condition and step by the number of
 //! iterations, and the accumulator of `map`/`filter` grows by the size of one step per
-//! iteration. Sizes are the shapes' weights, which bound cel-go's sizes from above: where the
-//! engine does more work than cel-go's implementation (it copies lists it concatenates and
-//! maps it inserts into), that work is charged too. Functions outside the table below and the
+//! iteration. Sizes are cel-go's (a shape's `len`: characters of a string, items of a list,
+//! entries of a map), over a schema the `MaxElements` Kubernetes gives each node (strings
+//! 4 × `maxLength`, numbers, objects and map keys 0); list concatenation costs cel-go's 1
+//! although the engine copies. Functions outside the table below and the
 //! Kubernetes libraries' ([`library::cost`]) are refused when the rule is compiled, so no
 //! call escapes the bound.
 
