@@ -575,3 +575,51 @@ async fn a_matched_success_policy_completes_the_job_early() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_back_off_outlives_the_failed_pods() {
+    let env = sim_env().await;
+    let jobs: Api<Job> = Api::namespaced(env.client(), "default");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let spec = json!({"backoffLimit": 3});
+    let job = job(
+        "forgets",
+        "Never",
+        json!({"korral.dev/exit-code": "2"}),
+        spec,
+    );
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("create");
+    job_until(&jobs, "forgets", "one failure counted", |j| {
+        j["status"]["failed"] == 1
+    })
+    .await;
+    // The counted Pod is released: the client deletes it before its replacement is due.
+    let list = pods_until(&pods, "forgets", "the failed pod released", |l| {
+        l.len() == 1 && phase(&l[0]) == "Failed" && l[0]["metadata"].get("finalizers").is_none()
+    })
+    .await;
+    let failed_at = list[0]["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
+        .as_str()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .expect("finished");
+    let first = name(&list[0]).to_string();
+    pods.delete(&first, &Default::default())
+        .await
+        .expect("delete the failed pod");
+    // The Job remembers the failure: its replacement still waits the 10s back-off.
+    let list = pods_until(&pods, "forgets", "a replacement", |l| {
+        l.iter().any(|p| name(p) != first)
+    })
+    .await;
+    let replacement = list.iter().find(|p| name(p) != first).expect("replacement");
+    let replaced_at = replacement["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .expect("created");
+    assert!(
+        replaced_at.duration_since(failed_at) >= jiff::SignedDuration::from_secs(10),
+        "the replacement waits the back-off of the deleted failure: failed {failed_at}, replaced {replaced_at}"
+    );
+}

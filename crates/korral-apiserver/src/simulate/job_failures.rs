@@ -1,7 +1,8 @@
 //! The Job controller's failure decisions, as pure functions of the Job and its Pods
 //! (upstream's `pod_failure_policy.go`, `backoff_utils.go`, `indexed_job_utils.go` and the
 //! failure parts of `job_controller.go`): which failed Pods count, what a pod failure policy
-//! says about a Pod, how long replacements of failed Pods wait, which indexes failed.
+//! says about a Pod, how long replacements of failed Pods wait (the Job's [`BackoffRecord`]),
+//! which indexes failed.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -245,17 +246,46 @@ pub fn remaining(failures: usize, last: Option<Timestamp>, now: Timestamp) -> Du
     delay.saturating_sub(elapsed.unsigned_abs())
 }
 
-/// How long, at `now`, a Job without a per-index limit waits before replacing Pods: the
-/// back-off of the failures that finished after the last success (upstream's backoff
-/// record, rebuilt from the Pods).
-pub fn job_backoff(succeeded: &[&Value], failed: &[&Value], now: Timestamp) -> Duration {
-    let last_success = succeeded.iter().filter_map(|p| finish_time(p)).max();
-    let failures: Vec<Timestamp> = failed
-        .iter()
-        .filter_map(|p| finish_time(p))
-        .filter(|t| last_success.is_none_or(|s| *t > s))
-        .collect();
-    remaining(failures.len(), failures.iter().max().copied(), now)
+/// What a Job's controller remembers of its Pods' failures, across syncs and across the
+/// Pods' deletion (upstream's `backoffRecord`): how many failed since the last success, and
+/// when the last of them finished.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BackoffRecord {
+    /// Failures since the last success (`failuresAfterLastSuccess`).
+    pub failures: usize,
+    /// When the last of them finished (`lastFailureTime`).
+    pub last_failure: Option<Timestamp>,
+}
+
+impl BackoffRecord {
+    /// The record once the newly finished Pods of a sync are known (upstream's
+    /// `newBackoffRecord`): new failures add to it, unless a Pod succeeded, which leaves only
+    /// the failures that finished after the last success.
+    pub fn updated(self, new_succeeded: &[&Value], new_failed: &[&Value]) -> Self {
+        let finished = |p: &Value| finish_time(p).unwrap_or(Timestamp::UNIX_EPOCH);
+        let mut failed: Vec<Timestamp> = new_failed.iter().map(|p| finished(p)).collect();
+        failed.sort();
+        let Some(last_success) = new_succeeded.iter().map(|p| finished(p)).max() else {
+            return match failed.last() {
+                Some(last) => Self {
+                    failures: self.failures + failed.len(),
+                    last_failure: Some(*last),
+                },
+                None => self,
+            };
+        };
+        let after: Vec<Timestamp> = failed.into_iter().filter(|t| *t > last_success).collect();
+        Self {
+            failures: after.len(),
+            last_failure: after.last().copied(),
+        }
+    }
+
+    /// How long, at `now`, replacements of failed Pods still wait (upstream's
+    /// `getRemainingTime`).
+    pub fn remaining(&self, now: Timestamp) -> Duration {
+        remaining(self.failures, self.last_failure, now)
+    }
 }
 
 /// An index-failure-count annotation of a Pod (0 when missing or invalid).
@@ -495,23 +525,35 @@ mod tests {
     }
 
     #[test]
-    fn job_backoff_counts_failures_after_the_last_success() {
+    fn backoff_records_count_failures_after_the_last_success() {
         let now: Timestamp = "2026-01-01T00:00:15Z".parse().unwrap_or_default();
         let finished = |phase: &str, at: &str| json!({"status": {"phase": phase, "containerStatuses": [{"name": "c", "state": {"terminated": {"exitCode": 1, "finishedAt": at}}}]}});
         let (f1, f2) = (
             finished("Failed", "2026-01-01T00:00:05Z"),
             finished("Failed", "2026-01-01T00:00:10Z"),
         );
+        let none = BackoffRecord::default();
         // Two failures: 20s from the last one.
-        assert_eq!(job_backoff(&[], &[&f1, &f2], now), Duration::from_secs(15));
-        // A success in between leaves one failure: 10s from it.
+        let two = none.updated(&[], &[&f2, &f1]);
+        assert_eq!(two.failures, 2);
+        assert_eq!(two.remaining(now), Duration::from_secs(15));
+        // Nothing new (the failed Pods are gone): the record stands.
+        assert_eq!(two.updated(&[], &[]), two);
+        // A later failure adds to the record: 40s from it.
+        let f3 = finished("Failed", "2026-01-01T00:00:12Z");
+        let three = two.updated(&[], &[&f3]);
+        assert_eq!(three.failures, 3);
+        assert_eq!(three.remaining(now), Duration::from_secs(37));
+        // A success in between leaves the failures after it: 10s from the last.
         let ok = finished("Succeeded", "2026-01-01T00:00:07Z");
-        assert_eq!(
-            job_backoff(&[&ok], &[&f1, &f2], now),
-            Duration::from_secs(5)
-        );
+        let one = three.updated(&[&ok], &[&f1, &f2]);
+        assert_eq!(one.failures, 1);
+        assert_eq!(one.remaining(now), Duration::from_secs(5));
+        // A success after every new failure clears it.
         let late_ok = finished("Succeeded", "2026-01-01T00:00:11Z");
-        assert_eq!(job_backoff(&[&late_ok], &[&f1, &f2], now), Duration::ZERO);
+        let cleared = three.updated(&[&late_ok], &[&f1, &f2]);
+        assert_eq!(cleared, BackoffRecord::default());
+        assert_eq!(cleared.remaining(now), Duration::ZERO);
     }
 
     #[test]

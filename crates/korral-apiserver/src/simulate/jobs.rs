@@ -11,6 +11,13 @@
 //! matches its succeeded indexes completes then (reason `SuccessPolicy`, `Matched rules at
 //! index <i>`), its other Pods deleted; a finished Job's active Pods are deleted.
 //!
+//! Its selector claims Pods as upstream's `getPodsForJob` does ([`super::claim`]): orphans it
+//! selects (with a `manualSelector`) are adopted with the tracking finalizer and count like its
+//! own, Pods it no longer selects are released. Each sync creates at most
+//! [`MAX_POD_CREATE_DELETE_PER_SYNC`] Pods, in slow-start batches (1, 2, 4…, stopping after a
+//! batch with a refused creation), or deletes at most as many Pods beyond its parallelism (or,
+//! Indexed, of repeated or invalid indexes), released first so that they are not counted.
+//!
 //! Failures (Pods fail through the simulated kubelet's `korral.dev/exit-code` annotation, see
 //! [`super::pods`], or a client writing `status.phase: Failed`), decided in [`job_failures`]:
 //!
@@ -19,7 +26,8 @@
 //!   the `batch.kubernetes.io/job-tracking` finalizer (see [`reconcile`]), so failed Pods that
 //!   a client deletes before the Job counted them are counted once, then go.
 //! * Failed Pods are replaced after upstream's back-off (10s doubling per consecutive failure
-//!   since the last success, at most 10 minutes; per index with `backoffLimitPerIndex`,
+//!   since the last success, at most 10 minutes, remembered per Job in memory so that deleting
+//!   the failed Pods does not shorten it; per index with `backoffLimitPerIndex`,
 //!   which also gives replacements the `job-index-failure-count` annotations): the Job asks
 //!   to be reconciled again when it ends. With `podReplacementPolicy: Failed` (the default
 //!   with a `podFailurePolicy`) terminating Pods are not replaced until they are gone.
@@ -32,19 +40,133 @@
 //!   are deleted, and once none is terminating it gets `Failed` with the same reason and
 //!   message; a failed Job is left alone.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use super::access::{self, pod_active, pod_ready};
-use super::job_failures::{self as failures, INDEX_FAILURE_COUNT, INDEX_IGNORED_FAILURE_COUNT};
+use super::access::{self, Actor, pod_active, pod_ready};
+use super::claim::{Managed, SelectorShape, claim_pods};
+use super::job_failures::{
+    self as failures, BackoffRecord, INDEX_FAILURE_COUNT, INDEX_IGNORED_FAILURE_COUNT,
+};
 use super::replicaset::owned_pods;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
-use crate::storage::Object;
+use crate::storage::{Object, Storage};
+
+/// Jobs (`batch/v1`) as they claim Pods (upstream's `getPodsForJob`): every Pod their
+/// selector selects, finished or not; adopted Pods get the tracking finalizer.
+pub const JOB: Managed = Managed {
+    group: "batch",
+    version: "v1",
+    resource: "jobs",
+    kind: "Job",
+    selector: SelectorShape::LabelSelector,
+    actor: Actor::Job,
+    active_only: false,
+    finalizers: &[TRACKING_FINALIZER],
+};
+
+/// Upstream's `MaxPodCreateDeletePerSync`: at most this many Pods are created, or deleted,
+/// in one sync of a Job; the next sync does more.
+pub const MAX_POD_CREATE_DELETE_PER_SYNC: usize = 500;
+
+/// Upstream's `SlowStartInitialBatchSize`: the first batch of a sync's creations.
+const SLOW_START_INITIAL_BATCH_SIZE: usize = 1;
+
+/// The batches in which one sync creates `missing` Pods (upstream's `manageJob`): at most
+/// [`MAX_POD_CREATE_DELETE_PER_SYNC`] in all, in batches of 1, 2, 4… (slow start); a batch
+/// with a refused creation is the last.
+fn creation_batches(missing: usize) -> Vec<usize> {
+    let mut left = missing.min(MAX_POD_CREATE_DELETE_PER_SYNC);
+    let mut batches = Vec::new();
+    let mut size = left.min(SLOW_START_INITIAL_BATCH_SIZE);
+    while left > 0 {
+        batches.push(size);
+        left -= size;
+        size = (2 * size).min(left);
+    }
+    batches
+}
+
+/// The back-off records of one server's Jobs, by namespace and name (with the uid of the
+/// Job they belong to).
+struct ServerRecords {
+    /// The storage of the server (the records go once it is dropped).
+    storage: Weak<dyn Storage>,
+    /// `(namespace, name)` to `(uid, record)`.
+    jobs: HashMap<(String, String), (String, BackoffRecord)>,
+}
+
+/// Upstream's `backoffRecordStore`: in memory, per server, dropped with the Job (when it is
+/// gone or finished).
+static BACKOFF_RECORDS: Mutex<Vec<ServerRecords>> = Mutex::new(Vec::new());
+
+/// Runs `f` on the back-off records of the server of `objects`.
+fn with_records<T>(
+    objects: &Objects,
+    f: impl FnOnce(&mut HashMap<(String, String), (String, BackoffRecord)>) -> T,
+) -> T {
+    let mut all = BACKOFF_RECORDS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    all.retain(|s| s.storage.strong_count() > 0);
+    let storage = objects.storage();
+    let position = all.iter().position(|s| {
+        s.storage
+            .upgrade()
+            .is_some_and(|a| Arc::ptr_eq(&a, storage))
+    });
+    let index = match position {
+        Some(i) => i,
+        None => {
+            all.push(ServerRecords {
+                storage: Arc::downgrade(storage),
+                jobs: HashMap::new(),
+            });
+            all.len() - 1
+        }
+    };
+    match all.get_mut(index) {
+        Some(records) => f(&mut records.jobs),
+        None => f(&mut HashMap::new()),
+    }
+}
+
+/// The back-off record of the Job `ns/name` with `uid` (empty for a Job not seen failing).
+fn backoff_record(objects: &Objects, ns: &str, name: &str, uid: &str) -> BackoffRecord {
+    with_records(objects, |jobs| {
+        jobs.get(&(ns.to_string(), name.to_string()))
+            .filter(|(owner, _)| owner == uid)
+            .map(|(_, record)| *record)
+            .unwrap_or_default()
+    })
+}
+
+/// Keeps `record` for the Job `ns/name` with `uid` (upstream's `updateBackoffRecord`).
+fn store_backoff_record(objects: &Objects, ns: &str, name: &str, uid: &str, record: BackoffRecord) {
+    with_records(objects, |jobs| {
+        if record == BackoffRecord::default() {
+            jobs.remove(&(ns.to_string(), name.to_string()));
+        } else {
+            jobs.insert(
+                (ns.to_string(), name.to_string()),
+                (uid.to_string(), record),
+            );
+        }
+    });
+}
+
+/// Forgets the back-off record of the Job `ns/name` (upstream's `removeBackoffRecord`).
+fn remove_backoff_record(objects: &Objects, ns: &str, name: &str) {
+    with_records(objects, |jobs| {
+        jobs.remove(&(ns.to_string(), name.to_string()));
+    });
+}
 
 const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 const COMPLETED: &str = "Reached expected number of succeeded pods";
@@ -240,17 +362,29 @@ pub async fn reconcile(
     name: &str,
 ) -> Result<Option<Duration>, ApiError> {
     let Some(job) = access::get(objects, "batch", "jobs", ns, name) else {
+        remove_backoff_record(objects, ns, name);
         release_all_orphans(objects, ns, name).await?;
         return Ok(None);
     };
     if finished(&job) {
+        remove_backoff_record(objects, ns, name);
         release_all_orphans(objects, ns, name).await?;
         return Ok(None);
     }
     let deleting = meta::is_deleting(&job);
     let now = Timestamp::now();
     let pod_info = access::info(objects, "", "v1", "pods")?;
-    let pods = owned_pods(objects, ns, meta::uid(&job));
+    let selector = match JOB.selector_of(&job) {
+        Ok(selector) => selector,
+        Err(error) => {
+            tracing::warn!(job = %name, namespace = %ns, %error, "invalid pod selector");
+            return Ok(None);
+        }
+    };
+    // The Pods it selects and controls, orphans it selects adopted (with the tracking
+    // finalizer), Pods it controls but no longer selects released (upstream's
+    // `getPodsForJob`).
+    let pods = claim_pods(objects, &JOB, &pod_info, &job, &selector).await?;
     let all: Vec<&Value> = pods.iter().map(|p| &**p).collect();
     let active: Vec<&Object> = pods.iter().filter(|p| pod_active(p)).collect();
     let suspended = meta::path(&job, "spec.suspend").and_then(Value::as_bool) == Some(true);
@@ -287,15 +421,26 @@ pub async fn reconcile(
     let is_uncounted = |i: usize, p: &Value| uncounted[i].iter().any(|u| u == meta::uid(p));
     // Finished Pods not counted yet: tracked and not listed as uncounted (upstream's
     // `getNewFinishedPods`).
-    let new_succeeded = succeeded
+    let new_succeeded_pods: Vec<&Value> = succeeded
         .iter()
+        .map(|p| &***p)
         .filter(|p| tracked(p) && !is_uncounted(0, p))
-        .count();
-    let new_failed = failed_pods
+        .collect();
+    let new_failed_pods: Vec<&Value> = failed_pods
         .iter()
+        .copied()
         .filter(|p| tracked(p) && !is_uncounted(1, p))
+        .collect();
+    let new_succeeded = new_succeeded_pods.len();
+    let new_failed = new_failed_pods
+        .iter()
         .filter(|p| failures::match_policy(policy, p).counts)
         .count();
+    // The failures since the last success, kept across syncs (and the Pods' deletion), with
+    // this sync's newly finished Pods (upstream's `newBackoffRecord`); kept once the status
+    // listing them is written.
+    let backoff = backoff_record(objects, ns, name, meta::uid(&job))
+        .updated(&new_succeeded_pods, &new_failed_pods);
     let counter = |field: &str| {
         stored_status
             .get(field)
@@ -439,6 +584,9 @@ pub async fn reconcile(
     let mut active_count = active.len();
     let mut ready = active.iter().filter(|p| pod_ready(p)).count();
     let mut terminating_count = terminating;
+    // A refused creation or deletion: reported once the status is written (upstream's
+    // `manageJobErr`), so that the sync is retried.
+    let mut manage_error: Option<ApiError> = None;
     if let Some(failure) = &failure {
         // A failing Job's active Pods go (keeping their finalizers: they are counted as
         // failed below, upstream's `deleteActivePods`).
@@ -500,70 +648,118 @@ pub async fn reconcile(
             (active_count, ready) = (0, 0);
         }
         if !complete {
+            // Upstream's `wantActive`: a work-queue Job with a success keeps what runs.
             let wanted = match completions {
                 Some(c) => parallelism.min(c.saturating_sub(succeeded_count)),
-                None if succeeded_count > 0 => 0,
+                None if succeeded_count > 0 => active.len(),
                 None => parallelism,
             };
-            // With `podReplacementPolicy: Failed`, terminating Pods are not replaced yet.
-            let waiting = if only_replace_failed { terminating } else { 0 };
-            let missing = wanted.saturating_sub(active.len() + waiting);
-            let wait = if missing > 0 && per_index.is_none() {
-                let succeeded: Vec<&Value> = succeeded.iter().map(|p| &***p).collect();
-                failures::job_backoff(&succeeded, &failed_pods, now)
-            } else {
-                Duration::ZERO
-            };
-            if !wait.is_zero() {
-                again = earliest(again, Some(wait));
-            } else if indexed {
-                let mut busy: BTreeSet<usize> = active.iter().filter_map(|p| index_of(p)).collect();
-                if only_replace_failed {
-                    busy.extend(
-                        all.iter()
-                            .filter(|p| failures::pod_terminating(p))
-                            .filter_map(|p| index_of(p)),
-                    );
-                }
-                let free: Vec<usize> = (0..completions.unwrap_or(0))
-                    .filter(|i| {
-                        !busy.contains(i)
-                            && !succeeded_indexes.contains(i)
-                            && !failed_indexes.contains(i)
-                    })
-                    .take(missing)
-                    .collect();
-                for index in free {
-                    let replaced = delayed.get(&index).copied();
-                    let mut pod = new_pod(&job, Some(index));
-                    if per_index.is_some() {
-                        let wait = failures::index_backoff(replaced, now);
-                        if !wait.is_zero() {
-                            again = earliest(again, Some(wait));
-                            continue;
+            let mut surplus = pods_for_removal(
+                &active,
+                indexed.then(|| completions.unwrap_or(0)),
+                active.len().saturating_sub(wanted),
+            );
+            surplus.truncate(MAX_POD_CREATE_DELETE_PER_SYNC);
+            if !surplus.is_empty() {
+                // Too many Pods (or, for an Indexed Job, repeated or invalid indexes): some go,
+                // released first so that they are not counted, and nothing is created in the
+                // same sync (upstream's `deleteJobPods`).
+                tracing::debug!(job = %name, namespace = %ns, deleting = surplus.len(), wanted, "too many pods running for job");
+                for pod in &surplus {
+                    let gone = match release(objects, &pod_info, pod).await {
+                        Ok(()) => access::delete(objects, Actor::Job, &pod_info, pod).await,
+                        Err(e) => Err(e),
+                    };
+                    match gone {
+                        Ok(()) => {
+                            active_count = active_count.saturating_sub(1);
+                            if pod_ready(pod) {
+                                ready = ready.saturating_sub(1);
+                            }
                         }
-                        let (count, ignored) = failures::replacement_counts(policy, replaced);
-                        pod["metadata"]["annotations"][INDEX_FAILURE_COUNT] =
-                            json!(count.to_string());
-                        if ignored > 0 {
-                            pod["metadata"]["annotations"][INDEX_IGNORED_FAILURE_COUNT] =
-                                json!(ignored.to_string());
+                        Err(e) => {
+                            manage_error.get_or_insert(e);
                         }
                     }
-                    access::create(objects, access::Actor::Job, &pod_info, Some(ns), pod).await?;
-                    active_count += 1;
                 }
+                terminating_count = owned_pods(objects, ns, meta::uid(&job))
+                    .iter()
+                    .filter(|p| failures::pod_terminating(p))
+                    .count();
             } else {
-                for _ in 0..missing {
-                    access::create(
-                        objects,
-                        access::Actor::Job,
-                        &pod_info,
-                        Some(ns),
-                        new_pod(&job, None),
-                    )
-                    .await?;
-                    active_count += 1;
+                // With `podReplacementPolicy: Failed`, terminating Pods are not replaced yet.
+                let waiting = if only_replace_failed { terminating } else { 0 };
+                let missing = wanted.saturating_sub(active.len() + waiting);
+                let wait = if missing > 0 && per_index.is_none() {
+                    backoff.remaining(now)
+                } else {
+                    Duration::ZERO
+                };
+                // The Pods to create now: an Indexed Job's are those of its first free indexes
+                // (with `backoffLimitPerIndex`, of those whose back-off ended).
+                let mut to_create: Vec<Value> = Vec::new();
+                if !wait.is_zero() {
+                    again = earliest(again, Some(wait));
+                } else if indexed {
+                    let mut busy: BTreeSet<usize> =
+                        active.iter().filter_map(|p| index_of(p)).collect();
+                    if only_replace_failed {
+                        busy.extend(
+                            all.iter()
+                                .filter(|p| failures::pod_terminating(p))
+                                .filter_map(|p| index_of(p)),
+                        );
+                    }
+                    let free: Vec<usize> = (0..completions.unwrap_or(0))
+                        .filter(|i| {
+                            !busy.contains(i)
+                                && !succeeded_indexes.contains(i)
+                                && !failed_indexes.contains(i)
+                        })
+                        .take(missing.min(MAX_POD_CREATE_DELETE_PER_SYNC))
+                        .collect();
+                    for index in free {
+                        let replaced = delayed.get(&index).copied();
+                        let mut pod = new_pod(&job, Some(index));
+                        if per_index.is_some() {
+                            let wait = failures::index_backoff(replaced, now);
+                            if !wait.is_zero() {
+                                again = earliest(again, Some(wait));
+                                continue;
+                            }
+                            let (count, ignored) = failures::replacement_counts(policy, replaced);
+                            pod["metadata"]["annotations"][INDEX_FAILURE_COUNT] =
+                                json!(count.to_string());
+                            if ignored > 0 {
+                                pod["metadata"]["annotations"][INDEX_IGNORED_FAILURE_COUNT] =
+                                    json!(ignored.to_string());
+                            }
+                        }
+                        to_create.push(pod);
+                    }
+                } else {
+                    to_create = (0..missing.min(MAX_POD_CREATE_DELETE_PER_SYNC))
+                        .map(|_| new_pod(&job, None))
+                        .collect();
+                }
+                // Slow start: batches of 1, 2, 4…; a batch with a refused creation is the
+                // last of this sync (upstream's `manageJob`).
+                let mut pods = to_create.into_iter();
+                for size in creation_batches(pods.len()) {
+                    let mut refused = false;
+                    for pod in pods.by_ref().take(size) {
+                        match access::create(objects, Actor::Job, &pod_info, Some(ns), pod).await {
+                            Ok(_) => active_count += 1,
+                            Err(e) => {
+                                refused = true;
+                                manage_error.get_or_insert(e);
+                            }
+                        }
+                    }
+                    if refused {
+                        tracing::debug!(job = %name, namespace = %ns, skipped = pods.len(), "slow-start failure, skipping pod creations");
+                        break;
+                    }
                 }
             }
         }
@@ -654,6 +850,8 @@ pub async fn reconcile(
             status.clone(),
         )
         .await?;
+        // Upstream keeps the new back-off record with the status that lists the new Pods.
+        store_backoff_record(objects, ns, name, meta::uid(&job), backoff);
     }
     for pod in &to_release {
         release(objects, &pod_info, pod).await?;
@@ -698,7 +896,10 @@ pub async fn reconcile(
         )
         .await?;
     }
-    Ok(again)
+    match manage_error {
+        Some(e) => Err(e),
+        None => Ok(again),
+    }
 }
 
 /// `status.uncountedTerminatedPods` for the uncounted UIDs (`{}` when none).
@@ -751,6 +952,112 @@ fn last_failed_per_index<'a>(failed: &[&'a Value]) -> BTreeMap<usize, &'a Value>
         }
     }
     last
+}
+
+/// The annotation that ranks a Pod for deletion (upstream's `PodDeletionCost`).
+const DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
+
+/// Upstream's `controller.ActivePods` order, the Pods to delete first first: unscheduled,
+/// then pending before unknown before running, not ready, lower deletion cost, ready for
+/// less time, more container restarts, newer (the name breaks ties).
+fn removal_order(a: &Value, b: &Value) -> std::cmp::Ordering {
+    let scheduled = |p: &Value| {
+        meta::path(p, "spec.nodeName")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty())
+    };
+    let phase_rank = |p: &Value| match phase(p) {
+        "Unknown" => 1,
+        "Running" => 2,
+        _ => 0,
+    };
+    let cost = |p: &Value| {
+        meta::path(p, "metadata.annotations")
+            .and_then(|a| a.get(DELETION_COST))
+            .and_then(Value::as_str)
+            .and_then(|c| c.parse::<i32>().ok())
+            .unwrap_or(0)
+    };
+    let ready_since = |p: &Value| {
+        meta::path(p, "status.conditions")
+            .and_then(Value::as_array)
+            .and_then(|c| {
+                c.iter()
+                    .find(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+            .and_then(|c| access::timestamp(c.get("lastTransitionTime")))
+    };
+    let restarts = |p: &Value| {
+        meta::path(p, "status.containerStatuses")
+            .and_then(Value::as_array)
+            .map_or(0, |s| {
+                s.iter()
+                    .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
+                    .max()
+                    .unwrap_or(0)
+            })
+    };
+    let created = |p: &Value| access::timestamp(meta::path(p, "metadata.creationTimestamp"));
+    scheduled(a)
+        .cmp(&scheduled(b))
+        .then_with(|| phase_rank(a).cmp(&phase_rank(b)))
+        .then_with(|| pod_ready(a).cmp(&pod_ready(b)))
+        .then_with(|| cost(a).cmp(&cost(b)))
+        .then_with(
+            || match (pod_ready(a) && pod_ready(b), ready_since(a), ready_since(b)) {
+                // Ready more recently (or for an unknown time) first.
+                (true, Some(x), Some(y)) => y.cmp(&x),
+                (true, None, Some(_)) => std::cmp::Ordering::Less,
+                (true, Some(_), None) => std::cmp::Ordering::Greater,
+                _ => std::cmp::Ordering::Equal,
+            },
+        )
+        .then_with(|| restarts(b).cmp(&restarts(a)))
+        .then_with(|| match (created(a), created(b)) {
+            (Some(x), Some(y)) => y.cmp(&x),
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        })
+        .then_with(|| meta::name(a).cmp(meta::name(b)))
+}
+
+/// The active Pods to delete (upstream's `activePodsForRemoval`): for an Indexed Job
+/// (`Some(completions)`) those without a valid index and all but one of each repeated index
+/// (the one kept comes last in [`removal_order`]); then, up to `at_least`, the first others
+/// in [`removal_order`].
+fn pods_for_removal<'a>(
+    active: &[&'a Object],
+    completions: Option<usize>,
+    at_least: usize,
+) -> Vec<&'a Object> {
+    let mut remove: Vec<&Object> = Vec::new();
+    let mut left: Vec<&Object> = Vec::new();
+    match completions {
+        Some(c) => {
+            let mut by_index: BTreeMap<usize, Vec<&Object>> = BTreeMap::new();
+            for pod in active.iter().copied() {
+                match index_of(pod).filter(|i| *i < c) {
+                    Some(i) => by_index.entry(i).or_default().push(pod),
+                    None => remove.push(pod),
+                }
+            }
+            for mut pods in by_index.into_values() {
+                pods.sort_by(|a, b| removal_order(a, b));
+                if let Some(kept) = pods.pop() {
+                    left.push(kept);
+                }
+                remove.extend(pods);
+            }
+        }
+        None => left.extend(active.iter().copied()),
+    }
+    if remove.len() < at_least {
+        left.sort_by(|a, b| removal_order(a, b));
+        let more = (at_least - remove.len()).min(left.len());
+        remove.extend(left.into_iter().take(more));
+    }
+    remove
 }
 
 fn phase(pod: &Value) -> &str {
@@ -953,6 +1260,60 @@ mod tests {
         // Nothing released: nothing moves.
         assert!(!count_released(&mut status, &mut uncounted, &tracked));
         assert_eq!(uncounted_status(&[vec![], vec![]]), json!({}));
+    }
+
+    #[test]
+    fn creations_start_slow_and_stop_at_the_per_sync_limit() {
+        assert_eq!(creation_batches(0), Vec::<usize>::new());
+        assert_eq!(creation_batches(1), vec![1]);
+        assert_eq!(creation_batches(10), vec![1, 2, 4, 3]);
+        assert_eq!(creation_batches(15), vec![1, 2, 4, 8]);
+        // A Job wanting 1200 Pods gets 500 in one sync.
+        let many = creation_batches(1200);
+        assert_eq!(many, vec![1, 2, 4, 8, 16, 32, 64, 128, 245]);
+        assert_eq!(many.iter().sum::<usize>(), MAX_POD_CREATE_DELETE_PER_SYNC);
+    }
+
+    #[test]
+    fn surplus_pods_are_chosen_like_upstreams_active_pods_order() {
+        let pod = |name: &str,
+                   index: Option<usize>,
+                   node: &str,
+                   phase: &str,
+                   ready: bool,
+                   created: &str| {
+            let mut p = json!({"metadata": {"name": name, "creationTimestamp": created},
+                "spec": {"nodeName": node},
+                "status": {"phase": phase, "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}});
+            if let Some(i) = index {
+                p["metadata"]["annotations"] = json!({INDEX_ANNOTATION: i.to_string()});
+            }
+            Arc::new(p)
+        };
+        let unscheduled = pod("a", Some(0), "", "Pending", false, "2026-01-01T00:00:00Z");
+        let running_old = pod("b", Some(0), "n", "Running", true, "2026-01-01T00:00:00Z");
+        let running_new = pod("c", Some(1), "n", "Running", true, "2026-01-01T00:00:05Z");
+        let not_ready = pod("d", Some(2), "n", "Running", false, "2026-01-01T00:00:01Z");
+        let out_of_range = pod("e", Some(7), "n", "Running", true, "2026-01-01T00:00:01Z");
+        let all = [
+            &unscheduled,
+            &running_old,
+            &running_new,
+            &not_ready,
+            &out_of_range,
+        ];
+        let names = |pods: Vec<&Object>| {
+            pods.iter()
+                .map(|p| meta::name(p).to_string())
+                .collect::<Vec<_>>()
+        };
+        // Not indexed: unscheduled, then not ready, then the newer running one.
+        assert_eq!(names(pods_for_removal(&all, None, 3)), ["a", "d", "c"]);
+        assert!(pods_for_removal(&all, None, 0).is_empty());
+        // Indexed: the index past completions and the repeated index 0 (the unscheduled copy)
+        // go even when none is too many.
+        assert_eq!(names(pods_for_removal(&all, Some(3), 0)), ["e", "a"]);
+        assert_eq!(names(pods_for_removal(&all, Some(3), 3)), ["e", "a", "d"]);
     }
 
     #[test]

@@ -47,6 +47,7 @@
 mod access;
 mod allocator;
 pub mod autoscaling;
+mod claim;
 pub mod cronjobs;
 mod csr_approving;
 mod csr_cleaner;

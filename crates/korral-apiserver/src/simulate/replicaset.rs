@@ -6,8 +6,9 @@
 //!
 //! Pods are created as upstream names them (`generateName: <owner>-`, five characters of
 //! the safe alphabet), with the template's labels and annotations and a controller owner
-//! reference. The owner's selector claims Pods as upstream's `ClaimPods` does: active orphans
-//! it selects are adopted, Pods it controls but no longer selects are released. Missing Pods
+//! reference. The owner's selector claims Pods as upstream's `ClaimPods` does (shared with
+//! the Job controller, [`super::claim`]): active orphans it selects are adopted, Pods it
+//! controls but no longer selects are released. Missing Pods
 //! are replaced; extra ones are deleted, not-ready and newest first.
 
 use serde_json::{Value, json};
@@ -15,42 +16,18 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use super::access::{self, Actor, pod_active, pod_ready};
+use super::claim::{self, claim_pods};
+pub use super::claim::{Managed, SelectorShape};
+use super::jobs::JOB;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
 use crate::registry::ResourceInfo;
-use crate::selector::{LabelSelector, from_label_selector_json};
+use crate::selector::LabelSelector;
 use crate::storage::Object;
 
 /// The condition a ReplicaSet reports while it cannot create or delete its Pods.
 const REPLICA_FAILURE: &str = "ReplicaFailure";
-
-/// How a managed kind spells its Pod selector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SelectorShape {
-    /// A `metav1.LabelSelector` (`matchLabels`, `matchExpressions`), as ReplicaSets have.
-    LabelSelector,
-    /// A plain label map, as ReplicationControllers have (the API server defaults it from the
-    /// template's labels).
-    Map,
-}
-
-/// A kind the ReplicaSet controller keeps Pods for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Managed {
-    /// API group (`""` for core).
-    pub group: &'static str,
-    /// API version.
-    pub version: &'static str,
-    /// Plural resource name.
-    pub resource: &'static str,
-    /// Kind, as its Pods' owner references name it.
-    pub kind: &'static str,
-    /// The shape of `spec.selector`.
-    pub selector: SelectorShape,
-    /// Who writes for it (upstream's controller identity).
-    pub actor: Actor,
-}
 
 /// ReplicaSets (`apps/v1`).
 pub const REPLICA_SET: Managed = Managed {
@@ -60,6 +37,8 @@ pub const REPLICA_SET: Managed = Managed {
     kind: "ReplicaSet",
     selector: SelectorShape::LabelSelector,
     actor: Actor::ReplicaSet,
+    active_only: true,
+    finalizers: &[],
 };
 
 /// ReplicationControllers (core `v1`), run by upstream's ReplicationManager.
@@ -70,45 +49,9 @@ pub const REPLICATION_CONTROLLER: Managed = Managed {
     kind: "ReplicationController",
     selector: SelectorShape::Map,
     actor: Actor::ReplicationController,
+    active_only: true,
+    finalizers: &[],
 };
-
-/// The managed kinds.
-pub const MANAGED: [&Managed; 2] = [&REPLICA_SET, &REPLICATION_CONTROLLER];
-
-impl Managed {
-    /// The `apiVersion` of its objects (`apps/v1`, `v1`).
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.to_string()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
-    }
-
-    /// The Pod selector of `obj`. An empty one selects nothing here: validation requires a
-    /// non-empty selector of both kinds, and adopting every orphan of the namespace would be
-    /// the wrong way to fail.
-    pub fn selector_of(&self, obj: &Value) -> Result<LabelSelector, String> {
-        let raw = meta::path(obj, "spec.selector")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let selector = match self.selector {
-            SelectorShape::LabelSelector => raw,
-            SelectorShape::Map => json!({"matchLabels": raw}),
-        };
-        let empty = |key: &str| {
-            selector.get(key).is_none_or(|v| {
-                v.is_null()
-                    || v.as_object().is_some_and(|m| m.is_empty())
-                    || v.as_array().is_some_and(Vec::is_empty)
-            })
-        };
-        if empty("matchLabels") && empty("matchExpressions") {
-            return Ok(LabelSelector::nothing());
-        }
-        from_label_selector_json(&selector)
-    }
-}
 
 /// Brings the Pods of one object of `kind` to its `spec.replicas` and writes its status.
 pub async fn reconcile(
@@ -171,127 +114,10 @@ pub async fn reconcile(
     managed
 }
 
-/// What the controller makes of one active Pod of its namespace (upstream's `ClaimObject`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Claim {
-    /// Controlled and selected: one of its Pods.
-    Owned,
-    /// An orphan it selects: adopted.
-    Adopt,
-    /// Controlled but no longer selected: released.
-    Release,
-    /// Another controller's, or an orphan it does not select.
-    Ignore,
-}
-
-/// How the owner with `uid` and `selector` claims `pod`.
-fn claim(pod: &Value, uid: &str, selector: &LabelSelector) -> Claim {
-    let selected = selector.matches(meta::labels(pod));
-    match access::controller_of(pod) {
-        Some((_, _, owner)) if owner != uid => Claim::Ignore,
-        Some(_) if selected => Claim::Owned,
-        Some(_) => Claim::Release,
-        None if selected => Claim::Adopt,
-        None => Claim::Ignore,
-    }
-}
-
-/// The active Pods `owner` controls once it has claimed them (upstream's `ClaimPods`): it
-/// adopts the orphans it selects and releases the Pods it controls but no longer selects.
-async fn claim_pods(
-    objects: &Objects,
-    kind: &Managed,
-    pod_info: &Arc<ResourceInfo>,
-    owner: &Value,
-    selector: &LabelSelector,
-) -> Result<Vec<Object>, ApiError> {
-    let ns = meta::namespace(owner).unwrap_or("");
-    let uid = meta::uid(owner).to_string();
-    let mut owned = Vec::new();
-    for pod in access::list(objects, "", "pods", ns) {
-        if !pod_active(&pod) {
-            continue;
-        }
-        match claim(&pod, &uid, selector) {
-            Claim::Owned => owned.push(pod),
-            Claim::Ignore => {}
-            Claim::Adopt => {
-                let reference = access::owner_ref(owner, &kind.api_version(), kind.kind);
-                let adopted = access::update(objects, kind.actor, pod_info, &pod, move |p| {
-                    adopt(p, &reference)
-                })
-                .await?;
-                if let Some(pod) = adopted.filter(|p| access::controlled_by(p, &uid)) {
-                    tracing::debug!(kind = kind.kind, pod = meta::name(&pod), "adopted pod");
-                    owned.push(pod);
-                }
-            }
-            Claim::Release => {
-                let ours = uid.clone();
-                access::update(objects, kind.actor, pod_info, &pod, move |p| {
-                    release(p, &ours)
-                })
-                .await?;
-                tracing::debug!(kind = kind.kind, pod = meta::name(&pod), "released pod");
-            }
-        }
-    }
-    Ok(owned)
-}
-
-/// Makes `reference` the controller of `pod`, unless it has a controller already (replacing
-/// a reference with the same uid, as upstream's adoption patch merges by uid).
-fn adopt(pod: &mut Value, reference: &Value) {
-    if access::controller_of(pod).is_some() {
-        return;
-    }
-    let Some(md) = meta::metadata_mut(pod) else {
-        return;
-    };
-    let refs = md.entry("ownerReferences").or_insert_with(|| json!([]));
-    if !refs.is_array() {
-        *refs = json!([]);
-    }
-    if let Some(refs) = refs.as_array_mut() {
-        refs.retain(|r| r.get("uid") != reference.get("uid"));
-        refs.push(reference.clone());
-    }
-}
-
-/// Drops the owner reference with `uid` from `pod` (dropping the list once empty).
-fn release(pod: &mut Value, uid: &str) {
-    let Some(md) = meta::metadata_mut(pod) else {
-        return;
-    };
-    let Some(refs) = md.get_mut("ownerReferences").and_then(Value::as_array_mut) else {
-        return;
-    };
-    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
-    if refs.is_empty() {
-        md.remove("ownerReferences");
-    }
-}
-
-/// The managed objects (kind and name) in `pod`'s namespace that would adopt it: those not
-/// being deleted whose selector selects it. Empty for a Pod with a controller or one that is
-/// not active (only active orphans are adopted).
+/// The managed objects (kind and name) in `pod`'s namespace that would adopt it (see
+/// [`claim::claimants`]): ReplicaSets, ReplicationControllers and Jobs.
 pub fn claimants(objects: &Objects, pod: &Value) -> Vec<(&'static Managed, String)> {
-    if access::controller_of(pod).is_some() || !pod_active(pod) {
-        return Vec::new();
-    }
-    let ns = meta::namespace(pod).unwrap_or("");
-    let mut found = Vec::new();
-    for kind in MANAGED {
-        for owner in access::list(objects, kind.group, kind.resource, ns) {
-            let selects = kind
-                .selector_of(&owner)
-                .is_ok_and(|s| s.matches(meta::labels(pod)));
-            if selects && !meta::is_deleting(&owner) {
-                found.push((kind, meta::name(&owner).to_string()));
-            }
-        }
-    }
-    found
+    claim::claimants(objects, &[&REPLICA_SET, &REPLICATION_CONTROLLER, &JOB], pod)
 }
 
 /// Creates `count` Pods from the owner's template; stops at the first refusal.
@@ -485,51 +311,6 @@ mod tests {
             .is_err());
         assert_eq!(REPLICATION_CONTROLLER.api_version(), "v1");
         assert_eq!(REPLICA_SET.api_version(), "apps/v1");
-    }
-
-    #[test]
-    fn pods_are_claimed_like_upstream() {
-        let selector = REPLICATION_CONTROLLER
-            .selector_of(&json!({"spec": {"selector": {"app": "web"}}}))
-            .expect("selector");
-        let web = json!({"app": "web"});
-        assert_eq!(
-            claim(&pod(web.clone(), Some("u1")), "u1", &selector),
-            Claim::Owned
-        );
-        assert_eq!(
-            claim(&pod(web.clone(), None), "u1", &selector),
-            Claim::Adopt
-        );
-        assert_eq!(claim(&pod(web, Some("u2")), "u1", &selector), Claim::Ignore);
-        let db = json!({"app": "db"});
-        assert_eq!(
-            claim(&pod(db.clone(), Some("u1")), "u1", &selector),
-            Claim::Release
-        );
-        assert_eq!(claim(&pod(db, None), "u1", &selector), Claim::Ignore);
-    }
-
-    #[test]
-    fn adoption_and_release_edit_the_owner_references() {
-        let reference = json!({"apiVersion": "v1", "kind": "ReplicationController", "name": "rc", "uid": "u1", "controller": true, "blockOwnerDeletion": true});
-        let mut p = json!({"metadata": {"name": "p", "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u9"}]}});
-        adopt(&mut p, &reference);
-        assert_eq!(
-            access::controller_of(&p),
-            Some(("ReplicationController", "rc", "u1"))
-        );
-        assert_eq!(meta::owner_references(&p).len(), 2);
-        // A pod with a controller is left alone.
-        let mut other = pod(json!({}), Some("u2"));
-        let before = other.clone();
-        adopt(&mut other, &reference);
-        assert_eq!(other, before);
-        release(&mut p, "u1");
-        assert_eq!(access::controller_of(&p), None);
-        assert_eq!(meta::owner_references(&p).len(), 1);
-        release(&mut p, "u9");
-        assert!(p["metadata"].get("ownerReferences").is_none());
     }
 
     #[test]
