@@ -739,13 +739,15 @@ impl Front {
         let Some(deadline) = crate::deadline::deadline(req.uri(), requested) else {
             return self.admit(state, req).await;
         };
-        let work = tokio::spawn(self.admit(state, req));
-        match tokio::time::timeout(deadline, work).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(joined)) => crate::http::error_response(&ApiError::internal(format!(
-                "the request's handler failed: {joined}"
-            ))),
-            Err(_) => crate::http::error_response(&crate::deadline::timed_out()),
+        // The handler runs here; only one that outlives its deadline is moved to a task of
+        // its own to finish there.
+        let mut work = Box::pin(self.admit(state, req));
+        tokio::select! {
+            response = &mut work => response,
+            () = tokio::time::sleep(deadline) => {
+                tokio::spawn(work);
+                crate::http::error_response(&crate::deadline::timed_out())
+            }
         }
     }
 
