@@ -461,3 +461,27 @@ pub async fn kubectl(
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// How long a test waits for the simulation (controllers, kubelet) to act.
+pub const SIM_WAIT: Duration = Duration::from_secs(30);
+
+/// Polls `get` until `check` holds for its value (panics with the last value after
+/// [`SIM_WAIT`]).
+pub async fn until<F, Fut>(what: &str, get: F, check: impl Fn(&Value) -> bool) -> Value
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Value>,
+{
+    let deadline = std::time::Instant::now() + SIM_WAIT;
+    loop {
+        let value = get().await;
+        if check(&value) {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out: {what}: {value:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -5,16 +5,12 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::*;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-/// How long a test waits for the simulation.
-const WAIT: Duration = Duration::from_secs(30);
 /// The Job controller's tracking finalizer.
 const FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 
@@ -45,24 +41,6 @@ fn orphan(name: &str, app: &str, annotations: Value) -> Pod {
         "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]},
     }))
     .expect("pod")
-}
-
-/// Polls `get` until `check` holds for its value (panics with the last value after
-/// [`WAIT`]).
-async fn until<F, Fut>(what: &str, get: F, check: impl Fn(&Value) -> bool) -> Value
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Value>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let value = get().await;
-        if check(&value) {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out: {what}: {value:#}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// The Job `name` as JSON.

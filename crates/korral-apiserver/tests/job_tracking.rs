@@ -41,24 +41,6 @@ fn job(name: &str, containers: &[&str], annotations: Value, spec: Value) -> Job 
     serde_json::from_value(job).expect("job")
 }
 
-/// Polls `get` until `check` holds for its value (panics with the last value after
-/// [`WAIT`]).
-async fn until<F, Fut>(what: &str, get: F, check: impl Fn(&Value) -> bool) -> Value
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Value>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let value = get().await;
-        if check(&value) {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out: {what}: {value:#}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// The Job `name` as JSON.
 async fn get_job(jobs: &Api<Job>, name: &str) -> Value {
     serde_json::to_value(jobs.get(name).await.expect("get job")).expect("json")

@@ -57,24 +57,6 @@ fn node(name: &str, taints: Value) -> Node {
         .expect("node")
 }
 
-/// Polls `get` until `check` holds for its value (panics with the last value after
-/// [`WAIT`]).
-async fn until<F, Fut>(what: &str, get: F, check: impl Fn(&Value) -> bool) -> Value
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Value>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let value = get().await;
-        if check(&value) {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out: {what}: {value:#}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// Pod `name` as JSON (`null` once it is gone).
 async fn get(pods: &Api<Pod>, name: &str) -> Value {
     match pods.get_opt(name).await.expect("get pod") {
