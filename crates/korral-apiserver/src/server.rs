@@ -425,6 +425,7 @@ impl ApiServer {
                         pod_gc_quarantine: crate::simulate::pod_gc::Quarantine::new(
                             config.pod_gc_quarantine,
                         ),
+                        job_backoffs: Default::default(),
                     }),
                     false => None,
                 },

@@ -41,7 +41,7 @@
 //!   message; a failed Job is left alone.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -56,7 +56,7 @@ use super::replicaset::owned_pods;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
-use crate::storage::{Object, Storage};
+use crate::storage::Object;
 
 /// Jobs (`batch/v1`) as they claim Pods (upstream's `getPodsForJob`): every Pod their
 /// selector selects, finished or not; adopted Pods get the tracking finalizer.
@@ -93,79 +93,51 @@ fn creation_batches(missing: usize) -> Vec<usize> {
     batches
 }
 
-/// The back-off records of one server's Jobs, by namespace and name (with the uid of the
-/// Job they belong to).
-struct ServerRecords {
-    /// The storage of the server (the records go once it is dropped).
-    storage: Weak<dyn Storage>,
-    /// `(namespace, name)` to `(uid, record)`.
-    jobs: HashMap<(String, String), (String, BackoffRecord)>,
-}
+/// Upstream's `backoffRecordStore`: the back-off records of one server's Jobs, in memory, by
+/// namespace and name with the uid of the Job they belong to; dropped with the Job (when it
+/// is gone or finished). One per simulation (see [`super::Cluster`]).
+#[derive(Debug, Clone, Default)]
+pub struct BackoffRecords(Arc<Mutex<RecordsByJob>>);
 
-/// Upstream's `backoffRecordStore`: in memory, per server, dropped with the Job (when it is
-/// gone or finished).
-static BACKOFF_RECORDS: Mutex<Vec<ServerRecords>> = Mutex::new(Vec::new());
+/// Back-off records by the Job's `(namespace, name)`, with the uid of the Job they belong to.
+type RecordsByJob = HashMap<(String, String), (String, BackoffRecord)>;
 
-/// Runs `f` on the back-off records of the server of `objects`.
-fn with_records<T>(
-    objects: &Objects,
-    f: impl FnOnce(&mut HashMap<(String, String), (String, BackoffRecord)>) -> T,
-) -> T {
-    let mut all = BACKOFF_RECORDS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    all.retain(|s| s.storage.strong_count() > 0);
-    let storage = objects.storage();
-    let position = all.iter().position(|s| {
-        s.storage
-            .upgrade()
-            .is_some_and(|a| Arc::ptr_eq(&a, storage))
-    });
-    let index = match position {
-        Some(i) => i,
-        None => {
-            all.push(ServerRecords {
-                storage: Arc::downgrade(storage),
-                jobs: HashMap::new(),
-            });
-            all.len() - 1
-        }
-    };
-    match all.get_mut(index) {
-        Some(records) => f(&mut records.jobs),
-        None => f(&mut HashMap::new()),
+impl BackoffRecords {
+    /// Runs `f` on the records.
+    fn with<T>(&self, f: impl FnOnce(&mut RecordsByJob) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
-}
 
-/// The back-off record of the Job `ns/name` with `uid` (empty for a Job not seen failing).
-fn backoff_record(objects: &Objects, ns: &str, name: &str, uid: &str) -> BackoffRecord {
-    with_records(objects, |jobs| {
-        jobs.get(&(ns.to_string(), name.to_string()))
-            .filter(|(owner, _)| owner == uid)
-            .map(|(_, record)| *record)
-            .unwrap_or_default()
-    })
-}
+    /// The record of the Job `ns/name` with `uid` (empty for a Job not seen failing).
+    fn get(&self, ns: &str, name: &str, uid: &str) -> BackoffRecord {
+        self.with(|jobs| {
+            jobs.get(&(ns.to_string(), name.to_string()))
+                .filter(|(owner, _)| owner == uid)
+                .map(|(_, record)| *record)
+                .unwrap_or_default()
+        })
+    }
 
-/// Keeps `record` for the Job `ns/name` with `uid` (upstream's `updateBackoffRecord`).
-fn store_backoff_record(objects: &Objects, ns: &str, name: &str, uid: &str, record: BackoffRecord) {
-    with_records(objects, |jobs| {
-        if record == BackoffRecord::default() {
+    /// Keeps `record` for the Job `ns/name` with `uid` (upstream's `updateBackoffRecord`).
+    fn store(&self, ns: &str, name: &str, uid: &str, record: BackoffRecord) {
+        self.with(|jobs| {
+            if record == BackoffRecord::default() {
+                jobs.remove(&(ns.to_string(), name.to_string()));
+            } else {
+                jobs.insert(
+                    (ns.to_string(), name.to_string()),
+                    (uid.to_string(), record),
+                );
+            }
+        });
+    }
+
+    /// Forgets the record of the Job `ns/name` (upstream's `removeBackoffRecord`).
+    fn remove(&self, ns: &str, name: &str) {
+        self.with(|jobs| {
             jobs.remove(&(ns.to_string(), name.to_string()));
-        } else {
-            jobs.insert(
-                (ns.to_string(), name.to_string()),
-                (uid.to_string(), record),
-            );
-        }
-    });
-}
-
-/// Forgets the back-off record of the Job `ns/name` (upstream's `removeBackoffRecord`).
-fn remove_backoff_record(objects: &Objects, ns: &str, name: &str) {
-    with_records(objects, |jobs| {
-        jobs.remove(&(ns.to_string(), name.to_string()));
-    });
+        });
+    }
 }
 
 const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
@@ -358,16 +330,17 @@ fn count_released(
 /// deleted, gone or finished are released.
 pub async fn reconcile(
     objects: &Objects,
+    backoffs: &BackoffRecords,
     ns: &str,
     name: &str,
 ) -> Result<Option<Duration>, ApiError> {
     let Some(job) = access::get(objects, "batch", "jobs", ns, name) else {
-        remove_backoff_record(objects, ns, name);
+        backoffs.remove(ns, name);
         release_all_orphans(objects, ns, name).await?;
         return Ok(None);
     };
     if finished(&job) {
-        remove_backoff_record(objects, ns, name);
+        backoffs.remove(ns, name);
         release_all_orphans(objects, ns, name).await?;
         return Ok(None);
     }
@@ -439,7 +412,8 @@ pub async fn reconcile(
     // The failures since the last success, kept across syncs (and the Pods' deletion), with
     // this sync's newly finished Pods (upstream's `newBackoffRecord`); kept once the status
     // listing them is written.
-    let backoff = backoff_record(objects, ns, name, meta::uid(&job))
+    let backoff = backoffs
+        .get(ns, name, meta::uid(&job))
         .updated(&new_succeeded_pods, &new_failed_pods);
     let counter = |field: &str| {
         stored_status
@@ -851,7 +825,7 @@ pub async fn reconcile(
         )
         .await?;
         // Upstream keeps the new back-off record with the status that lists the new Pods.
-        store_backoff_record(objects, ns, name, meta::uid(&job), backoff);
+        backoffs.store(ns, name, meta::uid(&job), backoff);
     }
     for pod in &to_release {
         release(objects, &pod_info, pod).await?;

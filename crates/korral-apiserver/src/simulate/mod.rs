@@ -358,6 +358,8 @@ pub struct Cluster {
     pub signer: Option<std::sync::Arc<crate::signer::CertificateSigner>>,
     /// The pod garbage collector's quarantine of missing Nodes (upstream's 40 s by default).
     pub pod_gc_quarantine: pod_gc::Quarantine,
+    /// The Job controller's back-off records (upstream's `backoffRecordStore`).
+    pub job_backoffs: jobs::BackoffRecords,
 }
 
 /// Runs one work item against the current state; `Some(delay)` asks to run it again after
@@ -372,7 +374,7 @@ pub(crate) async fn execute(
         return cronjobs::reconcile(objects, ns, name).await;
     }
     if let Work::Job(ns, name) = work {
-        let again = jobs::reconcile(objects, ns, name).await?;
+        let again = jobs::reconcile(objects, &cluster.job_backoffs, ns, name).await?;
         let expiry = ttl::reconcile(objects, ns, name, jiff::Timestamp::now()).await?;
         return Ok(match (again, expiry) {
             (Some(a), Some(b)) => Some(a.min(b)),
