@@ -215,7 +215,8 @@ pub(crate) fn evaluate_mutation(
     vars: &[(&str, &Value)],
     typed: &Typed,
 ) -> Result<cel::Value, String> {
-    run(&mutation.expr, vars, typed, None).unwrap_or_else(|OutOfBudget| Err(OUT_OF_BUDGET.into()))
+    cost_within_limit(&mutation.expr, vars, typed)?;
+    resolve(&mutation.expr, vars, typed)
 }
 
 /// The type of an initializer: an `Object` (or one of its fields' types) or a `JSONPatch`.
@@ -366,16 +367,14 @@ fn is_escape_key(c: &CallExpr) -> bool {
 }
 
 /// Evaluates a compiled expression with the given JSON variables (`null` for absent ones) and
-/// typed ones.
+/// typed ones, within the per-expression cost limit.
 pub(crate) fn evaluate(
     program: &Program,
     vars: &[(&str, &Value)],
     typed: &Typed,
 ) -> Result<cel::Value, String> {
-    run(program.expression(), vars, typed, None).unwrap_or_else(|OutOfBudget| {
-        // Without a budget nothing runs out of it.
-        Err(OUT_OF_BUDGET.into())
-    })
+    cost_within_limit(program.expression(), vars, typed)?;
+    resolve(program.expression(), vars, typed)
 }
 
 /// The cost budget of one policy evaluation (upstream's `RuntimeCELCostBudget`): the
@@ -416,17 +415,22 @@ pub(crate) fn evaluate_within(
     typed: &Typed,
     budget: &Budget,
 ) -> Result<Result<cel::Value, String>, OutOfBudget> {
-    run(program.expression(), vars, typed, Some(budget))
+    let expr = program.expression();
+    let cost = match cost_within_limit(expr, vars, typed) {
+        Ok(cost) => cost,
+        Err(e) => return Ok(Err(e)),
+    };
+    budget.spend(cost)?;
+    Ok(resolve(expr, vars, typed))
 }
 
-/// Evaluates an expression within the runtime cost limit, paid from `budget` when given. The
-/// cost is the cost model's bound for the values at hand (cel-go counts the steps taken).
-fn run(
+/// The cost of evaluating `expr` with these variables: the cost model's bound for the values
+/// at hand (cel-go counts the steps taken); an error past the per-expression limit.
+fn cost_within_limit(
     expr: &IdedExpr,
     vars: &[(&str, &Value)],
     typed: &Typed,
-    budget: Option<&Budget>,
-) -> Result<Result<cel::Value, String>, OutOfBudget> {
+) -> Result<u64, String> {
     let mut shapes: Vec<(&str, Shape)> =
         vars.iter().map(|(n, v)| (*n, Shape::of_json(v))).collect();
     shapes.extend(
@@ -434,16 +438,15 @@ fn run(
             .iter()
             .map(|(n, v)| (*n, Shape::of_json(&super::policy::to_json(v)))),
     );
-    let cost = match cost::estimate(expr, &shapes) {
-        Ok(cost) => cost,
-        Err(e) => return Ok(Err(e.to_string())),
-    };
+    let cost = cost::estimate(expr, &shapes).map_err(|e| e.to_string())?;
     if cost > PER_CALL_LIMIT {
-        return Ok(Err("operation cancelled: actual cost limit exceeded".into()));
+        return Err("operation cancelled: actual cost limit exceeded".into());
     }
-    if let Some(budget) = budget {
-        budget.spend(cost)?;
-    }
+    Ok(cost)
+}
+
+/// Evaluates `expr` with these variables.
+fn resolve(expr: &IdedExpr, vars: &[(&str, &Value)], typed: &Typed) -> Result<cel::Value, String> {
     let mut ctx = Context::with_env(env().clone());
     for (name, value) in vars {
         ctx.add_variable_from_value(*name, to_cel(value));
@@ -451,9 +454,9 @@ fn run(
     for (name, value) in typed {
         ctx.add_variable_from_value(*name, value.clone());
     }
-    Ok(cel::Value::resolve(expr, &ctx).map_err(|e| {
+    cel::Value::resolve(expr, &ctx).map_err(|e| {
         crate::validation::cel::library::error_message(&e).unwrap_or_else(|| e.to_string())
-    }))
+    })
 }
 
 #[cfg(test)]

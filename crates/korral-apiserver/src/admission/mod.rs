@@ -146,7 +146,8 @@ pub(crate) async fn admit(
     if !configured(req.objects, req.info) {
         return Ok(admitted);
     }
-    let (policies, failures) = mutation::plan(req, object.as_ref());
+    let namespace = policy::NamespaceObject::new();
+    let (policies, failures) = mutation::plan(req, object.as_ref(), &namespace);
     let webhooks = matching::candidates(req, true, object.as_ref());
     if !policies.is_empty() || !failures.is_empty() || !webhooks.is_empty() {
         let before = object.clone();
@@ -156,6 +157,7 @@ pub(crate) async fn admit(
             failures,
             &webhooks,
             object,
+            &namespace,
             &mut admitted.warnings,
         )
         .await?;
@@ -166,7 +168,7 @@ pub(crate) async fn admit(
             *object = Some(revalidate(obj)?);
         }
     }
-    policy::run(req, object.as_ref(), &mut admitted.warnings).await?;
+    policy::run(req, object.as_ref(), &namespace, &mut admitted.warnings).await?;
     let validating = matching::candidates(req, false, object.as_ref());
     if !validating.is_empty() {
         review::run_validating(req, &validating, object.as_ref(), &mut admitted.warnings).await?;
@@ -182,6 +184,7 @@ async fn mutate(
     failures: Vec<mutation::Failure>,
     webhooks: &[matching::Candidate],
     object: &mut Option<Value>,
+    namespace: &policy::NamespaceObject,
     warnings: &mut Vec<String>,
 ) -> Result<(), ApiError> {
     let mut changed_after = vec![false; policies.len() + webhooks.len()];
@@ -193,11 +196,11 @@ async fn mutate(
     let namespace = if policies.is_empty() {
         None
     } else {
-        policy::namespace_object(req)
+        policy::namespace_of(req, namespace)
     };
     let mut seen = Vec::new();
     let (changed_at, mut more) =
-        run_policies(req, policies, object, &mut seen, namespace.as_ref(), None).await;
+        run_policies(req, policies, object, &mut seen, namespace, None).await;
     for i in changed_at {
         changed(i, &mut changed_after);
     }
@@ -214,7 +217,7 @@ async fn mutate(
         policies,
         object,
         &mut seen,
-        namespace.as_ref(),
+        namespace,
         Some(&changed_after),
     )
     .await;

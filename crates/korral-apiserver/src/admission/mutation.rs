@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use super::Request;
 use super::cel::{Mutation, authorizer, compile_mutation_cached, evaluate_mutation};
-use super::policy::{Bound, Seen, bound_policies, eval, params, to_json, with_variables};
+use super::policy::{
+    Bound, NamespaceObject, Seen, bound_policies, eval, params, to_json, with_variables,
+};
 use crate::error::{ApiError, Cause, Details};
 use crate::patch::json::{Operation, apply_operations};
 use crate::registry::ResourceInfo;
@@ -69,7 +71,11 @@ impl Failure {
 
 /// The invocations a write is subject to, and the failures of the bindings whose params
 /// could not be resolved.
-pub(super) fn plan(req: &Request<'_>, object: Option<&Value>) -> (Vec<Invocation>, Vec<Failure>) {
+pub(super) fn plan(
+    req: &Request<'_>,
+    object: Option<&Value>,
+    namespace: &NamespaceObject,
+) -> (Vec<Invocation>, Vec<Failure>) {
     let mut invocations = Vec::new();
     let mut failures = Vec::new();
     let bound = bound_policies(
@@ -79,6 +85,7 @@ pub(super) fn plan(req: &Request<'_>, object: Option<&Value>) -> (Vec<Invocation
             "mutatingadmissionpolicybindings",
         ),
         object,
+        namespace,
     );
     for b in bound {
         match params(req, &b.policy, &b.binding) {

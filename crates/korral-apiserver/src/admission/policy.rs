@@ -5,7 +5,7 @@
 //! messages (`ValidatingAdmissionPolicy 'p' with binding 'b' denied request: …`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
@@ -34,6 +34,7 @@ struct Outcome {
 pub(crate) async fn run(
     req: &Request<'_>,
     object: Option<&Value>,
+    namespace: &NamespaceObject,
     warnings: &mut Vec<String>,
 ) -> Result<(), ApiError> {
     let bound = bound_policies(
@@ -43,46 +44,44 @@ pub(crate) async fn run(
             "validatingadmissionpolicybindings",
         ),
         object,
+        namespace,
     );
     if bound.is_empty() {
         return Ok(());
     }
-    // The request and the object in each matched version, converted once.
-    let mut seen: Vec<(&str, Converted)> = Vec::new();
-    for b in &bound {
-        if seen.iter().any(|(v, _)| *v == b.matched.version) {
-            continue;
-        }
-        seen.push((
-            &b.matched.version,
-            Seen::with_object(req, &b.matched, object).await,
-        ));
-    }
-    let namespace_object = namespace_object(req);
+    let namespace = namespace_of(req, namespace);
     let authorizer = super::cel::authorizer(req);
     let mut outcome = Outcome {
         denials: Vec::new(),
         warnings: Vec::new(),
     };
+    // The request and the object in each matched version, converted once.
+    let mut seen: Vec<(&str, Converted)> = Vec::new();
     for b in &bound {
-        let found = seen.iter().find(|(v, _)| *v == b.matched.version);
-        let (view, converted) = match found {
-            Some((_, Ok((view, converted)))) => (view, converted.as_ref()),
-            Some((_, Err(why))) => {
-                configuration_error(b, why, &mut outcome);
-                continue;
+        let at = match seen.iter().position(|(v, _)| *v == b.matched.version) {
+            Some(at) => at,
+            None => {
+                let converted = Seen::with_object(req, &b.matched, object).await;
+                seen.push((&b.matched.version, converted));
+                seen.len() - 1
             }
-            None => continue,
         };
-        evaluate_binding(
-            req,
-            b,
-            view,
-            converted,
-            namespace_object.as_ref(),
-            &authorizer,
-            &mut outcome,
-        )?;
+        match &seen[at].1 {
+            Ok((view, converted)) => evaluate_binding(
+                req,
+                b,
+                view,
+                converted.as_ref(),
+                namespace,
+                &authorizer,
+                &mut outcome,
+            )?,
+            Err(why) => configuration_error(
+                b,
+                &format!("failed to configure binding: {why}"),
+                &mut outcome,
+            ),
+        }
     }
     warnings.extend(outcome.warnings);
     if let Some((message, reason)) = outcome.denials.into_iter().next() {
@@ -110,15 +109,15 @@ pub(crate) async fn run(
 /// converted to it.
 type Converted = Result<(Seen, Option<Value>), String>;
 
-/// A binding that could not be evaluated (its params, a conversion): denied as upstream's
-/// `failed to configure binding: ...` unless the policy fails open.
+/// A binding that could not be evaluated (its params, a conversion: `why` says so, as
+/// upstream's `failed to configure binding: ...`): denied unless the policy fails open.
 fn configuration_error(b: &Bound, why: &str, outcome: &mut Outcome) {
     if b.policy.get("failurePolicy").and_then(Value::as_str) == Some("Ignore") {
         return;
     }
     outcome.denials.push((
         format!(
-            "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: failed to configure binding: {why}",
+            "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {why}",
             b.policy_name, b.binding_name
         ),
         "",
@@ -222,6 +221,7 @@ pub(super) fn bound_policies(
     req: &Request<'_>,
     (policies, bindings): (&str, &str),
     object: Option<&Value>,
+    namespace: &NamespaceObject,
 ) -> Vec<Bound> {
     let registry = req.objects.registry();
     let (Some(policies), Some(bindings)) = (
@@ -238,7 +238,7 @@ pub(super) fn bound_policies(
     }
     let mut listed = page.items;
     listed.sort_by(|a, b| meta::name(a).cmp(meta::name(b)));
-    let namespace_object = namespace_object(req);
+    let namespace_object = namespace_of(req, namespace);
     let mut bound = Vec::new();
     for binding in listed {
         let spec = binding.get("spec").cloned().unwrap_or(Value::Null);
@@ -250,12 +250,11 @@ pub(super) fn bound_policies(
         let Some(constraints) = policy_spec.get("matchConstraints") else {
             continue;
         };
-        let Some(matched) = matches(req, constraints, object, namespace_object.as_ref(), true)
-        else {
+        let Some(matched) = matches(req, constraints, object, namespace_object, true) else {
             continue;
         };
         if let Some(resources) = spec.get("matchResources").filter(|m| m.is_object())
-            && matches(req, resources, object, namespace_object.as_ref(), false).is_none()
+            && matches(req, resources, object, namespace_object, false).is_none()
         {
             continue;
         }
@@ -275,6 +274,15 @@ pub(super) fn namespace_object(req: &Request<'_>) -> Option<Value> {
     let ns = req.namespace.filter(|_| req.info.namespaced)?;
     let info = req.objects.registry().get("", "v1", "namespaces")?;
     req.objects.get(&info, None, ns).ok().map(|n| (*n).clone())
+}
+
+/// The request's Namespace object, read when a policy stage first needs it and then shared
+/// by the mutating and validating policies of the request.
+pub(super) type NamespaceObject = OnceLock<Option<Value>>;
+
+/// The request's Namespace object through `cell` (read once).
+pub(super) fn namespace_of<'a>(req: &Request<'_>, cell: &'a NamespaceObject) -> Option<&'a Value> {
+    cell.get_or_init(|| namespace_object(req)).as_ref()
 }
 
 /// The version of the request's resource that match resources (a policy's constraints or a
@@ -350,12 +358,7 @@ fn evaluate_binding(
     let params = match params(req, policy, binding) {
         Ok(p) => p,
         Err(why) => {
-            if !fail_open {
-                let message = format!(
-                    "ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}' denied request: {why}"
-                );
-                outcome.denials.push((message, ""));
-            }
+            configuration_error(bound, &why, outcome);
             return Ok(());
         }
     };

@@ -293,10 +293,11 @@ pub fn claimants(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn pod(labels: Value, controller: Option<&str>) -> Value {
+    /// A Pod `p` with `labels`, controlled by the ReplicationController of uid `controller`.
+    pub(crate) fn pod(labels: Value, controller: Option<&str>) -> Value {
         let refs: Vec<Value> = controller
             .map(|uid| json!({"apiVersion": "v1", "kind": "ReplicationController", "name": "rc", "uid": uid, "controller": true}))
             .into_iter()

@@ -280,15 +280,8 @@ async fn write_status(
 
 #[cfg(test)]
 mod tests {
+    use super::super::claim::tests::pod;
     use super::*;
-
-    fn pod(labels: Value, controller: Option<&str>) -> Value {
-        let refs: Vec<Value> = controller
-            .map(|uid| json!({"apiVersion": "v1", "kind": "ReplicationController", "name": "rc", "uid": uid, "controller": true}))
-            .into_iter()
-            .collect();
-        json!({"metadata": {"name": "p", "labels": labels, "ownerReferences": refs}})
-    }
 
     #[test]
     fn selectors_are_read_per_kind() {
