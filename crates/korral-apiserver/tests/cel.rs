@@ -427,7 +427,13 @@ fn timeouts_spec() -> Value {
                 "rule": "!has(self.notAfter) || !has(oldSelf.notAfter) || self.notAfter >= oldSelf.notAfter",
                 "message": "notAfter may only move later"
             },
-            {"rule": "!has(self.key) || size(self.key) == 4", "message": "key must be 4 bytes"}
+            {"rule": "!has(self.key) || size(self.key) == 4", "message": "key must be 4 bytes"},
+            // cel-go's standard environment names the well-known types (refused before with
+            // "undeclared reference to 'google'").
+            {
+                "rule": "!has(self.notAfter) || type(self.notAfter) == google.protobuf.Timestamp && type(self.notAfter) != google.protobuf.Duration",
+                "message": "notAfter is a timestamp"
+            }
         ],
         "properties": {
             "request": {"type": "string", "pattern": "^([0-9]{1,5}(h|m|s|ms)){1,4}$"},

@@ -32,6 +32,7 @@ use std::sync::Arc;
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use serde_json::Value;
 
+use super::check::{Ty, Types};
 use super::library;
 
 /// The largest request body; unbounded strings and lists are assumed to fill it (as upstream).
@@ -438,9 +439,16 @@ pub type Library = dyn Fn(&str, &[Shape]) -> Option<(u64, Shape)> + Sync;
 struct Scope<'a> {
     vars: Vec<(&'a str, Shape)>,
     library: Option<&'a Library>,
+    /// The checker's types of the expressions, when the program was type-checked.
+    types: Option<&'a Types>,
 }
 
 impl Scope<'_> {
+    /// The checked type of `e`, when known.
+    fn ty(&self, e: &IdedExpr) -> Option<&Ty> {
+        self.types.and_then(|t| t.get(&e.id))
+    }
+
     fn lookup(&self, name: &str) -> Option<&Shape> {
         self.vars
             .iter()
@@ -465,6 +473,24 @@ pub fn estimate(expr: &IdedExpr, vars: &[(&str, Shape)]) -> Result<u64, Unbounde
     let mut scope = Scope {
         vars: vars.iter().map(|(n, s)| (*n, s.clone())).collect(),
         library: None,
+        types: None,
+    };
+    Ok(bound(expr, &mut scope)?.cost)
+}
+
+/// [`estimate`] of a type-checked program, with the checker's `types` of its expressions
+/// ([`super::check::check_typed`]): where a cost depends on the operands' types (a conversion
+/// of a string to a string, an ordering, an equality of library values, a selection on
+/// `dyn`), it is cel-go's for those types instead of the bound for any type.
+pub fn estimate_typed(
+    expr: &IdedExpr,
+    vars: &[(&str, Shape)],
+    types: &Types,
+) -> Result<u64, Unbounded> {
+    let mut scope = Scope {
+        vars: vars.iter().map(|(n, s)| (*n, s.clone())).collect(),
+        library: None,
+        types: Some(types),
     };
     Ok(bound(expr, &mut scope)?.cost)
 }
@@ -479,6 +505,7 @@ pub fn estimate_with<'a>(
     let mut scope = Scope {
         vars: vars.to_vec(),
         library: Some(library),
+        types: None,
     };
     Ok(bound(expr, &mut scope)?.cost)
 }
@@ -526,14 +553,14 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                     shape: shape.clone(),
                 });
             }
-            // A library type name (`net.IP`).
-            if let Expr::Ident(ns) = &sel.operand.expr
-                && scope.lookup(ns).is_none()
-                && library::cost::is_qualified(ns, &sel.field)
+            // A qualified type name (`google.protobuf.Timestamp`, `net.IP`): an identifier
+            // once cel-go has checked it.
+            if let Some(root) = super::check::types::qualified_type_root(expr)
+                && scope.lookup(root).is_none()
             {
                 return Ok(Bound {
                     cost: 1,
-                    shape: Shape::scalar(),
+                    shape: schema_scalar(),
                 });
             }
             let operand = bound(&sel.operand, scope)?;
@@ -543,12 +570,18 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                 operand.shape.field(&sel.field)
             };
             // `has()` costs nothing beside its operand (Kubernetes sets cel-go's
-            // `PresenceTestHasCost(false)`); a field selection costs 1.
+            // `PresenceTestHasCost(false)`); a field selection costs 1 on a map or an object,
+            // nothing on a value of another type (`dyn`, an optional), as cel-go's
+            // `costSelect`; 1 when the type is not known.
+            let select = match scope.ty(&sel.operand) {
+                Some(Ty::Map(..) | Ty::Object(_)) | None => 1,
+                Some(_) => 0,
+            };
             Ok(Bound {
                 cost: if sel.test {
                     operand.cost
                 } else {
-                    add(operand.cost, 1)
+                    add(operand.cost, select)
                 },
                 shape,
             })
@@ -751,6 +784,10 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                 cost = 0;
             }
             let func_name = qualified.as_deref().unwrap_or(&call.func_name);
+            let typed = exprs
+                .iter()
+                .map(|e| scope.ty(e))
+                .collect::<Option<Vec<&Ty>>>();
             let (mut work, shape) = match call_bound(func_name, &args, &exprs) {
                 Err(Unbounded::Undeclared(name)) => scope
                     .library
@@ -759,6 +796,11 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                     .ok_or(Unbounded::Undeclared(name))?,
                 other => other?,
             };
+            if let Some(types) = &typed
+                && let Some(w) = typed_work(func_name, types, &args)
+            {
+                work = w;
+            }
             // `transformMap`/`transformMapEntry` collect `[key, value]` pairs or entries into a
             // list and build the map once; cel-go inserts each into a map accumulator: a map
             // (30, not the list's 10) and per step `cel.@mapInsert(@result, k, v)` or
@@ -791,6 +833,30 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                 shape,
             })
         }
+    }
+}
+
+/// The work of a call whose cost cel-go (or Kubernetes' estimator) sets by the checked types
+/// of its arguments (receiver first), when they tell it; `None` keeps the bound for any type.
+fn typed_work(name: &str, types: &[&Ty], args: &[Shape]) -> Option<u64> {
+    let len = |i: usize| args.get(i).map_or(0, |s| s.len);
+    match (name, types) {
+        // `string(string)` hands its argument back: cel-go's default cost.
+        ("string", [Ty::Str]) => Some(1),
+        // Orderings of strings and bytes compare up to the shorter size (nothing when it is
+        // 0); of numbers, timestamps and durations, the default cost. With a `dyn` operand
+        // cel-go takes the dearest candidate overload: the bound for any type.
+        ("_<_" | "_<=_" | "_>_" | "_>=_", [a, b]) if !a.is_dyn() && !b.is_dyn() => {
+            Some(match (a, b) {
+                (Ty::Str, Ty::Str) | (Ty::Bytes, Ty::Bytes) => traverse(len(0).min(len(1))),
+                _ => 1,
+            })
+        }
+        // Kubernetes' estimator prices `==` (not `!=`) of two values of one library type.
+        ("_==_", [Ty::Opaque(a), Ty::Opaque(b)]) if a == b => {
+            library::cost::equality_cost(a, args.get(1)?)
+        }
+        _ => None,
     }
 }
 
@@ -1289,12 +1355,65 @@ mod upstream_estimates {
         }})
     }
 
+    /// The static estimate of `rule` as a CRD rule gets it: type-checked against the schema.
     fn estimate_of(rule: &str) -> Result<u64, Unbounded> {
+        let program = parse_in(env(), rule).expect("parses");
+        let self_ty = crate::validation::cel::check::schema::self_type(&schema(), false);
+        let (_, types) =
+            crate::validation::cel::check::check_typed(&program, rule, &[("self", self_ty)])
+                .unwrap_or_else(|e| panic!("{rule}: {e}"));
+        estimate_typed(
+            program.expression(),
+            &[("self", Shape::of_schema(&schema()))],
+            &types,
+        )
+    }
+
+    /// The estimate of `rule` without its types: the bound for values of any type.
+    fn untyped_estimate_of(rule: &str) -> Result<u64, Unbounded> {
         let program = parse_in(env(), rule).expect("parses");
         estimate(
             program.expression(),
             &[("self", Shape::of_schema(&schema()))],
         )
+    }
+
+    /// Where cel-go's cost depends on the checked types, the typed estimate is cel-go's; the
+    /// untyped one (admission expressions, runtime bounds) stays an upper bound.
+    #[test]
+    fn costs_that_depend_on_types_at_cel_go_factors() {
+        for (rule, expected, untyped) in [
+            // `string(string)` is cel-go's `string_to_string`, default cost 1 (not a scan):
+            // self.a 2 + 1 + `==` ceil(0.1 × min(unknown, 1)) = 1.
+            ("string(self.a) == 'x'", 4, 403),
+            // `string(bytes)` scans: 2 + bytes() ceil(0.1 × 4000) + string() ceil(0.1 × 4 ×
+            // 4000) + `==` 1.
+            ("string(bytes(self.a)) == 'x'", 2003, 2003),
+            // Ordering of strings: 0.1 × the smaller size, nothing for an empty literal:
+            // self.a 2 + 0.
+            ("'' < self.a", 2, 3),
+            // Ordering of timestamps (32 bytes each as JSON) is `less_timestamp`, 1: 2 + 2 + 1.
+            ("self.t < self.t", 5, 8),
+            // Of ints and doubles, 1: 2 + 1.
+            ("self.x < 1.5", 3, 3),
+            // Kubernetes' estimator: `==` of two quantities, IPs or CIDRs is 1. self.o.p 3 +
+            // quantity() ceil(0.1 × 40) = 4 + quantity('1') ceil(0.1 × 1) = 1 + 1.
+            ("quantity(self.o.p) == quantity('1')", 9, 15),
+            // self.o.p 3 + ip() 4 + ip('1.2.3.4') ceil(0.7) = 1 + 1.
+            ("ip(self.o.p) == ip('1.2.3.4')", 9, 15),
+            // self.o.p 3 + cidr() 4 + cidr('10.0.0.0/8') ceil(1.0) = 1 + 1.
+            ("cidr(self.o.p) == cidr('10.0.0.0/8')", 9, 15),
+            // Two named formats: ceil(0.1 × MaxFormatSize 64) = 7; each format 1.
+            ("format.dns1123Label() == format.uri()", 9, 9),
+            // A selection on `dyn` costs nothing (cel-go's `costSelect` charges maps and
+            // objects only): self.o 2 + dyn() 1 + .p 0 + size() 1 + `>` 1.
+            ("dyn(self.o).p.size() > 0", 5, 6),
+            // Nor on an optional: self 1 + `_?._` 1 + .p 0 + hasValue() 1.
+            ("self.?o.p.hasValue()", 3, 4),
+        ] {
+            assert_eq!(estimate_of(rule), Ok(expected), "{rule}");
+            assert_eq!(untyped_estimate_of(rule), Ok(untyped), "{rule} (untyped)");
+        }
     }
 
     #[test]
@@ -1325,6 +1444,9 @@ mod upstream_estimates {
             // type() and int() are 1 (not a scan of the argument): 2 + 1 + `==` 0 (the type
             // ident's size is unknown, the field's 0) + ident 1.
             ("type(self.x) == int", 4),
+            // A qualified type name is an identifier once checked: 1, its size the root's (0).
+            ("type(self.t) == google.protobuf.Timestamp", 4),
+            ("type(self.t) == net.IP", 4),
             ("int(self.a) > 0", 4),
             // Formats: a date-time is 32 (MaxDatetimeSizeJSON): 4 + ceil(3.2); an enum its
             // longest value: 4 + ceil(1.2); an int-or-string 4 × maxLength: 4 + ceil(2).

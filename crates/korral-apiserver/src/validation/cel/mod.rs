@@ -252,7 +252,7 @@ impl SchemaCheck<'_> {
                 &rule.render(),
                 &format!("compilation failed: {e}"),
             )),
-            Ok(compiled) => match check::check(&compiled.program, &rule.rule, &vars) {
+            Ok(compiled) => match check::check_typed(&compiled.program, &rule.rule, &vars) {
                 Err(e) => self.out.push(invalid_rendered(
                     &rule_path,
                     &rule.render(),
@@ -260,13 +260,14 @@ impl SchemaCheck<'_> {
                 )),
                 // Exactly `bool`, as upstream compares the checked output type: a `dyn` rule
                 // (`self.intOrString`) is refused too.
-                Ok(ty) if ty != Ty::Bool => self.out.push(invalid_rendered(
+                Ok((ty, _)) if ty != Ty::Bool => self.out.push(invalid_rendered(
                     &rule_path,
                     &rule.render(),
                     "cel expression must evaluate to a bool",
                 )),
-                Ok(_) => self.compiled_rule(
+                Ok((_, types)) => self.compiled_rule(
                     &compiled,
+                    &types,
                     rule,
                     &rule_path,
                     shape,
@@ -278,8 +279,8 @@ impl SchemaCheck<'_> {
         if !rule.message_expression.trim().is_empty() {
             let mp = child(rp, "messageExpression");
             let checked = self.cache.compile(&rule.message_expression).and_then(|c| {
-                check::check(&c.program, &rule.message_expression, &vars)
-                    .map(|ty| (c, ty))
+                check::check_typed(&c.program, &rule.message_expression, &vars)
+                    .map(|typed| (c, typed))
                     .map_err(CompileError)
             });
             match checked {
@@ -289,14 +290,15 @@ impl SchemaCheck<'_> {
                     &format!("messageExpression compilation failed: {e}"),
                 )),
                 // Exactly `string` (a `dyn` message expression is refused, as upstream).
-                Ok((_, ty)) if ty != Ty::Str => self.out.push(invalid_rendered(
+                Ok((_, (ty, _))) if ty != Ty::Str => self.out.push(invalid_rendered(
                     &mp,
                     &rule.render(),
                     "messageExpression must evaluate to a string",
                 )),
-                Ok((compiled, _)) => {
+                Ok((compiled, (_, types))) => {
                     let vars = [("self", shape.clone()), ("oldSelf", shape.clone())];
-                    if let Ok(c) = cost::estimate(compiled.program.expression(), &vars)
+                    if let Ok(c) =
+                        cost::estimate_typed(compiled.program.expression(), &vars, &types)
                         && c > STATIC_RULE_LIMIT
                     {
                         self.out.push(Cause::forbidden(
@@ -319,10 +321,13 @@ impl SchemaCheck<'_> {
         }
     }
 
-    /// The checks of a rule that compiled: transition-rule placement and its cost.
+    /// The checks of a rule that compiled (with the checker's `types` of its expressions):
+    /// transition-rule placement and its cost.
+    #[allow(clippy::too_many_arguments)]
     fn compiled_rule(
         &mut self,
         compiled: &Compiled,
+        types: &check::Types,
         rule: &Rule,
         rule_path: &str,
         shape: &Shape,
@@ -345,7 +350,7 @@ impl SchemaCheck<'_> {
             ));
         }
         let vars = [("self", shape.clone()), ("oldSelf", shape.clone())];
-        match cost::estimate(compiled.program.expression(), &vars) {
+        match cost::estimate_typed(compiled.program.expression(), &vars, types) {
             Ok(c) if c > STATIC_RULE_LIMIT => self.out.push(Cause::forbidden(
                 rule_path,
                 &format!(

@@ -528,6 +528,31 @@ fn formatted_fields_are_durations_timestamps_and_bytes_in_rules() {
     );
 }
 
+/// `type(x) == google.protobuf.Timestamp` compiles and runs as in cel-go, where the standard
+/// environment declares the well-known types' names.
+#[test]
+fn well_known_type_names_compare_with_types() {
+    let s = timing_schema(json!([
+        {"rule": "!has(self.notBefore) || type(self.notBefore) == google.protobuf.Timestamp",
+         "message": "not a timestamp"},
+        {"rule": "!has(self.request) || type(self.request) == google.protobuf.Duration",
+         "message": "not a duration"},
+        {"rule": "!has(self.interval) || type(self.interval) == google.protobuf.Duration",
+         "message": "interval is a string"}
+    ]));
+    assert!(
+        check_schema(&s, "spec").is_empty(),
+        "{:?}",
+        check_schema(&s, "spec")
+    );
+    let v = json!({"spec": {"notBefore": "2026-01-02T00:00:00Z", "request": "1s",
+        "interval": "1s"}});
+    assert_eq!(
+        summaries(&validate(&v, None, &s)),
+        ["spec: Invalid value: interval is a string"]
+    );
+}
+
 #[test]
 fn transition_rules_compare_typed_old_values() {
     let s = timing_schema(json!([{

@@ -29,9 +29,22 @@ const MAX_DEPTH: usize = 300;
 /// The most issues printed (cel-go's default `maxErrorsToReport`).
 const MAX_ISSUES: usize = 100;
 
+/// The type inferred for each sub-expression of a checked program, by expression id.
+pub type Types = HashMap<u64, Ty>;
+
 /// Checks `program` (parsed from `source`) with the variables `vars` declared; answers its
 /// type, or the issues cel-go would report, one `ERROR: ...` block per issue.
 pub fn check(program: &Program, source: &str, vars: &[(&str, Ty)]) -> Result<Ty, String> {
+    check_typed(program, source, vars).map(|(ty, _)| ty)
+}
+
+/// [`check`], answering also the type of every sub-expression (what cel-go's cost estimator
+/// reads from the checked program: [`super::cost::estimate_typed`]).
+pub fn check_typed(
+    program: &Program,
+    source: &str,
+    vars: &[(&str, Ty)],
+) -> Result<(Ty, Types), String> {
     let mut checker = Checker {
         source,
         program,
@@ -42,10 +55,11 @@ pub fn check(program: &Program, source: &str, vars: &[(&str, Ty)]) -> Result<Ty,
         errors: Vec::new(),
         depth: 0,
         pairs: 0,
+        types: Types::new(),
     };
     let ty = checker.check(program.expression());
     if checker.errors.is_empty() {
-        return Ok(ty);
+        return Ok((ty, checker.types));
     }
     // Printed in source order, at most a hundred, as cel-go's `Errors.ToDisplayString`.
     let mut errors = checker.errors;
@@ -134,6 +148,8 @@ struct Checker<'a> {
     depth: usize,
     /// Inside a `transformMap` expansion (see [`Checker::transform_map_step`]).
     pairs: usize,
+    /// The type found for each expression checked.
+    types: Types,
 }
 
 impl Checker<'_> {
@@ -175,6 +191,7 @@ impl Checker<'_> {
         self.depth += 1;
         let ty = self.check_inner(e);
         self.depth -= 1;
+        self.types.insert(e.id, ty.clone());
         ty
     }
 
@@ -203,10 +220,9 @@ impl Checker<'_> {
                 {
                     return t;
                 }
-                // A library type's qualified name (`net.IP`).
-                if let Expr::Ident(ns) = &sel.operand.expr
-                    && self.lookup(ns).is_none()
-                    && types::OPAQUE.contains(&format!("{ns}.{}", sel.field).as_str())
+                // A qualified type name (`google.protobuf.Timestamp`, `net.IP`).
+                if let Some(root) = types::qualified_type_root(e)
+                    && self.lookup(root).is_none()
                 {
                     return Ty::Type;
                 }

@@ -93,6 +93,11 @@ fn well_typed_rules_check() {
         ("[1, 2, 3].slice(0, 1)", "list(int)"),
         ("self.ports.map(p, p.name).join(',')", "string"),
         ("type(ip(self.name)) == net.IP", "bool"),
+        // cel-go's standard environment declares the well-known types' qualified names.
+        ("type(self.at) == google.protobuf.Timestamp", "bool"),
+        ("type(self.ttl) != google.protobuf.Duration", "bool"),
+        ("google.protobuf.Timestamp", "type"),
+        ("[google.protobuf.Duration, int]", "list(type)"),
     ] {
         match typed(rule) {
             Ok(t) => assert_eq!(t.to_string(), ty, "{rule}"),
@@ -280,4 +285,27 @@ fn mixed_literals_are_reported_where_cel_go_reports_them() {
         error("frob(self.nope)"),
         "ERROR: <input>:1:5: undeclared reference to 'frob' (in container '')\n | frob(self.nope)\n | ....^\nERROR: <input>:1:10: undefined field 'nope'\n | frob(self.nope)\n | .........^"
     );
+}
+
+/// A qualified type name is a type unless its root is a variable, as cel-go resolves it; its
+/// other prefixes are not names.
+#[test]
+fn qualified_type_names_resolve_unless_shadowed() {
+    let source = "google.protobuf.Timestamp";
+    let program = parse_in(env(), source).expect("parses");
+    let shadow = Ty::map(Ty::Str, Ty::map(Ty::Str, Ty::Int));
+    assert_eq!(check(&program, source, &[("google", shadow)]), Ok(Ty::Int));
+    for (source, at, name) in [
+        ("google.protobuf.Timestamps == int", 1, "google"),
+        ("google.protobuf == int", 1, "google"),
+        ("protobuf.Timestamp == int", 1, "protobuf"),
+    ] {
+        let e = error(source);
+        assert!(
+            e.starts_with(&format!(
+                "ERROR: <input>:1:{at}: undeclared reference to '{name}' (in container '')"
+            )),
+            "{source}: {e}"
+        );
+    }
 }

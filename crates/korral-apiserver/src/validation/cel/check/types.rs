@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
+use cel::common::ast::{Expr, IdedExpr};
+
 use crate::validation::cel::library::authz;
 
 /// A CEL type.
@@ -218,6 +220,37 @@ pub const OPAQUE: &[&str] = &[
     authz::RESOURCE_CHECK,
     authz::DECISION,
 ];
+
+/// The qualified type names cel-go's standard environment declares (its `stdTypes`): the
+/// protobuf well-known types timestamps and durations are.
+pub const STANDARD_QUALIFIED: [&str; 2] = ["google.protobuf.Timestamp", "google.protobuf.Duration"];
+
+/// When `e` spells a qualified type name (field selections on an identifier naming a type of
+/// the standard environment or of a library: `google.protobuf.Timestamp`, `net.IP`), its root
+/// identifier; a variable of that name shadows the type, as in cel-go.
+pub fn qualified_type_root(e: &IdedExpr) -> Option<&str> {
+    let mut segments: Vec<&str> = Vec::new();
+    let mut at = &e.expr;
+    let root = loop {
+        match at {
+            Expr::Select(sel) if !sel.test => {
+                segments.push(&sel.field);
+                at = &sel.operand.expr;
+            }
+            Expr::Ident(name) => break name.as_str(),
+            _ => return None,
+        }
+    };
+    if segments.is_empty() {
+        return None;
+    }
+    let spelled = || std::iter::once(root).chain(segments.iter().rev().copied());
+    STANDARD_QUALIFIED
+        .iter()
+        .chain(OPAQUE)
+        .any(|name| name.split('.').eq(spelled()))
+        .then_some(root)
+}
 
 impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

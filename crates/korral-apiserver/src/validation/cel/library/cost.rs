@@ -96,17 +96,13 @@ pub const EXT_FUNCTIONS: &[&str] = &[
     "cel.@mapInsert",
 ];
 
-/// Whether `namespace.name` is a library function or type name.
+/// Whether `namespace.name` is a library function.
 pub fn is_qualified(namespace: &str, name: &str) -> bool {
     let full = format!("{namespace}.{name}");
     FUNCTIONS.contains(&full.as_str())
         || EXT_FUNCTIONS.contains(&full.as_str())
         || full == "strings.quote"
         || (namespace == "format" && super::format::constant_names().any(|n| n == name))
-        || matches!(
-            full.as_str(),
-            "net.IP" | "net.CIDR" | "kubernetes.URL" | "kubernetes.Quantity" | "kubernetes.Semver"
-        )
 }
 
 /// The largest value a library function makes from small arguments (a parsed IP, CIDR,
@@ -128,6 +124,26 @@ const SELECTOR_REQUIREMENTS: f64 = 0.5;
 /// `bytes × factor`, rounded up as upstream's `math.Ceil`.
 fn scaled(bytes: u64, factor: f64) -> u64 {
     ((bytes as f64) * factor).ceil() as u64
+}
+
+/// Upstream's `MaxFormatSize`: the largest named format, for comparing two.
+const MAX_FORMAT_SIZE: u64 = 64;
+
+/// The work of `a == b` where both are of library type `type_name` (`rhs` the right
+/// operand's shape), as Kubernetes' estimator charges it: parsed addresses, quantities,
+/// versions and the authorizer's values 1, formats a scan of the largest, URLs a scan of the
+/// right operand's text; `None` for another type (cel-go's equality cost then).
+pub fn equality_cost(type_name: &str, rhs: &Shape) -> Option<u64> {
+    match type_name {
+        super::ip::TYPE_NAME
+        | super::cidr::TYPE_NAME
+        | super::quantity::TYPE_NAME
+        | super::semver::TYPE_NAME => Some(1),
+        n if super::authz::TYPE_NAMES.contains(&n) => Some(1),
+        super::format::TYPE_NAME => Some(scaled(MAX_FORMAT_SIZE, TRAVERSAL)),
+        super::urls::TYPE_NAME => Some(scaled(rhs.len, TRAVERSAL)),
+        _ => None,
+    }
 }
 
 /// The work of library call `name` and its result's shape, or `None` if no library declares
