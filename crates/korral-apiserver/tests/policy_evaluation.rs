@@ -229,3 +229,74 @@ async fn audit_annotations_are_evaluated() {
         "spec.auditAnnotations[0].valueExpression"
     );
 }
+
+/// Fourteen validations of [`TWO_CHECKS`] (9800000 of the budget) and `extra`.
+fn near_budget(extra: &[&str]) -> Vec<Value> {
+    (0..14)
+        .map(|_| TWO_CHECKS)
+        .chain(extra.iter().copied())
+        .map(|e| json!({"expression": e}))
+        .collect()
+}
+
+#[tokio::test]
+async fn variables_are_evaluated_when_read_and_charged_once() {
+    let env = TestEnv::start().await.expect("env");
+    let cm = |name: &str| json!({"metadata": {"name": name}, "data": {}});
+    let variables = json!([
+        {"name": "costly", "expression": TWO_CHECKS},
+        {"name": "broken", "expression": "object.data.missing"},
+        {"name": "name", "expression": "object.metadata.name"}
+    ]);
+    // A variable read by two validations is charged once: 9800000 + 700000 would not fit,
+    // so thirteen direct checks and two reads of the variable just do.
+    let mut twice: Vec<Value> = (0..13).map(|_| json!({"expression": TWO_CHECKS})).collect();
+    twice.push(json!({"expression": "variables.costly"}));
+    twice.push(json!({"expression": "variables.costly || true"}));
+    validating(
+        &env,
+        "twice",
+        json!({"matchConstraints": {"resourceRules": rules("", "v1", "configmaps")},
+               "variables": variables, "validations": twice}),
+    )
+    .await;
+    // The broken variable is read by nothing: it fails nothing.
+    create_ok(&env, CMS, &cm("a")).await;
+    // A variable's cost is charged to the budget: fourteen direct checks and one read of the
+    // variable run out of it.
+    validating(
+        &env,
+        "beyond",
+        json!({"matchConstraints": {"resourceRules": rules("", "v1", "configmaps")},
+               "variables": variables,
+               "validations": near_budget(&["variables.costly"])}),
+    )
+    .await;
+    let (code, status) = call(&env, "POST", CMS, Some(&cm("b"))).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "configmaps \"b\" is forbidden: ValidatingAdmissionPolicy 'beyond' with binding 'beyond' denied request: validation failed due to running out of cost budget, no further validation rules will be run"
+    );
+    let (code, _) = call(&env, "DELETE", &format!("{VAPS}/beyond"), None).await;
+    assert_eq!(code, 200);
+    // A variable that fails fails the expressions reading it, with upstream's words.
+    validating(
+        &env,
+        "reads-broken",
+        json!({"matchConstraints": {"resourceRules": rules("", "v1", "configmaps")},
+               "variables": variables,
+               "validations": [{"expression": "variables.name == 'c' || variables.broken == 'x'"}]}),
+    )
+    .await;
+    create_ok(&env, CMS, &cm("c")).await;
+    let (code, status) = call(&env, "POST", CMS, Some(&cm("d"))).await;
+    assert_eq!(code, 422, "{status}");
+    let message = status["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with(
+            "configmaps \"d\" is forbidden: ValidatingAdmissionPolicy 'reads-broken' with binding 'reads-broken' denied request: expression 'variables.name == 'c' || variables.broken == 'x'' resulted in error: composited variable \"broken\" fails to evaluate: "
+        ),
+        "{message}"
+    );
+}

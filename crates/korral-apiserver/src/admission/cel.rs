@@ -13,11 +13,14 @@ use cel::common::ast::{
     CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, ListExpr, LiteralValue, MapEntryExpr,
     MapExpr,
 };
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use cel::common::types::CelString;
-use cel::{Context, Program};
+use cel::common::traits::Indexer;
+use cel::common::types::{CelString, Type};
+use cel::common::value::{CowVal, Val};
+use cel::{Context, ExecutionError, Program};
 use serde_json::Value;
 
 use super::Request;
@@ -209,16 +212,6 @@ pub(crate) fn compile_mutation(source: &str) -> Result<Mutation, String> {
     Ok(Mutation { expr, mismatches })
 }
 
-/// Evaluates a compiled mutation with the given variables.
-pub(crate) fn evaluate_mutation(
-    mutation: &Mutation,
-    vars: &[(&str, &Value)],
-    typed: &Typed,
-) -> Result<cel::Value, String> {
-    cost_within_limit(&mutation.expr, vars, typed)?;
-    resolve(&mutation.expr, vars, typed)
-}
-
 /// The type of an initializer: an `Object` (or one of its fields' types) or a `JSONPatch`.
 fn initializer(name: &str) -> bool {
     name == "Object" || name.starts_with("Object.") || name == "JSONPatch"
@@ -367,26 +360,28 @@ fn is_escape_key(c: &CallExpr) -> bool {
 }
 
 /// Evaluates a compiled expression with the given JSON variables (`null` for absent ones) and
-/// typed ones, within the per-expression cost limit.
+/// typed ones, within the per-expression cost limit (webhook match conditions: no policy
+/// variables, no budget).
 pub(crate) fn evaluate(
     program: &Program,
     vars: &[(&str, &Value)],
     typed: &Typed,
 ) -> Result<cel::Value, String> {
-    cost_within_limit(program.expression(), vars, typed)?;
-    resolve(program.expression(), vars, typed)
+    let expr = program.expression();
+    cost_within_limit(expr, vars, typed, None)?;
+    resolve(expr, vars, typed, None)
 }
 
 /// The cost budget of one policy evaluation (upstream's `RuntimeCELCostBudget`): the
 /// expressions evaluated for one binding and param draw on it, and the first one it cannot
 /// pay for stops the evaluation.
 #[derive(Debug)]
-pub(crate) struct Budget(std::cell::Cell<u64>);
+pub(crate) struct Budget(Cell<u64>);
 
 impl Budget {
     /// A full budget.
     pub(crate) fn new() -> Self {
-        Budget(std::cell::Cell::new(REQUEST_BUDGET))
+        Budget(Cell::new(REQUEST_BUDGET))
     }
 
     /// Spends `cost`, or answers that the budget cannot pay for it.
@@ -408,20 +403,312 @@ pub(crate) struct OutOfBudget;
 pub(crate) const OUT_OF_BUDGET: &str =
     "validation failed due to running out of cost budget, no further validation rules will be run";
 
-/// [`evaluate`], paid from `budget`.
-pub(crate) fn evaluate_within(
-    program: &Program,
-    vars: &[(&str, &Value)],
-    typed: &Typed,
-    budget: &Budget,
-) -> Result<Result<cel::Value, String>, OutOfBudget> {
-    let expr = program.expression();
-    let cost = match cost_within_limit(expr, vars, typed) {
-        Ok(cost) => cost,
-        Err(e) => return Ok(Err(e)),
+/// The name `variables` in an expression.
+const VARIABLES_NAME: &str = "variables";
+
+/// A policy's `variables` as one evaluation sees them (upstream's composition context): a
+/// variable is evaluated only when an expression reads it, once, its value (or error) kept
+/// for the later expressions of the evaluation; what evaluating it cost is charged to the
+/// budget of the expression that first read it.
+///
+/// The engine cannot stop a running program, so a program's cost is bounded before it runs,
+/// which needs the values of the variables it reads: those it names (`variables.x`,
+/// `variables['x']`; all of them when it uses `variables` otherwise) are evaluated first. A
+/// variable's error surfaces only where the expression actually reads it, as upstream's
+/// `composited variable "x" fails to evaluate: ...`.
+pub(crate) struct Composition<'a> {
+    /// The policy's variables in order: name and expression.
+    declared: Vec<(&'a str, &'a str)>,
+    /// The JSON variables (`object`, `request`, ...).
+    vars: &'a [(&'a str, &'a Value)],
+    /// The typed variables (the authorizer, when the expressions have it).
+    typed: &'a Typed,
+    /// The variables evaluated so far (`None` while one is being evaluated).
+    values: RefCell<HashMap<String, Option<Result<cel::Value, String>>>>,
+    /// Cost of the variables evaluated since it was last charged.
+    spent: Cell<u64>,
+}
+
+impl<'a> Composition<'a> {
+    /// The variables `policy` (a policy's `spec`) declares, none evaluated yet.
+    pub(crate) fn new(
+        policy: &'a Value,
+        vars: &'a [(&'a str, &'a Value)],
+        typed: &'a Typed,
+    ) -> Self {
+        let declared = policy
+            .get("variables")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|v| {
+                let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
+                (text("name"), text("expression"))
+            })
+            .collect();
+        Composition {
+            declared,
+            vars,
+            typed,
+            values: RefCell::new(HashMap::new()),
+            spent: Cell::new(0),
+        }
+    }
+
+    /// Evaluates `expr` paid from `budget`: first the cost of the variables it made
+    /// evaluate, then its own (upstream's order). The inner result is the expression's own
+    /// error (a cost past the per-expression limit included).
+    pub(crate) fn evaluate(
+        &self,
+        expr: &IdedExpr,
+        budget: &Budget,
+    ) -> Result<Result<cel::Value, String>, OutOfBudget> {
+        self.prepare(expr);
+        budget.spend(self.spent.replace(0))?;
+        let evaluated = self.evaluated();
+        let cost = match cost_within_limit(expr, self.vars, self.typed, Some(&evaluated)) {
+            Ok(cost) => cost,
+            Err(e) => return Ok(Err(e)),
+        };
+        budget.spend(cost)?;
+        Ok(resolve(expr, self.vars, self.typed, Some(&evaluated)))
+    }
+
+    /// [`Composition::evaluate`] of an expression source compiled through the cache; a
+    /// compile error is the expression's error.
+    pub(crate) fn evaluate_source(
+        &self,
+        source: &str,
+        budget: &Budget,
+    ) -> Result<Result<cel::Value, String>, OutOfBudget> {
+        match compile_cached(source, true) {
+            Err(e) => Ok(Err(e)),
+            Ok(program) => self.evaluate(program.expression(), budget),
+        }
+    }
+
+    /// [`Composition::evaluate`] of a compiled mutation.
+    pub(crate) fn evaluate_mutation(
+        &self,
+        mutation: &Mutation,
+        budget: &Budget,
+    ) -> Result<Result<cel::Value, String>, OutOfBudget> {
+        self.evaluate(&mutation.expr, budget)
+    }
+
+    /// Evaluates the variables `expr` may read, and those they read.
+    fn prepare(&self, expr: &IdedExpr) {
+        match reads(expr) {
+            Reads::Names(names) => {
+                for name in names {
+                    self.variable(&name);
+                }
+            }
+            Reads::All => {
+                for (name, _) in self.declared.clone() {
+                    self.variable(name);
+                }
+            }
+        }
+    }
+
+    /// Evaluates variable `name` unless it was: its cost is added to what is to be charged
+    /// (the per-expression limit at most: cel-go stops there), its value or error kept.
+    fn variable(&self, name: &str) {
+        if self.values.borrow().contains_key(name) {
+            return;
+        }
+        let Some(&(_, source)) = self.declared.iter().find(|(n, _)| *n == name) else {
+            return;
+        };
+        // Being evaluated: a variable reading itself finds nothing.
+        self.values.borrow_mut().insert(name.to_string(), None);
+        let result = match compile_cached(source, true) {
+            Err(e) => Err(format!(
+                "composited variable {name:?} fails to compile: {e}"
+            )),
+            Ok(program) => {
+                let expr = program.expression();
+                self.prepare(expr);
+                let evaluated = self.evaluated();
+                let outcome = match cost_within_limit(expr, self.vars, self.typed, Some(&evaluated))
+                {
+                    Ok(cost) => {
+                        self.charge(cost);
+                        resolve(expr, self.vars, self.typed, Some(&evaluated))
+                    }
+                    Err(e) => {
+                        self.charge(PER_CALL_LIMIT);
+                        Err(e)
+                    }
+                };
+                outcome.map_err(|e| format!("composited variable {name:?} fails to evaluate: {e}"))
+            }
+        };
+        self.values
+            .borrow_mut()
+            .insert(name.to_string(), Some(result));
+    }
+
+    /// Adds `cost` to what is to be charged.
+    fn charge(&self, cost: u64) {
+        self.spent.set(self.spent.get().saturating_add(cost));
+    }
+
+    /// The variables evaluated so far, as the `variables` value.
+    fn evaluated(&self) -> Evaluated {
+        let values = self
+            .values
+            .borrow()
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
+            .collect();
+        Evaluated(Arc::new(values))
+    }
+}
+
+/// Which variables an expression may read.
+#[derive(Debug, PartialEq, Eq)]
+enum Reads {
+    /// Those named.
+    Names(Vec<String>),
+    /// Any (`variables` is used other than by selecting a named field).
+    All,
+}
+
+/// The variables `expr` names (`variables.x`, `variables['x']`, `has(variables.x)`).
+fn reads(expr: &IdedExpr) -> Reads {
+    let mut names = Vec::new();
+    if collect_reads(expr, &mut names) {
+        Reads::Names(names)
+    } else {
+        Reads::All
+    }
+}
+
+/// Adds the variables `expr` names to `names`; false when `variables` is used otherwise.
+fn collect_reads(expr: &IdedExpr, names: &mut Vec<String>) -> bool {
+    let is_variables =
+        |e: &IdedExpr| matches!(&e.expr, Expr::Ident(name) if name == VARIABLES_NAME);
+    let mut add = |name: &str| {
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+        true
     };
-    budget.spend(cost)?;
-    Ok(resolve(expr, vars, typed))
+    match &expr.expr {
+        Expr::Ident(name) => name != VARIABLES_NAME,
+        Expr::Select(s) if is_variables(&s.operand) => add(&s.field),
+        Expr::Select(s) => collect_reads(&s.operand, names),
+        Expr::Call(c)
+            if c.func_name == cel::common::ast::operators::INDEX
+                && c.args.len() == 2
+                && is_variables(&c.args[0]) =>
+        {
+            match &c.args[1].expr {
+                Expr::Literal(LiteralValue::String(key)) => add(key.inner()),
+                _ => false,
+            }
+        }
+        Expr::Call(c) => {
+            c.target.as_deref().is_none_or(|t| collect_reads(t, names))
+                && c.args.iter().all(|a| collect_reads(a, names))
+        }
+        Expr::List(l) => l.elements.iter().all(|e| collect_reads(e, names)),
+        Expr::Map(m) => m.entries.iter().all(|entry| match &entry.expr {
+            EntryExpr::MapEntry(e) => {
+                collect_reads(&e.key, names) && collect_reads(&e.value, names)
+            }
+            EntryExpr::StructField(f) => collect_reads(&f.value, names),
+        }),
+        Expr::Struct(s) => s.entries.iter().all(|entry| match &entry.expr {
+            EntryExpr::MapEntry(e) => {
+                collect_reads(&e.key, names) && collect_reads(&e.value, names)
+            }
+            EntryExpr::StructField(f) => collect_reads(&f.value, names),
+        }),
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .all(|e| collect_reads(e, names)),
+        _ => true,
+    }
+}
+
+/// The type of the `variables` value (upstream's `kubernetes.variables`).
+static VARIABLES_TYPE: Type = Type::new_unspecified_type("kubernetes.variables");
+
+/// The function name marking a variable's error (its message is upstream's whole text).
+const VARIABLE_ERROR: &str = "kubernetes.variables";
+
+/// The evaluated variables, as the `variables` value: a field read answers the value, or the
+/// variable's error; an unevaluated or unknown one is absent.
+#[derive(Debug, Clone)]
+struct Evaluated(Arc<HashMap<String, Result<cel::Value, String>>>);
+
+impl Evaluated {
+    /// The JSON of the values (errors as `null`), for the cost model.
+    fn shape(&self) -> Shape {
+        let json: serde_json::Map<String, Value> = self
+            .0
+            .iter()
+            .map(|(k, v)| {
+                let value = v.as_ref().map_or(Value::Null, super::policy::to_json);
+                (k.clone(), value)
+            })
+            .collect();
+        Shape::of_json(&Value::Object(json))
+    }
+}
+
+impl Val for Evaluated {
+    fn get_type(&self) -> &Type {
+        &VARIABLES_TYPE
+    }
+
+    fn cel_type() -> &'static Type {
+        &VARIABLES_TYPE
+    }
+
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(self.clone())
+    }
+}
+
+impl Indexer for Evaluated {
+    fn get<'b, 'v>(&'b self, idx: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        let name = idx
+            .downcast_ref::<CelString>()
+            .map(|s| s.inner().to_string());
+        match name.as_deref().and_then(|n| self.0.get(n)) {
+            Some(Ok(value)) => Ok(CowVal::Owned(Box::<dyn Val>::try_from(value.clone())?)),
+            Some(Err(e)) => Err(ExecutionError::function_error(VARIABLE_ERROR, e)),
+            None => Err(ExecutionError::no_such_key(name.as_deref().unwrap_or("?"))),
+        }
+    }
+
+    fn steal<'v>(self: Box<Self>, idx: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        self.get(idx).map(CowVal::into_owned)
+    }
 }
 
 /// The cost of evaluating `expr` with these variables: the cost model's bound for the values
@@ -430,6 +717,7 @@ fn cost_within_limit(
     expr: &IdedExpr,
     vars: &[(&str, &Value)],
     typed: &Typed,
+    variables: Option<&Evaluated>,
 ) -> Result<u64, String> {
     let mut shapes: Vec<(&str, Shape)> =
         vars.iter().map(|(n, v)| (*n, Shape::of_json(v))).collect();
@@ -438,6 +726,9 @@ fn cost_within_limit(
             .iter()
             .map(|(n, v)| (*n, Shape::of_json(&super::policy::to_json(v)))),
     );
+    if let Some(variables) = variables {
+        shapes.push((VARIABLES_NAME, variables.shape()));
+    }
     let cost = cost::estimate(expr, &shapes).map_err(|e| e.to_string())?;
     if cost > PER_CALL_LIMIT {
         return Err("operation cancelled: actual cost limit exceeded".into());
@@ -446,7 +737,12 @@ fn cost_within_limit(
 }
 
 /// Evaluates `expr` with these variables.
-fn resolve(expr: &IdedExpr, vars: &[(&str, &Value)], typed: &Typed) -> Result<cel::Value, String> {
+fn resolve(
+    expr: &IdedExpr,
+    vars: &[(&str, &Value)],
+    typed: &Typed,
+    variables: Option<&Evaluated>,
+) -> Result<cel::Value, String> {
     let mut ctx = Context::with_env(env().clone());
     for (name, value) in vars {
         ctx.add_variable_from_value(*name, to_cel(value));
@@ -454,8 +750,14 @@ fn resolve(expr: &IdedExpr, vars: &[(&str, &Value)], typed: &Typed) -> Result<ce
     for (name, value) in typed {
         ctx.add_variable_from_value(*name, value.clone());
     }
-    cel::Value::resolve(expr, &ctx).map_err(|e| {
-        crate::validation::cel::library::error_message(&e).unwrap_or_else(|| e.to_string())
+    if let Some(variables) = variables {
+        ctx.add_variable_as_val(VARIABLES_NAME, Box::new(variables.clone()));
+    }
+    cel::Value::resolve(expr, &ctx).map_err(|e| match &e {
+        ExecutionError::FunctionError { function, message } if function == VARIABLE_ERROR => {
+            message.clone()
+        }
+        _ => crate::validation::cel::library::error_message(&e).unwrap_or_else(|| e.to_string()),
     })
 }
 
@@ -498,7 +800,12 @@ mod tests {
         if let Some(e) = m.mismatch() {
             return Err(e);
         }
-        evaluate_mutation(&m, vars, &[]).map(|v| super::super::policy::to_json(&v))
+        let policy = Value::Null;
+        let scope = Composition::new(&policy, vars, &[]);
+        scope
+            .evaluate_mutation(&m, &Budget::new())
+            .map_err(|_| OUT_OF_BUDGET.to_string())?
+            .map(|v| super::super::policy::to_json(&v))
     }
 
     /// Timestamps, durations and bytes a mutation writes become the JSON strings upstream's
@@ -580,5 +887,58 @@ mod tests {
         assert!(mutate("Object{spec: true ? Object.spec{} : Object.other{}}", &[]).is_err());
         let err = compile_mutation("Widget{}").expect_err("unknown type");
         assert!(err.contains("undeclared reference to 'Widget'"), "{err}");
+    }
+
+    /// The variables an expression reads are those it names; any other use reads them all.
+    #[test]
+    fn variables_read_are_those_named() {
+        let reads_of = |source: &str| reads(compile(source, true).expect("compiles").expression());
+        assert_eq!(
+            reads_of("variables.a == 1 && has(variables.b) && variables['c'] > 0"),
+            Reads::Names(vec!["a".into(), "b".into(), "c".into()])
+        );
+        assert_eq!(reads_of("object.x == 1"), Reads::Names(vec![]));
+        assert_eq!(reads_of("variables[object.k] == 1"), Reads::All);
+        assert_eq!(reads_of("variables.size() > 0"), Reads::All);
+    }
+
+    /// A variable is evaluated once per evaluation, its cost charged to the first reader; an
+    /// unread one is not evaluated; a failing one fails its readers only.
+    #[test]
+    fn variables_are_lazy_and_charged_once() {
+        let policy = serde_json::json!({"variables": [
+            {"name": "items", "expression": "object.items.map(i, i * 2)"},
+            {"name": "sum", "expression": "variables.items.size()"},
+            {"name": "broken", "expression": "1 / object.zero"},
+        ]});
+        let obj = serde_json::json!({"items": [1, 2, 3], "zero": 0});
+        let vars = [("object", &obj)];
+        let scope = Composition::new(&policy, &vars, &[]);
+        let budget = Budget::new();
+        let run = |source: &str| {
+            let program = compile(source, true).expect("compiles");
+            scope
+                .evaluate(program.expression(), &budget)
+                .expect("within budget")
+        };
+        assert_eq!(run("variables.sum"), Ok(cel::Value::Int(3)));
+        let first = REQUEST_BUDGET - budget.0.get();
+        assert_eq!(run("variables.sum"), Ok(cel::Value::Int(3)));
+        let second = REQUEST_BUDGET - budget.0.get() - first;
+        assert!(second < first, "{first} then {second}");
+        assert!(!scope.values.borrow().contains_key("broken"));
+        let err = run("variables.broken == 1").expect_err("fails");
+        assert!(
+            err.starts_with("composited variable \"broken\" fails to evaluate: "),
+            "{err}"
+        );
+        // Out of budget through a variable.
+        let exhausted = Budget(Cell::new(1));
+        let fresh = Composition::new(&policy, &vars, &[]);
+        let program = compile("variables.sum > 0", true).expect("compiles");
+        assert_eq!(
+            fresh.evaluate(program.expression(), &exhausted),
+            Err(OutOfBudget)
+        );
     }
 }

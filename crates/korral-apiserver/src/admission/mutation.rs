@@ -12,10 +12,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Request;
-use super::cel::{Mutation, authorizer, compile_mutation_cached, evaluate_mutation};
-use super::policy::{
-    Bound, NamespaceObject, Seen, bound_policies, eval, params, to_json, with_variables,
+use super::cel::{
+    Budget, Composition, Mutation, OUT_OF_BUDGET, authorizer, compile_mutation_cached,
 };
+use super::policy::{Bound, NamespaceObject, Seen, bound_policies, params, to_json};
 use crate::error::{ApiError, Cause, Details};
 use crate::patch::json::{Operation, apply_operations};
 use crate::registry::ResourceInfo;
@@ -225,16 +225,22 @@ fn conditions_hold(
     };
     let null = Value::Null;
     let vars = variables(invocation, object, seen, namespace, &null);
-    let typed = with_variables(&invocation.bound.policy, &vars, &authorizer(req));
+    let authorizer = authorizer(req);
+    let scope = Composition::new(&invocation.bound.policy, &vars, &authorizer);
+    let budget = Budget::new();
     // Any false condition skips the policy, errors or not; otherwise an error fails.
     let mut errors = Vec::new();
     for c in conditions {
         let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
-        match eval(expression, &vars, &typed) {
-            Ok(Value::Bool(true)) => {}
-            Ok(Value::Bool(false)) => return Ok(false),
+        let result = scope
+            .evaluate_source(expression, &budget)
+            .map_err(|_| OUT_OF_BUDGET.to_string())?;
+        match result {
+            Ok(cel::Value::Bool(true)) => {}
+            Ok(cel::Value::Bool(false)) => return Ok(false),
             Ok(other) => errors.push(format!(
-                "expression '{expression}' resulted in error: no such overload: {other}"
+                "expression '{expression}' resulted in error: no such overload: {}",
+                to_json(&other)
             )),
             Err(e) => errors.push(format!("expression '{expression}' resulted in error: {e}")),
         }
@@ -258,8 +264,12 @@ fn evaluate(
 ) -> Result<Value, String> {
     let null = Value::Null;
     let vars = variables(invocation, object, seen, namespace, &null);
-    let typed = with_variables(&invocation.bound.policy, &vars, &authorizer(req));
-    let value = evaluate_mutation(compiled, &vars, &typed)
+    let authorizer = authorizer(req);
+    // Each mutation is evaluated on its own, with a full budget (upstream's patcher).
+    let scope = Composition::new(&invocation.bound.policy, &vars, &authorizer);
+    let value = scope
+        .evaluate_mutation(compiled, &Budget::new())
+        .map_err(|_| OUT_OF_BUDGET.to_string())?
         .map_err(|e| format!("expression '{source}' resulted in error: {e}"))?;
     if let Some(mismatch) = compiled.mismatch() {
         return Err(mismatch);

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{Value, json};
 
 use super::Request;
-use super::cel::{Budget, OUT_OF_BUDGET, OutOfBudget, Typed};
+use super::cel::{Budget, Composition, OUT_OF_BUDGET, OutOfBudget, Typed};
 use super::matching::rules_select;
 use crate::error::{ApiError, Cause, Details};
 use crate::meta;
@@ -371,15 +371,16 @@ fn evaluate_binding(
             ("params", param.as_ref().unwrap_or(&null)),
             ("namespaceObject", namespace.unwrap_or(&null)),
         ];
-        let typed = with_variables(policy, &base, authorizer);
         let vars = base;
         if let Some(conditions) = policy.get("matchConditions").and_then(Value::as_array) {
+            let scope = Composition::new(policy, &vars, authorizer);
+            let budget = Budget::new();
             let mut all = true;
             for c in conditions {
                 let expr = c.get("expression").and_then(Value::as_str).unwrap_or("");
-                match eval(expr, &vars, &typed) {
-                    Ok(Value::Bool(true)) => {}
-                    Ok(Value::Bool(false)) => all = false,
+                match scope.evaluate_source(expr, &budget) {
+                    Ok(Ok(cel::Value::Bool(true))) => {}
+                    Ok(Ok(cel::Value::Bool(false))) => all = false,
                     _ if fail_open => all = false,
                     _ => {}
                 }
@@ -388,16 +389,8 @@ fn evaluate_binding(
                 continue;
             }
         }
-        // Message expressions and audit annotations run without the authorizer, as
-        // upstream's (their variables are evaluated again without it).
-        let mut without_authorizer: Option<Vec<(&'static str, cel::Value)>> = None;
-        let mut plain = || {
-            without_authorizer
-                .get_or_insert_with(|| with_variables(policy, &vars, &[]))
-                .clone()
-        };
-        let mut decisions = validate(policy, &vars, &typed, &mut plain, fail_open);
-        let errors = match audit_annotations(policy, &vars, &mut plain, fail_open) {
+        let mut decisions = validate(policy, &vars, authorizer, fail_open);
+        let errors = match audit_annotations(policy, &vars, fail_open) {
             Err(OutOfBudget) => {
                 // Upstream answers only that the budget ran out.
                 decisions = (!fail_open)
@@ -466,15 +459,15 @@ impl Decision {
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
 /// The denials of a policy's validations for one param, as upstream's validator decides them:
-/// every validation, then every message expression, paid from one budget. A budget that runs
+/// every validation, then every message expression (without the authorizer, their variables
+/// evaluated again as upstream's message filter does), paid from one budget. A budget that runs
 /// out during the validations leaves one denial (none with `failurePolicy: Ignore`); during
 /// the message expressions, every validation that did not fail with an error of its own is
 /// denied (`failed messageExpression: ...`).
 fn validate(
     policy: &Value,
     vars: &[(&str, &Value)],
-    typed: &Typed,
-    plain: &mut dyn FnMut() -> Vec<(&'static str, cel::Value)>,
+    authorizer: &Typed,
     fail_open: bool,
 ) -> Vec<Decision> {
     let validations = policy
@@ -483,10 +476,11 @@ fn validate(
         .map(Vec::as_slice)
         .unwrap_or_default();
     let budget = Budget::new();
+    let scope = Composition::new(policy, vars, authorizer);
     let mut verdicts = Vec::with_capacity(validations.len());
     for v in validations {
         let expression = text(v, "expression");
-        match evaluate_paid(expression, vars, typed, &budget) {
+        match scope.evaluate_source(expression, &budget) {
             Err(OutOfBudget) => {
                 return (!fail_open)
                     .then(|| Decision::invalid(OUT_OF_BUDGET))
@@ -502,13 +496,13 @@ fn validate(
         .iter()
         .any(|v| !text(v, "messageExpression").is_empty())
     {
-        let typed = plain();
+        let scope = Composition::new(policy, vars, &[]);
         for (i, v) in validations.iter().enumerate() {
             let source = text(v, "messageExpression");
             if source.is_empty() {
                 continue;
             }
-            match evaluate_paid(source, vars, &typed, &budget) {
+            match scope.evaluate_source(source, &budget) {
                 Err(OutOfBudget) => {
                     messages_out_of_budget = true;
                     break;
@@ -576,7 +570,6 @@ const MAX_AUDIT_ANNOTATION_VALUE: usize = 10 * 1024;
 fn audit_annotations(
     policy: &Value,
     vars: &[(&str, &Value)],
-    plain: &mut dyn FnMut() -> Vec<(&'static str, cel::Value)>,
     fail_open: bool,
 ) -> Result<Vec<String>, OutOfBudget> {
     let annotations = policy
@@ -587,13 +580,13 @@ fn audit_annotations(
     if annotations.is_empty() {
         return Ok(Vec::new());
     }
-    let typed = plain();
+    let scope = Composition::new(policy, vars, &[]);
     let budget = Budget::new();
     let mut errors = Vec::new();
     for a in annotations {
         let key = text(a, "key");
         let expression = text(a, "valueExpression");
-        let failure = match evaluate_paid(expression, vars, &typed, &budget)? {
+        let failure = match scope.evaluate_source(expression, &budget)? {
             Err(e) => Some(format!("expression '{expression}' resulted in error: {e}")),
             Ok(cel::Value::String(s)) => {
                 let value = s.trim();
@@ -624,61 +617,6 @@ fn audit_annotations(
 /// A string field of a policy item (`""` when absent).
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// Evaluates an expression paid from `budget`; a compile error is an evaluation error.
-fn evaluate_paid(
-    expression: &str,
-    vars: &[(&str, &Value)],
-    typed: &Typed,
-    budget: &Budget,
-) -> Result<Result<cel::Value, String>, OutOfBudget> {
-    match super::cel::compile_cached(expression, true) {
-        Err(e) => Ok(Err(e)),
-        Ok(program) => super::cel::evaluate_within(&program, vars, typed, budget),
-    }
-}
-
-/// Evaluates a CEL expression into JSON.
-pub(super) fn eval(
-    expression: &str,
-    vars: &[(&str, &Value)],
-    typed: &Typed,
-) -> Result<Value, String> {
-    let program = super::cel::compile_cached(expression, true)?;
-    super::cel::evaluate(&program, vars, typed).map(|v| to_json(&v))
-}
-
-/// The typed variables of a policy's expressions: the request's `authorizer` and the policy's
-/// `variables`, evaluated in order (each may use the previous ones) and kept as CEL values
-/// (a timestamp stays a timestamp, a decision a decision); a variable that fails to evaluate
-/// is left out (its use then fails the expression that reads it).
-pub(super) fn with_variables(
-    policy: &Value,
-    base: &[(&str, &Value)],
-    authorizer: &Typed,
-) -> Vec<(&'static str, cel::Value)> {
-    let mut values: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
-    let typed = |values: &HashMap<cel::objects::Key, cel::Value>| {
-        let mut typed = authorizer.to_vec();
-        typed.push(("variables", cel::Value::from(values.clone())));
-        typed
-    };
-    let list = policy
-        .get("variables")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    for var in list {
-        let name = var.get("name").and_then(Value::as_str).unwrap_or("");
-        let expression = var.get("expression").and_then(Value::as_str).unwrap_or("");
-        let evaluated = super::cel::compile_cached(expression, true)
-            .and_then(|program| super::cel::evaluate(&program, base, &typed(&values)));
-        if let Ok(v) = evaluated {
-            values.insert(cel::objects::Key::String(name.to_string().into()), v);
-        }
-    }
-    typed(&values)
 }
 
 /// A CEL value as JSON (lists, string-keyed maps, scalars).

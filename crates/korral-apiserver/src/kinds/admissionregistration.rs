@@ -330,7 +330,7 @@ impl Strategy for Webhooks {
     }
 
     fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
-        validate_webhooks_with(obj, self.mutating, Relaxed::of(old))
+        validate_webhooks_with(obj, self.mutating, Relaxed::of(obj, old))
     }
 }
 
@@ -427,18 +427,34 @@ struct Relaxed {
     unrecognized_versions: bool,
     /// The old webhooks' names were not unique.
     duplicate_names: bool,
+    /// The webhooks' match conditions are those stored (as many webhooks, each with the same
+    /// conditions): upstream does not compile them again.
+    unchanged_match_conditions: bool,
 }
 
 impl Relaxed {
-    /// The relaxations an update of `old` gets.
-    fn of(old: &Value) -> Self {
+    /// The relaxations an update of `old` to `obj` gets.
+    fn of(obj: &Value, old: &Value) -> Self {
+        let webhooks = |o: &'_ Value| -> Vec<Value> {
+            o.get("webhooks")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
         let hooks = old
             .get("webhooks")
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or(&[]);
+        let (new, stored) = (webhooks(obj), webhooks(old));
+        let unchanged_match_conditions = new.len() == stored.len()
+            && new
+                .iter()
+                .zip(&stored)
+                .all(|(n, o)| n.get("matchConditions") == o.get("matchConditions"));
         let mut seen = std::collections::HashSet::new();
         Self {
+            unchanged_match_conditions,
             unrecognized_versions: hooks.iter().any(|h| {
                 !strings(h, "admissionReviewVersions")
                     .iter()
@@ -534,12 +550,14 @@ fn validate_webhook(
         !relaxed.unrecognized_versions,
     );
     validate_client_config(errs, hook.get("clientConfig"), &child(path, "clientConfig"));
-    validate_match_conditions(
-        errs,
-        hook,
-        &child(path, "matchConditions"),
-        &declarations::webhook_environment(),
-    );
+    if !relaxed.unchanged_match_conditions {
+        validate_match_conditions(
+            errs,
+            hook,
+            &child(path, "matchConditions"),
+            &declarations::webhook_environment(),
+        );
+    }
     if mutating {
         check_enum(
             errs,
@@ -925,8 +943,22 @@ impl Strategy for Policy {
     }
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
-        validate_policy(obj)
+        validate_policy(obj, false)
     }
+
+    fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_policy(obj, match_conditions_unchanged(obj, old))
+    }
+}
+
+/// Whether an update of an admission policy keeps its `paramKind` and `matchConditions`
+/// (upstream's `ignore...AdmissionPolicyMatchConditions`): its match conditions are then not
+/// compiled again, so a stored policy stays updatable whatever the compiler says today.
+fn match_conditions_unchanged(obj: &Value, old: &Value) -> bool {
+    let spec_field = |o: &Value, key: &str| o.get("spec").and_then(|s| s.get(key)).cloned();
+    ["paramKind", "matchConditions"]
+        .iter()
+        .all(|key| spec_field(obj, key) == spec_field(old, key))
 }
 
 /// Upstream's `SetDefaults_MatchResources` and the rules' scope.
@@ -1004,8 +1036,9 @@ fn validate_match_resources(errs: &mut Vec<Cause>, m: &Value, path: &str, requir
     }
 }
 
-/// Every cause of an invalid ValidatingAdmissionPolicy.
-fn validate_policy(obj: &Value) -> Vec<Cause> {
+/// Every cause of an invalid ValidatingAdmissionPolicy; the match conditions are left alone
+/// when `stored_match_conditions` (an update that keeps them).
+fn validate_policy(obj: &Value, stored_match_conditions: bool) -> Vec<Cause> {
     let mut errs = Vec::new();
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     match spec.get("matchConstraints").filter(|m| m.is_object()) {
@@ -1096,7 +1129,9 @@ fn validate_policy(obj: &Value) -> Vec<Cause> {
     }
     validate_audit_annotations(&mut errs, obj, &declared);
     validate_variables(&mut errs, spec, &variables);
-    validate_policy_match_conditions(&mut errs, spec);
+    if !stored_match_conditions {
+        validate_policy_match_conditions(&mut errs, spec);
+    }
     errs
 }
 
@@ -1506,7 +1541,7 @@ mod tests {
         );
         // An update may keep what an old configuration already had.
         let old = json!({"webhooks": [hook(json!({"admissionReviewVersions": ["v0"]})), hook(json!({}))]});
-        assert!(validate_webhooks_with(&old, false, Relaxed::of(&old)).is_empty());
+        assert!(validate_webhooks_with(&old, false, Relaxed::of(&old, &old)).is_empty());
         assert_eq!(validate_webhooks(&old, false).len(), 2);
         let m = messages(
             json!({"webhooks": [hook(json!({"reinvocationPolicy": "Always"}))]}),
@@ -1532,9 +1567,9 @@ mod tests {
             "*"
         );
         assert!(
-            validate_policy(&policy).is_empty(),
+            validate_policy(&policy, false).is_empty(),
             "{:?}",
-            validate_policy(&policy)
+            validate_policy(&policy, false)
         );
         let binding = json!({"spec": {"policyName": "p", "validationActions": ["Deny", "Warn"]}});
         let got: Vec<String> = validate_binding(&binding)
@@ -1561,7 +1596,10 @@ mod tests {
     }
 
     fn summaries(policy: &Value) -> Vec<String> {
-        validate_policy(policy).iter().map(Cause::summary).collect()
+        validate_policy(policy, false)
+            .iter()
+            .map(Cause::summary)
+            .collect()
     }
 
     /// Expressions are type-checked when a policy is written, as upstream's admission CEL
@@ -1734,5 +1772,52 @@ mod tests {
             got[1].contains("undeclared reference to 'params'"),
             "{got:?}"
         );
+    }
+
+    /// An update keeping the stored match conditions does not compile them again (upstream's
+    /// `ignore...MatchConditions`); changing them, or the policy's `paramKind`, does.
+    #[test]
+    fn unchanged_match_conditions_are_not_compiled_again() {
+        let update = |new: &Value, old: &Value| {
+            validate_policy(new, match_conditions_unchanged(new, old)).len()
+        };
+        let stale = json!([{"name": "a", "expression": "params.x == 1"}]);
+        let old = configmap_policy(json!({"matchConditions": stale}));
+        assert_eq!(summaries(&old).len(), 1, "{:?}", summaries(&old));
+        let mut new = old.clone();
+        new["spec"]["validations"] = json!([{"expression": "false"}]);
+        assert_eq!(update(&new, &old), 0);
+        let mut params = new.clone();
+        params["spec"]["paramKind"] = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        assert_eq!(
+            update(&params, &old),
+            0,
+            "params now declared: the condition compiles"
+        );
+        let mut changed = new.clone();
+        changed["spec"]["matchConditions"][0]["expression"] = json!("params.y == 1");
+        assert_eq!(update(&changed, &old), 1);
+        // A paramKind removed: compiled again.
+        assert_eq!(update(&new, &params), 1);
+        // Same for the mutating policies.
+        let mut map = json!({"metadata": {"name": "m"}, "spec": {
+            "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+            "reinvocationPolicy": "Never",
+            "matchConditions": stale,
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{}"}}]}});
+        default_policy_spec(&mut map);
+        assert_eq!(mutating::validate_policy(&map, false).len(), 1);
+        assert!(mutating::validate_policy(&map, match_conditions_unchanged(&map, &map)).is_empty());
+        // Webhooks: as many webhooks, each with its conditions.
+        let old_hooks = json!({"webhooks": [hook(json!({"matchConditions": stale}))]});
+        let update_hooks =
+            |new: &Value| validate_webhooks_with(new, false, Relaxed::of(new, &old_hooks)).len();
+        assert_eq!(validate_webhooks(&old_hooks, false).len(), 1);
+        let mut timeout = old_hooks.clone();
+        timeout["webhooks"][0]["timeoutSeconds"] = json!(5);
+        assert_eq!(update_hooks(&timeout), 0);
+        let mut added = old_hooks.clone();
+        added["webhooks"][0]["matchConditions"][0]["expression"] = json!("params.y == 1");
+        assert_eq!(update_hooks(&added), 1);
     }
 }

@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 use super::super::printer::{AGE, Column, Printer, age, text};
 use super::super::strategy::{Context, Strategy};
 use super::{
-    check_enum, default_binding_spec, default_policy_spec, validate_match_resources,
-    validate_param_kind, validate_param_ref, validate_policy_match_conditions,
-    validate_policy_name, validate_variables, values,
+    check_enum, default_binding_spec, default_policy_spec, match_conditions_unchanged,
+    validate_match_resources, validate_param_kind, validate_param_ref,
+    validate_policy_match_conditions, validate_policy_name, validate_variables, values,
 };
 use crate::admission::declarations;
 use crate::error::Cause;
@@ -60,13 +60,18 @@ impl Strategy for Policy {
     }
 
     fn validate(&self, obj: &Value, _ctx: &Context) -> Vec<Cause> {
-        validate_policy(obj)
+        validate_policy(obj, false)
+    }
+
+    fn validate_update(&self, obj: &Value, old: &Value, _ctx: &Context) -> Vec<Cause> {
+        validate_policy(obj, match_conditions_unchanged(obj, old))
     }
 }
 
 /// Every cause of an invalid MutatingAdmissionPolicy (upstream's
-/// `validateMutatingAdmissionPolicySpec`, in its order).
-pub(super) fn validate_policy(obj: &Value) -> Vec<Cause> {
+/// `validateMutatingAdmissionPolicySpec`, in its order); the match conditions are left alone
+/// when `stored_match_conditions` (an update that keeps them).
+pub(super) fn validate_policy(obj: &Value, stored_match_conditions: bool) -> Vec<Cause> {
     let mut errs = Vec::new();
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     match spec.get("failurePolicy").and_then(Value::as_str) {
@@ -87,7 +92,9 @@ pub(super) fn validate_policy(obj: &Value) -> Vec<Cause> {
             mutable_operations(&mut errs, m, "spec.matchConstraints");
         }
     }
-    validate_policy_match_conditions(&mut errs, spec);
+    if !stored_match_conditions {
+        validate_policy_match_conditions(&mut errs, spec);
+    }
     validate_variables(&mut errs, spec, &declarations::variables(spec));
     let mutations = spec
         .get("mutations")
@@ -253,7 +260,10 @@ mod tests {
     }
 
     fn messages(obj: &Value) -> Vec<String> {
-        validate_policy(obj).iter().map(Cause::summary).collect()
+        validate_policy(obj, false)
+            .iter()
+            .map(Cause::summary)
+            .collect()
     }
 
     #[test]
