@@ -232,6 +232,7 @@ fn device_shape() -> Shape {
         weight: len.saturating_mul(key + values.weight + 1) + 1,
         fields: BTreeMap::new(),
         items: Some(Arc::new(values)),
+        keys: None,
     };
     let attributes = map(
         MAX_DEVICE_ENTRIES,
@@ -265,6 +266,7 @@ fn device_shape() -> Shape {
         weight,
         fields,
         items: None,
+        keys: None,
     }
 }
 
@@ -287,6 +289,7 @@ fn library_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
                 weight: text.saturating_mul(2),
                 fields: BTreeMap::new(),
                 items: Some(Arc::new(Shape::opaque(text))),
+                keys: None,
             };
             Some((total.saturating_add(text.saturating_mul(weight(1))), shape))
         }

@@ -50,6 +50,9 @@ pub struct Shape {
     pub fields: BTreeMap<String, Arc<Shape>>,
     /// Items of a list, or values of a map whose keys are not known.
     pub items: Option<Arc<Shape>>,
+    /// Keys of a map whose schema declares its values only (`additionalProperties`): cel-go
+    /// sizes them by the key type, a string of no declared size.
+    pub keys: Option<Arc<Shape>>,
 }
 
 impl Shape {
@@ -82,7 +85,7 @@ impl Shape {
 
     /// The shape of a field or map entry `name`.
     fn field(&self, name: &str) -> Shape {
-        if let Some(f) = self.fields.get(name).filter(|_| name != MAP_KEYS) {
+        if let Some(f) = self.fields.get(name) {
             return (**f).clone();
         }
         if let Some(items) = &self.items {
@@ -98,7 +101,7 @@ impl Shape {
     /// The shape of any entry: a list item, a map value, or a map key.
     fn any_entry(&self) -> Shape {
         let mut out = self.entry_value();
-        for name in self.fields.keys().filter(|n| *n != MAP_KEYS) {
+        for name in self.fields.keys() {
             out = join(&out, &Shape::opaque(name.len() as u64));
         }
         if let Some(keys) = self.map_keys() {
@@ -114,18 +117,15 @@ impl Shape {
             None if self.fields.is_empty() => Shape::opaque(self.weight),
             None => Shape::default(),
         };
-        for (name, f) in &self.fields {
-            if name != MAP_KEYS {
-                out = join(&out, f);
-            }
+        for f in self.fields.values() {
+            out = join(&out, f);
         }
         out
     }
 
-    /// The keys of a map whose schema declares its values only (`additionalProperties`):
-    /// cel-go sizes them by the key type, a string of no declared size (0).
+    /// The keys of a map whose schema declares its values only (`additionalProperties`).
     fn map_keys(&self) -> Option<&Shape> {
-        self.fields.get(MAP_KEYS).map(|k| &**k)
+        self.keys.as_deref()
     }
 
     /// What a one-variable comprehension binds: a list's items, a map's keys.
@@ -160,7 +160,7 @@ pub fn join(a: &Shape, b: &Shape) -> Shape {
         };
         fields.insert(k.clone(), merged);
     }
-    let items = match (&a.items, &b.items) {
+    let either = |x: &Option<Arc<Shape>>, y: &Option<Arc<Shape>>| match (x, y) {
         (Some(x), Some(y)) => Some(Arc::new(join(x, y))),
         (Some(x), None) | (None, Some(x)) => Some(x.clone()),
         (None, None) => None,
@@ -169,7 +169,8 @@ pub fn join(a: &Shape, b: &Shape) -> Shape {
         len: a.len.max(b.len),
         weight: a.weight.max(b.weight),
         fields,
-        items,
+        items: either(&a.items, &b.items),
+        keys: either(&a.keys, &b.keys),
     }
 }
 
@@ -197,6 +198,7 @@ fn shape_of_json(value: &Value, depth: usize) -> Shape {
                 weight,
                 fields: BTreeMap::new(),
                 items: joined.map(Arc::new),
+                keys: None,
             }
         }
         Value::Object(map) => {
@@ -215,6 +217,7 @@ fn shape_of_json(value: &Value, depth: usize) -> Shape {
                 weight,
                 fields,
                 items: None,
+                keys: None,
             }
         }
         _ => Shape::scalar(),
@@ -357,6 +360,7 @@ fn shape_of_schema(schema: &Value, depth: usize) -> Shape {
                 weight,
                 fields: BTreeMap::new(),
                 items: Some(Arc::new(items)),
+                keys: None,
             }
         }
         Some("object") | None => {
@@ -374,6 +378,7 @@ fn shape_of_schema(schema: &Value, depth: usize) -> Shape {
             // An object's size is the `MaxElements` upstream leaves at 0.
             let mut len = 0;
             let mut items = None;
+            let mut keys = None;
             match schema.get("additionalProperties") {
                 Some(add @ Value::Object(_)) => {
                     let values = shape_of_schema(add, depth + 1);
@@ -385,7 +390,8 @@ fn shape_of_schema(schema: &Value, depth: usize) -> Shape {
                         .saturating_mul(values.weight.saturating_add(MAX_KEY_BYTES))
                         .saturating_add(1);
                     items = Some(Arc::new(values));
-                    fields.insert(MAP_KEYS.to_string(), Arc::new(Shape::text(0)));
+                    // cel-go sizes the keys by their type, a string of no declared size (0).
+                    keys = Some(Arc::new(Shape::text(0)));
                 }
                 Some(Value::Bool(true)) => return Shape::opaque(MAX_REQUEST_BYTES),
                 _ => {}
@@ -398,6 +404,7 @@ fn shape_of_schema(schema: &Value, depth: usize) -> Shape {
                 weight: weight.min(MAX_REQUEST_BYTES),
                 fields,
                 items,
+                keys,
             }
         }
         Some("integer") | Some("number") | Some("boolean") => schema_scalar(),
@@ -407,10 +414,6 @@ fn shape_of_schema(schema: &Value, depth: usize) -> Shape {
 
 /// Map keys are strings without a declared bound; assume a generous one for the weight.
 const MAX_KEY_BYTES: u64 = 256;
-
-/// The entry of `fields` holding the key shape of a map whose schema declares its values
-/// only (a name no field of a schema has: a structural schema's properties are printable).
-const MAP_KEYS: &str = "\u{0}keys";
 
 /// Why a program cannot be bounded (a compile error for the rule).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -607,6 +610,7 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                     weight,
                     fields: BTreeMap::new(),
                     items: items.map(Arc::new),
+                    keys: None,
                 },
             })
         }
@@ -643,6 +647,7 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                     weight,
                     fields,
                     items: items.map(Arc::new),
+                    keys: None,
                 },
             })
         }
@@ -717,6 +722,7 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
                 weight: accu_weight,
                 fields: BTreeMap::new(),
                 items,
+                keys: None,
             };
             scope.vars.push((c.iter_var.as_str(), elem.clone()));
             if let Some(v2) = &c.iter_var2 {
@@ -924,7 +930,7 @@ fn literal_len(e: Option<&&IdedExpr>) -> Option<u64> {
 
 /// Whether a shape is a list's (its items known, no fields).
 fn is_list(s: &Shape) -> bool {
-    s.items.is_some() && s.fields.is_empty()
+    s.items.is_some() && s.fields.is_empty() && s.keys.is_none()
 }
 
 /// Whether a shape may be a string's or bytes' (neither items nor fields).
@@ -972,6 +978,7 @@ fn list_of(len: u64, item: Shape) -> Shape {
         weight,
         fields: BTreeMap::new(),
         items: Some(Arc::new(item)),
+        keys: None,
     }
 }
 
@@ -1023,6 +1030,7 @@ fn call_bound(name: &str, args: &[Shape], exprs: &[&IdedExpr]) -> Result<(u64, S
                 weight: add(a.weight, b.weight),
                 fields: BTreeMap::new(),
                 items,
+                keys: None,
             };
             (concat_cost(&a, &b), shape)
         }
@@ -1036,7 +1044,7 @@ fn call_bound(name: &str, args: &[Shape], exprs: &[&IdedExpr]) -> Result<(u64, S
         // in a map, a lookup at the default cost.
         "@in" => {
             let container = arg(1);
-            if container.fields.is_empty() {
+            if container.fields.is_empty() && container.keys.is_none() {
                 (container.len, scalar())
             } else {
                 (1, scalar())
@@ -1125,6 +1133,7 @@ fn call_bound(name: &str, args: &[Shape], exprs: &[&IdedExpr]) -> Result<(u64, S
                 weight: add(mul(add(s, 1), 2), 2),
                 fields: BTreeMap::new(),
                 items: Some(Arc::new(Shape::opaque(s))),
+                keys: None,
             };
             (scaled(s, 0.2), shape)
         }
@@ -1187,6 +1196,7 @@ fn call_bound(name: &str, args: &[Shape], exprs: &[&IdedExpr]) -> Result<(u64, S
                 weight: list.weight,
                 fields: BTreeMap::new(),
                 items: Some(Arc::new(item)),
+                keys: None,
             };
             (add(mul(depth, list.len), 1 + LIST_CREATE), shape)
         }
@@ -1232,6 +1242,7 @@ fn call_bound(name: &str, args: &[Shape], exprs: &[&IdedExpr]) -> Result<(u64, S
                 weight: list.weight,
                 fields: BTreeMap::new(),
                 items: Some(Arc::new(value)),
+                keys: None,
             };
             (1, shape)
         }
@@ -1298,6 +1309,21 @@ mod tests {
             cost_of("other > 1", &json!(1)),
             Err(Unbounded::Undeclared("other".into()))
         );
+    }
+
+    /// A map's key shape has a field of its own: data whose key is any name, even the one
+    /// the key shape was once kept under among the fields, is an entry like any other.
+    #[test]
+    fn map_keys_are_not_a_field() {
+        let value = "v".repeat(1000);
+        let rule = "self.all(k, k + k == '')";
+        let odd = cost_of(rule, &json!({"\u{0}keys": value})).expect("bounded");
+        let plain = cost_of(rule, &json!({"abcde": value})).expect("bounded");
+        assert_eq!(odd, plain);
+        let schema = json!({"type": "object", "additionalProperties": {"type": "string"}});
+        let shape = Shape::of_schema(&schema);
+        assert!(shape.fields.is_empty(), "{shape:?}");
+        assert_eq!(shape.map_keys().map(|k| k.len), Some(0));
     }
 
     #[test]

@@ -200,7 +200,9 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
                     weight: n.saturating_mul(2),
                     fields: BTreeMap::new(),
                     items: Some(Arc::new(Shape::opaque(n))),
+                    keys: None,
                 })),
+                keys: None,
             };
             (1, shape)
         }
@@ -235,6 +237,7 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
                     weight: text.saturating_mul(2).saturating_add(2),
                     fields: BTreeMap::new(),
                     items: Some(Arc::new(Shape::opaque(text))),
+                    keys: None,
                 }
             };
             (cost.max(1), shape)
@@ -258,6 +261,7 @@ pub fn call_cost(name: &str, args: &[Shape]) -> Option<(u64, Shape)> {
                 weight: text.saturating_add(512).saturating_mul(4),
                 fields: BTreeMap::new(),
                 items: Some(Arc::new(Shape::opaque(text.saturating_add(512)))),
+                keys: None,
             };
             (
                 scaled(text, TRAVERSAL)
