@@ -6,15 +6,13 @@
 //! compute client-side apply patches and for `kubectl explain`; it falls back to `/openapi/v2`.
 //!
 //! Custom resources are described by their CRD's `openAPIV3Schema` exactly as upstream's CRD
-//! handler publishes them (model `org.example.ref.v1.Widget`). Built-in kinds get a permissive
-//! object schema (`x-kubernetes-preserve-unknown-fields`) with their
-//! `x-kubernetes-group-version-kind`; full built-in schemas are not published yet.
+//! handler publishes them (model `org.example.ref.v1.Widget`). Built-in kinds get upstream's
+//! schemas ([`crate::openapi_builtin`]) with their `x-kubernetes-group-version-kind`.
 //!
-//! Because those built-in schemas carry no patch strategies, their PATCH operations do not
-//! advertise `application/strategic-merge-patch+json` in the documents: kubectl then computes
-//! client-side apply patches from its compiled-in Go types (as it does for a server without
-//! OpenAPI) instead of from the permissive schema, which would fail or merge lists wrongly.
-//! Strategic merge patches are still sent to and accepted by the server.
+//! As upstream, the PATCH operations of built-in kinds advertise
+//! `application/strategic-merge-patch+json` and their schemas carry the patch strategies and
+//! merge keys, from which kubectl computes client-side apply patches; custom resources do not
+//! take strategic merge patches.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -35,12 +33,19 @@ const V2_REF: &str = "#/definitions/";
 /// Content types of request and response bodies.
 const BODY_TYPES: &[&str] = &["application/json", "application/yaml"];
 
-/// Patch content types advertised (see the module documentation for the missing strategic
-/// merge patch).
+/// Patch content types advertised for custom resources.
 const PATCH_TYPES: &[&str] = &[
     "application/apply-patch+yaml",
     "application/json-patch+json",
     "application/merge-patch+json",
+];
+
+/// Patch content types advertised for built-in kinds: strategic merge patch too.
+const BUILTIN_PATCH_TYPES: &[&str] = &[
+    "application/apply-patch+yaml",
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
 ];
 
 const APIVERSION_DESCRIPTION: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
@@ -1054,7 +1059,11 @@ fn resource_paths(r: &ResourceInfo) -> Vec<PathItem> {
                 format!("partially update {what}the specified {kind}"),
                 queries(PATCH_PARAMS),
                 Some(Body {
-                    types: PATCH_TYPES,
+                    types: if r.is_custom() {
+                        PATCH_TYPES
+                    } else {
+                        BUILTIN_PATCH_TYPES
+                    },
                     model: format!("{META}.Patch"),
                     required: true,
                 }),
@@ -1721,6 +1730,7 @@ mod tests {
             deprecation: None,
             pod_spec: None,
             lists: &[],
+            patch_directives: &[],
             printer: crate::kinds::printer::DEFAULT,
             strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(
                 None,
@@ -2000,11 +2010,16 @@ mod tests {
             item["patch"]["operationId"],
             "patchAppsV1NamespacedDeployment"
         );
-        // No strategic merge patch advertised: kubectl falls back to its compiled-in types.
+        // Strategic merge patch advertised, with the schemas' merge keys.
         assert!(
             item["patch"]["requestBody"]["content"]
                 .get("application/strategic-merge-patch+json")
-                .is_none()
+                .is_some()
+        );
+        assert_eq!(
+            apps["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
+                ["x-kubernetes-patch-merge-key"],
+            "name"
         );
         let scale = &apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"];
         assert_eq!(

@@ -11,6 +11,8 @@ use std::sync::{LazyLock, OnceLock};
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
+mod merge_rules;
+
 use crate::error::ApiError;
 use crate::objects::FieldValidation;
 use crate::registry::ResourceInfo;
@@ -25,7 +27,19 @@ fn build() -> Map<String, Value> {
     crate::kinds::collect_schemas(&mut generator);
     let mut definitions = generator.take_definitions(true);
     publish_enums(&mut definitions);
+    for disagreement in merge_rules::publish(
+        &mut definitions,
+        &crate::kinds::builtin_resources(),
+        root_model,
+    ) {
+        tracing::warn!(?disagreement, "the merge rules of a shared model disagree");
+    }
     definitions
+}
+
+/// The model name of a built-in kind's objects (`io.k8s.api.apps.v1.Deployment`).
+fn root_model(info: &ResourceInfo) -> String {
+    crate::openapi::model_name(&info.group, &info.version, &info.kind, false)
 }
 
 /// Publishes the values of the enumerated properties as upstream's OpenAPI does (the
@@ -304,12 +318,7 @@ fn model(name: &str) -> Option<&'static Model> {
 
 /// The compiled model of a built-in kind, if its schema is known.
 fn model_of_kind(info: &ResourceInfo) -> Option<&'static Model> {
-    model(&crate::openapi::model_name(
-        &info.group,
-        &info.version,
-        &info.kind,
-        false,
-    ))
+    model(&root_model(info))
 }
 
 impl Model {

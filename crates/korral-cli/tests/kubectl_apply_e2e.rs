@@ -3,7 +3,11 @@
 //!
 //! Server-side: apply twice, a conflicting `kubectl scale` then `--force-conflicts`, a
 //! conflicting `kubectl edit`. Client-side: a second `kubectl apply` of an edited Deployment
-//! drops the removed container and env var and changes the port, as on a cluster.
+//! drops the removed container and env var and changes the port, as on a cluster; and it
+//! merges with what other writers added, switches the rollout strategy and a volume's source
+//! (`retainKeys`) and changes a field kubectl 1.27's compiled-in types do not know (pod-level
+//! `resources`), which works only because the server publishes its patch strategies and
+//! merge keys in its OpenAPI, as upstream does.
 
 mod support;
 
@@ -331,4 +335,135 @@ fn scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
 #[test]
 fn kubectl_apply_server_side_and_client_side() {
     for_each_kubectl("kubectl_apply_server_side_and_client_side", scenario);
+}
+
+/// A Deployment with a pod-level `resources` field (newer than kubectl 1.27's types), a
+/// rolling update strategy and an `emptyDir` volume; `edited` changes the image, the CPU
+/// limit, the strategy to `Recreate` and the volume's source to a ConfigMap.
+fn merge_manifest(edited: bool) -> String {
+    let (image, cpu, strategy, source) = if edited {
+        (
+            "nginx:1.26",
+            "2",
+            "type: Recreate",
+            "configMap: {name: cfg}",
+        )
+    } else {
+        (
+            "nginx:1.25",
+            "1",
+            "type: RollingUpdate\n    rollingUpdate: {maxSurge: 2}",
+            "emptyDir: {}",
+        )
+    };
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: merge
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {{app: merge}}
+  strategy:
+    {strategy}
+  template:
+    metadata:
+      labels: {{app: merge}}
+    spec:
+      resources:
+        limits: {{cpu: "{cpu}"}}
+      containers:
+      - name: app
+        image: {image}
+        env:
+        - {{name: A, value: "1"}}
+        volumeMounts:
+        - {{name: data, mountPath: /data}}
+      volumes:
+      - name: data
+        {source}
+"#
+    )
+}
+
+fn merge_scenario(kubectl: &Path, failures: &mut Failures) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let server = Server::start(Options {
+        storage: Storage::InMemory,
+        port: 0,
+        kubeconfig: dir.path().join("kubeconfig"),
+    })?;
+    let first = dir.path().join("first.yaml");
+    let edited = dir.path().join("edited.yaml");
+    std::fs::write(&first, merge_manifest(false))?;
+    std::fs::write(&edited, merge_manifest(true))?;
+    let (first, edited) = (first.display().to_string(), edited.display().to_string());
+    let tag = kubectl.display().to_string();
+    eprintln!(
+        "=== kubectl client-side merge scenario: {tag} at {}",
+        server.url
+    );
+    let mut run = Run {
+        kubectl,
+        server: &server,
+        tag,
+        failures,
+    };
+    run.ok_contains(&["apply", "-f", &first], &["deployment.apps/merge created"]);
+    // Other writers add an env var and a container.
+    run.ok_contains(
+        &["set", "env", "deployment/merge", "B=2"],
+        &["deployment.apps/merge env updated"],
+    );
+    run.ok_contains(
+        &[
+            "patch",
+            "deployment",
+            "merge",
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/spec/template/spec/containers/-","value":{"name":"injected","image":"busybox:1.36"}}]"#,
+        ],
+        &["deployment.apps/merge patched"],
+    );
+    run.ok_contains(
+        &["apply", "-f", &edited],
+        &["deployment.apps/merge configured"],
+    );
+    let get = |field: &str| {
+        [
+            "get".to_string(),
+            "deployment".into(),
+            "merge".into(),
+            "-o".into(),
+            format!("jsonpath={field}"),
+        ]
+    };
+    for (field, want) in [
+        // Merged by name: the other writers' container and env var stay.
+        ("{.spec.template.spec.containers[*].name}", "app injected"),
+        ("{.spec.template.spec.containers[0].env[*].name}", "A B"),
+        ("{.spec.template.spec.containers[0].image}", "nginx:1.26"),
+        // retainKeys: the old strategy's and source's members are cleared.
+        ("{.spec.strategy}", r#"{"type":"Recreate"}"#),
+        (
+            "{.spec.template.spec.volumes[0]}",
+            r#"{"configMap":{"defaultMode":420,"name":"cfg"},"name":"data"}"#,
+        ),
+        ("{.spec.template.spec.resources.limits.cpu}", "2"),
+    ] {
+        let args = get(field);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run.ok_equals(&args, want);
+    }
+    Ok(())
+}
+
+#[test]
+fn kubectl_apply_client_side_merges_with_the_servers_schemas() {
+    for_each_kubectl(
+        "kubectl_apply_client_side_merges_with_the_servers_schemas",
+        merge_scenario,
+    );
 }

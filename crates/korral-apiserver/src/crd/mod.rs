@@ -307,6 +307,7 @@ pub fn served_resources(obj: &Value) -> Vec<ResourceInfo> {
                 deprecation: None,
                 pod_spec: None,
                 lists: &[],
+                patch_directives: &[],
                 printer: crate::kinds::printer::DEFAULT,
                 strategy: Arc::new(crate::kinds::custom::CustomResourceStrategy::new(
                     schema.clone(),

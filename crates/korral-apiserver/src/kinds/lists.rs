@@ -62,6 +62,27 @@ pub(crate) struct ListAt {
     pub rule: ListRule,
 }
 
+/// A patch strategy a field declares beside (or instead of) merging as a list:
+/// `+patchStrategy=retainKeys` or `replace`. Clients that compute strategic merge patches
+/// (kubectl apply) read it from the published OpenAPI and send `$retainKeys` / `$patch:
+/// replace` directives, which the patch code honours wherever they are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PatchDirective {
+    /// `retainKeys`: a patch may list the members to keep; the others are cleared.
+    RetainKeys,
+    /// `replace`: a patch replaces the field whole.
+    Replace,
+}
+
+/// A patch directive declared at a dotted path of a kind's objects (`spec.strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DirectiveAt {
+    /// The field's path, dotted, from the object's root.
+    pub path: &'static str,
+    /// Its strategy.
+    pub directive: PatchDirective,
+}
+
 impl ListRule {
     /// Keyed by the same single field for patches and applies.
     pub(crate) const fn keyed(key: &'static [&'static str; 1]) -> Self {
@@ -174,6 +195,26 @@ fn json_schema_props_list(mut rest: &[&str]) -> Option<ListRule> {
             _ => return None,
         };
     }
+}
+
+/// The patch directive of the field at `path` of `info`'s objects: the pod spec's
+/// `volumes` and `resourceClaims` retain keys, other fields as their kind declares with
+/// [`super::KindDef::patch_directives`].
+pub(crate) fn directive(info: &ResourceInfo, path: &[&str]) -> Option<PatchDirective> {
+    if let Some(spec) = info.pod_spec {
+        let spec: Vec<&str> = spec.split('.').collect();
+        if path.len() == spec.len() + 1
+            && path.starts_with(&spec)
+            && matches!(path[spec.len()], "volumes" | "resourceClaims")
+        {
+            return Some(PatchDirective::RetainKeys);
+        }
+    }
+    let dotted = path.join(".");
+    info.patch_directives
+        .iter()
+        .find(|d| d.path == dotted)
+        .map(|d| d.directive)
 }
 
 /// How the list at `path` of `info`'s objects merges; `None` for an atomic list.

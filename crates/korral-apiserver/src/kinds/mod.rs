@@ -74,6 +74,7 @@ pub(crate) struct KindDef {
     deprecation: Option<&'static str>,
     pod_spec: Option<&'static str>,
     lists: &'static [lists::ListAt],
+    patch_directives: &'static [lists::DirectiveAt],
     printer: Printer,
     strategy: Arc<dyn Strategy>,
 }
@@ -119,6 +120,7 @@ impl KindDef {
             deprecation: None,
             pod_spec: None,
             lists: &[],
+            patch_directives: &[],
             printer: printer::DEFAULT,
             strategy: Arc::new(strategy),
         }
@@ -262,6 +264,13 @@ impl KindDef {
         self
     }
 
+    /// Fields of this kind patched with `retainKeys` or `replace` (see
+    /// [`lists::directive`]; the pod spec's need no declaration).
+    pub(crate) fn patch_directives(mut self, directives: &'static [lists::DirectiveAt]) -> Self {
+        self.patch_directives = directives;
+        self
+    }
+
     /// Without the `deletecollection` verb (Namespaces).
     pub(crate) fn without_delete_collection(mut self) -> Self {
         self.delete_collection = false;
@@ -314,6 +323,7 @@ impl KindDef {
             deprecation: self.deprecation,
             pod_spec: self.pod_spec,
             lists: self.lists,
+            patch_directives: self.patch_directives,
             printer: self.printer,
             strategy: self.strategy.clone(),
         }

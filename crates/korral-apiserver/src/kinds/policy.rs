@@ -5,6 +5,7 @@ use k8s_openapi::api::policy::v1 as api;
 use serde_json::{Value, json};
 
 use super::KindDef;
+use super::lists::{DirectiveAt, PatchDirective};
 use super::printer::{AGE, Column, Printer, age, int};
 use super::strategy::{Context, Strategy, strip_status};
 use crate::error::Cause;
@@ -25,6 +26,11 @@ pub(super) fn kinds() -> Vec<KindDef> {
             PdbStrategy,
         )
         .schema::<api::PodDisruptionBudget>()
+        // `PodDisruptionBudgetSpec.selector` is `+patchStrategy=replace`.
+        .patch_directives(&[DirectiveAt {
+            path: "spec.selector",
+            directive: PatchDirective::Replace,
+        }])
         .short(&["pdb"])
         .status()
         .generation()

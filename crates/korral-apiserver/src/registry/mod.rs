@@ -109,6 +109,8 @@ pub struct ResourceInfo {
     pub(crate) pod_spec: Option<&'static str>,
     /// Lists only this kind has that merge by key or as sets (built-in kinds).
     pub(crate) lists: &'static [crate::kinds::lists::ListAt],
+    /// Fields patched with `retainKeys` or `replace` (built-in kinds).
+    pub(crate) patch_directives: &'static [crate::kinds::lists::DirectiveAt],
     /// Create-only subresources acting on an object (`pods/eviction`).
     pub(crate) actions: Vec<crate::kinds::actions::Action>,
     /// Subresources served by reaching a node or pod (`pods/log`, `services/proxy`).

@@ -8,7 +8,7 @@ mod revision;
 mod validation;
 
 use super::KindDef;
-use super::lists::{CONDITIONS, FINALIZERS, ListAt, OWNER_REFERENCES};
+use super::lists::{CONDITIONS, DirectiveAt, FINALIZERS, ListAt, OWNER_REFERENCES, PatchDirective};
 use super::printer::{
     AGE, CONTAINERS, Column, IMAGES, Printer, age, int, or_none, selector_at, template_containers,
 };
@@ -43,6 +43,11 @@ pub(super) fn kinds() -> Vec<KindDef> {
         )
         .schema::<api::Deployment>()
         .pod_spec("spec.template.spec")
+        // `DeploymentSpec.strategy` is `+patchStrategy=retainKeys`.
+        .patch_directives(&[DirectiveAt {
+            path: "spec.strategy",
+            directive: PatchDirective::RetainKeys,
+        }])
         .short(&["deploy"])
         .printer(DEPLOYMENTS)
         .in_all()

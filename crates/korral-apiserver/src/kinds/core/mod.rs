@@ -27,7 +27,7 @@ use k8s_openapi::api::core::v1 as api;
 
 use super::KindDef;
 use super::events::{self, EventStrategy};
-use super::lists::{CONDITIONS, ListAt, ListRule, RESOURCE_CLAIMS};
+use super::lists::{CONDITIONS, DirectiveAt, ListAt, ListRule, PatchDirective, RESOURCE_CLAIMS};
 use super::strategy::Plain;
 use crate::registry::NameRule;
 
@@ -46,6 +46,12 @@ const NODE_LISTS: &[ListAt] = &[
 /// Pod status: addresses keyed by `ip` (`hostIPs` for patches only), resource claim statuses
 /// by `name`; each container status's mounts by `mountPath`, claims and allocated resources
 /// by `name`, the resources of those by `resourceID` (applies only).
+/// `PodStatus.resourceClaimStatuses` is `+patchStrategy=merge,retainKeys`.
+const POD_DIRECTIVES: &[DirectiveAt] = &[DirectiveAt {
+    path: "status.resourceClaimStatuses",
+    directive: PatchDirective::RetainKeys,
+}];
+
 const POD_LISTS: &[ListAt] = &[
     ListAt {
         path: "status.podIPs",
@@ -257,6 +263,7 @@ pub(super) fn kinds() -> Vec<KindDef> {
             .pod_spec("spec")
             .generation()
             .lists(POD_LISTS)
+            .patch_directives(POD_DIRECTIVES)
             .schema::<api::Pod>()
             .action("binding", "", "v1", "Binding")
             .action("eviction", "policy", "v1", "Eviction")
