@@ -847,8 +847,18 @@ fn bound<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Result<Bound, Unbound
 fn typed_work(name: &str, types: &[&Ty], args: &[Shape]) -> Option<u64> {
     let len = |i: usize| args.get(i).map_or(0, |s| s.len);
     match (name, types) {
-        // `string(string)` hands its argument back: cel-go's default cost.
-        ("string", [Ty::Str]) => Some(1),
+        // `string(x)` scans bytes only: of a string (handed back), a number, a timestamp or a
+        // duration it is cel-go's default cost.
+        ("string", [t]) if !t.is_dyn() && **t != Ty::Bytes => Some(1),
+        // `+` scans strings and bytes and links lists; of numbers, timestamps and durations
+        // it is cel-go's default cost.
+        ("_+_", [a, b])
+            if [a, b]
+                .iter()
+                .all(|t| !matches!(t, Ty::Dyn | Ty::Str | Ty::Bytes | Ty::List(_))) =>
+        {
+            Some(1)
+        }
         // Orderings of strings and bytes compare up to the shorter size (nothing when it is
         // 0); of numbers, timestamps and durations, the default cost. With a `dyn` operand
         // cel-go takes the dearest candidate overload: the bound for any type.
@@ -1420,6 +1430,11 @@ mod upstream_estimates {
             ("'' < self.a", 2, 3),
             // Ordering of timestamps (32 bytes each as JSON) is `less_timestamp`, 1: 2 + 2 + 1.
             ("self.t < self.t", 5, 8),
+            // `string(timestamp)` is the default 1: 2 + 1 + `==` 1.
+            ("string(self.t) == 'x'", 4, 7),
+            // A timestamp plus a duration is `add_timestamp_duration`, 1: self.t 2 +
+            // duration('1s') 1 + 1, then `>` 1 + self.t 2.
+            ("self.t + duration('1s') > self.t", 7, 13),
             // Of ints and doubles, 1: 2 + 1.
             ("self.x < 1.5", 3, 3),
             // Kubernetes' estimator: `==` of two quantities, IPs or CIDRs is 1. self.o.p 3 +
