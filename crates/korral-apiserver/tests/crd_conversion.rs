@@ -34,7 +34,8 @@ fn convert(object: &Value, desired: &str) -> Value {
     out
 }
 
-/// The test's conversion webhook: `/convert` converts, `/convert-fail` refuses, `/rename`
+/// The test's conversion webhook: `/convert` converts, `/convert-fail` refuses (`/no-v2`
+/// refuses only conversions to v2), `/rename`
 /// changes the name, `/labels` adds a label, `/drop` answers no objects, `/garbage` no review.
 async fn answer(path: String, review: Value) -> (u16, Value) {
     let request = &review["request"];
@@ -52,6 +53,10 @@ async fn answer(path: String, review: Value) -> (u16, Value) {
     let mut result = json!({"status": "Success"});
     match path.as_str() {
         "/convert-fail" => {
+            result = json!({"status": "Failure", "message": "conversion refused by test"});
+            converted.clear();
+        }
+        "/no-v2" if desired.ends_with("/v2") => {
             result = json!({"status": "Failure", "message": "conversion refused by test"});
             converted.clear();
         }
@@ -712,4 +717,53 @@ async fn admission_webhooks_matching_another_version_see_it_converted() {
         json!({"size": 3}),
         "converted by the webhook"
     );
+}
+
+#[tokio::test]
+async fn policies_matching_a_version_that_fails_to_convert_deny() {
+    let (_env, client, hook) = setup().await;
+    point_webhook_at(&client, &hook.url("/no-v2")).await;
+    let create = |path: &'static str, body: Value| {
+        let client = client.clone();
+        async move { request(&client, "POST", path, None, Some(body)).await }
+    };
+    // A policy on v2 only: a v1 write is converted to v2 for it, and the conversion fails.
+    let vaps = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+    let bindings = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+    let policy = |name: &str, params: bool| {
+        let mut spec = json!({
+            "matchConstraints": {"resourceRules": [{"operations": ["CREATE"],
+                "apiGroups": ["ref.example.com"], "apiVersions": ["v2"], "resources": ["widgets"]}]},
+            "validations": [{"expression": "true"}]});
+        if params {
+            spec["paramKind"] = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        }
+        json!({"metadata": {"name": name}, "spec": spec})
+    };
+    // With params to find and none found (`Allow`), the policy is not evaluated: nothing is
+    // converted for it.
+    let (code, _, body) = create(vaps, policy("unparameterized", true)).await;
+    assert_eq!(code, 201, "{body}");
+    let binding = json!({"metadata": {"name": "unparameterized"}, "spec": {
+        "policyName": "unparameterized", "validationActions": ["Deny"],
+        "paramRef": {"name": "absent", "parameterNotFoundAction": "Allow"}}});
+    let (code, _, body) = create(bindings, binding).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, _, body) = create(V1, widget("v1", "w0", json!({"size": 1}))).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, _, body) = create(vaps, policy("v2-only", false)).await;
+    assert_eq!(code, 201, "{body}");
+    let binding = json!({"metadata": {"name": "v2-only"},
+        "spec": {"policyName": "v2-only", "validationActions": ["Deny"]}});
+    let (code, _, body) = create(bindings, binding).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, _, status) = create(V1, widget("v1", "w1", json!({"size": 3}))).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["reason"], "Invalid");
+    assert_eq!(
+        status["message"],
+        "widgets.ref.example.com \"w1\" is forbidden: ValidatingAdmissionPolicy 'v2-only' with binding 'v2-only' denied request: failed to configure binding: failed to convert object version: conversion webhook for ref.example.com/v1, Kind=Widget failed: conversion refused by test"
+    );
+    let (code, _, _) = request(&client, "GET", &format!("{V1}/w1"), None, None).await;
+    assert_eq!(code, 404, "the denied write stored nothing");
 }

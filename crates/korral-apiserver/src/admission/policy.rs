@@ -55,9 +55,20 @@ pub(crate) async fn run(
         denials: Vec::new(),
         warnings: Vec::new(),
     };
-    // The request and the object in each matched version, converted once.
+    // The request and the object in each matched version, converted once, when a binding
+    // with params first needs them (upstream converts only then).
     let mut seen: Vec<(&str, Converted)> = Vec::new();
     for b in &bound {
+        let params = match params(req, &b.policy, &b.binding) {
+            Ok(p) => p,
+            Err(why) => {
+                configuration_error(b, &why, &mut outcome);
+                continue;
+            }
+        };
+        if params.is_empty() {
+            continue;
+        }
         let at = match seen.iter().position(|(v, _)| *v == b.matched.version) {
             Some(at) => at,
             None => {
@@ -68,14 +79,14 @@ pub(crate) async fn run(
         };
         match &seen[at].1 {
             Ok((view, converted)) => evaluate_binding(
-                req,
                 b,
+                &params,
                 view,
                 converted.as_ref(),
                 namespace,
                 &authorizer,
                 &mut outcome,
-            )?,
+            ),
             Err(why) => configuration_error(
                 b,
                 &format!("failed to configure binding: {why}"),
@@ -331,17 +342,17 @@ fn matches(
     rules_select(req, &include, exact)
 }
 
-/// Evaluates one binding of a policy, for each of its params, on the request as `seen` in
+/// Evaluates one binding of a policy, for each of its `params`, on the request as `seen` in
 /// the policy's matched version (`object` converted to it).
 fn evaluate_binding(
-    req: &Request<'_>,
     bound: &Bound,
+    params: &[Option<Value>],
     seen: &Seen,
     object: Option<&Value>,
     namespace: Option<&Value>,
     authorizer: &Typed,
     outcome: &mut Outcome,
-) -> Result<(), ApiError> {
+) {
     let Bound {
         policy,
         policy_name,
@@ -355,15 +366,8 @@ fn evaluate_binding(
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     let fail_open = policy.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
-    let params = match params(req, policy, binding) {
-        Ok(p) => p,
-        Err(why) => {
-            configuration_error(bound, &why, outcome);
-            return Ok(());
-        }
-    };
     let null = Value::Null;
-    for param in &params {
+    for param in params {
         let base: Vec<(&str, &Value)> = vec![
             ("object", object.unwrap_or(&null)),
             ("oldObject", seen.old.as_ref().unwrap_or(&null)),
@@ -434,7 +438,6 @@ fn evaluate_binding(
             ));
         }
     }
-    Ok(())
 }
 
 /// A validation that denied: upstream's message and the validation's reason (`""` for
