@@ -673,26 +673,50 @@ fn upper_first(s: &str) -> String {
     }
 }
 
-/// Hex SHA-256 of `data` (upper case), through the ring provider rustls already carries.
-fn sha256_hex(data: &[u8]) -> String {
-    let digest = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
-        .tls13()
-        .map(|suite| suite.common.hash_provider.hash(data).as_ref().to_vec());
-    let bytes = digest.unwrap_or_else(|| {
-        // Unreachable with the ring provider; FNV-1a keeps the hash content-derived anyway.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in data {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        h.to_be_bytes().to_vec()
-    });
-    bytes.iter().map(|b| format!("{b:02X}")).collect()
+/// The content hash of a served document, as upstream's OpenAPI handlers compute their `ETag`
+/// and the index's `?hash=`: the upper-case hex SHA-512 of the bytes served.
+pub fn document_hash(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA512, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect()
 }
 
-/// The content hash of a document as used in `serverRelativeURL` (`?hash=`): it changes
-/// whenever the document does.
-pub fn document_hash(doc: &Value) -> String {
-    sha256_hex(doc.to_string().as_bytes())
+/// A document as served: its JSON bytes, encoded once, with their hash (the `ETag` and the
+/// index's `?hash=`) and the time they were encoded (the `Last-Modified`).
+#[derive(Debug, Clone)]
+pub struct Served {
+    /// The JSON bytes.
+    pub bytes: bytes::Bytes,
+    /// [`document_hash`] of `bytes`.
+    pub hash: String,
+    /// When `bytes` were encoded.
+    pub modified: std::time::SystemTime,
+}
+
+impl Served {
+    /// `bytes` as served from now on.
+    pub fn new(bytes: impl Into<bytes::Bytes>) -> Self {
+        let bytes = bytes.into();
+        Self {
+            hash: document_hash(&bytes),
+            bytes,
+            modified: std::time::SystemTime::now(),
+        }
+    }
+
+    /// `doc` encoded as compact JSON.
+    pub fn encode(doc: &Value) -> Self {
+        Self::new(doc.to_string().into_bytes())
+    }
+}
+
+/// Two served documents are the same when their bytes are (whenever they were encoded).
+impl PartialEq for Served {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.bytes == other.bytes
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1353,7 +1377,7 @@ struct CachedDoc {
     /// be reused by a different schema while the entry exists.
     _schemas: Vec<Arc<Value>>,
     doc: Arc<Value>,
-    hash: String,
+    served: Arc<Served>,
 }
 
 /// The OpenAPI documents one server built, kept on its [`Registry`]. Building and hashing the
@@ -1401,14 +1425,9 @@ fn fingerprint(resources: &[Arc<ResourceInfo>]) -> (String, Vec<Arc<Value>>) {
     (out, schemas)
 }
 
-/// The OpenAPI 3.0 document of one group version and its content hash (as in the index's
-/// `?hash=`), shared: what a handler of `/openapi/v3/...` serves, and can compare the
-/// requested hash with. `None` when the server serves nothing in that group version.
-pub fn v3_group_version_with_hash(
-    registry: &Registry,
-    group: &str,
-    version: &str,
-) -> Option<(Arc<Value>, String)> {
+/// The OpenAPI 3.0 document of one group version and its served form, built and encoded
+/// once per change of its resources. `None` when the server serves nothing there.
+fn v3_entry(registry: &Registry, group: &str, version: &str) -> Option<(Arc<Value>, Arc<Served>)> {
     let resources = registry.resources_in(group, version);
     let key = (group.to_string(), version.to_string());
     let mut cache = registry
@@ -1422,27 +1441,47 @@ pub fn v3_group_version_with_hash(
     }
     let (fingerprint, schemas) = fingerprint(&resources);
     if let Some(hit) = cache.get(&key).filter(|c| c.fingerprint == fingerprint) {
-        return Some((Arc::clone(&hit.doc), hit.hash.clone()));
+        return Some((Arc::clone(&hit.doc), Arc::clone(&hit.served)));
     }
     let doc = build_v3(&resources, group, version);
-    let hash = document_hash(&doc);
+    let served = Arc::new(Served::encode(&doc));
     let doc = Arc::new(doc);
-    tracing::debug!(group, version, %hash, "built OpenAPI v3 document");
+    tracing::debug!(group, version, hash = %served.hash, "built OpenAPI v3 document");
     cache.insert(
         key,
         CachedDoc {
             fingerprint,
             _schemas: schemas,
             doc: Arc::clone(&doc),
-            hash: hash.clone(),
+            served: Arc::clone(&served),
         },
     );
-    Some((doc, hash))
+    Some((doc, served))
 }
 
-/// The OpenAPI 3.0 document of one group version (served at
-/// `/openapi/v3/apis/<group>/<version>`, or `/openapi/v3/api/v1` for the core group), or
-/// `None` when the server serves nothing there.
+/// The OpenAPI 3.0 document of one group version and its content hash (as in the index's
+/// `?hash=`), shared. `None` when the server serves nothing in that group version.
+pub fn v3_group_version_with_hash(
+    registry: &Registry,
+    group: &str,
+    version: &str,
+) -> Option<(Arc<Value>, String)> {
+    v3_entry(registry, group, version).map(|(doc, served)| (doc, served.hash.clone()))
+}
+
+/// The encoded OpenAPI 3.0 document of one group version, as `/openapi/v3/apis/<group>/<version>`
+/// (or `/openapi/v3/api/v1` for the core group) serves it: the same bytes until its resources
+/// change. `None` when the server serves nothing there.
+pub fn v3_group_version_served(
+    registry: &Registry,
+    group: &str,
+    version: &str,
+) -> Option<Arc<Served>> {
+    v3_entry(registry, group, version).map(|(_, served)| served)
+}
+
+/// The OpenAPI 3.0 document of one group version (see [`v3_group_version_served`]).
+#[cfg(test)]
 pub fn v3_group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     v3_group_version_with_hash(registry, group, version).map(|(doc, _)| (*doc).clone())
 }
@@ -1462,16 +1501,25 @@ fn served_group_versions(registry: &Registry) -> Vec<(String, String)> {
     out
 }
 
+/// The `serverRelativeURL` of the document at `path` (`apis/apps/v1`) with `hash`, as
+/// upstream's index lists it and redirects to.
+pub fn v3_url(path: &str, hash: &str) -> String {
+    let query: String = form_urlencoded::Serializer::new(String::new())
+        .append_pair("hash", hash)
+        .finish();
+    format!("/openapi/v3/{path}?{query}")
+}
+
 /// The OpenAPI v3 discovery document (`/openapi/v3`): for every served group version its
 /// document's URL, with a `hash` query parameter derived from the document's content.
 pub fn v3_index(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for (group, version) in served_group_versions(registry) {
-        let Some((_, hash)) = v3_group_version_with_hash(registry, &group, &version) else {
+        let Some(served) = v3_group_version_served(registry, &group, &version) else {
             continue;
         };
         let path = v3_path(&group, &version);
-        let url = format!("/openapi/v3/{path}?hash={hash}");
+        let url = v3_url(&path, &served.hash);
         paths.insert(path, json!({"serverRelativeURL": url}));
     }
     json!({"paths": paths})
@@ -1588,19 +1636,53 @@ fn v2_operation(op: &Operation) -> Value {
     Value::Object(m)
 }
 
-/// The protobuf encoding of a cached v2 document, made on first use.
-type SharedProtobuf = Arc<std::sync::OnceLock<Arc<Vec<u8>>>>;
+/// A Swagger 2.0 document and its two served forms, each encoded on first use: the JSON bytes
+/// (whose hash and time are the `ETag` and `Last-Modified` of both forms, as upstream) and the
+/// protobuf encoding.
+#[derive(Debug)]
+pub struct V2Document {
+    /// The document.
+    pub doc: Arc<Value>,
+    json: std::sync::OnceLock<Arc<Served>>,
+    protobuf: std::sync::OnceLock<bytes::Bytes>,
+}
 
-/// The built Swagger 2.0 document and its protobuf encoding (made on first use), valid while
-/// the served resources are unchanged.
+impl V2Document {
+    /// `doc`, not encoded yet.
+    pub fn new(doc: Arc<Value>) -> Self {
+        Self {
+            doc,
+            json: std::sync::OnceLock::new(),
+            protobuf: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The JSON form.
+    pub fn json(&self) -> Arc<Served> {
+        Arc::clone(
+            self.json
+                .get_or_init(|| Arc::new(Served::encode(&self.doc))),
+        )
+    }
+
+    /// The protobuf form (`application/com.github.proto-openapi.spec.v2.v1.0+protobuf`).
+    pub fn protobuf(&self) -> bytes::Bytes {
+        self.protobuf
+            .get_or_init(|| crate::openapi_proto::encode_v2(&self.doc).into())
+            .clone()
+    }
+}
+
+/// The built Swagger 2.0 document, valid while the served resources are unchanged.
 struct CachedV2 {
     fingerprint: String,
     _schemas: Vec<Arc<Value>>,
-    doc: Arc<Value>,
-    protobuf: SharedProtobuf,
+    document: Arc<V2Document>,
 }
 
-fn v2_entry(registry: &Registry) -> (Arc<Value>, SharedProtobuf) {
+/// The Swagger 2.0 document of everything served, with its served forms: built once per
+/// change of the served resources.
+pub fn v2_document(registry: &Registry) -> Arc<V2Document> {
     let gvs = served_group_versions(registry);
     let resources: Vec<Arc<ResourceInfo>> = gvs
         .iter()
@@ -1615,36 +1697,22 @@ fn v2_entry(registry: &Registry) -> (Arc<Value>, SharedProtobuf) {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     if let Some(hit) = cache.as_ref().filter(|c| c.fingerprint == fingerprint) {
-        return (Arc::clone(&hit.doc), Arc::clone(&hit.protobuf));
+        return Arc::clone(&hit.document);
     }
-    let doc = Arc::new(build_v2(&gvs, &resources));
-    let protobuf = Arc::new(std::sync::OnceLock::new());
+    let document = Arc::new(V2Document::new(Arc::new(build_v2(&gvs, &resources))));
     *cache = Some(CachedV2 {
         fingerprint,
         _schemas: schemas,
-        doc: Arc::clone(&doc),
-        protobuf: Arc::clone(&protobuf),
+        document: Arc::clone(&document),
     });
-    (doc, protobuf)
-}
-
-/// The Swagger 2.0 document of everything served, shared (see [`v2`]).
-pub fn v2_shared(registry: &Registry) -> Arc<Value> {
-    v2_entry(registry).0
-}
-
-/// The protobuf encoding of [`v2_shared`] (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`),
-/// encoded once per document.
-pub fn v2_protobuf(registry: &Registry) -> Arc<Vec<u8>> {
-    let (doc, protobuf) = v2_entry(registry);
-    Arc::clone(protobuf.get_or_init(|| Arc::new(crate::openapi_proto::encode_v2(&doc))))
+    document
 }
 
 /// The Swagger 2.0 document of everything served (`/openapi/v2`, JSON form): `paths` for
 /// every resource and `definitions` as in the v3 documents.
 #[cfg(test)]
 pub fn v2(registry: &Registry) -> Value {
-    (*v2_shared(registry)).clone()
+    (*v2_document(registry).doc).clone()
 }
 
 fn build_v2(gvs: &[(String, String)], resources: &[Arc<ResourceInfo>]) -> Value {
@@ -2074,15 +2142,27 @@ mod tests {
             );
         }
         let url = |index: &Value, gv: &str| index["paths"][gv]["serverRelativeURL"].clone();
-        let doc = v3_group_version(&registry, "apps", "v1").unwrap_or_default();
+        // The hash is upstream's: SHA-512 of the bytes served, in upper-case hex.
+        let served = v3_group_version_served(&registry, "apps", "v1").expect("apps/v1");
+        let hash = document_hash(&served.bytes);
+        assert_eq!(hash, served.hash);
+        assert_eq!(hash.len(), 128);
+        assert!(
+            hash.chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
+        );
         assert_eq!(
             url(&index, "apis/apps/v1"),
-            json!(format!(
-                "/openapi/v3/apis/apps/v1?hash={}",
-                document_hash(&doc)
-            ))
+            json!(format!("/openapi/v3/apis/apps/v1?hash={hash}"))
         );
-        assert_eq!(document_hash(&doc).len(), 64);
+        let doc = v3_group_version(&registry, "apps", "v1").unwrap_or_default();
+        assert_eq!(
+            served.bytes,
+            doc.to_string().into_bytes(),
+            "the bytes are the document"
+        );
+        let again = v3_group_version_served(&registry, "apps", "v1").expect("apps/v1");
+        assert!(Arc::ptr_eq(&served, &again), "encoded once");
 
         // Changing a CRD schema changes that group's hash only.
         let mut schema = widget_schema();

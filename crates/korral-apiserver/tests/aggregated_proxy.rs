@@ -224,13 +224,23 @@ fn wardle_paths() -> Value {
                     "version": "v1alpha1", "kind": "Flunder"}}}})
 }
 
-/// The extension server's Swagger 2.0 document.
+/// The built-in definition the extension server's Swagger 2.0 document names too, with a
+/// content of its own.
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// The extension server's Swagger 2.0 document: its Flunder's metadata refers to its own
+/// `ObjectMeta`, whose name clashes with the server's.
 fn wardle_v2() -> Value {
+    let mut flunder = flunder_schema();
+    flunder["properties"]["metadata"] = json!({"$ref": format!("#/definitions/{OBJECT_META}")});
     json!({
         "swagger": "2.0",
         "info": {"title": "Wardle", "version": "v0.1"},
         "paths": wardle_paths(),
-        "definitions": {"com.example.wardle.v1alpha1.Flunder": flunder_schema()},
+        "definitions": {
+            "com.example.wardle.v1alpha1.Flunder": flunder,
+            OBJECT_META: {"description": "Wardle's own ObjectMeta.", "type": "object"},
+        },
     })
 }
 
@@ -244,10 +254,32 @@ fn wardle_v3() -> Value {
     })
 }
 
-/// Switches `req` to its `Upgrade` protocol and then echoes every byte, after a greeting.
+/// The `Sec-WebSocket-Accept` answering `key` (RFC 6455: base64 of the SHA-1 of the key
+/// and the protocol's GUID).
+fn websocket_accept(key: &str) -> String {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+        format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes(),
+    );
+    base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
+}
+
+/// Switches `req` to its `Upgrade` protocol and then echoes every byte, after a greeting. A
+/// WebSocket handshake is answered as one (accept key, first subprotocol offered).
 fn echo(req: &mut http::Request<hyper::body::Incoming>) -> Reply {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let protocol = req.headers()["upgrade"].clone();
+    let websocket = req
+        .headers()
+        .get("sec-websocket-key")
+        .and_then(|k| k.to_str().ok())
+        .map(websocket_accept);
+    let subprotocol = req
+        .headers()
+        .get("sec-websocket-protocol")
+        .and_then(|p| p.to_str().ok())
+        .and_then(|p| p.split(',').next())
+        .map(|p| p.trim().to_string());
     let upgrade = hyper::upgrade::on(req);
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else {
@@ -264,11 +296,20 @@ fn echo(req: &mut http::Request<hyper::body::Incoming>) -> Reply {
             }
         }
     });
-    http::Response::builder()
+    let mut response = http::Response::builder()
         .status(101)
         .header("connection", "Upgrade")
-        .header("upgrade", protocol)
-        .header("x-stream-protocol-version", "v4.channel.k8s.io")
+        .header("upgrade", protocol);
+    match (websocket, subprotocol) {
+        (Some(accept), protocol) => {
+            response = response.header("sec-websocket-accept", accept);
+            if let Some(protocol) = protocol {
+                response = response.header("sec-websocket-protocol", protocol);
+            }
+        }
+        (None, _) => response = response.header("x-stream-protocol-version", "v4.channel.k8s.io"),
+    }
+    response
         .body(Full::new(bytes::Bytes::new()).boxed())
         .expect("response")
 }
@@ -1166,6 +1207,95 @@ async fn upgrades_are_spliced_to_the_extension_server() {
     env.shutdown().await;
 }
 
+#[tokio::test]
+async fn websocket_upgrades_are_spliced_to_the_extension_server() {
+    let (env, backend) = available_env().await;
+    // kubectl's WebSocket exec: a GET with the handshake headers and the channel protocols.
+    let exec = format!("{FLUNDERS}/one/exec?command=cat&stdin=true&stdout=true");
+    let key = "dGhlIHNhbXBsZSBub25jZQ==";
+    let protocols = "v5.channel.k8s.io, v4.channel.k8s.io";
+    let mut stream = connect_raw(&env).await;
+    write_head(
+        &env,
+        &mut stream,
+        "GET",
+        &exec,
+        &[
+            ("Connection", "Upgrade"),
+            ("Upgrade", "websocket"),
+            ("Sec-WebSocket-Version", "13"),
+            ("Sec-WebSocket-Key", key),
+            ("Sec-WebSocket-Protocol", protocols),
+        ],
+    )
+    .await;
+    let mut got = Vec::new();
+    read_until(&mut stream, &mut got, "\r\n\r\n").await;
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 101 "), "{text}");
+    assert!(text.contains("\r\nupgrade: websocket\r\n"), "{text}");
+    assert!(text.contains("\r\nconnection: upgrade\r\n"), "{text}");
+    // The backend's handshake answer reaches the client unchanged (RFC 6455's example key).
+    assert_eq!(websocket_accept(key), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    assert!(
+        text.contains("\r\nsec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo=\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\r\nsec-websocket-protocol: v5.channel.k8s.io\r\n"),
+        "{text}"
+    );
+    // Bytes flow both ways.
+    read_until(&mut stream, &mut got, "wardle says hi\n").await;
+    {
+        use tokio::io::AsyncWriteExt;
+        let frame = [
+            0x82u8,
+            0x85,
+            1,
+            2,
+            3,
+            4,
+            b'h' ^ 1,
+            b'e' ^ 2,
+            b'l' ^ 3,
+            b'l' ^ 4,
+            b'o' ^ 1,
+        ];
+        stream.write_all(&frame).await.expect("write");
+        let start = got.len();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while got.len() < start + frame.len() {
+            use tokio::io::AsyncReadExt;
+            let mut buf = [0u8; 64];
+            let n = tokio::time::timeout_at(deadline, stream.read(&mut buf))
+                .await
+                .expect("the echo in time")
+                .expect("read");
+            assert!(n > 0, "closed before the echo");
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(&got[start..], &frame, "binary bytes come back as sent");
+    }
+    drop(stream);
+
+    // The backend saw the handshake as the client sent it, as the admin.
+    let seen = backend.seen(&format!("{FLUNDERS}/one/exec"));
+    let request = seen.first().expect("the exec request reached the backend");
+    assert_eq!(values(&request.headers, "upgrade"), ["websocket"]);
+    assert_eq!(values(&request.headers, "connection"), ["Upgrade"]);
+    assert_eq!(values(&request.headers, "sec-websocket-key"), [key]);
+    assert_eq!(values(&request.headers, "sec-websocket-version"), ["13"]);
+    assert_eq!(
+        values(&request.headers, "sec-websocket-protocol"),
+        [protocols]
+    );
+    assert_eq!(values(&request.headers, "x-remote-user"), ["korral-admin"]);
+    assert!(request.headers.get("authorization").is_none());
+    backend.stop();
+    env.shutdown().await;
+}
+
 /// Polls `path` (JSON) until `check` holds, within [`WAIT`].
 async fn wait_doc(
     env: &TestEnv,
@@ -1213,6 +1343,27 @@ async fn the_extension_servers_openapi_is_served_and_dropped_with_its_apiservice
             && v2["paths"]["/api/v1/namespaces/{namespace}/pods"].is_object(),
         "the built-in document is still there"
     );
+    // The backend's ObjectMeta differs from the server's: kept under `_v2`, its Flunder
+    // pointing at it; the server's own is untouched.
+    let renamed = format!("{OBJECT_META}_v2");
+    assert_eq!(
+        v2["definitions"][&renamed]["description"],
+        "Wardle's own ObjectMeta."
+    );
+    assert_eq!(
+        v2["definitions"][FLUNDER]["properties"]["metadata"]["$ref"],
+        format!("#/definitions/{renamed}")
+    );
+    assert_ne!(
+        v2["definitions"][OBJECT_META]["description"],
+        "Wardle's own ObjectMeta."
+    );
+    assert!(v2["definitions"][OBJECT_META]["properties"]["name"].is_object());
+    let pod_meta = &v2["definitions"]["io.k8s.api.core.v1.Pod"]["properties"]["metadata"];
+    assert!(
+        !pod_meta.to_string().contains(&renamed),
+        "built-in references are untouched: {pod_meta}"
+    );
     // The protobuf form (kubectl's) has it too.
     let (code, _, bytes) = exchange(
         &env.client(),
@@ -1251,9 +1402,31 @@ async fn the_extension_servers_openapi_is_served_and_dropped_with_its_apiservice
         index["paths"]["api/v1"].is_object(),
         "built-in versions stay"
     );
-    let (code, doc) = call(&env, "GET", url, None).await;
-    assert_eq!(code, 200, "{doc}");
+    let (code, headers, bytes) = exchange(&env.client(), "GET", url, &[], Vec::new()).await;
+    assert_eq!(code, 200);
+    let doc: Value = serde_json::from_slice(&bytes).expect("JSON");
     assert_eq!(doc, wardle_v3());
+    // Served as the backend sent it, so its hash is the one the backend itself would give
+    // (upstream proxies this request to it): SHA-512 of the bytes, the ETag too.
+    assert_eq!(bytes, wardle_v3().to_string().into_bytes());
+    let hash: String = ring::digest::digest(&ring::digest::SHA512, &bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect();
+    assert_eq!(url, format!("/openapi/v3/{GV_PATH}?hash={hash}"));
+    assert_eq!(headers["etag"], format!("\"{hash}\"").as_str());
+    assert_eq!(headers["cache-control"], "public, immutable");
+    let (code, headers, _) = exchange(
+        &env.client(),
+        "GET",
+        &format!("/openapi/v3/{GV_PATH}?hash=0123ABCD"),
+        &[],
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 301);
+    assert_eq!(headers["location"], url);
     // Downloaded as the aggregator.
     let seen = backend.seen("/openapi/v2");
     let fetch = seen.first().expect("the v2 download");

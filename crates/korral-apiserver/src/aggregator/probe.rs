@@ -66,12 +66,7 @@ pub(crate) async fn run(
         // refresh period.
         let due = fetched.is_none_or(|at| at.elapsed() >= super::openapi::REFRESH);
         if let (true, true, Some(reachable)) = (passed, due, reachable) {
-            let spec = super::openapi::fetch(
-                &reachable,
-                text(&obj, "spec.group"),
-                text(&obj, "spec.version"),
-            )
-            .await;
+            let spec = super::openapi::fetch(&reachable, &obj).await;
             fetched = Some(tokio::time::Instant::now());
             let Some(strong) = objects.upgrade() else {
                 return;

@@ -7,6 +7,7 @@ mod discovery;
 mod handlers;
 mod list_body;
 mod negotiate;
+mod openapi;
 mod path;
 mod table;
 mod view;
@@ -19,8 +20,6 @@ use http::{Method, Request, Response, StatusCode, header};
 
 use crate::error::ApiError;
 use crate::objects::Objects;
-use crate::openapi;
-use crate::openapi_proto;
 
 pub use body::Body;
 pub(crate) use body::{bytes_response, error_response, read_body};
@@ -124,6 +123,9 @@ where
         )
         .await;
     }
+    if let Some(response) = openapi::serve(state, &req) {
+        return Ok(response);
+    }
     let registry = state.objects.registry().clone();
     let is_get = req.method() == Method::GET;
     match path.as_str() {
@@ -133,79 +135,6 @@ where
                 StatusCode::OK,
                 &serde_json::json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version"]}),
             ));
-        }
-        "/openapi/v2" | "/swagger-2.0.0.pb-v1" if is_get => {
-            let accept: Vec<&str> = req
-                .headers()
-                .get_all(header::ACCEPT)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect();
-            let accept = accept.join(",");
-            // The legacy path is protobuf-only: kubectl's fallback request sends a JSON Accept.
-            let encoding = if path == "/swagger-2.0.0.pb-v1" {
-                Some(openapi_proto::V2Encoding::Protobuf)
-            } else {
-                openapi_proto::negotiate((!accept.is_empty()).then_some(accept.as_str()))
-            };
-            // Both forms are built once per change of the served resources (and merged with
-            // the aggregated servers' documents once per change of those).
-            let specs = state.objects.aggregator().specs();
-            let mut response = match encoding {
-                Some(openapi_proto::V2Encoding::Json) => body::json_response(
-                    StatusCode::OK,
-                    &*crate::aggregator::openapi::v2(specs, &registry),
-                ),
-                Some(openapi_proto::V2Encoding::Protobuf) => body::bytes_response(
-                    StatusCode::OK,
-                    crate::aggregator::openapi::v2_protobuf(specs, &registry)
-                        .as_ref()
-                        .clone(),
-                    openapi_proto::MEDIA_TYPE,
-                ),
-                None => {
-                    return Err(ApiError::new(
-                        406,
-                        "NotAcceptable",
-                        format!(
-                            "only the following media types are accepted: application/json, {}",
-                            openapi_proto::MEDIA_TYPE
-                        ),
-                    ));
-                }
-            };
-            response
-                .headers_mut()
-                .insert(header::VARY, http::HeaderValue::from_static("Accept"));
-            return Ok(response);
-        }
-        "/openapi/v3" if is_get => {
-            return Ok(body::json_response(
-                StatusCode::OK,
-                &crate::aggregator::openapi::v3_index(
-                    state.objects.aggregator().specs(),
-                    &registry,
-                ),
-            ));
-        }
-        p if is_get && p.starts_with("/openapi/v3/") => {
-            let rest = &p["/openapi/v3/".len()..];
-            let (group, version) = match rest.split('/').collect::<Vec<_>>().as_slice() {
-                ["api", v] => (String::new(), v.to_string()),
-                ["apis", g, v] => (g.to_string(), v.to_string()),
-                _ => return Err(ApiError::unknown_resource()),
-            };
-            // An aggregated group version is its extension server's document.
-            if let Some(doc) = crate::aggregator::openapi::v3_group_version(
-                state.objects.aggregator().specs(),
-                &group,
-                &version,
-            ) {
-                return Ok(body::json_response(StatusCode::OK, &*doc));
-            }
-            let doc = openapi::v3_group_version(&registry, &group, &version)
-                .ok_or_else(ApiError::unknown_resource)?;
-            return Ok(body::json_response(StatusCode::OK, &doc));
         }
         _ => {}
     }
