@@ -11,7 +11,7 @@ use std::sync::{LazyLock, OnceLock};
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
-mod merge_rules;
+pub(crate) mod merge_rules;
 
 use crate::error::ApiError;
 use crate::objects::FieldValidation;
@@ -19,22 +19,43 @@ use crate::registry::ResourceInfo;
 use crate::validation::enums::{self, At, Enum};
 use crate::validation::schema;
 
-/// Component schemas by model name, every model a built-in kind refers to included.
-static DEFINITIONS: LazyLock<Map<String, Value>> = LazyLock::new(build);
+/// The built-in schemas and what building them found.
+struct Built {
+    /// Component schemas by model name, every model a built-in kind refers to included.
+    definitions: Map<String, Value>,
+    /// Where each kind holds values that merge as a whole, by root model name.
+    atomic: HashMap<String, merge_rules::AtomicPaths>,
+}
 
-fn build() -> Map<String, Value> {
+static BUILT: LazyLock<Built> = LazyLock::new(build);
+
+/// Component schemas by model name, every model a built-in kind refers to included.
+static DEFINITIONS: LazyLock<&'static Map<String, Value>> =
+    LazyLock::new(|| &BUILT.definitions);
+
+fn build() -> Built {
     let mut generator = SchemaSettings::openapi3().into_generator();
     crate::kinds::collect_schemas(&mut generator);
     let mut definitions = generator.take_definitions(true);
     publish_enums(&mut definitions);
-    for disagreement in merge_rules::publish(
+    let walked = merge_rules::publish(
         &mut definitions,
         &crate::kinds::builtin_resources(),
         root_model,
-    ) {
+    );
+    for disagreement in walked.disagreements {
         tracing::warn!(?disagreement, "the merge rules of a shared model disagree");
     }
-    definitions
+    Built {
+        definitions,
+        atomic: walked.atomic,
+    }
+}
+
+/// Where `info`'s objects hold values that merge as a whole (structures and maps upstream
+/// declares atomic), found in its schema; `None` for a kind without one.
+pub(crate) fn atomic_paths(info: &ResourceInfo) -> Option<&'static merge_rules::AtomicPaths> {
+    BUILT.atomic.get(&root_model(info))
 }
 
 /// The model name of a built-in kind's objects (`io.k8s.api.apps.v1.Deployment`).

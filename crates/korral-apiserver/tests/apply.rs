@@ -726,3 +726,74 @@ async fn managed_fields_sent_in_updates_are_honoured_or_ignored_like_upstream() 
     let managers: Vec<Value> = managed(&obj).iter().map(|e| e["manager"].clone()).collect();
     assert_eq!(managers, vec![json!("editor")], "{obj}");
 }
+
+/// Owner references are atomic structures upstream (`+structType=atomic`): a manager owns
+/// each item whole (`k:{"uid":…}: {}`, as the capture of an EndpointSlice's managed fields
+/// shows), so another manager changing a member of it conflicts instead of co-owning the
+/// member.
+#[tokio::test]
+async fn owner_references_are_owned_whole() {
+    let env = TestEnv::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::default_namespaced(env.client());
+    let owner = apply_cm(&api, "owner", json!({}), "alice").await;
+    let uid = owner["metadata"]["uid"].as_str().expect("uid").to_string();
+    let owned = |block: Option<bool>| {
+        let mut reference =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid});
+        if let Some(block) = block {
+            reference["blockOwnerDeletion"] = json!(block);
+        }
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "owned", "ownerReferences": [reference]}})
+    };
+    let obj = api
+        .patch("owned", &pp("alice"), &Patch::Apply(owned(None)))
+        .await
+        .expect("apply");
+    let obj = serde_json::to_value(obj).expect("json");
+    let item = format!("k:{{\"uid\":\"{uid}\"}}");
+    assert_eq!(
+        entry(&obj, "alice").expect("alice")["fieldsV1"],
+        json!({"f:metadata": {"f:ownerReferences": {item.clone(): {}}}})
+    );
+    // Another manager adding a member to the item changes alice's atomic value: a conflict.
+    let e = api
+        .patch("owned", &pp("bob"), &Patch::Apply(owned(Some(true))))
+        .await
+        .expect_err("conflict");
+    assert_eq!(code(e), 409);
+    let body = serde_json::to_vec(&owned(Some(true))).expect("body");
+    let (status, err) = raw(
+        &env.client(),
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/owned?fieldManager=bob",
+        Some(APPLY),
+        body,
+    )
+    .await;
+    assert_eq!(status, 409, "{err}");
+    assert_eq!(
+        err["details"]["causes"][0]["field"],
+        format!(".metadata.ownerReferences[uid=\"{uid}\"]")
+    );
+    // An update records the item whole too.
+    let mut stored = serde_json::to_value(api.get("owned").await.expect("get")).expect("json");
+    stored["metadata"]["ownerReferences"][0]["controller"] = json!(true);
+    let stored: ConfigMap = serde_json::from_value(stored).expect("configmap");
+    let obj = api
+        .replace(
+            "owned",
+            &PostParams {
+                field_manager: Some("carol".into()),
+                ..Default::default()
+            },
+            &stored,
+        )
+        .await
+        .expect("update");
+    let obj = serde_json::to_value(obj).expect("json");
+    assert_eq!(
+        entry(&obj, "carol").expect("carol")["fieldsV1"],
+        json!({"f:metadata": {"f:ownerReferences": {item: {}}}})
+    );
+}

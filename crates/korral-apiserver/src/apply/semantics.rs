@@ -35,17 +35,21 @@ pub trait Semantics {
     }
 }
 
-/// Upstream's semantics for a built-in kind: the list types of [`crate::kinds::lists`];
-/// selectors are atomic maps.
+/// Upstream's semantics for a built-in kind: the list types of [`crate::kinds::lists`], the
+/// atomic structures and maps of [`crate::kinds::atomic`] where its schema holds them.
 #[derive(Debug, Clone, Copy)]
 pub struct BuiltinSemantics<'a> {
     info: &'a ResourceInfo,
+    atomic: Option<&'static crate::openapi_builtin::merge_rules::AtomicPaths>,
 }
 
 impl<'a> BuiltinSemantics<'a> {
     /// The semantics of `info`'s objects.
     pub fn new(info: &'a ResourceInfo) -> Self {
-        Self { info }
+        Self {
+            info,
+            atomic: crate::openapi_builtin::atomic_paths(info),
+        }
     }
 }
 
@@ -68,16 +72,7 @@ impl Semantics for BuiltinSemantics<'_> {
     }
 
     fn map_atomic(&self, path: &[String]) -> bool {
-        let p: Vec<&str> = path.iter().map(String::as_str).collect();
-        // `LabelSelector` is `+structType=atomic`; `nodeSelector` and Service `selector` are
-        // `+mapType=atomic`.
-        matches!(
-            p.as_slice(),
-            ["spec", "selector"] | ["spec", "jobTemplate", "spec", "selector"]
-        ) || p.last() == Some(&"nodeSelector")
-            || (p.len() >= 2 && p[p.len() - 2..] == ["topologySpreadConstraints", "labelSelector"])
-            || p.last() == Some(&"labelSelector")
-            || p.last() == Some(&"namespaceSelector")
+        self.atomic.is_some_and(|atomic| atomic.contains(path))
     }
 
     fn key_default(&self, path: &[String], key: &str) -> Option<Value> {
@@ -146,8 +141,10 @@ impl Semantics for SchemaSemantics<'_> {
     }
 
     fn map_atomic(&self, path: &[String]) -> bool {
-        if path.first().is_some_and(|p| p == "metadata") {
-            return false;
+        if let [first, rest @ ..] = path
+            && first == "metadata"
+        {
+            return matches!(rest, [field] if crate::kinds::atomic::in_object_meta(field));
         }
         self.node(path)
             .and_then(|n| n.get("x-kubernetes-map-type"))
@@ -202,6 +199,39 @@ mod tests {
         );
         assert!(b.map_atomic(&p("spec.selector")));
         assert!(!b.map_atomic(&p("metadata.labels")));
+        // Upstream's atomic structures wherever the kind holds them: owner references,
+        // env sources, image pull secrets (list items at their list's path), node affinity.
+        for atomic in [
+            "metadata.ownerReferences",
+            "spec.template.metadata.ownerReferences",
+            "spec.template.spec.containers.env.valueFrom.secretKeyRef",
+            "spec.template.spec.containers.env.valueFrom.fieldRef",
+            "spec.template.spec.imagePullSecrets",
+            "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+            "spec.template.spec.nodeSelector",
+            "spec.template.spec.topologySpreadConstraints.labelSelector",
+        ] {
+            assert!(b.map_atomic(&p(atomic)), "{atomic}");
+        }
+        for granular in [
+            "spec.template.spec.containers.env.valueFrom",
+            "spec.template.spec.affinity.nodeAffinity",
+            "spec.template.spec.securityContext",
+            "spec.strategy",
+            "",
+        ] {
+            assert!(!b.map_atomic(&p(granular)), "{granular}");
+        }
+        let role_binding = registry
+            .get("rbac.authorization.k8s.io", "v1", "rolebindings")
+            .expect("served");
+        let b = BuiltinSemantics::new(&role_binding);
+        assert!(b.map_atomic(&p("roleRef")));
+        assert!(b.map_atomic(&p("subjects")));
+        let service = registry.get("", "v1", "services").expect("served");
+        let b = BuiltinSemantics::new(&service);
+        assert!(b.map_atomic(&p("spec.selector")));
+        assert!(!b.map_atomic(&p("metadata.annotations")));
     }
 
     #[test]
@@ -221,5 +251,8 @@ mod tests {
         assert_eq!(s.list_type(&p("spec.plain")), ListType::Atomic);
         assert!(s.map_atomic(&p("spec.sel")));
         assert_eq!(s.list_type(&p("metadata.finalizers")), ListType::Set);
+        // A custom resource's owner references are atomic too; its labels are not.
+        assert!(s.map_atomic(&p("metadata.ownerReferences")));
+        assert!(!s.map_atomic(&p("metadata.labels")));
     }
 }

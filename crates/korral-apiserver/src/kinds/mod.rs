@@ -6,6 +6,7 @@
 //! table of per-kind facts exists.
 
 pub(crate) mod actions;
+pub(crate) mod atomic;
 pub(crate) mod admissionregistration;
 mod apiextensions;
 pub(crate) mod apiregistration;

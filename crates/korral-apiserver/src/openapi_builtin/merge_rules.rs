@@ -8,11 +8,16 @@
 //! is looked up at the path the rules are written for. A property reached from several kinds
 //! (a `PodSpec` under a Pod, a Deployment, a CronJob …) must get the same rule from each; a
 //! disagreement is a fault of the rules, reported by [`publish`] and refused by the tests.
+//!
+//! The same walk finds where each kind holds the structures and maps that merge as a whole
+//! ([`crate::kinds::atomic`]), for server-side apply, and publishes them as
+//! `x-kubernetes-map-type: atomic`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
+use crate::kinds::atomic;
 use crate::kinds::lists::{self, ListRule, PatchDirective};
 use crate::registry::ResourceInfo;
 
@@ -36,16 +41,57 @@ pub(crate) struct Disagreement {
     pub other: (String, Published),
 }
 
+/// Where one kind's objects hold values that merge as a whole, by their field names (list
+/// items at their list's path, as server-side apply names them).
+#[derive(Debug, Default)]
+pub(crate) struct AtomicPaths {
+    /// Dotted paths (`spec.selector`, `metadata.ownerReferences`).
+    exact: HashSet<String>,
+    /// Paths crossing a map's values, `*` standing for any key.
+    patterns: Vec<Vec<String>>,
+}
+
+impl AtomicPaths {
+    fn insert(&mut self, path: &[String]) {
+        if path.iter().any(|s| s == "*") {
+            self.patterns.push(path.to_vec());
+        } else {
+            self.exact.insert(path.join("."));
+        }
+    }
+
+    /// Whether the value at `names` merges as a whole.
+    pub(crate) fn contains(&self, names: &[String]) -> bool {
+        if names.is_empty() {
+            return false;
+        }
+        self.exact.contains(&names.join("."))
+            || self.patterns.iter().any(|p| {
+                p.len() == names.len() && p.iter().zip(names).all(|(p, n)| p == "*" || p == n)
+            })
+    }
+}
+
+/// What [`publish`] found besides the extensions it added.
+#[derive(Debug, Default)]
+pub(crate) struct Walked {
+    /// Where the rules disagree (the first rule found is published).
+    pub disagreements: Vec<Disagreement>,
+    /// Each kind's atomic values, by the kind's root model name.
+    pub atomic: HashMap<String, AtomicPaths>,
+}
+
 /// Adds the merge extensions to the properties of `definitions` reached from the root models
-/// of `resources` (named by `model_of`); answers where the rules disagree (the first rule
-/// found is published).
+/// of `resources` (named by `model_of`) and `x-kubernetes-map-type: atomic` to the atomic
+/// structures and maps; answers where the rules disagree and where each kind holds atomic
+/// values.
 pub(crate) fn publish(
     definitions: &mut Map<String, Value>,
     resources: &[ResourceInfo],
     model_of: impl Fn(&ResourceInfo) -> String,
-) -> Vec<Disagreement> {
+) -> Walked {
     let mut found = BTreeMap::new();
-    let mut disagreements = Vec::new();
+    let mut walked = Walked::default();
     for info in resources {
         let root = model_of(info);
         let mut walk = Walk {
@@ -54,9 +100,26 @@ pub(crate) fn publish(
             path: Vec::new(),
             stack: Vec::new(),
             found: &mut found,
-            disagreements: &mut disagreements,
+            disagreements: &mut walked.disagreements,
+            atomic: AtomicPaths::default(),
         };
         walk.model(&root);
+        let atomic = walk.atomic;
+        walked.atomic.insert(root, atomic);
+    }
+    for model in atomic::STRUCTS {
+        if let Some(Value::Object(target)) = definitions.get_mut(*model) {
+            target.insert("x-kubernetes-map-type".into(), json!("atomic"));
+        }
+    }
+    for (model, property) in atomic::MAPS {
+        if let Some(Value::Object(target)) = definitions
+            .get_mut(*model)
+            .and_then(|m| m.get_mut("properties"))
+            .and_then(|p| p.get_mut(*property))
+        {
+            target.insert("x-kubernetes-map-type".into(), json!("atomic"));
+        }
     }
     for ((model, property), (_, published)) in found {
         let Some(Value::Object(target)) = definitions
@@ -70,7 +133,7 @@ pub(crate) fn publish(
             target.insert(key.to_string(), value);
         }
     }
-    disagreements
+    walked
 }
 
 /// The extensions of one property, as upstream names and spells them.
@@ -137,6 +200,8 @@ struct Walk<'a> {
     /// What each `(model, property)` publishes, with the first path that said so.
     found: &'a mut BTreeMap<(String, String), (String, Published)>,
     disagreements: &'a mut Vec<Disagreement>,
+    /// The kind's atomic values found so far.
+    atomic: AtomicPaths,
 }
 
 impl Walk<'_> {
@@ -184,6 +249,9 @@ impl Walk<'_> {
                 Some(_) => {}
             }
         }
+        if atomic::MAPS.contains(&(model, property)) {
+            self.atomic.insert(&self.path);
+        }
         self.descend(schema);
     }
 
@@ -191,6 +259,9 @@ impl Walk<'_> {
     /// list's path) or a map's values (at `*`).
     fn descend(&mut self, schema: &Value) {
         if let Some(name) = reference(schema) {
+            if atomic::STRUCTS.contains(&name) {
+                self.atomic.insert(&self.path);
+            }
             self.model(name);
             return;
         }
@@ -219,7 +290,8 @@ mod tests {
             &mut definitions,
             &crate::kinds::builtin_resources(),
             super::super::root_model,
-        );
+        )
+        .disagreements;
         assert!(
             disagreements.is_empty(),
             "{} disagreements:\n{}",
@@ -325,6 +397,17 @@ mod tests {
                 "x-kubernetes-validations"
             )["x-kubernetes-patch-merge-key"],
             "rule"
+        );
+        // Atomic structures (on the model) and maps (on the property).
+        let owner = super::super::schema("io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference")
+            .expect("OwnerReference");
+        assert_eq!(owner["x-kubernetes-map-type"], "atomic");
+        let selector = super::super::schema("io.k8s.api.core.v1.SecretKeySelector")
+            .expect("SecretKeySelector");
+        assert_eq!(selector["x-kubernetes-map-type"], "atomic");
+        assert_eq!(
+            published(&format!("{core}.PodSpec"), "nodeSelector"),
+            ext(json!({"x-kubernetes-map-type": "atomic"}))
         );
         // Atomic lists and plain fields publish nothing.
         assert!(published(&format!("{core}.Container"), "args").is_empty());
