@@ -268,11 +268,20 @@ async fn pod_failure_policy_rules_decide() {
         let spec = json!({"backoffLimit": limit, "podFailurePolicy": {"rules": rules}});
         let mut job = job(name, "Never", json!({"korral.dev/exit-code": code}), spec);
         if *name == "othercontainer" {
-            // The rule names the init container, which succeeded: no match.
+            // The rule names the init container, which succeeded (its own code overrides the
+            // Pod's): no match.
             let init: k8s_openapi::api::core::v1::Container =
                 serde_json::from_value(json!({"name": "init", "image": "busybox"})).expect("init");
-            if let Some(spec) = job.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
-                spec.init_containers = Some(vec![init]);
+            if let Some(template) = job.spec.as_mut().map(|s| &mut s.template) {
+                if let Some(spec) = template.spec.as_mut() {
+                    spec.init_containers = Some(vec![init]);
+                }
+                if let Some(metadata) = template.metadata.as_mut() {
+                    metadata
+                        .annotations
+                        .get_or_insert_default()
+                        .insert("korral.dev/exit-code.init".into(), "0".into());
+                }
             }
         }
         jobs.create(&PostParams::default(), &job)
@@ -622,4 +631,71 @@ async fn the_back_off_outlives_the_failed_pods() {
         replaced_at.duration_since(failed_at) >= jiff::SignedDuration::from_secs(10),
         "the replacement waits the back-off of the deleted failure: failed {failed_at}, replaced {replaced_at}"
     );
+}
+
+#[tokio::test]
+async fn a_job_made_anew_under_the_same_name_owes_nothing_to_the_old_back_off() {
+    let env = sim_env().await;
+    let jobs: Api<Job> = Api::namespaced(env.client(), "default");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    let failing = job(
+        "again",
+        "Never",
+        json!({"korral.dev/exit-code": "2"}),
+        json!({"backoffLimit": 3}),
+    );
+    jobs.create(&PostParams::default(), &failing)
+        .await
+        .expect("create");
+    job_until(&jobs, "again", "one failure counted", |j| {
+        j["status"]["failed"] == 1
+    })
+    .await;
+    let list = pods_until(&pods, "again", "the failed pod", |l| {
+        l.iter().any(|p| phase(p) == "Failed")
+    })
+    .await;
+    let failed_at = list
+        .iter()
+        .find(|p| phase(p) == "Failed")
+        .and_then(|p| {
+            p["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"].as_str()
+        })
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .expect("finished");
+    // The Job goes (its back-off record with it, as upstream's `removeBackoffRecord`) and one
+    // of the same name is made at once, within the old one's 10s back-off.
+    jobs.delete("again", &kube::api::DeleteParams::background())
+        .await
+        .expect("delete");
+    let deadline = Instant::now() + WAIT;
+    while jobs.get_opt("again").await.expect("get").is_some() {
+        assert!(Instant::now() < deadline, "timed out: the old job gone");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let fresh = job(
+        "again",
+        "Never",
+        json!({"korral.dev/run-seconds": "3600"}),
+        json!({"backoffLimit": 3}),
+    );
+    let created = jobs
+        .create(&PostParams::default(), &fresh)
+        .await
+        .expect("create anew");
+    let uid = created.metadata.uid.clone().unwrap_or_default();
+    let ours = |p: &Value| p["metadata"]["ownerReferences"][0]["uid"] == uid.as_str();
+    let list = pods_until(&pods, "again", "the new job's pod", |l| l.iter().any(ours)).await;
+    let started_at = list
+        .iter()
+        .find(|p| ours(p))
+        .and_then(|p| p["metadata"]["creationTimestamp"].as_str())
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .expect("created");
+    assert!(
+        started_at.duration_since(failed_at) < jiff::SignedDuration::from_secs(10),
+        "the new job waited the old one's back-off: failed {failed_at}, started {started_at}"
+    );
+    let job = serde_json::to_value(jobs.get("again").await.expect("get")).expect("json");
+    assert!(job["status"].get("failed").is_none(), "{job:#}");
 }

@@ -377,29 +377,153 @@ async fn per_container_exit_codes_reach_statuses_and_the_failure_policy() {
 async fn a_failing_init_container_fails_a_pod_that_never_restarts() {
     let env = sim_env().await;
     let pods: Api<Pod> = Api::namespaced(env.client(), "default");
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "init-fails", "annotations": {"korral.dev/exit-code.setup": "5"}},
-        "spec": {"restartPolicy": "Never",
-            "initContainers": [{"name": "setup", "image": "busybox"}],
-            "containers": [{"name": "main", "image": "busybox"}]},
-    }))
-    .expect("pod");
-    pods.create(&PostParams::default(), &pod)
+    // (pod, annotations, exit code): the init container's own code, or the Pod's, which is
+    // every container's default, init containers included.
+    let table = [
+        ("init-fails", json!({"korral.dev/exit-code.setup": "5"}), 5),
+        (
+            "init-fails-pod-wide",
+            json!({"korral.dev/exit-code": "3"}),
+            3,
+        ),
+    ];
+    for (name, annotations, code) in table {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"restartPolicy": "Never",
+                "initContainers": [{"name": "setup", "image": "busybox"}],
+                "containers": [{"name": "main", "image": "busybox"}]},
+        }))
+        .expect("pod");
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .expect("create");
+        let pod = until(
+            "the pod failed",
+            || async { serde_json::to_value(pods.get(name).await.expect("get")).expect("json") },
+            |p| p["status"]["phase"] == "Failed",
+        )
+        .await;
+        let init = &pod["status"]["initContainerStatuses"][0]["state"]["terminated"];
+        assert_eq!(init["exitCode"], code, "{pod:#}");
+        assert_eq!(init["reason"], "Error");
+        assert_eq!(
+            pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"], "PodInitializing",
+            "{pod:#}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn pods_updated_while_the_job_counts_them_are_counted_once() {
+    let env = sim_env().await;
+    let jobs: Api<Job> = Api::namespaced(env.client(), "default");
+    let pods: Api<Pod> = Api::namespaced(env.client(), "default");
+    const COMPLETIONS: i64 = 8;
+    let spec = json!({"completions": COMPLETIONS, "parallelism": 4});
+    let created = jobs
+        .create(
+            &PostParams::default(),
+            &job(
+                "raced",
+                &["main"],
+                json!({"korral.dev/run-seconds": "1"}),
+                spec,
+            ),
+        )
         .await
         .expect("create");
-    let pod = until(
-        "the pod failed",
-        || async {
-            serde_json::to_value(pods.get("init-fails").await.expect("get")).expect("json")
-        },
-        |p| p["status"]["phase"] == "Failed",
-    )
-    .await;
-    let init = &pod["status"]["initContainerStatuses"][0]["state"]["terminated"];
-    assert_eq!(init["exitCode"], 5, "{pod:#}");
-    assert_eq!(init["reason"], "Error");
-    assert_eq!(
-        pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"],
-        "PodInitializing"
+    // Every write of the Job from its creation on.
+    let params = WatchParams::default().fields("metadata.name=raced");
+    let from = created
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap_or_default();
+    let mut events = jobs.watch(&params, &from).await.expect("watch").boxed();
+    // A client keeps updating the Job's Pods while they finish and the Job counts them, so
+    // that Pod events and the Job's syncs (and its finalizer removals) interleave.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let toucher = tokio::spawn({
+        let (pods, stop) = (pods.clone(), stop.clone());
+        async move {
+            let (mut round, mut patched) = (0u64, 0u64);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                round += 1;
+                let list = job_pods(&pods, "raced").await;
+                for pod in items(&list) {
+                    let name = pod["metadata"]["name"].as_str().unwrap_or("");
+                    let patch = json!({"metadata": {"annotations": {"example.com/touched": round.to_string()}}});
+                    // A Pod gone meanwhile is no failure of the test.
+                    let written = pods
+                        .patch(
+                            name,
+                            &kube::api::PatchParams::default(),
+                            &kube::api::Patch::Merge(&patch),
+                        )
+                        .await;
+                    patched += u64::from(written.is_ok());
+                }
+                tokio::task::yield_now().await;
+            }
+            patched
+        }
+    });
+    let deadline = Instant::now() + WAIT;
+    let mut counted = 0;
+    let done = loop {
+        assert!(Instant::now() < deadline, "timed out: the job complete");
+        let event = tokio::time::timeout(WAIT, events.try_next())
+            .await
+            .expect("an event in time")
+            .expect("watch event");
+        let Some(WatchEvent::Modified(job)) = event else {
+            continue;
+        };
+        let job = serde_json::to_value(job).expect("json");
+        let status = &job["status"];
+        let succeeded = status["succeeded"].as_i64().unwrap_or(0);
+        let uncounted: Vec<&Value> = status["uncountedTerminatedPods"]["succeeded"]
+            .as_array()
+            .map(|l| l.iter().collect())
+            .unwrap_or_default();
+        let distinct: std::collections::BTreeSet<String> =
+            uncounted.iter().map(|u| u.to_string()).collect();
+        assert_eq!(
+            distinct.len(),
+            uncounted.len(),
+            "a pod listed twice: {job:#}"
+        );
+        // Never more successes (counted or about to be) than Pods the Job wanted.
+        assert!(
+            succeeded + uncounted.len() as i64 <= COMPLETIONS,
+            "counted twice: {job:#}"
+        );
+        assert!(succeeded >= counted, "the count went back: {job:#}");
+        counted = succeeded;
+        assert!(status.get("failed").is_none(), "{job:#}");
+        if condition(&job, "Complete").is_some() {
+            break job;
+        }
+    };
+    // Complete once every Pod was counted and released.
+    let list = job_pods(&pods, "raced").await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let patched = toucher.await.expect("toucher");
+    assert!(
+        patched > COMPLETIONS as u64,
+        "the pods were updated while the job ran: {patched} patches"
     );
+    assert_eq!(done["status"]["succeeded"], COMPLETIONS, "{done:#}");
+    assert!(uncounted_is_empty(&done), "{done:#}");
+    // Each success counted is one Pod of its own: as many Pods succeeded as were counted.
+    let succeeded: Vec<&Value> = items(&list)
+        .iter()
+        .filter(|p| p["status"]["phase"] == "Succeeded")
+        .collect();
+    assert_eq!(succeeded.len() as i64, COMPLETIONS, "{list:#}");
+    assert_eq!(items(&list).len() as i64, COMPLETIONS, "{list:#}");
+    for pod in items(&list) {
+        assert!(!has_finalizer(pod), "released before Complete: {pod:#}");
+    }
 }

@@ -328,6 +328,14 @@ fn count_released(
 /// counted stays (terminating) until it is, and is counted once. The Job gets `Complete` or
 /// `Failed` only once nothing is uncounted and no Pod is terminating. The Pods of a Job being
 /// deleted, gone or finished are released.
+///
+/// Upstream also keeps finalizer-removal expectations (`finalizerExpectations`): its informer
+/// cache may still show a released Pod with the finalizer, which would count it again, so it
+/// skips such Pods and waits for the removals to be observed. Here nothing lags: a sync reads
+/// the Job and its Pods from storage, Job syncs run one at a time on the simulation's loop,
+/// and a Pod moves from `uncountedTerminatedPods` into a counter only once the write removing
+/// its finalizer has returned (or the Pod is gone), so a Pod seen with the finalizer is
+/// always one not counted yet.
 pub async fn reconcile(
     objects: &Objects,
     backoffs: &BackoffRecords,
@@ -1288,6 +1296,26 @@ mod tests {
         // go even when none is too many.
         assert_eq!(names(pods_for_removal(&all, Some(3), 0)), ["e", "a"]);
         assert_eq!(names(pods_for_removal(&all, Some(3), 3)), ["e", "a", "d"]);
+    }
+
+    #[test]
+    fn back_off_records_belong_to_one_incarnation_of_a_job() {
+        let records = BackoffRecords::default();
+        let record = BackoffRecord {
+            failures: 2,
+            last_failure: Some(Timestamp::UNIX_EPOCH),
+        };
+        records.store("ns", "j", "uid-1", record);
+        assert_eq!(records.get("ns", "j", "uid-1"), record);
+        // A Job of the same name made anew (a different uid) starts without it.
+        assert_eq!(records.get("ns", "j", "uid-2"), BackoffRecord::default());
+        assert_eq!(records.get("other", "j", "uid-1"), BackoffRecord::default());
+        // Its own record replaces the old one; deleting the Job forgets it.
+        records.store("ns", "j", "uid-2", BackoffRecord::default());
+        assert_eq!(records.get("ns", "j", "uid-1"), BackoffRecord::default());
+        records.store("ns", "j", "uid-1", record);
+        records.remove("ns", "j");
+        assert_eq!(records.get("ns", "j", "uid-1"), BackoffRecord::default());
     }
 
     #[test]

@@ -15,10 +15,14 @@
 //! Containers that exit: two Pod annotations (on a Job's or Deployment's Pod template they
 //! reach every Pod) make the containers of any Pod exit, and a Job's Pods fail:
 //!
-//! * `korral.dev/exit-code: "<int>"`: the exit code of every container (default `0`);
+//! * `korral.dev/exit-code: "<int>"`: the exit code of every container, init containers
+//!   included (default `0`);
 //! * `korral.dev/exit-code.<container>: "<int>"`: the exit code of one container or init
 //!   container (default: the Pod's `korral.dev/exit-code`); an init container that exits
-//!   non-zero in a Pod that never restarts fails the Pod before its containers start;
+//!   non-zero (by either annotation) in a Pod that never restarts fails the Pod before its
+//!   containers start, so a `restartPolicy: Never` Pod with init containers and a non-zero
+//!   `korral.dev/exit-code` fails at its first init container. Restartable (sidecar) init
+//!   containers never fail the Pod (the kubelet restarts them);
 //! * `korral.dev/run-seconds: "<int>"`: how long containers run before they exit (default
 //!   `0`: at the kubelet's next step). A Job Pod without either annotation exits with `0` at
 //!   once; other Pods without them run until deleted.
@@ -1123,14 +1127,28 @@ fn run(pod: &mut Value, ip: &str) {
         map.insert("status".into(), status);
     }
     let never = meta::path(pod, "spec.restartPolicy").and_then(Value::as_str) == Some("Never");
-    let failing_init = container_names(pod, "initContainers")
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (i, container_exit_code(pod, n, 0)))
-        .find(|(_, code)| *code != 0);
+    let failing_init = failing_init_container(pod);
     if let (true, Some((index, code))) = (never, failing_init) {
         fail_init(pod, index, code, &now);
     }
+}
+
+/// The first init container that exits non-zero, by index, with its code: its own
+/// `korral.dev/exit-code.<name>`, else the Pod's `korral.dev/exit-code` (as for every other
+/// container). Restartable (sidecar) init containers are left out: the kubelet restarts them
+/// whatever the Pod's `restartPolicy`, so they never fail the Pod.
+fn failing_init_container(pod: &Value) -> Option<(usize, i64)> {
+    let fallback = pod_exit_code(pod).unwrap_or(0);
+    meta::path(pod, "spec.initContainers")
+        .and_then(Value::as_array)?
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.get("restartPolicy").and_then(Value::as_str) != Some("Always"))
+        .map(|(i, c)| {
+            let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+            (i, container_exit_code(pod, name, fallback))
+        })
+        .find(|(_, code)| *code != 0)
 }
 
 /// Init container `index` exited with `code` in a pod that never restarts: the init
@@ -1756,5 +1774,57 @@ mod tests {
         let mut always = pod("Always");
         run(&mut always, "10.244.0.9");
         assert_eq!(always["status"]["phase"], "Running");
+    }
+
+    #[test]
+    fn the_pod_wide_exit_code_reaches_init_containers_but_not_sidecars() {
+        let pod = |annotations: Value, sidecar: bool| {
+            let mut first = json!({"name": "setup", "image": "busybox"});
+            if sidecar {
+                first["restartPolicy"] = json!("Always");
+            }
+            json!({
+            "metadata": {"name": "p", "annotations": annotations},
+            "spec": {"restartPolicy": "Never", "nodeName": NODE_NAME,
+                "initContainers": [first, {"name": "later", "image": "busybox"}],
+                "containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": "Pending"}})
+        };
+        // The Pod's code is every init container's default: the first one fails with it.
+        let mut failing = pod(json!({EXIT_CODE_ANNOTATION: "3"}), false);
+        run(&mut failing, "10.244.0.9");
+        let s = &failing["status"];
+        assert_eq!(s["phase"], "Failed");
+        let exited = &s["initContainerStatuses"][0]["state"]["terminated"];
+        assert_eq!(exited["exitCode"], 3);
+        assert_eq!(
+            s["containerStatuses"][0]["state"]["waiting"]["reason"],
+            "PodInitializing"
+        );
+        // An init container's own code wins over the Pod's.
+        let own = json!({EXIT_CODE_ANNOTATION: "3", "korral.dev/exit-code.setup": "0"});
+        let mut later = pod(own, false);
+        run(&mut later, "10.244.0.9");
+        let s = &later["status"];
+        assert_eq!(s["phase"], "Failed");
+        assert_eq!(
+            s["initContainerStatuses"][1]["state"]["terminated"]["exitCode"],
+            3
+        );
+        let ok = json!({EXIT_CODE_ANNOTATION: "3", "korral.dev/exit-code.setup": "0",
+            "korral.dev/exit-code.later": "0"});
+        let mut started = pod(ok, false);
+        run(&mut started, "10.244.0.9");
+        assert_eq!(started["status"]["phase"], "Running");
+        // A sidecar is restarted, not failed: the next init container decides.
+        let mut with_sidecar = pod(json!({"korral.dev/exit-code.setup": "4"}), true);
+        run(&mut with_sidecar, "10.244.0.9");
+        assert_eq!(with_sidecar["status"]["phase"], "Running");
+        let mut both = pod(json!({EXIT_CODE_ANNOTATION: "4"}), true);
+        run(&mut both, "10.244.0.9");
+        assert_eq!(
+            both["status"]["initContainerStatuses"][1]["state"]["terminated"]["exitCode"],
+            4
+        );
     }
 }
