@@ -358,6 +358,8 @@ pub struct Cluster {
     pub signer: Option<std::sync::Arc<crate::signer::CertificateSigner>>,
     /// The pod garbage collector's quarantine of missing Nodes (upstream's 40 s by default).
     pub pod_gc_quarantine: pod_gc::Quarantine,
+    /// The pod garbage collector's view of the Pods (so it need not list them all).
+    pub pod_gc_pods: pod_gc::PodIndex,
     /// The Job controller's back-off records (upstream's `backoffRecordStore`).
     pub job_backoffs: jobs::BackoffRecords,
 }
@@ -382,11 +384,13 @@ pub(crate) async fn execute(
         });
     }
     if let Work::Pod(ns, name) = work {
+        // Before anything that may fail: the collector runs after the Pods (`Work`'s order).
+        cluster.pod_gc_pods.observe(objects, ns, name);
         jobs::release_orphan(objects, ns, name).await?;
         return pods::reconcile(objects, ns, name).await;
     }
     if let Work::PodGarbageCollection = work {
-        return pod_gc::reconcile(objects, &cluster.pod_gc_quarantine).await;
+        return pod_gc::reconcile(objects, &cluster.pod_gc_quarantine, &cluster.pod_gc_pods).await;
     }
     if let Work::CertificateSigningRequest(name) = work {
         csr_approving::reconcile(objects, name).await?;

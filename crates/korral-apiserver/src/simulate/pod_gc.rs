@@ -16,8 +16,14 @@
 //! it until their owners drop them. Upstream runs every 20 s; here the collector is one work
 //! item of the simulation's loop, queued when a Pod or Node changes in a way that concerns it
 //! ([`concerns`]) and run again when a quarantine ends.
+//!
+//! A finished Pod always concerns it (the threshold), so a run must not cost a listing of
+//! every Pod: the simulation keeps a [`PodIndex`] up to date as Pods change (the node each is
+//! bound to, whether it is terminated or being deleted, and the count of terminated Pods). A
+//! run lists the Pods only when that count exceeds the threshold; the other passes read the
+//! Pods being deleted and those of missing Nodes by key, and list only the (few) Nodes.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -104,6 +110,158 @@ impl Quarantine {
     }
 }
 
+/// What the collector needs to know of one stored Pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PodFacts {
+    /// `spec.nodeName` (empty when unbound).
+    node: String,
+    /// In a terminal phase.
+    terminated: bool,
+    /// Being deleted.
+    deleting: bool,
+}
+
+impl PodFacts {
+    /// The facts of `pod`.
+    fn of(pod: &Value) -> Self {
+        Self {
+            node: node_of(pod).to_string(),
+            terminated: pods::terminal(pod),
+            deleting: meta::is_deleting(pod),
+        }
+    }
+}
+
+/// The collector's view of the stored Pods, kept up to date one Pod at a time (see
+/// [`PodIndex::observe`]) so that a run need not list them all: the Pods by node, those being
+/// deleted, and how many are terminated. It only points at candidates; each pass reads them
+/// again. One per simulation (see [`super::Cluster`]).
+#[derive(Debug, Clone, Default)]
+pub struct PodIndex(Arc<Mutex<Tally>>);
+
+/// The state behind a [`PodIndex`].
+#[derive(Debug, Default)]
+struct Tally {
+    /// Filled from a listing of every Pod (on the collector's first run).
+    filled: bool,
+    /// The facts of each Pod, by storage key.
+    pods: HashMap<String, PodFacts>,
+    /// The keys of the Pods bound to each node.
+    by_node: HashMap<String, BTreeSet<String>>,
+    /// The keys of the Pods being deleted.
+    deleting: BTreeSet<String>,
+    /// How many Pods are terminated.
+    terminated: usize,
+}
+
+impl Tally {
+    /// Records `facts` (`None`: gone) for the Pod at `key`.
+    fn set(&mut self, key: &str, facts: Option<PodFacts>) {
+        if self.pods.get(key) == facts.as_ref() {
+            return;
+        }
+        if let Some(old) = self.pods.remove(key) {
+            if old.terminated {
+                self.terminated = self.terminated.saturating_sub(1);
+            }
+            if old.deleting {
+                self.deleting.remove(key);
+            }
+            if let Some(keys) = self.by_node.get_mut(&old.node) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.by_node.remove(&old.node);
+                }
+            }
+        }
+        let Some(facts) = facts else {
+            return;
+        };
+        if facts.terminated {
+            self.terminated += 1;
+        }
+        if facts.deleting {
+            self.deleting.insert(key.to_string());
+        }
+        if !facts.node.is_empty() {
+            self.by_node
+                .entry(facts.node.clone())
+                .or_default()
+                .insert(key.to_string());
+        }
+        self.pods.insert(key.to_string(), facts);
+    }
+}
+
+impl PodIndex {
+    /// Runs `f` on the tally.
+    fn with<T>(&self, f: impl FnOnce(&mut Tally) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Records the current state of the Pod `ns/name` (gone: forgotten). The simulation calls
+    /// it for every Pod it is told changed, before the collector runs.
+    pub fn observe(&self, objects: &Objects, ns: &str, name: &str) {
+        let key = object_key("", "pods", Some(ns), name);
+        let pod = objects.storage().get(&key);
+        self.with(|t| t.set(&key, pod.as_deref().map(PodFacts::of)));
+    }
+
+    /// Replaces what it knows by `pods`, every stored Pod.
+    fn fill(&self, pods: &[Object]) {
+        self.with(|t| {
+            *t = Tally {
+                filled: true,
+                ..Tally::default()
+            };
+            for pod in pods {
+                let key = object_key("", "pods", meta::namespace(pod), meta::name(pod));
+                t.set(&key, Some(PodFacts::of(pod)));
+            }
+        });
+    }
+
+    /// Whether it was filled from a listing yet.
+    fn filled(&self) -> bool {
+        self.with(|t| t.filled)
+    }
+
+    /// How many Pods are terminated.
+    fn terminated(&self) -> usize {
+        self.with(|t| t.terminated)
+    }
+
+    /// The keys of the Pods being deleted.
+    fn deleting(&self) -> BTreeSet<String> {
+        self.with(|t| t.deleting.clone())
+    }
+
+    /// The names of the nodes Pods are bound to.
+    fn nodes(&self) -> BTreeSet<String> {
+        self.with(|t| t.by_node.keys().cloned().collect())
+    }
+
+    /// The keys of the Pods bound to `node`.
+    fn on_node(&self, node: &str) -> BTreeSet<String> {
+        self.with(|t| t.by_node.get(node).cloned().unwrap_or_default())
+    }
+
+    /// The Pods stored at `keys`, in key order (those gone are forgotten).
+    fn read(&self, objects: &Objects, keys: BTreeSet<String>) -> BTreeMap<String, Object> {
+        let storage = objects.storage();
+        let mut found = BTreeMap::new();
+        for key in keys {
+            match storage.get(&key) {
+                Some(pod) => {
+                    found.insert(key, pod);
+                }
+                None => self.with(|t| t.set(&key, None)),
+            }
+        }
+        found
+    }
+}
+
 /// Whether a Pod's change may give the collector work: it is terminal (the threshold), being
 /// deleted (out-of-service Nodes, unscheduled), or bound to a node other than the simulated
 /// one (orphaned). Any Node change concerns it too.
@@ -159,9 +317,12 @@ pub(crate) fn over_threshold(pods: &[Object], threshold: usize) -> Vec<&Object> 
 }
 
 /// The Pods being deleted on a Node that is not Ready and is out of service.
-fn terminating_out_of_service<'a>(pods: &'a [Object], nodes: &[Object]) -> Vec<&'a Object> {
+fn terminating_out_of_service<'a>(
+    pods: impl IntoIterator<Item = &'a Object>,
+    nodes: &[Object],
+) -> Vec<&'a Object> {
     let by_name: HashMap<&str, &Object> = nodes.iter().map(|n| (meta::name(n), n)).collect();
-    pods.iter()
+    pods.into_iter()
         .filter(|p| meta::is_deleting(p))
         .filter(|p| {
             by_name
@@ -171,14 +332,27 @@ fn terminating_out_of_service<'a>(pods: &'a [Object], nodes: &[Object]) -> Vec<&
         .collect()
 }
 
-/// Runs the collector's passes over the stored Pods and Nodes; `Some(delay)` asks to run
-/// again when the next quarantine ends. A failure on one Pod does not stop the others; the
-/// first is answered (the loop retries).
+/// Runs the collector's passes over the stored Pods and Nodes, found through `index`;
+/// `Some(delay)` asks to run again when the next quarantine ends. A failure on one Pod does
+/// not stop the others; the first is answered (the loop retries).
 pub async fn reconcile(
     objects: &Objects,
     quarantine: &Quarantine,
+    index: &PodIndex,
 ) -> Result<Option<Duration>, ApiError> {
-    let pods = access::list_all(objects, "", "pods");
+    collect(objects, quarantine, index, TERMINATED_POD_THRESHOLD).await
+}
+
+/// [`reconcile`] keeping `threshold` terminated Pods.
+async fn collect(
+    objects: &Objects,
+    quarantine: &Quarantine,
+    index: &PodIndex,
+    threshold: usize,
+) -> Result<Option<Duration>, ApiError> {
+    if !index.filled() {
+        index.fill(&access::list_all(objects, "", "pods"));
+    }
     let nodes_served = objects.registry().get("", "v1", "nodes").is_some();
     let nodes = if nodes_served {
         access::list_all(objects, "", "nodes")
@@ -195,20 +369,26 @@ pub async fn reconcile(
             }
         }
     };
-    for pod in over_threshold(&pods, TERMINATED_POD_THRESHOLD) {
-        record(mark_failed_and_delete(objects, &info, pod, None).await);
+    if index.terminated() > threshold {
+        // Over the threshold: only a listing tells which are the oldest (and it corrects the
+        // index, should it have drifted).
+        let pods = access::list_all(objects, "", "pods");
+        index.fill(&pods);
+        for pod in over_threshold(&pods, threshold) {
+            record(mark_failed_and_delete(objects, &info, pod, None).await);
+        }
     }
-    for pod in terminating_out_of_service(&pods, &nodes) {
+    let deleting = index.read(objects, index.deleting());
+    for pod in terminating_out_of_service(deleting.values(), &nodes) {
         record(mark_failed_and_delete(objects, &info, pod, None).await);
     }
     let mut next = None;
     if nodes_served {
         let existing: BTreeSet<&str> = nodes.iter().map(|n| meta::name(n)).collect();
-        let missing: BTreeSet<String> = pods
-            .iter()
-            .map(|p| node_of(p))
-            .filter(|n| !n.is_empty() && !existing.contains(n))
-            .map(str::to_string)
+        let missing: BTreeSet<String> = index
+            .nodes()
+            .into_iter()
+            .filter(|n| !existing.contains(n.as_str()))
             .collect();
         let storage = objects.storage();
         let (deleted, again) = quarantine.discover(&missing, Instant::now(), |name| {
@@ -220,13 +400,16 @@ pub async fn reconcile(
             "type": "DisruptionTarget", "status": "True",
             "reason": ORPHAN_REASON, "message": ORPHAN_MESSAGE,
         });
-        for pod in pods.iter().filter(|p| deleted.contains(node_of(p))) {
-            tracing::info!(pod = %meta::name(pod), node = node_of(pod), "deleting orphaned pod");
-            record(mark_failed_and_delete(objects, &info, pod, Some(condition.clone())).await);
+        for node in &deleted {
+            let orphans = index.read(objects, index.on_node(node));
+            for pod in orphans.values().filter(|p| node_of(p) == node) {
+                tracing::info!(pod = %meta::name(pod), node = node_of(pod), "deleting orphaned pod");
+                record(mark_failed_and_delete(objects, &info, pod, Some(condition.clone())).await);
+            }
         }
     }
-    for pod in pods
-        .iter()
+    for pod in deleting
+        .values()
         .filter(|p| meta::is_deleting(p) && node_of(p).is_empty())
     {
         record(mark_failed_and_delete(objects, &info, pod, None).await);
@@ -407,6 +590,91 @@ mod tests {
         let mut bare = json!({"metadata": {"name": "b"}});
         mark_failed(&mut bare, None);
         assert_eq!(bare["status"], json!({"phase": "Failed"}));
+    }
+
+    #[test]
+    fn the_index_counts_terminated_pods_as_they_change() {
+        let mut tally = Tally::default();
+        let facts = |p: Value| Some(PodFacts::of(&p));
+        tally.set("a", facts(pod("a", "t", "Running")));
+        tally.set("b", facts(pod("b", "t", "Succeeded")));
+        assert_eq!(tally.terminated, 1);
+        // The same facts twice count once; a change of phase moves the count.
+        tally.set("b", facts(pod("b", "t", "Succeeded")));
+        tally.set("a", facts(pod("a", "t", "Failed")));
+        assert_eq!(tally.terminated, 2);
+        let mut deleting = pod("c", "t", "Running");
+        deleting["metadata"]["deletionTimestamp"] = json!("t");
+        deleting["spec"]["nodeName"] = json!("ghost");
+        tally.set("c", facts(deleting));
+        assert_eq!(tally.deleting, BTreeSet::from(["c".to_string()]));
+        assert_eq!(tally.by_node["ghost"], BTreeSet::from(["c".to_string()]));
+        // Gone: forgotten everywhere.
+        tally.set("a", None);
+        tally.set("c", None);
+        assert_eq!(tally.terminated, 1);
+        assert!(tally.deleting.is_empty());
+        assert!(!tally.by_node.contains_key("ghost"));
+        assert_eq!(tally.by_node[pods::NODE_NAME].len(), 1);
+    }
+
+    /// An object layer over an empty in-memory store.
+    fn store() -> Objects {
+        Objects::new(
+            Arc::new(crate::storage::MemoryStorage::new()),
+            Arc::new(crate::registry::Registry::with_builtins()),
+        )
+    }
+
+    /// Stores Pod `name` (in `ns`) as it is.
+    async fn put(objects: &Objects, name: &str, created: &str, phase: &str) {
+        let mut p = pod(name, created, phase);
+        p["metadata"]["namespace"] = json!("ns");
+        p["metadata"]["uid"] = json!(format!("uid-{name}"));
+        p["apiVersion"] = json!("v1");
+        p["kind"] = json!("Pod");
+        p["spec"]["containers"] = json!([{"name": "c", "image": "busybox"}]);
+        let key = object_key("", "pods", Some("ns"), name);
+        objects
+            .storage()
+            .update(key, Box::new(move |_| Ok(crate::storage::Write::Put(p))))
+            .await
+            .expect("put");
+    }
+
+    /// The names of the stored Pods.
+    fn stored(objects: &Objects) -> Vec<String> {
+        access::list(objects, "", "pods", "ns")
+            .iter()
+            .map(|p| meta::name(p).to_string())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_threshold_pass_follows_the_index_count() {
+        let objects = store();
+        let (quarantine, index) = (Quarantine::default(), PodIndex::default());
+        put(&objects, "old", "2026-01-01T00:00:01Z", "Succeeded").await;
+        put(&objects, "mid", "2026-01-01T00:00:02Z", "Failed").await;
+        put(&objects, "run", "2026-01-01T00:00:00Z", "Running").await;
+        // The first run fills the index from a listing: 2 terminated, the threshold 2 keeps them.
+        collect(&objects, &quarantine, &index, 2).await.expect("gc");
+        assert_eq!(index.terminated(), 2);
+        assert_eq!(stored(&objects), ["mid", "old", "run"]);
+        // A third finished Pod the index was not told of: no run lists the Pods to find it.
+        put(&objects, "new", "2026-01-01T00:00:03Z", "Succeeded").await;
+        collect(&objects, &quarantine, &index, 2).await.expect("gc");
+        assert_eq!(stored(&objects), ["mid", "new", "old", "run"]);
+        // Told (as the simulation tells it of every changed Pod): over the threshold, the
+        // oldest terminated Pod goes.
+        index.observe(&objects, "ns", "new");
+        assert_eq!(index.terminated(), 3);
+        collect(&objects, &quarantine, &index, 2).await.expect("gc");
+        assert_eq!(stored(&objects), ["mid", "new", "run"]);
+        // The deleted Pod is forgotten once observed gone.
+        assert_eq!(index.terminated(), 3);
+        index.observe(&objects, "ns", "old");
+        assert_eq!(index.terminated(), 2);
     }
 
     #[test]
