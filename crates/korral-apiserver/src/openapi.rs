@@ -2125,6 +2125,15 @@ mod tests {
     }
 
     #[test]
+    fn the_document_hash_is_upper_case_sha512() {
+        assert_eq!(
+            document_hash(b"abc"),
+            "DDAF35A193617ABACC417349AE20413112E6FA4E89A97EA20A9EEEE64B55D39A\
+             2192992A274FC1A836BA3C23A3FEEBBD454D4423643CE80E2A9AC94FA54CA49F"
+        );
+    }
+
+    #[test]
     fn index_lists_group_versions_with_content_hashes() {
         let registry = registry();
         let index = v3_index(&registry);

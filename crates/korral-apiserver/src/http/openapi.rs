@@ -191,7 +191,9 @@ fn v3_group_version(
             header::CACHE_CONTROL,
             HeaderValue::from_static("public, immutable"),
         );
-        if let Ok(expires) = HeaderValue::from_str(&expires(SystemTime::now())) {
+        if let Some(expires) =
+            expires(SystemTime::now()).and_then(|e| HeaderValue::from_str(&e).ok())
+        {
             out.insert(header::EXPIRES, expires);
         }
     }
@@ -200,21 +202,19 @@ fn v3_group_version(
 
 /// One year after `now` as upstream writes it (`time.RFC1123` of the server's local time,
 /// UTC in a container): `Tue, 30 Nov 2027 05:45:00 UTC`. A 29 February moves to 1 March.
-fn expires(now: SystemTime) -> String {
-    let Ok(now) = jiff::Timestamp::try_from(now) else {
-        return String::new();
-    };
-    let utc = now.to_zoned(jiff::tz::TimeZone::UTC);
+fn expires(now: SystemTime) -> Option<String> {
+    let utc = jiff::Timestamp::try_from(now)
+        .ok()?
+        .to_zoned(jiff::tz::TimeZone::UTC);
     let date = utc.date();
     let next = jiff::civil::Date::new(date.year() + 1, date.month(), date.day())
-        .or_else(|_| jiff::civil::Date::new(date.year() + 1, 3, 1));
-    match next
-        .map(|d| d.to_datetime(utc.time()))
-        .and_then(|dt| dt.to_zoned(jiff::tz::TimeZone::UTC))
-    {
-        Ok(later) => later.strftime("%a, %d %b %Y %H:%M:%S UTC").to_string(),
-        Err(_) => String::new(),
-    }
+        .or_else(|_| jiff::civil::Date::new(date.year() + 1, 3, 1))
+        .ok()?;
+    let later = next
+        .to_datetime(utc.time())
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .ok()?;
+    Some(later.strftime("%a, %d %b %Y %H:%M:%S UTC").to_string())
 }
 
 /// `t` as an HTTP date (`Mon, 02 Jan 2006 15:04:05 GMT`).
@@ -407,9 +407,15 @@ mod tests {
         assert_eq!(parse_http_date("Monday, 30-Nov-26 05:00:00 GMT"), Some(T));
         assert_eq!(parse_http_date("Mon Nov 30 05:00:00 2026"), Some(T));
         assert_eq!(parse_http_date("yesterday"), None);
-        assert_eq!(expires(at(T)), "Tue, 30 Nov 2027 05:00:00 UTC");
+        assert_eq!(
+            expires(at(T)).as_deref(),
+            Some("Tue, 30 Nov 2027 05:00:00 UTC")
+        );
         // 2028-02-29T12:00:00Z: Go's AddDate normalizes to 1 March.
-        assert_eq!(expires(at(1_835_438_400)), "Thu, 01 Mar 2029 12:00:00 UTC");
+        assert_eq!(
+            expires(at(1_835_438_400)).as_deref(),
+            Some("Thu, 01 Mar 2029 12:00:00 UTC")
+        );
     }
 
     #[test]
