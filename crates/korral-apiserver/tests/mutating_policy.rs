@@ -642,3 +642,59 @@ async fn mutated_objects_are_validated_and_if_needed_policies_run_again() {
     );
     env.shutdown().await;
 }
+
+#[tokio::test]
+async fn apply_configurations_must_type_with_the_kinds_schema() {
+    let env = TestEnv::start().await.expect("env");
+    // A field the kind does not declare.
+    install(
+        &env,
+        "undeclared",
+        ("", "configmaps"),
+        json!({"mutations": [apply_configuration(
+            "Object{metadata: Object.metadata{labels: {'seen': 'yes'}}, spec: Object.spec{x: 1}}")]}),
+    )
+    .await;
+    let (code, body) = call(&env, "POST", CONFIGMAPS, Some(&configmap("a", json!({})))).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "policy 'undeclared' with binding 'undeclared-binding' denied request: error applying patch: failed to convert patch object to typed object: .spec: field not declared in schema"
+    );
+    // A value of the wrong type.
+    let (_, mut stored) = call(&env, "GET", &format!("{POLICIES}/undeclared"), None).await;
+    stored["spec"]["mutations"] = json!([apply_configuration(
+        "Object{data: {'n': 1}, metadata: Object.metadata{generation: 'one'}}"
+    )]);
+    let (code, body) = call(
+        &env,
+        "PUT",
+        &format!("{POLICIES}/undeclared"),
+        Some(&stored),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = call(&env, "POST", CONFIGMAPS, Some(&configmap("b", json!({})))).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "policy 'undeclared' with binding 'undeclared-binding' denied request: error applying patch: failed to convert patch object to typed object: errors:\n  .data.n: expected string, got &value.valueUnstructured{Value:1}\n  .metadata.generation: expected numeric (int or float), got string"
+    );
+    // One that types is merged.
+    stored["spec"]["mutations"] = json!([apply_configuration(
+        "Object{data: {'n': '1'}, metadata: Object.metadata{labels: {'seen': 'yes'}}}"
+    )]);
+    stored["metadata"]["resourceVersion"] = Value::Null;
+    let (code, body) = call(
+        &env,
+        "PUT",
+        &format!("{POLICIES}/undeclared"),
+        Some(&stored),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let created = create_ok(&env, CONFIGMAPS, &configmap("c", json!({}))).await;
+    assert_eq!(created["data"], json!({"n": "1"}));
+    assert_eq!(created["metadata"]["labels"]["seen"], "yes");
+    env.shutdown().await;
+}

@@ -13,6 +13,7 @@ mod matching;
 mod mutation;
 mod policy;
 mod review;
+mod typed;
 pub(crate) mod url;
 
 use std::collections::HashMap;

@@ -277,7 +277,8 @@ fn evaluate(
     Ok(to_json(&value))
 }
 
-/// Merges an `ApplyConfiguration`'s object into `object`; `None` when nothing changes.
+/// Merges an `ApplyConfiguration`'s object into `object` once it types with the kind's
+/// schema (upstream's type converter); `None` when nothing changes.
 fn apply_configuration(
     info: &ResourceInfo,
     object: &Value,
@@ -287,6 +288,11 @@ fn apply_configuration(
         return Err(format!(
             "unsupported return type from ApplyConfiguration expression: {}",
             kind_of(result)
+        ));
+    }
+    if let Some(e) = super::typed::check(info, result) {
+        return Err(format!(
+            "failed to convert patch object to typed object: {e}"
         ));
     }
     let merged = crate::apply::merge_unowned(info, object, result)?;
