@@ -3,7 +3,8 @@
 //! trusts only the front-proxy CA the server publishes in
 //! `kube-system/extension-apiserver-authentication` and records the `X-Remote-*` identity of
 //! each request. Covered: the availability check, proxying of get/list/create and watches,
-//! the user's identity, discovery, an unreachable backend and a wrong `caBundle`.
+//! SPDY and WebSocket upgrades, the user's identity, discovery, the merged OpenAPI documents
+//! (a clashing definition renamed), an unreachable backend and a wrong `caBundle`.
 
 mod common;
 
