@@ -147,6 +147,15 @@ impl Returns {
 /// and bounded by the cost model. The error is upstream's detail: `compilation failed:
 /// <cel-go issues>`, or `must evaluate to bool but got dyn`.
 pub(crate) fn check(source: &str, declared: &[(&str, Ty)], returns: Returns) -> Result<(), String> {
+    check_typed(source, declared, returns).map(drop)
+}
+
+/// [`check`], answering the expression's type.
+pub(crate) fn check_typed(
+    source: &str,
+    declared: &[(&str, Ty)],
+    returns: Returns,
+) -> Result<Ty, String> {
     let program = parse(source).map_err(|e| format!("compilation failed: {e}"))?;
     let ty = crate::validation::cel::check::check(&program, source, declared)
         .map_err(|e| format!("compilation failed: {e}"))?;
@@ -164,7 +173,7 @@ pub(crate) fn check(source: &str, declared: &[(&str, Ty)], returns: Returns) -> 
         .collect();
     cost::estimate(program.expression(), &probe)
         .map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
-    Ok(())
+    Ok(ty)
 }
 
 /// Parses `source` as CRD rules are parsed (length, nesting and depth limits, regex and

@@ -8,25 +8,20 @@
 
 use std::collections::BTreeMap;
 
-use cel::Program;
 use serde_json::Value;
 
-use crate::validation::cel::check::{self, Ty};
-use crate::validation::cel::compile::{env, parse_in};
+use crate::validation::cel::check::Ty;
 use crate::validation::cel::library::authz;
 
-/// One of a policy's `spec.variables`: its name, its expression and the expression parsed
-/// (`None` when it does not parse).
+/// One of a policy's `spec.variables`: its name and its expression.
 pub(crate) struct Variable<'a> {
     /// The variable's name.
     pub name: &'a str,
     /// Its expression.
     pub source: &'a str,
-    /// The expression parsed.
-    pub program: Option<Program>,
 }
 
-/// The `spec.variables` of a policy, in order, each parsed once.
+/// The `spec.variables` of a policy, in order.
 pub(crate) fn variables(spec: &Value) -> Vec<Variable<'_>> {
     spec.get("variables")
         .and_then(Value::as_array)
@@ -35,74 +30,89 @@ pub(crate) fn variables(spec: &Value) -> Vec<Variable<'_>> {
         .iter()
         .map(|v| {
             let text = |key: &str| v.get(key).and_then(Value::as_str).unwrap_or("");
-            let source = text("expression");
             Variable {
                 name: text("name"),
-                source,
-                program: parse_in(env(), source).ok(),
+                source: text("expression"),
             }
         })
         .collect()
 }
 
+/// A policy's variables checked in one pass, each with the authorizer and the variables
+/// before it (upstream's composited compiler): the fields of `variables` with the types their
+/// expressions have (`dyn` for one that does not compile), and each variable's own error.
+pub(crate) struct Composed {
+    /// The fields of `variables`.
+    pub fields: BTreeMap<String, Ty>,
+    /// Each variable's compile error, in order (`None` when it compiles).
+    pub errors: Vec<Option<String>>,
+}
+
+/// Checks `variables` in order with `object` and `params`.
+pub(crate) fn compose(object: Ty, params: Option<&Ty>, variables: &[Variable<'_>]) -> Composed {
+    let mut scope = base(object, params, true);
+    let mut fields = BTreeMap::new();
+    let mut errors = Vec::with_capacity(variables.len());
+    for Variable { name, source } in variables {
+        scope.push((
+            "variables",
+            Ty::object("kubernetes.variables", fields.clone()),
+        ));
+        let checked = super::cel::check_typed(source, &scope, super::cel::Returns::Any);
+        scope.pop();
+        let ty = checked.as_ref().map_or(Ty::Dyn, variable_type);
+        fields.insert((*name).to_string(), ty);
+        errors.push(checked.err());
+    }
+    Composed { fields, errors }
+}
+
 /// The variables a policy's expressions are checked with: `object` and `oldObject` of type
 /// `object` (`dyn` when the kind is not known), `request`, `namespaceObject`, the authorizer
 /// (when `authorizer`; message expressions go without it), `params` (when the policy has a
-/// `paramKind`) and, when `variables` is given, `variables` holding them with the types their
-/// expressions have (each checked with the authorizer and the variables before it; upstream
+/// `paramKind`) and, when `variables` is given, `variables` with those fields (upstream
 /// declares `variables` only for policies that have some).
 pub(crate) fn environment(
     object: Ty,
     params: Option<&Ty>,
-    variables: Option<&[Variable<'_>]>,
+    variables: Option<&BTreeMap<String, Ty>>,
     authorizer: bool,
 ) -> Vec<(&'static str, Ty)> {
-    let Some(variables) = variables else {
-        return base(object, params, authorizer);
-    };
-    let mut fields = BTreeMap::new();
-    if !variables.is_empty() {
-        let base = base(object.clone(), params, true);
-        for Variable {
-            name,
-            source,
-            program,
-        } in variables
-        {
-            let mut scope = base.clone();
-            scope.push((
-                "variables",
-                Ty::object("kubernetes.variables", fields.clone()),
-            ));
-            // A variable that does not compile is `dyn`.
-            let ty = program
-                .as_ref()
-                .and_then(|p| check::check(p, source, &scope).ok())
-                .map_or(Ty::Dyn, |t| variable_type(&t));
-            fields.insert((*name).to_string(), ty);
-        }
-    }
     let mut vars = base(object, params, authorizer);
-    vars.push(("variables", Ty::object("kubernetes.variables", fields)));
+    if let Some(fields) = variables {
+        vars.push((
+            "variables",
+            Ty::object("kubernetes.variables", fields.clone()),
+        ));
+    }
     vars
 }
 
+/// The type of a policy's `params` when it is written: `dyn` given a `paramKind`.
+fn written_params(spec: &Value) -> Option<Ty> {
+    spec.get("paramKind")
+        .is_some_and(Value::is_object)
+        .then_some(Ty::Dyn)
+}
+
+/// A policy's variables checked as when it is written (`object`, `oldObject` and `params`
+/// `dyn`).
+pub(crate) fn policy_composition(spec: &Value, variables: &[Variable<'_>]) -> Composed {
+    compose(Ty::Dyn, written_params(spec).as_ref(), variables)
+}
+
 /// The declarations of a policy's expressions when it is written: `object`, `oldObject` and
-/// `params` (given a `paramKind`) are `dyn`; `variables` holds the first `upto` of the
-/// policy's variables (all of them when `None`), declared when the policy has any.
+/// `params` (given a `paramKind`) are `dyn`; `variables` holds the composed variables, declared
+/// when the policy has any (`None`: expressions that never see them, match conditions).
 pub(crate) fn policy_environment(
     spec: &Value,
-    variables: &[Variable<'_>],
-    upto: Option<usize>,
+    composed: Option<&Composed>,
     authorizer: bool,
 ) -> Vec<(&'static str, Ty)> {
-    let params = spec
-        .get("paramKind")
-        .is_some_and(Value::is_object)
-        .then_some(Ty::Dyn);
-    let declared = (!variables.is_empty())
-        .then(|| &variables[..upto.unwrap_or(variables.len()).min(variables.len())]);
-    environment(Ty::Dyn, params.as_ref(), declared, authorizer)
+    let params = written_params(spec);
+    // One error slot per variable: none means the policy has none.
+    let fields = composed.filter(|c| !c.errors.is_empty()).map(|c| &c.fields);
+    environment(Ty::Dyn, params.as_ref(), fields, authorizer)
 }
 
 /// The declarations of a webhook's match conditions: `object`, `oldObject` (`dyn`),
@@ -249,4 +259,34 @@ pub(crate) fn namespace_type() -> Ty {
             ),
         ]),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One pass types every variable with those before it and keeps each one's own error.
+    #[test]
+    fn variables_are_composed_in_one_pass() {
+        let spec = serde_json::json!({"variables": [
+            {"name": "a", "expression": "1"},
+            {"name": "b", "expression": "variables.a + 'x'"},
+            {"name": "c", "expression": "[variables.a]"},
+            {"name": "d", "expression": "variables.later"},
+            {"name": "later", "expression": "true"},
+        ]});
+        let composed = policy_composition(&spec, &variables(&spec));
+        assert_eq!(composed.fields["a"], Ty::Int);
+        assert_eq!(composed.fields["b"], Ty::Dyn);
+        assert_eq!(composed.fields["c"], Ty::list(Ty::Int));
+        assert_eq!(composed.fields["later"], Ty::Bool);
+        let errors: Vec<bool> = composed.errors.iter().map(Option::is_some).collect();
+        assert_eq!(errors, [false, true, false, true, false]);
+        // The environment of the other expressions holds them all; match conditions none.
+        let declared = policy_environment(&spec, Some(&composed), false);
+        assert!(declared.iter().any(|(n, _)| *n == "variables"));
+        assert!(!declared.iter().any(|(n, _)| *n == authz::VARIABLE));
+        let conditions = policy_environment(&spec, None, true);
+        assert!(!conditions.iter().any(|(n, _)| *n == "variables"));
+    }
 }

@@ -167,7 +167,7 @@ pub(super) fn expression_warnings(registry: &Registry, policy: &Value) -> Vec<Va
     let spec = policy.get("spec").unwrap_or(&Value::Null);
     let kinds = matched_kinds(registry, spec);
     let params = params_type(registry, spec);
-    // Parsed once; a variable that does not parse is `dyn`.
+    // A variable that does not compile is `dyn`.
     let variables = declarations::variables(spec);
     let envs: Vec<(String, Vec<(&'static str, Ty)>)> = kinds
         .iter()
@@ -223,12 +223,10 @@ fn environment(
     params: Option<&Ty>,
     variables: &[declarations::Variable<'_>],
 ) -> Vec<(&'static str, Ty)> {
-    declarations::environment(
-        k.ty.clone().unwrap_or(Ty::Dyn),
-        params,
-        Some(variables),
-        true,
-    )
+    let object = k.ty.clone().unwrap_or(Ty::Dyn);
+    let composed = declarations::compose(object.clone(), params, variables);
+    let fields = (!variables.is_empty()).then_some(&composed.fields);
+    declarations::environment(object, params, fields, true)
 }
 
 /// The kinds `spec.matchConstraints.resourceRules` name, sorted by group, version and kind

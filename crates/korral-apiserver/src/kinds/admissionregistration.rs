@@ -1070,9 +1070,11 @@ fn validate_policy(obj: &Value, stored_match_conditions: bool) -> Vec<Cause> {
             ));
         }
     }
-    let variables = declarations::variables(spec);
-    let declared = declarations::policy_environment(spec, &variables, None, true);
-    let for_messages = declarations::policy_environment(spec, &variables, None, false);
+    // The variables are checked once: their types serve every expression, their errors
+    // are the variables' own.
+    let composed = declarations::policy_composition(spec, &declarations::variables(spec));
+    let declared = declarations::policy_environment(spec, Some(&composed), true);
+    let for_messages = declarations::policy_environment(spec, Some(&composed), false);
     for (i, v) in validations.iter().enumerate() {
         let at = index("spec.validations", i);
         let expression = text(v, "expression");
@@ -1128,7 +1130,7 @@ fn validate_policy(obj: &Value, stored_match_conditions: bool) -> Vec<Cause> {
         check_enum(&mut errs, v, "reason", &at, REASONS);
     }
     validate_audit_annotations(&mut errs, obj, &declared);
-    validate_variables(&mut errs, spec, &variables);
+    validate_variables(&mut errs, spec, &composed);
     if !stored_match_conditions {
         validate_policy_match_conditions(&mut errs, spec);
     }
@@ -1200,7 +1202,7 @@ fn validate_audit_annotations(errs: &mut Vec<Cause>, obj: &Value, declared: &[(&
 fn validate_policy_match_conditions(errs: &mut Vec<Cause>, spec: &Value) {
     let conds =
         json!({"matchConditions": spec.get("matchConditions").cloned().unwrap_or(json!([]))});
-    let declared = declarations::policy_environment(spec, &[], None, true);
+    let declared = declarations::policy_environment(spec, None, true);
     validate_match_conditions(errs, &conds, "spec.matchConditions", &declared);
 }
 
@@ -1377,8 +1379,8 @@ fn is_cel_identifier(name: &str) -> bool {
 }
 
 /// A policy's `spec.variables`: each named, with an expression that compiles with the
-/// variables before it.
-fn validate_variables(errs: &mut Vec<Cause>, spec: &Value, parsed: &[declarations::Variable<'_>]) {
+/// variables before it (`composed`: their errors, found in one pass).
+fn validate_variables(errs: &mut Vec<Cause>, spec: &Value, composed: &declarations::Composed) {
     let variables = spec
         .get("variables")
         .and_then(Value::as_array)
@@ -1402,16 +1404,12 @@ fn validate_variables(errs: &mut Vec<Cause>, spec: &Value, parsed: &[declaration
                 child(&at, "expression"),
                 "expression is not specified",
             ));
-        } else {
-            // Each variable is compiled with the ones before it.
-            let declared = declarations::policy_environment(spec, parsed, Some(i), true);
-            if let Err(e) = cel::check(expression, &declared, Returns::Any) {
-                errs.push(Cause::invalid(
-                    child(&at, "expression"),
-                    &json!(expression),
-                    &e,
-                ));
-            }
+        } else if let Some(Some(e)) = composed.errors.get(i) {
+            errs.push(Cause::invalid(
+                child(&at, "expression"),
+                &json!(expression),
+                e,
+            ));
         }
     }
 }

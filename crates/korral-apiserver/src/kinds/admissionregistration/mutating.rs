@@ -95,7 +95,11 @@ pub(super) fn validate_policy(obj: &Value, stored_match_conditions: bool) -> Vec
     if !stored_match_conditions {
         validate_policy_match_conditions(&mut errs, spec);
     }
-    validate_variables(&mut errs, spec, &declarations::variables(spec));
+    validate_variables(
+        &mut errs,
+        spec,
+        &declarations::policy_composition(spec, &declarations::variables(spec)),
+    );
     let mutations = spec
         .get("mutations")
         .and_then(Value::as_array)
