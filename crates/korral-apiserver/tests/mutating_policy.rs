@@ -698,3 +698,66 @@ async fn apply_configurations_must_type_with_the_kinds_schema() {
     assert_eq!(created["metadata"]["labels"]["seen"], "yes");
     env.shutdown().await;
 }
+
+#[tokio::test]
+async fn apply_configurations_of_custom_resources_type_with_their_schema() {
+    let env = TestEnv::start().await.expect("env");
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.typed.example.com"},
+        "spec": {"group": "typed.example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
+    create_ok(
+        &env,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    )
+    .await;
+    env.wait_crd_established("gadgets.typed.example.com", WAIT)
+        .await
+        .expect("established");
+    install(
+        &env,
+        "gadgets",
+        ("typed.example.com", "gadgets"),
+        json!({"mutations": [apply_configuration("Object{spec: Object.spec{size: 'big'}}")]}),
+    )
+    .await;
+    let gadgets = "/apis/typed.example.com/v1/namespaces/default/gadgets";
+    let gadget = |name: &str| {
+        json!({"apiVersion": "typed.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": name}, "spec": {"size": 1}})
+    };
+    let (code, body) = call(&env, "POST", gadgets, Some(&gadget("a"))).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "policy 'gadgets' with binding 'gadgets-binding' denied request: error applying patch: failed to convert patch object to typed object: .spec.size: expected numeric (int or float), got string"
+    );
+    // Preserved unknown fields and the object's metadata type; undeclared ones do not.
+    let (_, mut stored) = call(&env, "GET", &format!("{POLICIES}/gadgets"), None).await;
+    stored["spec"]["mutations"] = json!([apply_configuration(
+        "Object{metadata: Object.metadata{labels: {'typed': 'yes'}}, extra: Object.extra{anything: 'x'}, spec: Object.spec{size: 2}}"
+    )]);
+    let (code, body) = call(&env, "PUT", &format!("{POLICIES}/gadgets"), Some(&stored)).await;
+    assert_eq!(code, 200, "{body}");
+    let created = create_ok(&env, gadgets, &gadget("b")).await;
+    assert_eq!(created["spec"]["size"], 2);
+    assert_eq!(created["metadata"]["labels"]["typed"], "yes");
+    stored["spec"]["mutations"] = json!([apply_configuration(
+        "Object{spec: Object.spec{color: 'red'}}"
+    )]);
+    stored["metadata"]["resourceVersion"] = Value::Null;
+    let (code, body) = call(&env, "PUT", &format!("{POLICIES}/gadgets"), Some(&stored)).await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = call(&env, "POST", gadgets, Some(&gadget("c"))).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "policy 'gadgets' with binding 'gadgets-binding' denied request: error applying patch: failed to convert patch object to typed object: .spec.color: field not declared in schema"
+    );
+    env.shutdown().await;
+}
