@@ -426,6 +426,7 @@ impl ApiServer {
                             config.pod_gc_quarantine,
                         ),
                         job_backoffs: Default::default(),
+                        events: Default::default(),
                         pod_gc_pods: Default::default(),
                     }),
                     false => None,

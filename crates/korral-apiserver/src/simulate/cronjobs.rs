@@ -11,6 +11,7 @@
 //! upstream's controller manager). The controller asks to run again at the next scheduled
 //! time; nothing polls.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -18,9 +19,11 @@ use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 
 use super::access::{self, Actor};
+use super::events::{Kind as EventKind, Note, Recorder};
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
+use crate::registry::ResourceInfo;
 use crate::storage::Object;
 
 /// The annotation naming the time a Job was scheduled for.
@@ -67,9 +70,11 @@ fn reference(job: &Value) -> Value {
     })
 }
 
-/// Reconciles one CronJob; `Some(delay)` asks to run again after `delay`.
+/// Reconciles one CronJob; `Some(delay)` asks to run again after `delay`. The Jobs it
+/// creates, sees finish and deletes are recorded as events, with upstream's messages.
 pub async fn reconcile(
     objects: &Objects,
+    events: &Recorder,
     ns: &str,
     name: &str,
 ) -> Result<Option<Duration>, ApiError> {
@@ -117,13 +122,18 @@ pub async fn reconcile(
         if !handled && !forbidden {
             if policy == "Replace" {
                 for job in &running {
-                    access::delete(objects, Actor::CronJob, &job_info, job).await?;
+                    delete_job(objects, events, &job_info, &cron_job, job).await?;
                 }
                 active.clear();
             }
             let job = new_job(&cron_job, &name, time, zone);
             match access::create(objects, Actor::CronJob, &job_info, Some(ns), job).await {
-                Ok(_) | Err(ApiError { code: 409, .. }) => scheduled = Some(time),
+                Ok(job) => {
+                    let message = format!("Created job {}", meta::name(&job));
+                    record(objects, events, &cron_job, "SuccessfulCreate", message).await;
+                    scheduled = Some(time);
+                }
+                Err(ApiError { code: 409, .. }) => scheduled = Some(time),
                 Err(e) => return Err(e),
             }
         }
@@ -135,6 +145,23 @@ pub async fn reconcile(
     let mut refs: Vec<Value> = active.iter().map(|j| reference(j)).collect();
     if let Some(job) = created_job.as_ref().filter(|j| outcome(j).is_none()) {
         refs.push(reference(job));
+    }
+    // Jobs listed active before and finished now (upstream's `SawCompletedJob`).
+    let was_active: Vec<&str> = meta::path(&cron_job, "status.active")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("name").and_then(Value::as_str))
+        .collect();
+    for job in jobs.iter().filter(|j| was_active.contains(&meta::name(j))) {
+        if let Some(succeeded) = outcome(job) {
+            let condition = if succeeded { "Complete" } else { "Failed" };
+            let message = format!(
+                "Saw completed job: {}, condition: {condition}",
+                meta::name(job)
+            );
+            record(objects, events, &cron_job, "SawCompletedJob", message).await;
+        }
     }
     let schedule_time = scheduled.map(|t| t.to_string());
     access::update_status(objects, Actor::CronJob, &info, &cron_job, move |cj| {
@@ -157,7 +184,7 @@ pub async fn reconcile(
         }
     })
     .await?;
-    clean_history(objects, &cron_job, &jobs).await?;
+    clean_history(objects, events, &cron_job, &jobs).await?;
 
     let next = match (&schedule, &zone, suspended) {
         (Some(schedule), Some(zone), false) => schedule.next(now, zone),
@@ -227,6 +254,7 @@ fn new_job(cron_job: &Value, name: &str, scheduled: Timestamp, zone: &TimeZone) 
 /// Deletes the oldest finished Jobs beyond the history limits.
 async fn clean_history(
     objects: &Objects,
+    events: &Recorder,
     cron_job: &Value,
     jobs: &[Object],
 ) -> Result<(), ApiError> {
@@ -253,9 +281,46 @@ async fn clean_history(
         });
         let excess = finished.len() - limit;
         for job in finished.into_iter().take(excess) {
-            access::delete(objects, Actor::CronJob, &info, job).await?;
+            delete_job(objects, events, &info, cron_job, job).await?;
         }
     }
+    Ok(())
+}
+
+/// Records a Normal event about the CronJob.
+async fn record(
+    objects: &Objects,
+    events: &Recorder,
+    cron_job: &Value,
+    reason: &str,
+    message: String,
+) {
+    events
+        .record(
+            objects,
+            Actor::CronJob,
+            cron_job,
+            Note {
+                field_path: None,
+                kind: EventKind::Normal,
+                reason,
+                message,
+            },
+        )
+        .await;
+}
+
+/// Deletes a Job of the CronJob, recorded as `SuccessfulDelete` "Deleted job <name>".
+async fn delete_job(
+    objects: &Objects,
+    events: &Recorder,
+    job_info: &Arc<ResourceInfo>,
+    cron_job: &Value,
+    job: &Value,
+) -> Result<(), ApiError> {
+    access::delete(objects, Actor::CronJob, job_info, job).await?;
+    let message = format!("Deleted job {}", meta::name(job));
+    record(objects, events, cron_job, "SuccessfulDelete", message).await;
     Ok(())
 }
 

@@ -7,9 +7,12 @@
 //! recorded as a ControllerRevision (see [`super::history`]), so `kubectl rollout history`
 //! and `kubectl rollout undo` work.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::access::{self, pod_active, pod_ready};
+use super::events::Recorder;
 use super::history;
 use super::names::template_hash;
 use super::pods::NODE_NAME;
@@ -17,13 +20,19 @@ use super::replicaset::owned_pods;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
+use crate::registry::ResourceInfo;
 use crate::storage::Object;
 
 const REVISION_LABEL: &str = "controller-revision-hash";
 const GENERATION_LABEL: &str = "pod-template-generation";
 
-/// Reconciles one DaemonSet.
-pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+/// Reconciles one DaemonSet; the Pods it creates and deletes are recorded as events.
+pub async fn reconcile(
+    objects: &Objects,
+    events: &Recorder,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
     let Some(ds) = access::get(objects, "apps", "daemonsets", ns, name) else {
         return Ok(());
     };
@@ -62,25 +71,55 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     match active.split_first() {
         None if terminating => {}
         None => {
-            access::create(
+            let created = access::create(
                 objects,
                 access::Actor::DaemonSet,
                 &pod_info,
                 Some(ns),
                 new_pod(&ds, &hash),
             )
-            .await?;
+            .await;
+            events
+                .pod_created(
+                    objects,
+                    access::Actor::DaemonSet,
+                    &ds,
+                    created.as_ref().map(|p| &**p),
+                )
+                .await;
+            created?;
         }
         Some((first, extra)) => {
             for pod in extra {
-                access::delete(objects, access::Actor::DaemonSet, &pod_info, pod).await?;
+                delete_pod(objects, events, &pod_info, &ds, pod).await?;
             }
             if !on_delete && revision(first) != Some(hash.as_str()) {
-                access::delete(objects, access::Actor::DaemonSet, &pod_info, first).await?;
+                delete_pod(objects, events, &pod_info, &ds, first).await?;
             }
         }
     }
     write_status(objects, ns, &ds, &hash).await
+}
+
+/// Deletes a Pod of the DaemonSet, recorded as an event.
+async fn delete_pod(
+    objects: &Objects,
+    events: &Recorder,
+    pod_info: &Arc<ResourceInfo>,
+    ds: &Value,
+    pod: &Value,
+) -> Result<(), ApiError> {
+    let deleted = access::delete(objects, access::Actor::DaemonSet, pod_info, pod).await;
+    events
+        .pod_deleted(
+            objects,
+            access::Actor::DaemonSet,
+            ds,
+            pod,
+            deleted.as_ref().map(|_| ()),
+        )
+        .await;
+    deleted
 }
 
 fn revision(pod: &Value) -> Option<&str> {

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::access::{self, controlled_by};
+use super::events::{Kind as EventKind, Note, Recorder};
 use super::names::{POD_TEMPLATE_HASH, template_hash};
 use crate::error::ApiError;
 use crate::meta;
@@ -36,8 +37,13 @@ const MAX: &str = "deployment.kubernetes.io/max-replicas";
 const REVISION_HISTORY: &str = "deployment.kubernetes.io/revision-history";
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// Reconciles one Deployment.
-pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+/// Reconciles one Deployment; its scaling is recorded as `ScalingReplicaSet` events.
+pub async fn reconcile(
+    objects: &Objects,
+    events: &Recorder,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
     let Some(d) = access::get(objects, "apps", "deployments", ns, name) else {
         return Ok(());
     };
@@ -79,7 +85,12 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         }
         None => None,
     };
-    let sizes = Sizes { desired, max_surge };
+    let sizes = Sizes {
+        desired,
+        max_surge,
+        deployment: &d,
+        events,
+    };
 
     // As upstream's `syncDeployment`: a paused Deployment and a scaling event (an active
     // ReplicaSet annotated with another size) are only scaled, proportionally; the rollout
@@ -125,6 +136,9 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
             match access::create(objects, access::Actor::Deployment, &rs_info, Some(ns), rs).await {
                 Ok(rs) => {
                     created_new = true;
+                    if initial > 0 {
+                        scaled(objects, events, &d, &rs, 0, initial).await;
+                    }
                     rs
                 }
                 Err(e) if e.code == 409 => {
@@ -204,14 +218,41 @@ async fn finish(
 /// The size annotations a Deployment puts on the ReplicaSets it scales
 /// (`deployment.kubernetes.io/{desired,max}-replicas`).
 #[derive(Debug, Clone, Copy)]
-struct Sizes {
+struct Sizes<'a> {
     /// The Deployment's `spec.replicas`.
     desired: i64,
     /// Its resolved `maxSurge`.
     max_surge: i64,
+    /// The Deployment, which the scaling events are about.
+    deployment: &'a Value,
+    /// Where they are recorded.
+    events: &'a Recorder,
 }
 
-impl Sizes {
+/// Records a ReplicaSet's scaling from `from` to `to` replicas (upstream's
+/// `ScalingReplicaSet` event on the Deployment).
+async fn scaled(objects: &Objects, events: &Recorder, d: &Value, rs: &Value, from: i64, to: i64) {
+    let direction = if to > from { "up" } else { "down" };
+    let message = format!(
+        "Scaled {direction} replica set {} from {from} to {to}",
+        meta::name(rs)
+    );
+    events
+        .record(
+            objects,
+            access::Actor::Deployment,
+            d,
+            Note {
+                field_path: None,
+                kind: EventKind::Normal,
+                reason: "ScalingReplicaSet",
+                message,
+            },
+        )
+        .await;
+}
+
+impl Sizes<'_> {
     /// Scales `rs` to `replicas` (upstream's `scaleReplicaSet`): its size and annotations
     /// written when either differs.
     async fn set(
@@ -234,6 +275,10 @@ impl Sizes {
         set_annotation(&mut next, DESIRED, &desired);
         set_annotation(&mut next, MAX, &max);
         access::replace(objects, access::Actor::Deployment, rs_info, next).await?;
+        let was = access::int(rs, "spec.replicas", 1);
+        if was != replicas {
+            scaled(objects, self.events, self.deployment, rs, was, replicas).await;
+        }
         Ok(())
     }
 }
@@ -246,7 +291,7 @@ async fn scale(
     d: &Value,
     new_rs: &Value,
     old: &[Object],
-    sizes: Sizes,
+    sizes: Sizes<'_>,
     max_unavailable: i64,
 ) -> Result<(), ApiError> {
     let desired = sizes.desired;
@@ -325,7 +370,7 @@ async fn scale_proportionally(
     d: &Value,
     new_rs: Option<&Object>,
     old: &[Object],
-    sizes: Sizes,
+    sizes: Sizes<'_>,
 ) -> Result<(), ApiError> {
     let spec = |rs: &Value| access::int(rs, "spec.replicas", 1);
     // Old ReplicaSets newest first, then the new one (upstream's `FindActiveOrLatest`).

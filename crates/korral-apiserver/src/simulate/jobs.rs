@@ -49,6 +49,7 @@ use serde_json::{Map, Value, json};
 
 use super::access::{self, Actor, pod_active, pod_ready};
 use super::claim::{Managed, SelectorShape, claim_pods};
+use super::events::{Kind as EventKind, Note, Recorder};
 use super::job_failures::{
     self as failures, BackoffRecord, INDEX_FAILURE_COUNT, INDEX_IGNORED_FAILURE_COUNT,
 };
@@ -56,6 +57,7 @@ use super::replicaset::owned_pods;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
+use crate::registry::ResourceInfo;
 use crate::storage::Object;
 
 /// Jobs (`batch/v1`) as they claim Pods (upstream's `getPodsForJob`): every Pod their
@@ -339,6 +341,7 @@ fn count_released(
 pub async fn reconcile(
     objects: &Objects,
     backoffs: &BackoffRecords,
+    events: &Recorder,
     ns: &str,
     name: &str,
 ) -> Result<Option<Duration>, ApiError> {
@@ -573,7 +576,7 @@ pub async fn reconcile(
         // A failing Job's active Pods go (keeping their finalizers: they are counted as
         // failed below, upstream's `deleteActivePods`).
         for pod in &active {
-            access::delete(objects, access::Actor::Job, &pod_info, pod).await?;
+            delete_pod(objects, events, &pod_info, &job, pod).await?;
         }
         terminating_count += active.len();
         (active_count, ready) = (0, 0);
@@ -592,7 +595,7 @@ pub async fn reconcile(
         // (upstream's `deleteJobPods`).
         for pod in &active {
             release(objects, &pod_info, pod).await?;
-            access::delete(objects, access::Actor::Job, &pod_info, pod).await?;
+            delete_pod(objects, events, &pod_info, &job, pod).await?;
         }
         terminating_count = owned_pods(objects, ns, meta::uid(&job))
             .iter()
@@ -621,7 +624,7 @@ pub async fn reconcile(
         if complete && !active.is_empty() {
             // The Job is done (its success policy matched): the Pods still running go.
             for pod in &active {
-                access::delete(objects, access::Actor::Job, &pod_info, pod).await?;
+                delete_pod(objects, events, &pod_info, &job, pod).await?;
             }
             terminating_count = owned_pods(objects, ns, meta::uid(&job))
                 .iter()
@@ -649,7 +652,7 @@ pub async fn reconcile(
                 tracing::debug!(job = %name, namespace = %ns, deleting = surplus.len(), wanted, "too many pods running for job");
                 for pod in &surplus {
                     let gone = match release(objects, &pod_info, pod).await {
-                        Ok(()) => access::delete(objects, Actor::Job, &pod_info, pod).await,
+                        Ok(()) => delete_pod(objects, events, &pod_info, &job, pod).await,
                         Err(e) => Err(e),
                     };
                     match gone {
@@ -730,7 +733,12 @@ pub async fn reconcile(
                 for size in creation_batches(pods.len()) {
                     let mut refused = false;
                     for pod in pods.by_ref().take(size) {
-                        match access::create(objects, Actor::Job, &pod_info, Some(ns), pod).await {
+                        let created =
+                            access::create(objects, Actor::Job, &pod_info, Some(ns), pod).await;
+                        events
+                            .pod_created(objects, Actor::Job, &job, created.as_ref().map(|p| &**p))
+                            .await;
+                        match created {
                             Ok(_) => active_count += 1,
                             Err(e) => {
                                 refused = true;
@@ -877,11 +885,57 @@ pub async fn reconcile(
             status,
         )
         .await?;
+        // Upstream's `recordJobFinished`, once the finishing condition is written.
+        if settled && !finished(&job) {
+            let (kind, reason, message) = match (&failure, &success) {
+                (Some(failure), _) => (
+                    EventKind::Warning,
+                    failure.reason.to_string(),
+                    failure.message.to_string(),
+                ),
+                (None, Some(_)) => (
+                    EventKind::Normal,
+                    "Completed".to_string(),
+                    "Job completed".to_string(),
+                ),
+                (None, None) => (EventKind::Normal, String::new(), String::new()),
+            };
+            if !reason.is_empty() {
+                events
+                    .record(
+                        objects,
+                        Actor::Job,
+                        &job,
+                        Note {
+                            field_path: None,
+                            kind,
+                            reason: &reason,
+                            message,
+                        },
+                    )
+                    .await;
+            }
+        }
     }
     match manage_error {
         Some(e) => Err(e),
         None => Ok(again),
     }
+}
+
+/// Deletes a Pod of the Job, recorded as an event.
+async fn delete_pod(
+    objects: &Objects,
+    events: &Recorder,
+    pod_info: &Arc<ResourceInfo>,
+    job: &Value,
+    pod: &Value,
+) -> Result<(), ApiError> {
+    let deleted = access::delete(objects, Actor::Job, pod_info, pod).await;
+    events
+        .pod_deleted(objects, Actor::Job, job, pod, deleted.as_ref().map(|_| ()))
+        .await;
+    deleted
 }
 
 /// `status.uncountedTerminatedPods` for the uncounted UIDs (`{}` when none).

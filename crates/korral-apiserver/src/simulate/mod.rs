@@ -54,6 +54,7 @@ mod csr_cleaner;
 mod csr_signing;
 pub mod daemonset;
 pub mod deployment;
+pub mod events;
 pub mod endpoints;
 mod endpointslices;
 mod history;
@@ -362,6 +363,8 @@ pub struct Cluster {
     pub pod_gc_pods: pod_gc::PodIndex,
     /// The Job controller's back-off records (upstream's `backoffRecordStore`).
     pub job_backoffs: jobs::BackoffRecords,
+    /// The simulated components' event recorders.
+    pub events: events::Recorder,
 }
 
 /// Runs one work item against the current state; `Some(delay)` asks to run it again after
@@ -373,10 +376,10 @@ pub(crate) async fn execute(
     work: &Work,
 ) -> Result<Option<std::time::Duration>, ApiError> {
     if let Work::CronJob(ns, name) = work {
-        return cronjobs::reconcile(objects, ns, name).await;
+        return cronjobs::reconcile(objects, &cluster.events, ns, name).await;
     }
     if let Work::Job(ns, name) = work {
-        let again = jobs::reconcile(objects, &cluster.job_backoffs, ns, name).await?;
+        let again = jobs::reconcile(objects, &cluster.job_backoffs, &cluster.events, ns, name).await?;
         let expiry = ttl::reconcile(objects, ns, name, jiff::Timestamp::now()).await?;
         return Ok(match (again, expiry) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -387,7 +390,7 @@ pub(crate) async fn execute(
         // Before anything that may fail: the collector runs after the Pods (`Work`'s order).
         cluster.pod_gc_pods.observe(objects, ns, name);
         jobs::release_orphan(objects, ns, name).await?;
-        return pods::reconcile(objects, ns, name).await;
+        return pods::reconcile(objects, &cluster.events, ns, name).await;
     }
     if let Work::PodGarbageCollection = work {
         return pod_gc::reconcile(objects, &cluster.pod_gc_quarantine, &cluster.pod_gc_pods).await;
@@ -405,14 +408,20 @@ pub(crate) async fn execute(
         | Work::CertificateSigningRequest(..) => Ok(()),
         Work::Node => pods::ensure_node(objects).await,
         Work::Namespace(name) => namespaces::reconcile(objects, cluster, name).await,
-        Work::Deployment(ns, name) => deployment::reconcile(objects, ns, name).await,
-        Work::StatefulSet(ns, name) => statefulset::reconcile(objects, ns, name).await,
-        Work::DaemonSet(ns, name) => daemonset::reconcile(objects, ns, name).await,
+        Work::Deployment(ns, name) => deployment::reconcile(objects, &cluster.events, ns, name).await,
+        Work::StatefulSet(ns, name) => statefulset::reconcile(objects, &cluster.events, ns, name).await,
+        Work::DaemonSet(ns, name) => daemonset::reconcile(objects, &cluster.events, ns, name).await,
         Work::ReplicaSet(ns, name) => {
-            replicaset::reconcile(objects, &replicaset::REPLICA_SET, ns, name).await
+            replicaset::reconcile(objects, &cluster.events, &replicaset::REPLICA_SET, ns, name).await
         }
         Work::ReplicationController(ns, name) => {
-            replicaset::reconcile(objects, &replicaset::REPLICATION_CONTROLLER, ns, name).await
+            replicaset::reconcile(
+                objects,
+                &cluster.events,
+                &replicaset::REPLICATION_CONTROLLER,
+                ns,
+                name,
+            ).await
         }
         Work::Claim(ns, name) => volumes::reconcile_claim(objects, ns, name).await,
         Work::ResourceClaim(ns, name) => resource_claims::sync_claim(objects, ns, name).await,

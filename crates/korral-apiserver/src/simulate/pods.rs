@@ -76,6 +76,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::access::{self, Actor, controller_of, timestamp};
+use super::events::{self, Kind as EventKind, Note, Recorder};
 use super::names;
 use super::resource_claims::{self, Verdict};
 use crate::error::ApiError;
@@ -242,6 +243,7 @@ async fn clear_not_ready_taint(
 /// (its containers exit or restart then).
 pub async fn reconcile(
     objects: &Objects,
+    events: &Recorder,
     ns: &str,
     name: &str,
 ) -> Result<Option<Duration>, ApiError> {
@@ -250,7 +252,7 @@ pub async fn reconcile(
     };
     let info = access::info(objects, "", "v1", "pods")?;
     if meta::is_deleting(&pod) {
-        return terminate(objects, &info, &pod).await;
+        return terminate(objects, events, &info, &pod).await;
     }
     if terminal(&pod) {
         return Ok(None);
@@ -263,6 +265,7 @@ pub async fn reconcile(
         .unwrap_or("");
     if node.is_empty() && node_cordoned(objects) && !tolerates_unschedulable(&pod) {
         // The scheduler finds no node: the pod waits, as upstream's does.
+        unschedulable_event(objects, events, &pod, UNSCHEDULABLE_MESSAGE).await;
         return access::update_status(objects, Actor::Scheduler, &info, &pod, mark_unschedulable)
             .await
             .map(|()| None);
@@ -281,6 +284,7 @@ pub async fn reconcile(
             pod
         };
         if let Verdict::Unschedulable(message) = resource_claims::schedule(objects, &pod).await? {
+            unschedulable_event(objects, events, &pod, &message).await;
             return access::update_status(objects, Actor::Scheduler, &info, &pod, move |pod| {
                 mark_unschedulable_because(pod, &message);
             })
@@ -288,7 +292,7 @@ pub async fn reconcile(
             .map(|()| None);
         }
         // The scheduler binds the pod through `pods/binding` (which also sets `PodScheduled`).
-        return bind(objects, &info, &pod).await.map(|()| None);
+        return bind(objects, events, &info, &pod).await.map(|()| None);
     }
     if node != NODE_NAME {
         // Bound to a node no simulated kubelet runs: it stays as it is, as on a cluster.
@@ -296,13 +300,14 @@ pub async fn reconcile(
     }
     if phase != "Running" {
         let ip = free_pod_ip(objects);
-        return access::update_status(objects, Actor::Kubelet, &info, &pod, move |pod| {
+        access::update_status(objects, Actor::Kubelet, &info, &pod, move |pod| {
             if !terminal(pod) {
                 run(pod, &ip);
             }
         })
-        .await
-        .map(|()| None);
+        .await?;
+        container_events(objects, events, &pod).await;
+        return Ok(None);
     }
     let Some(exit) = exit_of(&pod) else {
         return Ok(None);
@@ -320,8 +325,137 @@ pub async fn reconcile(
             apply(pod, step, fallback, &at);
         }
     })
-    .await
-    .map(|()| None)
+    .await?;
+    container_events(objects, events, &pod).await;
+    Ok(None)
+}
+
+/// The scheduler's `FailedScheduling` event for a Pod it finds no node for, recorded when
+/// the Pod does not say so already (each change of verdict is one attempt).
+async fn unschedulable_event(objects: &Objects, events: &Recorder, pod: &Value, message: &str) {
+    let said = meta::path(pod, "status.conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c["type"] == "PodScheduled" && c["reason"] == "Unschedulable" && c["message"] == message
+        });
+    if !said {
+        events
+            .record(
+                objects,
+                Actor::Scheduler,
+                pod,
+                Note {
+                    field_path: None,
+                    kind: EventKind::Warning,
+                    reason: "FailedScheduling",
+                    message: message.to_string(),
+                },
+            )
+            .await;
+    }
+}
+
+/// The kubelet's events for what its last write did to the Pod's containers (`before` is
+/// the Pod as read before it): a container started anew is `Pulled` (`Pulling` first when
+/// its image is always pulled), `Created` and `Started`; one entering its restart back-off
+/// is a `BackOff` warning.
+async fn container_events(objects: &Objects, events: &Recorder, before: &Value) {
+    let Some(after) = access::get(
+        objects,
+        "",
+        "pods",
+        meta::namespace(before).unwrap_or(""),
+        meta::name(before),
+    ) else {
+        return;
+    };
+    if meta::uid(&after) != meta::uid(before) {
+        return;
+    }
+    for (init, spec_list, status_list) in [
+        (true, "spec.initContainers", "status.initContainerStatuses"),
+        (false, "spec.containers", "status.containerStatuses"),
+    ] {
+        let status_of = |pod: &Value, name: &str| -> Option<Value> {
+            meta::path(pod, status_list)
+                .and_then(Value::as_array)?
+                .iter()
+                .find(|s| s["name"] == name)
+                .cloned()
+        };
+        let containers: Vec<Value> = meta::path(&after, spec_list)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for container in containers {
+            let name = container["name"].as_str().unwrap_or("").to_string();
+            let (Some(now), was) = (status_of(&after, &name), status_of(before, &name)) else {
+                continue;
+            };
+            let mut notes: Vec<(EventKind, &str, String)> = Vec::new();
+            let id = |s: &Value| s["containerID"].as_str().map(str::to_string);
+            let new_instance = id(&now).is_some() && was.as_ref().and_then(id) != id(&now);
+            if new_instance {
+                let image = container["image"].as_str().unwrap_or("");
+                if container["imagePullPolicy"] == "Always" {
+                    notes.push((
+                        EventKind::Normal,
+                        "Pulling",
+                        format!("Pulling image {image:?}"),
+                    ));
+                    notes.push((
+                        EventKind::Normal,
+                        "Pulled",
+                        format!(
+                            "Successfully pulled image {image:?} in 0s (0s including waiting). Image size: 0 bytes."
+                        ),
+                    ));
+                } else {
+                    notes.push((
+                        EventKind::Normal,
+                        "Pulled",
+                        format!("Container image {image:?} already present on machine"),
+                    ));
+                }
+                notes.push((
+                    EventKind::Normal,
+                    "Created",
+                    format!("Created container: {name}"),
+                ));
+                notes.push((
+                    EventKind::Normal,
+                    "Started",
+                    format!("Started container {name}"),
+                ));
+            }
+            let backing_off =
+                |s: &Value| s.pointer("/state/waiting/reason") == Some(&json!("CrashLoopBackOff"));
+            if backing_off(&now) && !was.as_ref().is_some_and(backing_off) {
+                notes.push((
+                    EventKind::Warning,
+                    "BackOff",
+                    format!(
+                        "Back-off restarting failed container {name} in pod {}_{}({})",
+                        meta::name(&after),
+                        meta::namespace(&after).unwrap_or(""),
+                        meta::uid(&after)
+                    ),
+                ));
+            }
+            let path = events::container_path(init, &name);
+            for (kind, reason, message) in notes {
+                let note = Note {
+                    field_path: Some(&path),
+                    kind,
+                    reason,
+                    message,
+                };
+                events.record(objects, Actor::Kubelet, &after, note).await;
+            }
+        }
+    }
 }
 
 /// The kubelet of the simulated node stops a Pod being deleted, as upstream's pod worker and
@@ -335,6 +469,7 @@ pub async fn reconcile(
 /// (finalizers keep it) is no kubelet's (the pod garbage collector ends both).
 async fn terminate(
     objects: &Objects,
+    events: &Recorder,
     info: &Arc<ResourceInfo>,
     pod: &Value,
 ) -> Result<Option<Duration>, ApiError> {
@@ -348,6 +483,32 @@ async fn terminate(
         let wait = stopping_for(pod, Timestamp::now());
         if !wait.is_zero() {
             return Ok(Some(wait));
+        }
+        for (init, list) in [
+            (true, "status.initContainerStatuses"),
+            (false, "status.containerStatuses"),
+        ] {
+            let running = meta::path(pod, list)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|s| s.pointer("/state/running").is_some());
+            for status in running {
+                let name = status["name"].as_str().unwrap_or("");
+                events
+                    .record(
+                        objects,
+                        Actor::Kubelet,
+                        pod,
+                        Note {
+                            field_path: Some(&events::container_path(init, name)),
+                            kind: EventKind::Normal,
+                            reason: "Killing",
+                            message: format!("Stopping container {name}"),
+                        },
+                    )
+                    .await;
+            }
         }
         let at = meta::now_rfc3339();
         access::update_status(objects, Actor::Kubelet, info, pod, move |pod| {
@@ -922,7 +1083,12 @@ fn restart(pod: &mut Value, now: &str) {
 
 /// The scheduler's binding of a pod to the simulated node; a pod bound meanwhile (by the
 /// scheduler or a client) counts as done.
-async fn bind(objects: &Objects, info: &Arc<ResourceInfo>, pod: &Value) -> Result<(), ApiError> {
+async fn bind(
+    objects: &Objects,
+    events: &Recorder,
+    info: &Arc<ResourceInfo>,
+    pod: &Value,
+) -> Result<(), ApiError> {
     let Some(action) = crate::kinds::actions::find(info, Some("binding")) else {
         return Ok(());
     };
@@ -943,7 +1109,27 @@ async fn bind(objects: &Objects, info: &Arc<ResourceInfo>, pod: &Value) -> Resul
     )
     .await;
     match answer {
-        Ok(_) => Ok(()),
+        Ok(_) => {
+            let message = format!(
+                "Successfully assigned {}/{} to {NODE_NAME}",
+                meta::namespace(pod).unwrap_or(""),
+                meta::name(pod)
+            );
+            events
+                .record(
+                    objects,
+                    Actor::Scheduler,
+                    pod,
+                    Note {
+                        field_path: None,
+                        kind: EventKind::Normal,
+                        reason: "Scheduled",
+                        message,
+                    },
+                )
+                .await;
+            Ok(())
+        }
         Err(e) if e.code == 404 || e.code == 409 => Ok(()),
         Err(e) => Err(e),
     }

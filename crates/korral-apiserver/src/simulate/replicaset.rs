@@ -18,6 +18,7 @@ use std::sync::Arc;
 use super::access::{self, Actor, pod_active, pod_ready};
 use super::claim::{self, claim_pods};
 pub use super::claim::{Managed, SelectorShape};
+use super::events::Recorder;
 use super::jobs::JOB;
 use crate::error::ApiError;
 use crate::meta;
@@ -56,6 +57,7 @@ pub const REPLICATION_CONTROLLER: Managed = Managed {
 /// Brings the Pods of one object of `kind` to its `spec.replicas` and writes its status.
 pub async fn reconcile(
     objects: &Objects,
+    events: &Recorder,
     kind: &Managed,
     ns: &str,
     name: &str,
@@ -78,7 +80,15 @@ pub async fn reconcile(
     let pod_info = access::info(objects, "", "v1", "pods")?;
     let mut active = claim_pods(objects, kind, &pod_info, &rs, &selector).await?;
     let managed = if active.len() < desired {
-        create_pods(objects, kind, &pod_info, &rs, desired - active.len()).await
+        create_pods(
+            objects,
+            events,
+            kind,
+            &pod_info,
+            &rs,
+            desired - active.len(),
+        )
+        .await
     } else if active.len() > desired {
         // Not scheduled, then not ready, then newest first (upstream's ActivePods ordering).
         active.sort_by(|a, b| {
@@ -96,7 +106,7 @@ pub async fn reconcile(
         });
         // The first in that order go.
         let surplus = active.len() - desired;
-        delete_pods(objects, kind, &pod_info, &active[..surplus]).await
+        delete_pods(objects, events, kind, &pod_info, &rs, &active[..surplus]).await
     } else {
         Ok(())
     };
@@ -120,9 +130,11 @@ pub fn claimants(objects: &Objects, pod: &Value) -> Vec<(&'static Managed, Strin
     claim::claimants(objects, &[&REPLICA_SET, &REPLICATION_CONTROLLER, &JOB], pod)
 }
 
-/// Creates `count` Pods from the owner's template; stops at the first refusal.
+/// Creates `count` Pods from the owner's template, each recorded as an event; stops at the
+/// first refusal.
 async fn create_pods(
     objects: &Objects,
+    events: &Recorder,
     kind: &Managed,
     pod_info: &Arc<ResourceInfo>,
     rs: &Value,
@@ -130,27 +142,37 @@ async fn create_pods(
 ) -> Result<(), ApiError> {
     let ns = meta::namespace(rs);
     for _ in 0..count {
-        access::create(
+        let created = access::create(
             objects,
             kind.actor,
             pod_info,
             ns,
             pod_from_template(kind, rs),
         )
-        .await?;
+        .await;
+        events
+            .pod_created(objects, kind.actor, rs, created.as_ref().map(|p| &**p))
+            .await;
+        created?;
     }
     Ok(())
 }
 
-/// Deletes the given Pods; stops at the first refusal.
+/// Deletes the given Pods, each recorded as an event; stops at the first refusal.
 async fn delete_pods(
     objects: &Objects,
+    events: &Recorder,
     kind: &Managed,
     pod_info: &Arc<ResourceInfo>,
+    rs: &Value,
     pods: &[Object],
 ) -> Result<(), ApiError> {
     for pod in pods {
-        access::delete(objects, kind.actor, pod_info, pod).await?;
+        let deleted = access::delete(objects, kind.actor, pod_info, pod).await;
+        events
+            .pod_deleted(objects, kind.actor, rs, pod, deleted.as_ref().map(|_| ()))
+            .await;
+        deleted?;
     }
     Ok(())
 }

@@ -17,23 +17,31 @@
 //! Simplifications: `whenScaled: Delete` keeps the claims.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::access::{self, controlled_by, pod_active, pod_ready};
+use super::events::{Kind as EventKind, Note, Recorder};
 use super::history;
 use super::names::template_hash;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
+use crate::registry::ResourceInfo;
 use crate::storage::Object;
 
 const REVISION_LABEL: &str = "controller-revision-hash";
 const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
 const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
 
-/// Reconciles one StatefulSet.
-pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+/// Reconciles one StatefulSet; the Pods it creates and deletes are recorded as events.
+pub async fn reconcile(
+    objects: &Objects,
+    events: &Recorder,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
     let Some(sts) = access::get(objects, "apps", "statefulsets", ns, name) else {
         return Ok(());
     };
@@ -77,21 +85,26 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
         match pods.get(&ordinal) {
             None => {
                 create_claims(objects, ns, &sts, ordinal).await?;
-                access::create(
+                let pod = new_pod(&sts, ordinal, &update_revision);
+                let pod_name = meta::name(&pod).to_string();
+                let created = access::create(
                     objects,
                     access::Actor::StatefulSet,
                     &pod_info,
                     Some(ns),
-                    new_pod(&sts, ordinal, &update_revision),
+                    pod,
                 )
-                .await?;
+                .await;
+                let outcome = created.as_ref().map(|_| ());
+                pod_event(objects, events, &sts, "create", &pod_name, outcome).await;
+                created?;
                 if !parallel {
                     return write_status(objects, ns, &sts, &update_revision).await;
                 }
             }
             Some(pod) if !parallel && !pod_up(pod) => {
                 if meta::path(pod, "status.phase").and_then(Value::as_str) == Some("Failed") {
-                    access::delete(objects, access::Actor::StatefulSet, &pod_info, pod).await?;
+                    delete_pod(objects, events, &pod_info, &sts, pod).await?;
                 }
                 return write_status(objects, ns, &sts, &update_revision).await;
             }
@@ -102,7 +115,7 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     let extra: Vec<&Object> = pods.range(replicas..).rev().map(|(_, p)| p).collect();
     for pod in extra {
         if !meta::is_deleting(pod) {
-            access::delete(objects, access::Actor::StatefulSet, &pod_info, pod).await?;
+            delete_pod(objects, events, &pod_info, &sts, pod).await?;
         }
         if !parallel {
             return write_status(objects, ns, &sts, &update_revision).await;
@@ -121,10 +134,81 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
             .map(|(_, p)| p)
             .find(|p| pod_revision(p) != Some(update_revision.as_str()));
         if let Some(pod) = stale {
-            access::delete(objects, access::Actor::StatefulSet, &pod_info, pod).await?;
+            delete_pod(objects, events, &pod_info, &sts, pod).await?;
         }
     }
     write_status(objects, ns, &sts, &update_revision).await
+}
+
+/// Deletes a Pod of the StatefulSet, recorded as an event.
+async fn delete_pod(
+    objects: &Objects,
+    events: &Recorder,
+    pod_info: &Arc<ResourceInfo>,
+    sts: &Value,
+    pod: &Value,
+) -> Result<(), ApiError> {
+    let deleted = access::delete(objects, access::Actor::StatefulSet, pod_info, pod).await;
+    pod_event(
+        objects,
+        events,
+        sts,
+        "delete",
+        meta::name(pod),
+        deleted.as_ref().map(|_| ()),
+    )
+    .await;
+    deleted
+}
+
+/// Records a Pod created or deleted (`verb`) as upstream's StatefulSet controller does:
+/// `SuccessfulCreate` "create Pod web-0 in StatefulSet web successful", or a `FailedCreate`
+/// warning "... failed error: <error>".
+async fn pod_event(
+    objects: &Objects,
+    events: &Recorder,
+    sts: &Value,
+    verb: &str,
+    pod: &str,
+    outcome: Result<(), &ApiError>,
+) {
+    let set = meta::name(sts);
+    let (kind, outcome_word, message) = match outcome {
+        Ok(()) => (
+            EventKind::Normal,
+            "Successful",
+            format!("{verb} Pod {pod} in StatefulSet {set} successful"),
+        ),
+        Err(e) => (
+            EventKind::Warning,
+            "Failed",
+            format!(
+                "{verb} Pod {pod} in StatefulSet {set} failed error: {}",
+                e.message
+            ),
+        ),
+    };
+    let mut chars = verb.chars();
+    let title: String = chars
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(chars)
+        .collect();
+    let reason = format!("{outcome_word}{title}");
+    events
+        .record(
+            objects,
+            access::Actor::StatefulSet,
+            sts,
+            Note {
+                field_path: None,
+                kind,
+                reason: &reason,
+                message,
+            },
+        )
+        .await;
 }
 
 /// The StatefulSet's Pods by ordinal.

@@ -1,0 +1,296 @@
+//! Events of the simulated components, as a cluster records them: what `kubectl describe`
+//! shows for a Deployment, its ReplicaSet and Pods, a Job, a deleted Pod and a Pod the
+//! scheduler cannot place.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// The Events of `namespace` (core/v1), as one JSON list.
+async fn events(env: &TestEnv, namespace: &str) -> Value {
+    let path = format!("/api/v1/namespaces/{namespace}/events");
+    let (status, list) = raw(&env.client(), "GET", &path, None, vec![]).await;
+    assert_eq!(status, 200, "{list}");
+    list
+}
+
+/// The Events about the object named `name` with `reason`.
+fn about<'a>(list: &'a Value, name: &str, reason: &str) -> Vec<&'a Value> {
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["involvedObject"]["name"] == name && e["reason"] == reason)
+        .collect()
+}
+
+async fn create(env: &TestEnv, path: &str, body: Value) -> Value {
+    let (status, obj) = raw(
+        &env.client(),
+        "POST",
+        path,
+        Some("application/json"),
+        serde_json::to_vec(&body).expect("body"),
+    )
+    .await;
+    assert_eq!(status, 201, "{obj}");
+    obj
+}
+
+#[tokio::test]
+async fn a_deployment_rollout_is_recorded_as_upstreams_controllers_record_it() {
+    let env = sim_env().await;
+    create(
+        &env,
+        "/apis/apps/v1/namespaces/default/deployments",
+        json!({"metadata": {"name": "web"}, "spec": {"replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]}}}}),
+    )
+    .await;
+    let list = until(
+        "every pod started",
+        || events(&env, "default"),
+        |list| {
+            list["items"]
+                .as_array()
+                .is_some_and(|items| items.iter().filter(|e| e["reason"] == "Started").count() == 2)
+        },
+    )
+    .await;
+    // The Deployment controller scaled the new ReplicaSet up.
+    let scaled = about(&list, "web", "ScalingReplicaSet");
+    assert_eq!(scaled.len(), 1, "{list:#}");
+    let scaled = scaled[0];
+    let message = scaled["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("Scaled up replica set web-") && message.ends_with(" from 0 to 2"),
+        "{message}"
+    );
+    assert_eq!(scaled["type"], "Normal");
+    assert_eq!(
+        scaled["source"],
+        json!({"component": "deployment-controller"})
+    );
+    assert_eq!(scaled["reportingComponent"], "deployment-controller");
+    assert_eq!(scaled["involvedObject"]["kind"], "Deployment");
+    assert_eq!(scaled["involvedObject"]["apiVersion"], "apps/v1");
+    assert_eq!(scaled["count"], 1);
+    let name = scaled["metadata"]["name"].as_str().expect("name");
+    assert!(name.starts_with("web."), "{name}");
+    let rs = message
+        .trim_start_matches("Scaled up replica set ")
+        .trim_end_matches(" from 0 to 2");
+    // The ReplicaSet controller created two Pods.
+    let created = about(&list, rs, "SuccessfulCreate");
+    assert_eq!(created.len(), 2, "{list:#}");
+    let pod = created[0]["message"]
+        .as_str()
+        .and_then(|m| m.strip_prefix("Created pod: "))
+        .expect("pod name")
+        .to_string();
+    assert_eq!(
+        created[0]["source"],
+        json!({"component": "replicaset-controller"})
+    );
+    // The scheduler (events.k8s.io) and the kubelet on the Pod.
+    let scheduled = about(&list, &pod, "Scheduled");
+    assert_eq!(scheduled.len(), 1, "{list:#}");
+    assert_eq!(
+        scheduled[0]["message"],
+        format!("Successfully assigned default/{pod} to korral-node")
+    );
+    assert_eq!(scheduled[0]["reportingComponent"], "default-scheduler");
+    assert_eq!(scheduled[0]["action"], "Binding");
+    assert!(scheduled[0]["eventTime"].is_string());
+    for (reason, message) in [
+        (
+            "Pulled",
+            "Container image \"nginx:1.25\" already present on machine",
+        ),
+        ("Created", "Created container: nginx"),
+        ("Started", "Started container nginx"),
+    ] {
+        let found = about(&list, &pod, reason);
+        assert_eq!(found.len(), 1, "{reason}: {list:#}");
+        assert_eq!(found[0]["message"], message);
+        assert_eq!(
+            found[0]["involvedObject"]["fieldPath"],
+            "spec.containers{nginx}"
+        );
+        assert_eq!(
+            found[0]["source"],
+            json!({"component": "kubelet", "host": "korral-node"})
+        );
+        assert_eq!(found[0]["reportingInstance"], "korral-node");
+    }
+
+    // Scaling up, down and up again repeats an identical event: counted, not written twice.
+    for replicas in [3, 2, 3] {
+        let (status, body) = raw(
+            &env.client(),
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/web",
+            Some("application/merge-patch+json"),
+            serde_json::to_vec(&json!({"spec": {"replicas": replicas}})).expect("patch"),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let want = format!("from {} to {replicas}", if replicas == 3 { 2 } else { 3 });
+        until(
+            "the scaling recorded",
+            || events(&env, "default"),
+            |list| {
+                about(list, "web", "ScalingReplicaSet")
+                    .iter()
+                    .any(|e| e["message"].as_str().is_some_and(|m| m.ends_with(&want)))
+            },
+        )
+        .await;
+    }
+    let list = until(
+        "the repeat counted",
+        || events(&env, "default"),
+        |list| {
+            about(list, "web", "ScalingReplicaSet")
+                .iter()
+                .any(|e| e["count"] == 2)
+        },
+    )
+    .await;
+    let up = about(&list, "web", "ScalingReplicaSet")
+        .into_iter()
+        .filter(|e| e["message"] == format!("Scaled up replica set {rs} from 2 to 3"))
+        .collect::<Vec<_>>();
+    assert_eq!(up.len(), 1, "{list:#}");
+    assert_eq!(up[0]["count"], 2);
+    assert_ne!(up[0]["firstTimestamp"], Value::Null);
+
+    // Deleting a Pod: the kubelet stops its container.
+    let (status, pods) = raw(
+        &env.client(),
+        "GET",
+        "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb",
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(status, 200, "{pods}");
+    let pod = pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
+        .and_then(|p| p["metadata"]["name"].as_str())
+        .expect("a running pod")
+        .to_string();
+    let (status, body) = raw(
+        &env.client(),
+        "DELETE",
+        &format!("/api/v1/namespaces/default/pods/{pod}"),
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let list = until(
+        "the container stopped",
+        || events(&env, "default"),
+        |list| !about(list, &pod, "Killing").is_empty(),
+    )
+    .await;
+    assert_eq!(
+        about(&list, &pod, "Killing")[0]["message"],
+        "Stopping container nginx"
+    );
+}
+
+#[tokio::test]
+async fn jobs_and_unschedulable_pods_are_recorded() {
+    let env = sim_env().await;
+    create(
+        &env,
+        "/apis/batch/v1/namespaces/default/jobs",
+        json!({"metadata": {"name": "once"}, "spec": {"template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox:1.36"}]}}}}),
+    )
+    .await;
+    let list = until(
+        "the job completed",
+        || events(&env, "default"),
+        |list| !about(list, "once", "Completed").is_empty(),
+    )
+    .await;
+    assert_eq!(
+        about(&list, "once", "Completed")[0]["message"],
+        "Job completed"
+    );
+    let created = about(&list, "once", "SuccessfulCreate");
+    assert_eq!(created.len(), 1, "{list:#}");
+    assert_eq!(created[0]["source"], json!({"component": "job-controller"}));
+
+    // A crashing container: the kubelet backs off restarting it.
+    let crashing = create(
+        &env,
+        "/api/v1/namespaces/default/pods",
+        json!({"metadata": {"name": "crashing", "annotations": {"korral.dev/exit-code": "1"}},
+            "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}),
+    )
+    .await;
+    let list = until(
+        "the container backing off",
+        || events(&env, "default"),
+        |list| !about(list, "crashing", "BackOff").is_empty(),
+    )
+    .await;
+    let backoff = about(&list, "crashing", "BackOff");
+    assert_eq!(backoff[0]["type"], "Warning");
+    assert_eq!(
+        backoff[0]["message"],
+        format!(
+            "Back-off restarting failed container main in pod crashing_default({})",
+            crashing["metadata"]["uid"].as_str().expect("uid")
+        )
+    );
+    assert_eq!(
+        backoff[0]["involvedObject"]["fieldPath"],
+        "spec.containers{main}"
+    );
+
+    // A cordoned node: the scheduler records why the Pod waits, once.
+    let (status, body) = raw(
+        &env.client(),
+        "PATCH",
+        "/api/v1/nodes/korral-node",
+        Some("application/merge-patch+json"),
+        serde_json::to_vec(&json!({"spec": {"unschedulable": true}})).expect("patch"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    create(
+        &env,
+        "/api/v1/namespaces/default/pods",
+        json!({"metadata": {"name": "waiting"}, "spec": {
+            "containers": [{"name": "main", "image": "busybox:1.36"}]}}),
+    )
+    .await;
+    let list = until(
+        "the pod found unschedulable",
+        || events(&env, "default"),
+        |list| !about(list, "waiting", "FailedScheduling").is_empty(),
+    )
+    .await;
+    let failed = about(&list, "waiting", "FailedScheduling");
+    assert_eq!(failed.len(), 1, "{list:#}");
+    assert_eq!(failed[0]["type"], "Warning");
+    assert_eq!(failed[0]["reportingComponent"], "default-scheduler");
+    assert!(
+        failed[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("0/1 nodes are available")),
+        "{list:#}"
+    );
+}
