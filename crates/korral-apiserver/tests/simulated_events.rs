@@ -232,6 +232,45 @@ async fn jobs_and_unschedulable_pods_are_recorded() {
     assert_eq!(created.len(), 1, "{list:#}");
     assert_eq!(created[0]["source"], json!({"component": "job-controller"}));
 
+    // An autoscaler raising its target to `minReplicas`.
+    create(
+        &env,
+        "/apis/apps/v1/namespaces/default/deployments",
+        json!({"metadata": {"name": "scaled"}, "spec": {"replicas": 1,
+            "selector": {"matchLabels": {"app": "scaled"}},
+            "template": {"metadata": {"labels": {"app": "scaled"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}}}),
+    )
+    .await;
+    create(
+        &env,
+        "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+        json!({"metadata": {"name": "scaled"}, "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "scaled"},
+            "minReplicas": 2, "maxReplicas": 3}}),
+    )
+    .await;
+    let list = until(
+        "the target rescaled",
+        || events(&env, "default"),
+        |list| {
+            list["items"].as_array().into_iter().flatten().any(|e| {
+                e["involvedObject"]["kind"] == "HorizontalPodAutoscaler"
+                    && e["reason"] == "SuccessfulRescale"
+            })
+        },
+    )
+    .await;
+    let rescaled = about(&list, "scaled", "SuccessfulRescale");
+    assert_eq!(
+        rescaled[0]["message"],
+        "New size: 2; reason: Current number of replicas below Spec.MinReplicas"
+    );
+    assert_eq!(
+        rescaled[0]["source"],
+        json!({"component": "horizontal-pod-autoscaler"})
+    );
+
     // A crashing container: the kubelet backs off restarting it.
     let crashing = create(
         &env,
@@ -287,6 +326,30 @@ async fn jobs_and_unschedulable_pods_are_recorded() {
     assert_eq!(failed.len(), 1, "{list:#}");
     assert_eq!(failed[0]["type"], "Warning");
     assert_eq!(failed[0]["reportingComponent"], "default-scheduler");
+    // The node's registration, as its kubelet and the node controller record it.
+    for (reason, message, source) in [
+        ("Starting", "Starting kubelet.", "kubelet"),
+        (
+            "NodeReady",
+            "Node korral-node status is now: NodeReady",
+            "kubelet",
+        ),
+        (
+            "RegisteredNode",
+            "Node korral-node event: Registered Node korral-node in Controller",
+            "node-controller",
+        ),
+    ] {
+        let found = about(&list, "korral-node", reason);
+        assert_eq!(found.len(), 1, "{reason}: {list:#}");
+        assert_eq!(found[0]["message"], message);
+        assert_eq!(found[0]["source"]["component"], source);
+        assert_eq!(found[0]["involvedObject"]["kind"], "Node");
+    }
+    assert_eq!(
+        about(&list, "korral-node", "Starting")[0]["involvedObject"]["uid"],
+        "korral-node"
+    );
     assert!(
         failed[0]["message"]
             .as_str()

@@ -10,6 +10,7 @@
 use serde_json::{Value, json};
 
 use super::access::{self, Actor};
+use super::events::{Kind as EventKind, Note, Recorder};
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
@@ -146,7 +147,12 @@ fn decide(hpa: &Value, current: i64) -> Decision {
 }
 
 /// Reconciles one HorizontalPodAutoscaler.
-pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
+pub async fn reconcile(
+    objects: &Objects,
+    events: &Recorder,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
     let Some(hpa) = access::get(objects, "autoscaling", "horizontalpodautoscalers", ns, name)
     else {
         return Ok(());
@@ -210,6 +216,27 @@ pub async fn reconcile(objects: &Objects, ns: &str, name: &str) -> Result<(), Ap
     if let (Some(to), Some(target)) = (decision.scale_to, &target) {
         let written =
             access::write_scale(objects, Actor::Autoscaler, target, ns, &target_name, to).await;
+        // Upstream's rescale events; without metrics only the bounds move a target.
+        let reason = if to > current {
+            "Current number of replicas below Spec.MinReplicas"
+        } else {
+            "Current number of replicas above Spec.MaxReplicas"
+        };
+        let note = match &written {
+            Ok(()) => Note {
+                field_path: None,
+                kind: EventKind::Normal,
+                reason: "SuccessfulRescale",
+                message: format!("New size: {to}; reason: {reason}"),
+            },
+            Err(e) => Note {
+                field_path: None,
+                kind: EventKind::Warning,
+                reason: "FailedRescale",
+                message: format!("New size: {to}; reason: {reason}; error: {}", e.message),
+            },
+        };
+        events.record(objects, Actor::Autoscaler, &hpa, note).await;
         able = match written {
             Ok(()) => {
                 scaled = true;

@@ -114,6 +114,8 @@ fn component(actor: Actor) -> &'static str {
         Actor::CronJob => "cronjob-controller",
         Actor::Scheduler => "default-scheduler",
         Actor::Kubelet => "kubelet",
+        Actor::Autoscaler => "horizontal-pod-autoscaler",
+        Actor::NodeLifecycle => "node-controller",
         _ => access::FIELD_MANAGER,
     }
 }

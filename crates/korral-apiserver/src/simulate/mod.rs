@@ -54,9 +54,9 @@ mod csr_cleaner;
 mod csr_signing;
 pub mod daemonset;
 pub mod deployment;
-pub mod events;
 pub mod endpoints;
 mod endpointslices;
+pub mod events;
 mod history;
 pub mod job_failures;
 pub mod jobs;
@@ -379,7 +379,8 @@ pub(crate) async fn execute(
         return cronjobs::reconcile(objects, &cluster.events, ns, name).await;
     }
     if let Work::Job(ns, name) = work {
-        let again = jobs::reconcile(objects, &cluster.job_backoffs, &cluster.events, ns, name).await?;
+        let again =
+            jobs::reconcile(objects, &cluster.job_backoffs, &cluster.events, ns, name).await?;
         let expiry = ttl::reconcile(objects, ns, name, jiff::Timestamp::now()).await?;
         return Ok(match (again, expiry) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -406,13 +407,18 @@ pub(crate) async fn execute(
         | Work::Pod(..)
         | Work::PodGarbageCollection
         | Work::CertificateSigningRequest(..) => Ok(()),
-        Work::Node => pods::ensure_node(objects).await,
+        Work::Node => pods::ensure_node(objects, &cluster.events).await,
         Work::Namespace(name) => namespaces::reconcile(objects, cluster, name).await,
-        Work::Deployment(ns, name) => deployment::reconcile(objects, &cluster.events, ns, name).await,
-        Work::StatefulSet(ns, name) => statefulset::reconcile(objects, &cluster.events, ns, name).await,
+        Work::Deployment(ns, name) => {
+            deployment::reconcile(objects, &cluster.events, ns, name).await
+        }
+        Work::StatefulSet(ns, name) => {
+            statefulset::reconcile(objects, &cluster.events, ns, name).await
+        }
         Work::DaemonSet(ns, name) => daemonset::reconcile(objects, &cluster.events, ns, name).await,
         Work::ReplicaSet(ns, name) => {
-            replicaset::reconcile(objects, &cluster.events, &replicaset::REPLICA_SET, ns, name).await
+            replicaset::reconcile(objects, &cluster.events, &replicaset::REPLICA_SET, ns, name)
+                .await
         }
         Work::ReplicationController(ns, name) => {
             replicaset::reconcile(
@@ -421,15 +427,20 @@ pub(crate) async fn execute(
                 &replicaset::REPLICATION_CONTROLLER,
                 ns,
                 name,
-            ).await
+            )
+            .await
         }
         Work::Claim(ns, name) => volumes::reconcile_claim(objects, ns, name).await,
         Work::ResourceClaim(ns, name) => resource_claims::sync_claim(objects, ns, name).await,
-        Work::Autoscaler(ns, name) => autoscaling::reconcile(objects, ns, name).await,
+        Work::Autoscaler(ns, name) => {
+            autoscaling::reconcile(objects, &cluster.events, ns, name).await
+        }
         Work::Autoscalers(ns) => {
             let mut result = Ok(());
             for hpa in access::list(objects, "autoscaling", "horizontalpodautoscalers", ns) {
-                if let Err(e) = autoscaling::reconcile(objects, ns, meta::name(&hpa)).await {
+                if let Err(e) =
+                    autoscaling::reconcile(objects, &cluster.events, ns, meta::name(&hpa)).await
+                {
                     result = Err(e);
                 }
             }

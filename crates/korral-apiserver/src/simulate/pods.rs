@@ -126,8 +126,9 @@ const CONTAINER_BACKOFF: Duration = Duration::from_secs(10);
 /// The kubelet's longest back-off before restarting a crashed container.
 const MAX_CONTAINER_BACKOFF: Duration = Duration::from_secs(300);
 
-/// Registers the node (when the server serves Nodes) and keeps its status Ready.
-pub async fn ensure_node(objects: &Objects) -> Result<(), ApiError> {
+/// Registers the node (when the server serves Nodes) and keeps its status Ready; its
+/// registration is recorded as upstream's kubelet and node controller record it.
+pub async fn ensure_node(objects: &Objects, events: &Recorder) -> Result<(), ApiError> {
     let Some(info) = objects.registry().get("", "v1", "nodes") else {
         return Ok(());
     };
@@ -191,10 +192,48 @@ pub async fn ensure_node(objects: &Objects) -> Result<(), ApiError> {
         },
     });
     access::write_status(objects, access::Actor::Kubelet, &info, &node, status).await?;
+    node_registered(objects, events, &node).await;
     match objects.storage().get(&key) {
         Some(ready) => clear_not_ready_taint(objects, &info, &ready).await,
         None => Ok(()),
     }
+}
+
+/// The events of a node's registration: the kubelet's (about the node by its name, as its
+/// `nodeRef` names it) and the node lifecycle controller's `RegisteredNode`.
+async fn node_registered(objects: &Objects, events: &Recorder, node: &Value) {
+    let mut by_name = node.clone();
+    meta::set_path(&mut by_name, "metadata.uid", json!(NODE_NAME));
+    let status = |condition: &str| format!("Node {NODE_NAME} status is now: {condition}");
+    let kubelet = [
+        ("Starting", "Starting kubelet.".to_string()),
+        ("NodeHasSufficientMemory", status("NodeHasSufficientMemory")),
+        ("NodeHasNoDiskPressure", status("NodeHasNoDiskPressure")),
+        ("NodeHasSufficientPID", status("NodeHasSufficientPID")),
+        (
+            "NodeAllocatableEnforced",
+            "Updated Node Allocatable limit across pods".to_string(),
+        ),
+        ("NodeReady", status("NodeReady")),
+    ];
+    for (reason, message) in kubelet {
+        let note = Note {
+            field_path: None,
+            kind: EventKind::Normal,
+            reason,
+            message,
+        };
+        events.record(objects, Actor::Kubelet, &by_name, note).await;
+    }
+    let note = Note {
+        field_path: None,
+        kind: EventKind::Normal,
+        reason: "RegisteredNode",
+        message: format!("Node {NODE_NAME} event: Registered Node {NODE_NAME} in Controller"),
+    };
+    events
+        .record(objects, Actor::NodeLifecycle, node, note)
+        .await;
 }
 
 /// The taint TaintNodesByCondition gives a new node, until it is Ready.
