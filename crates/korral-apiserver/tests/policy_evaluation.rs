@@ -300,3 +300,44 @@ async fn variables_are_evaluated_when_read_and_charged_once() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn match_conditions_that_fail_deny_unless_one_is_false() {
+    let env = TestEnv::start().await.expect("env");
+    let cm = |name: &str, data: Value| json!({"metadata": {"name": name}, "data": data});
+    validating(
+        &env,
+        "conditions",
+        json!({"matchConstraints": {"resourceRules": rules("", "v1", "configmaps")},
+               "matchConditions": [
+                   {"name": "broken", "expression": "object.data.nope == 'x'"},
+                   {"name": "opted-in", "expression": "object.data.opt == 'in'"}],
+               "validations": [{"expression": "false", "message": "opted in"}]}),
+    )
+    .await;
+    // A false condition skips the policy, whatever the others' errors.
+    create_ok(&env, CMS, &cm("out", json!({"opt": "out"}))).await;
+    // Errors and no false condition: the error denies (the policy fails closed).
+    let (code, status) = call(&env, "POST", CMS, Some(&cm("in", json!({"opt": "in"})))).await;
+    assert_eq!(code, 422, "{status}");
+    let message = status["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with(
+            "configmaps \"in\" is forbidden: ValidatingAdmissionPolicy 'conditions' with binding 'conditions' denied request: expression 'object.data.nope == 'x'' resulted in error: "
+        ),
+        "{message}"
+    );
+    // Both hold: the validations run.
+    let (code, status) = call(
+        &env,
+        "POST",
+        CMS,
+        Some(&cm("both", json!({"opt": "in", "nope": "x"}))),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "configmaps \"both\" is forbidden: ValidatingAdmissionPolicy 'conditions' with binding 'conditions' denied request: opted in"
+    );
+}

@@ -215,41 +215,14 @@ fn conditions_hold(
     seen: &Seen,
     namespace: Option<&Value>,
 ) -> Result<bool, String> {
-    let Some(conditions) = invocation
-        .bound
-        .policy
-        .get("matchConditions")
-        .and_then(Value::as_array)
-    else {
+    if invocation.bound.policy.get("matchConditions").is_none() {
         return Ok(true);
-    };
+    }
     let null = Value::Null;
     let vars = variables(invocation, object, seen, namespace, &null);
     let authorizer = authorizer(req);
     let scope = Composition::new(&invocation.bound.policy, &vars, &authorizer);
-    let budget = Budget::new();
-    // Any false condition skips the policy, errors or not; otherwise an error fails.
-    let mut errors = Vec::new();
-    for c in conditions {
-        let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
-        let result = scope
-            .evaluate_source(expression, &budget)
-            .map_err(|_| OUT_OF_BUDGET.to_string())?;
-        match result {
-            Ok(cel::Value::Bool(true)) => {}
-            Ok(cel::Value::Bool(false)) => return Ok(false),
-            Ok(other) => errors.push(format!(
-                "expression '{expression}' resulted in error: no such overload: {}",
-                to_json(&other)
-            )),
-            Err(e) => errors.push(format!("expression '{expression}' resulted in error: {e}")),
-        }
-    }
-    match errors.len() {
-        0 => Ok(true),
-        1 => Err(errors.remove(0)),
-        _ => Err(format!("[{}]", errors.join(", "))),
-    }
+    super::policy::conditions_hold(&invocation.bound.policy, &scope)
 }
 
 /// Evaluates a compiled mutation into JSON.

@@ -376,25 +376,18 @@ fn evaluate_binding(
             ("namespaceObject", namespace.unwrap_or(&null)),
         ];
         let vars = base;
-        if let Some(conditions) = policy.get("matchConditions").and_then(Value::as_array) {
-            let scope = Composition::new(policy, &vars, authorizer);
-            let budget = Budget::new();
-            let mut all = true;
-            for c in conditions {
-                let expr = c.get("expression").and_then(Value::as_str).unwrap_or("");
-                match scope.evaluate_source(expr, &budget) {
-                    Ok(Ok(cel::Value::Bool(true))) => {}
-                    Ok(Ok(cel::Value::Bool(false))) => all = false,
-                    _ if fail_open => all = false,
-                    _ => {}
-                }
-            }
-            if !all {
-                continue;
-            }
-        }
-        let mut decisions = validate(policy, &vars, authorizer, fail_open);
-        let errors = match audit_annotations(policy, &vars, fail_open) {
+        // Match conditions that fail are the binding's one decision (none failing open).
+        let (mut decisions, errors) =
+            match conditions_hold(policy, &Composition::new(policy, &vars, authorizer)) {
+                Ok(false) => continue,
+                Err(_) if fail_open => continue,
+                Err(e) => (vec![Decision::invalid(e)], Ok(Vec::new())),
+                Ok(true) => (
+                    validate(policy, &vars, authorizer, fail_open),
+                    audit_annotations(policy, &vars, fail_open),
+                ),
+            };
+        let errors = match errors {
             Err(OutOfBudget) => {
                 // Upstream answers only that the budget ran out.
                 decisions = (!fail_open)
@@ -437,6 +430,39 @@ fn evaluate_binding(
                 "",
             ));
         }
+    }
+}
+
+/// Whether every match condition of `policy` holds, as upstream's matcher decides (with a
+/// budget of its own): a false condition skips the policy, errors or not; otherwise the
+/// conditions' errors are the error (one, or `[a, b]`), a budget run out upstream's words.
+pub(super) fn conditions_hold(policy: &Value, scope: &Composition<'_>) -> Result<bool, String> {
+    let conditions = policy
+        .get("matchConditions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let budget = Budget::new();
+    let mut errors = Vec::new();
+    for c in conditions {
+        let expression = text(c, "expression");
+        let result = scope
+            .evaluate_source(expression, &budget)
+            .map_err(|_| OUT_OF_BUDGET.to_string())?;
+        match result {
+            Ok(cel::Value::Bool(true)) => {}
+            Ok(cel::Value::Bool(false)) => return Ok(false),
+            Ok(other) => errors.push(format!(
+                "expression '{expression}' resulted in error: no such overload: {}",
+                to_json(&other)
+            )),
+            Err(e) => errors.push(format!("expression '{expression}' resulted in error: {e}")),
+        }
+    }
+    match errors.len() {
+        0 => Ok(true),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
     }
 }
 
