@@ -7,8 +7,6 @@
 //! recorded as a ControllerRevision (see [`super::history`]), so `kubectl rollout history`
 //! and `kubectl rollout undo` work.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use super::access::{self, pod_active, pod_ready};
@@ -20,7 +18,6 @@ use super::replicaset::owned_pods;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
-use crate::registry::ResourceInfo;
 use crate::storage::Object;
 
 const REVISION_LABEL: &str = "controller-revision-hash";
@@ -91,35 +88,18 @@ pub async fn reconcile(
         }
         Some((first, extra)) => {
             for pod in extra {
-                delete_pod(objects, events, &pod_info, &ds, pod).await?;
+                events
+                    .delete_pod(objects, access::Actor::DaemonSet, &pod_info, &ds, pod)
+                    .await?;
             }
             if !on_delete && revision(first) != Some(hash.as_str()) {
-                delete_pod(objects, events, &pod_info, &ds, first).await?;
+                events
+                    .delete_pod(objects, access::Actor::DaemonSet, &pod_info, &ds, first)
+                    .await?;
             }
         }
     }
     write_status(objects, ns, &ds, &hash).await
-}
-
-/// Deletes a Pod of the DaemonSet, recorded as an event.
-async fn delete_pod(
-    objects: &Objects,
-    events: &Recorder,
-    pod_info: &Arc<ResourceInfo>,
-    ds: &Value,
-    pod: &Value,
-) -> Result<(), ApiError> {
-    let deleted = access::delete(objects, access::Actor::DaemonSet, pod_info, pod).await;
-    events
-        .pod_deleted(
-            objects,
-            access::Actor::DaemonSet,
-            ds,
-            pod,
-            deleted.as_ref().map(|_| ()),
-        )
-        .await;
-    deleted
 }
 
 fn revision(pod: &Value) -> Option<&str> {

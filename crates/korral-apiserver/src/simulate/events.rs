@@ -25,8 +25,10 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::access::{self, Actor};
+use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
+use crate::registry::ResourceInfo;
 
 /// How many events one source may record about one object at once (upstream's burst).
 const SPAM_BURST: f64 = 25.0;
@@ -211,75 +213,79 @@ impl Recorder {
         }
     }
 
-    /// Records a Pod created for `owner` as upstream's pod control does: `SuccessfulCreate`
-    /// "Created pod: <name>", or a `FailedCreate` warning "Error creating: <error>".
+    /// Records what upstream's pod control records for a Pod it created for `owner`:
+    /// `SuccessfulCreate` "Created pod: <name>", or a `FailedCreate` warning "Error
+    /// creating: <error>".
     pub(crate) async fn pod_created(
         &self,
         objects: &Objects,
         actor: Actor,
         owner: &Value,
-        created: Result<&Value, &crate::error::ApiError>,
+        created: Result<&Value, &ApiError>,
     ) {
-        let (kind, reason, message) = match created {
-            Ok(pod) => (
-                Kind::Normal,
-                "SuccessfulCreate",
-                format!("Created pod: {}", meta::name(pod)),
-            ),
-            Err(e) => (
-                Kind::Warning,
-                "FailedCreate",
-                format!("Error creating: {}", e.message),
-            ),
-        };
-        self.record(
+        let outcome = created.map(meta::name);
+        self.pod_control(
             objects,
             actor,
             owner,
-            Note {
-                field_path: None,
-                kind,
-                reason,
-                message,
-            },
+            ("Create", "creating", "Created"),
+            outcome,
         )
         .await;
     }
 
-    /// Records a Pod of `owner` deleted as upstream's pod control does: `SuccessfulDelete`
-    /// "Deleted pod: <name>", or a `FailedDelete` warning "Error deleting: <error>".
-    pub(crate) async fn pod_deleted(
+    /// Deletes a Pod of `owner` as upstream's pod control does (background propagation,
+    /// uid precondition) and records it: `SuccessfulDelete` "Deleted pod: <name>", or a
+    /// `FailedDelete` warning "Error deleting: <error>".
+    pub(crate) async fn delete_pod(
+        &self,
+        objects: &Objects,
+        actor: Actor,
+        pod_info: &Arc<ResourceInfo>,
+        owner: &Value,
+        pod: &Value,
+    ) -> Result<(), ApiError> {
+        let deleted = access::delete(objects, actor, pod_info, pod).await;
+        let outcome = deleted.as_ref().map(|()| meta::name(pod));
+        self.pod_control(
+            objects,
+            actor,
+            owner,
+            ("Delete", "deleting", "Deleted"),
+            outcome,
+        )
+        .await;
+        deleted
+    }
+
+    /// The event of one pod control action: `(verb, -ing form, past form)`.
+    async fn pod_control(
         &self,
         objects: &Objects,
         actor: Actor,
         owner: &Value,
-        pod: &Value,
-        deleted: Result<(), &crate::error::ApiError>,
+        (verb, doing, done): (&str, &str, &str),
+        outcome: Result<&str, &ApiError>,
     ) {
-        let (kind, reason, message) = match deleted {
-            Ok(()) => (
+        let (kind, reason, message) = match outcome {
+            Ok(pod) => (
                 Kind::Normal,
-                "SuccessfulDelete",
-                format!("Deleted pod: {}", meta::name(pod)),
+                format!("Successful{verb}"),
+                format!("{done} pod: {pod}"),
             ),
             Err(e) => (
                 Kind::Warning,
-                "FailedDelete",
-                format!("Error deleting: {}", e.message),
+                format!("Failed{verb}"),
+                format!("Error {doing}: {}", e.message),
             ),
         };
-        self.record(
-            objects,
-            actor,
-            owner,
-            Note {
-                field_path: None,
-                kind,
-                reason,
-                message,
-            },
-        )
-        .await;
+        let note = Note {
+            field_path: None,
+            kind,
+            reason: &reason,
+            message,
+        };
+        self.record(objects, actor, owner, note).await;
     }
 
     /// An events.k8s.io/v1 Event, as the scheduler's recorder writes them.

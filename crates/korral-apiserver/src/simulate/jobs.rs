@@ -57,7 +57,6 @@ use super::replicaset::owned_pods;
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
-use crate::registry::ResourceInfo;
 use crate::storage::Object;
 
 /// Jobs (`batch/v1`) as they claim Pods (upstream's `getPodsForJob`): every Pod their
@@ -576,7 +575,9 @@ pub async fn reconcile(
         // A failing Job's active Pods go (keeping their finalizers: they are counted as
         // failed below, upstream's `deleteActivePods`).
         for pod in &active {
-            delete_pod(objects, events, &pod_info, &job, pod).await?;
+            events
+                .delete_pod(objects, Actor::Job, &pod_info, &job, pod)
+                .await?;
         }
         terminating_count += active.len();
         (active_count, ready) = (0, 0);
@@ -595,7 +596,9 @@ pub async fn reconcile(
         // (upstream's `deleteJobPods`).
         for pod in &active {
             release(objects, &pod_info, pod).await?;
-            delete_pod(objects, events, &pod_info, &job, pod).await?;
+            events
+                .delete_pod(objects, Actor::Job, &pod_info, &job, pod)
+                .await?;
         }
         terminating_count = owned_pods(objects, ns, meta::uid(&job))
             .iter()
@@ -624,7 +627,9 @@ pub async fn reconcile(
         if complete && !active.is_empty() {
             // The Job is done (its success policy matched): the Pods still running go.
             for pod in &active {
-                delete_pod(objects, events, &pod_info, &job, pod).await?;
+                events
+                    .delete_pod(objects, Actor::Job, &pod_info, &job, pod)
+                    .await?;
             }
             terminating_count = owned_pods(objects, ns, meta::uid(&job))
                 .iter()
@@ -652,7 +657,11 @@ pub async fn reconcile(
                 tracing::debug!(job = %name, namespace = %ns, deleting = surplus.len(), wanted, "too many pods running for job");
                 for pod in &surplus {
                     let gone = match release(objects, &pod_info, pod).await {
-                        Ok(()) => delete_pod(objects, events, &pod_info, &job, pod).await,
+                        Ok(()) => {
+                            events
+                                .delete_pod(objects, Actor::Job, &pod_info, &job, pod)
+                                .await
+                        }
                         Err(e) => Err(e),
                     };
                     match gone {
@@ -921,21 +930,6 @@ pub async fn reconcile(
         Some(e) => Err(e),
         None => Ok(again),
     }
-}
-
-/// Deletes a Pod of the Job, recorded as an event.
-async fn delete_pod(
-    objects: &Objects,
-    events: &Recorder,
-    pod_info: &Arc<ResourceInfo>,
-    job: &Value,
-    pod: &Value,
-) -> Result<(), ApiError> {
-    let deleted = access::delete(objects, Actor::Job, pod_info, pod).await;
-    events
-        .pod_deleted(objects, Actor::Job, job, pod, deleted.as_ref().map(|_| ()))
-        .await;
-    deleted
 }
 
 /// `status.uncountedTerminatedPods` for the uncounted UIDs (`{}` when none).

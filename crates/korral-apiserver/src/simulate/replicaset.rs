@@ -168,11 +168,9 @@ async fn delete_pods(
     pods: &[Object],
 ) -> Result<(), ApiError> {
     for pod in pods {
-        let deleted = access::delete(objects, kind.actor, pod_info, pod).await;
         events
-            .pod_deleted(objects, kind.actor, rs, pod, deleted.as_ref().map(|_| ()))
-            .await;
-        deleted?;
+            .delete_pod(objects, kind.actor, pod_info, rs, pod)
+            .await?;
     }
     Ok(())
 }
