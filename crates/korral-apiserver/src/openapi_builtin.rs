@@ -30,8 +30,7 @@ struct Built {
 static BUILT: LazyLock<Built> = LazyLock::new(build);
 
 /// Component schemas by model name, every model a built-in kind refers to included.
-static DEFINITIONS: LazyLock<&'static Map<String, Value>> =
-    LazyLock::new(|| &BUILT.definitions);
+static DEFINITIONS: LazyLock<&'static Map<String, Value>> = LazyLock::new(|| &BUILT.definitions);
 
 fn build() -> Built {
     let mut generator = SchemaSettings::openapi3().into_generator();

@@ -6,11 +6,11 @@
 //! table of per-kind facts exists.
 
 pub(crate) mod actions;
-pub(crate) mod atomic;
 pub(crate) mod admissionregistration;
 mod apiextensions;
 pub(crate) mod apiregistration;
 mod apps;
+pub(crate) mod atomic;
 mod autoscaling;
 mod batch;
 mod certificates;
