@@ -357,3 +357,75 @@ async fn jobs_and_unschedulable_pods_are_recorded() {
         "{list:#}"
     );
 }
+
+#[tokio::test]
+async fn stateful_sets_and_daemon_sets_record_their_pods() {
+    let env = sim_env().await;
+    let template = json!({"metadata": {"labels": {"app": "db"}},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}});
+    create(
+        &env,
+        "/apis/apps/v1/namespaces/default/statefulsets",
+        json!({"metadata": {"name": "db"}, "spec": {"replicas": 1, "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}}, "template": template}}),
+    )
+    .await;
+    let mut agent = template.clone();
+    agent["metadata"]["labels"] = json!({"app": "agent"});
+    create(
+        &env,
+        "/apis/apps/v1/namespaces/default/daemonsets",
+        json!({"metadata": {"name": "agent"}, "spec": {
+            "selector": {"matchLabels": {"app": "agent"}}, "template": agent}}),
+    )
+    .await;
+    let list = until(
+        "both controllers recorded their pods",
+        || events(&env, "default"),
+        |list| {
+            !about(list, "db", "SuccessfulCreate").is_empty()
+                && !about(list, "agent", "SuccessfulCreate").is_empty()
+        },
+    )
+    .await;
+    let sts = about(&list, "db", "SuccessfulCreate");
+    assert_eq!(
+        sts[0]["message"],
+        "create Pod db-0 in StatefulSet db successful"
+    );
+    assert_eq!(
+        sts[0]["source"],
+        json!({"component": "statefulset-controller"})
+    );
+    let ds = about(&list, "agent", "SuccessfulCreate");
+    assert!(
+        ds[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Created pod: agent-")),
+        "{list:#}"
+    );
+    assert_eq!(
+        ds[0]["source"],
+        json!({"component": "daemonset-controller"})
+    );
+    // Scaling the StatefulSet down deletes its Pod: recorded too.
+    let (status, body) = raw(
+        &env.client(),
+        "PATCH",
+        "/apis/apps/v1/namespaces/default/statefulsets/db",
+        Some("application/merge-patch+json"),
+        serde_json::to_vec(&json!({"spec": {"replicas": 0}})).expect("patch"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let list = until(
+        "the pod deletion recorded",
+        || events(&env, "default"),
+        |list| !about(list, "db", "SuccessfulDelete").is_empty(),
+    )
+    .await;
+    assert_eq!(
+        about(&list, "db", "SuccessfulDelete")[0]["message"],
+        "delete Pod db-0 in StatefulSet db successful"
+    );
+}

@@ -45,8 +45,9 @@ pub(crate) struct Disagreement {
 /// items at their list's path, as server-side apply names them).
 #[derive(Debug, Default)]
 pub(crate) struct AtomicPaths {
-    /// Dotted paths (`spec.selector`, `metadata.ownerReferences`).
-    exact: HashSet<String>,
+    /// Paths without map keys (`spec.selector`, `metadata.ownerReferences`), looked up by
+    /// the walk's field names without joining them.
+    exact: HashSet<Vec<String>>,
     /// Paths crossing a map's values, `*` standing for any key.
     patterns: Vec<Vec<String>>,
 }
@@ -56,7 +57,7 @@ impl AtomicPaths {
         if path.iter().any(|s| s == "*") {
             self.patterns.push(path.to_vec());
         } else {
-            self.exact.insert(path.join("."));
+            self.exact.insert(path.to_vec());
         }
     }
 
@@ -65,7 +66,7 @@ impl AtomicPaths {
         if names.is_empty() {
             return false;
         }
-        self.exact.contains(&names.join("."))
+        self.exact.contains(names)
             || self.patterns.iter().any(|p| {
                 p.len() == names.len() && p.iter().zip(names).all(|(p, n)| p == "*" || p == n)
             })

@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use super::access::{self, Actor};
-use super::events::{Kind as EventKind, Note, Recorder};
+use super::events::{Note, Recorder};
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
@@ -223,18 +223,14 @@ pub async fn reconcile(
             "Current number of replicas above Spec.MaxReplicas"
         };
         let note = match &written {
-            Ok(()) => Note {
-                field_path: None,
-                kind: EventKind::Normal,
-                reason: "SuccessfulRescale",
-                message: format!("New size: {to}; reason: {reason}"),
-            },
-            Err(e) => Note {
-                field_path: None,
-                kind: EventKind::Warning,
-                reason: "FailedRescale",
-                message: format!("New size: {to}; reason: {reason}; error: {}", e.message),
-            },
+            Ok(()) => Note::normal(
+                "SuccessfulRescale",
+                format!("New size: {to}; reason: {reason}"),
+            ),
+            Err(e) => Note::warning(
+                "FailedRescale",
+                format!("New size: {to}; reason: {reason}; error: {}", e.message),
+            ),
         };
         events.record(objects, Actor::Autoscaler, &hpa, note).await;
         able = match written {

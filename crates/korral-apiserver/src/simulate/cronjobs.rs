@@ -19,7 +19,7 @@ use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 
 use super::access::{self, Actor};
-use super::events::{Kind as EventKind, Note, Recorder};
+use super::events::{Note, Recorder};
 use crate::error::ApiError;
 use crate::meta;
 use crate::objects::Objects;
@@ -300,12 +300,7 @@ async fn record(
             objects,
             Actor::CronJob,
             cron_job,
-            Note {
-                field_path: None,
-                kind: EventKind::Normal,
-                reason,
-                message,
-            },
+            Note::normal(reason, message),
         )
         .await;
 }

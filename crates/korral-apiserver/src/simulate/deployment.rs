@@ -23,7 +23,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::access::{self, controlled_by};
-use super::events::{Kind as EventKind, Note, Recorder};
+use super::events::{Note, Recorder};
 use super::names::{POD_TEMPLATE_HASH, template_hash};
 use crate::error::ApiError;
 use crate::meta;
@@ -242,12 +242,7 @@ async fn scaled(objects: &Objects, events: &Recorder, d: &Value, rs: &Value, fro
             objects,
             access::Actor::Deployment,
             d,
-            Note {
-                field_path: None,
-                kind: EventKind::Normal,
-                reason: "ScalingReplicaSet",
-                message,
-            },
+            Note::normal("ScalingReplicaSet", message),
         )
         .await;
 }

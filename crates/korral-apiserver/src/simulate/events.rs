@@ -70,6 +70,34 @@ pub(crate) struct Note<'a> {
     pub message: String,
 }
 
+impl<'a> Note<'a> {
+    /// A `Normal` event about the whole object.
+    pub(crate) fn normal(reason: &'a str, message: String) -> Self {
+        Self {
+            field_path: None,
+            kind: Kind::Normal,
+            reason,
+            message,
+        }
+    }
+
+    /// A `Warning` event about the whole object.
+    pub(crate) fn warning(reason: &'a str, message: String) -> Self {
+        Self {
+            kind: Kind::Warning,
+            ..Self::normal(reason, message)
+        }
+    }
+
+    /// The same event about a part of the object (`spec.containers{web}`).
+    pub(crate) fn at(self, field_path: &'a str) -> Self {
+        Self {
+            field_path: Some(field_path),
+            ..self
+        }
+    }
+}
+
 /// What identifies a repeat of an event (upstream's `getEventKey`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
@@ -86,7 +114,6 @@ struct Key {
 struct Recorded {
     namespace: String,
     name: String,
-    count: i64,
 }
 
 /// A source's token bucket for one object (upstream's spam filter).
@@ -201,14 +228,7 @@ impl Recorder {
             return;
         };
         match access::create(objects, actor, &info, Some(&namespace), event).await {
-            Ok(_) => self.remember(
-                key,
-                Recorded {
-                    namespace,
-                    name,
-                    count: 1,
-                },
-            ),
+            Ok(_) => self.remember(key, Recorded { namespace, name }),
             Err(e) => tracing::debug!(error = %e, reason, "recording an event failed"),
         }
     }
@@ -345,24 +365,15 @@ impl Recorder {
         let Ok(info) = access::info(objects, "", "v1", "events") else {
             return false;
         };
-        let count = seen.count + 1;
         let at = meta::now_rfc3339();
         let written = access::update(objects, actor, &info, &stored, move |event| {
-            event["count"] = json!(count);
+            let count = event["count"].as_i64().unwrap_or(1);
+            event["count"] = json!(count + 1);
             event["lastTimestamp"] = json!(at);
         })
         .await;
         match written {
-            Ok(Some(_)) => {
-                if let Ok(mut recorded) = self.recorded.lock() {
-                    for r in recorded.values_mut() {
-                        if r.name == seen.name && r.namespace == seen.namespace {
-                            r.count = count;
-                        }
-                    }
-                }
-                true
-            }
+            Ok(Some(_)) => true,
             Ok(None) => false,
             Err(e) => {
                 tracing::debug!(error = %e, "counting a repeated event failed");

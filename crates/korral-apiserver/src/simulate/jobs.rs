@@ -49,7 +49,7 @@ use serde_json::{Map, Value, json};
 
 use super::access::{self, Actor, pod_active, pod_ready};
 use super::claim::{Managed, SelectorShape, claim_pods};
-use super::events::{Kind as EventKind, Note, Recorder};
+use super::events::{Note, Recorder};
 use super::job_failures::{
     self as failures, BackoffRecord, INDEX_FAILURE_COUNT, INDEX_IGNORED_FAILURE_COUNT,
 };
@@ -896,33 +896,13 @@ pub async fn reconcile(
         .await?;
         // Upstream's `recordJobFinished`, once the finishing condition is written.
         if settled && !finished(&job) {
-            let (kind, reason, message) = match (&failure, &success) {
-                (Some(failure), _) => (
-                    EventKind::Warning,
-                    failure.reason.to_string(),
-                    failure.message.to_string(),
-                ),
-                (None, Some(_)) => (
-                    EventKind::Normal,
-                    "Completed".to_string(),
-                    "Job completed".to_string(),
-                ),
-                (None, None) => (EventKind::Normal, String::new(), String::new()),
+            let note = match (&failure, &success) {
+                (Some(failure), _) => Some(Note::warning(&failure.reason, failure.message.clone())),
+                (None, Some(_)) => Some(Note::normal("Completed", "Job completed".to_string())),
+                (None, None) => None,
             };
-            if !reason.is_empty() {
-                events
-                    .record(
-                        objects,
-                        Actor::Job,
-                        &job,
-                        Note {
-                            field_path: None,
-                            kind,
-                            reason: &reason,
-                            message,
-                        },
-                    )
-                    .await;
+            if let Some(note) = note {
+                events.record(objects, Actor::Job, &job, note).await;
             }
         }
     }

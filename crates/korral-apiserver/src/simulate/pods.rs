@@ -217,20 +217,13 @@ async fn node_registered(objects: &Objects, events: &Recorder, node: &Value) {
         ("NodeReady", status("NodeReady")),
     ];
     for (reason, message) in kubelet {
-        let note = Note {
-            field_path: None,
-            kind: EventKind::Normal,
-            reason,
-            message,
-        };
+        let note = Note::normal(reason, message);
         events.record(objects, Actor::Kubelet, &by_name, note).await;
     }
-    let note = Note {
-        field_path: None,
-        kind: EventKind::Normal,
-        reason: "RegisteredNode",
-        message: format!("Node {NODE_NAME} event: Registered Node {NODE_NAME} in Controller"),
-    };
+    let note = Note::normal(
+        "RegisteredNode",
+        format!("Node {NODE_NAME} event: Registered Node {NODE_NAME} in Controller"),
+    );
     events
         .record(objects, Actor::NodeLifecycle, node, note)
         .await;
@@ -385,12 +378,7 @@ async fn unschedulable_event(objects: &Objects, events: &Recorder, pod: &Value, 
                 objects,
                 Actor::Scheduler,
                 pod,
-                Note {
-                    field_path: None,
-                    kind: EventKind::Warning,
-                    reason: "FailedScheduling",
-                    message: message.to_string(),
-                },
+                Note::warning("FailedScheduling", message.to_string()),
             )
             .await;
     }
@@ -539,12 +527,8 @@ async fn terminate(
                         objects,
                         Actor::Kubelet,
                         pod,
-                        Note {
-                            field_path: Some(&events::container_path(init, name)),
-                            kind: EventKind::Normal,
-                            reason: "Killing",
-                            message: format!("Stopping container {name}"),
-                        },
+                        Note::normal("Killing", format!("Stopping container {name}"))
+                            .at(&events::container_path(init, name)),
                     )
                     .await;
             }
@@ -1159,12 +1143,7 @@ async fn bind(
                     objects,
                     Actor::Scheduler,
                     pod,
-                    Note {
-                        field_path: None,
-                        kind: EventKind::Normal,
-                        reason: "Scheduled",
-                        message,
-                    },
+                    Note::normal("Scheduled", message),
                 )
                 .await;
             Ok(())

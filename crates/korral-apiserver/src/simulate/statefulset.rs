@@ -22,7 +22,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::access::{self, controlled_by, pod_active, pod_ready};
-use super::events::{Kind as EventKind, Note, Recorder};
+use super::events::{Note, Recorder};
 use super::history;
 use super::names::template_hash;
 use crate::error::ApiError;
@@ -96,7 +96,15 @@ pub async fn reconcile(
                 )
                 .await;
                 let outcome = created.as_ref().map(|_| ());
-                pod_event(objects, events, &sts, "create", &pod_name, outcome).await;
+                pod_event(
+                    objects,
+                    events,
+                    &sts,
+                    ("create", "Create"),
+                    &pod_name,
+                    outcome,
+                )
+                .await;
                 created?;
                 if !parallel {
                     return write_status(objects, ns, &sts, &update_revision).await;
@@ -153,7 +161,7 @@ async fn delete_pod(
         objects,
         events,
         sts,
-        "delete",
+        ("delete", "Delete"),
         meta::name(pod),
         deleted.as_ref().map(|_| ()),
     )
@@ -161,53 +169,41 @@ async fn delete_pod(
     deleted
 }
 
-/// Records a Pod created or deleted (`verb`) as upstream's StatefulSet controller does:
+/// Records a Pod created or deleted (`verb`: the message's and the reason's word) as upstream's StatefulSet controller does:
 /// `SuccessfulCreate` "create Pod web-0 in StatefulSet web successful", or a `FailedCreate`
 /// warning "... failed error: <error>".
 async fn pod_event(
     objects: &Objects,
     events: &Recorder,
     sts: &Value,
-    verb: &str,
+    verb: (&str, &str),
     pod: &str,
     outcome: Result<(), &ApiError>,
 ) {
     let set = meta::name(sts);
-    let (kind, outcome_word, message) = match outcome {
+    let (verb, noun) = verb;
+    let (reason, message, warning) = match outcome {
         Ok(()) => (
-            EventKind::Normal,
-            "Successful",
+            format!("Successful{noun}"),
             format!("{verb} Pod {pod} in StatefulSet {set} successful"),
+            false,
         ),
         Err(e) => (
-            EventKind::Warning,
-            "Failed",
+            format!("Failed{noun}"),
             format!(
                 "{verb} Pod {pod} in StatefulSet {set} failed error: {}",
                 e.message
             ),
+            true,
         ),
     };
-    let mut chars = verb.chars();
-    let title: String = chars
-        .next()
-        .map(|c| c.to_ascii_uppercase())
-        .into_iter()
-        .chain(chars)
-        .collect();
-    let reason = format!("{outcome_word}{title}");
+    let note = if warning {
+        Note::warning(&reason, message)
+    } else {
+        Note::normal(&reason, message)
+    };
     events
-        .record(
-            objects,
-            access::Actor::StatefulSet,
-            sts,
-            Note {
-                field_path: None,
-                kind,
-                reason: &reason,
-                message,
-            },
-        )
+        .record(objects, access::Actor::StatefulSet, sts, note)
         .await;
 }
 
