@@ -5,8 +5,8 @@
 //! - `/openapi/v2`: JSON or protobuf by `Accept` (406 with no body otherwise), `Vary: Accept`,
 //!   the `ETag` of the JSON bytes (quoted upper-case SHA-512) for both forms, `Last-Modified`
 //!   when the document was encoded;
-//! - `/openapi/v3`: the index, sniffed by upstream as `text/plain`, `Last-Modified` now, no
-//!   `ETag`;
+//! - `/openapi/v3`: the index, sniffed by upstream as `text/plain`, `Last-Modified` now, and
+//!   (as kube-openapi's handler, unlike kube-aggregator's) the `ETag` of its bytes;
 //! - `/openapi/v3/<api/v1|apis/group/version>`: the group version's JSON with its `ETag`; with
 //!   `?hash=` equal to it, `Cache-Control: public, immutable` and `Expires` a year ahead; with
 //!   another hash, `301` to the URL of the current one; an unknown path is `404` with no body.
@@ -52,10 +52,15 @@ pub(super) fn serve<B>(state: &State, req: &Request<B>) -> Option<Response<Body>
     }
     if raw == "/openapi/v3" {
         let index = crate::aggregator::openapi::v3_index(specs, registry);
-        let bytes = Bytes::from(index.to_string().into_bytes());
+        let index = Served::encode(&index);
         let mut out = HeaderMap::new();
         out.insert(header::CONTENT_TYPE, HeaderValue::from_static(SNIFFED_TEXT));
-        return Some(serve_content(headers, out, SystemTime::now(), bytes));
+        // kube-aggregator sends no ETag here, so a client's cached copy is revalidated by its
+        // date alone, to the second: a copy fetched in the second a CRD was added is answered
+        // 304 and stays without the new group version. kube-openapi's own index handler sends
+        // the ETag of the bytes, which decides before the date; we do as it does.
+        out.insert(header::ETAG, etag(&index.hash));
+        return Some(serve_content(headers, out, index.modified, index.bytes));
     }
     let path = raw.strip_prefix("/openapi/v3/")?;
     let served = match path.split('/').collect::<Vec<_>>().as_slice() {
