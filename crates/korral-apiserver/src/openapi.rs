@@ -578,6 +578,12 @@ fn parse_embedded(what: &str, text: &str) -> Map<String, Value> {
 
 static META_SCHEMAS: LazyLock<Map<String, Value>> =
     LazyLock::new(|| parse_embedded("meta/v1 schemas", META_SCHEMAS_JSON));
+/// One of the hand-written `meta/v1` models (`DeleteOptions`, `StatusDetails`, ...).
+#[cfg(test)]
+pub(crate) fn meta_schema(model: &str) -> Option<&'static Value> {
+    META_SCHEMAS.get(model)
+}
+
 static PARAMETERS: LazyLock<Map<String, Value>> =
     LazyLock::new(|| parse_embedded("parameters", PARAMETERS_JSON));
 static SCALE_SCHEMAS: LazyLock<Map<String, Value>> =

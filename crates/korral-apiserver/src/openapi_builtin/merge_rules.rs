@@ -24,7 +24,8 @@ use crate::registry::ResourceInfo;
 /// What one property of a model publishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Published {
-    /// For a list, how it merges (`None` inside: atomic, published as nothing).
+    /// For a list, how it merges (`None` inside: atomic without upstream saying so,
+    /// published as nothing).
     list: Option<Option<ListRule>>,
     /// Its patch directive, if it has one.
     directive: Option<PatchDirective>,
@@ -230,7 +231,11 @@ impl Walk<'_> {
     fn property(&mut self, model: &str, property: &str, schema: &Value) {
         let segments: Vec<&str> = self.path.iter().map(String::as_str).collect();
         let published = Published {
-            list: is_list(schema).then(|| lists::rule(self.info, &self.path)),
+            list: is_list(schema).then(|| {
+                lists::rule(self.info, &self.path).or_else(|| {
+                    atomic::declared_atomic_list(model, property).then_some(ListRule::Atomic)
+                })
+            }),
             directive: lists::directive(self.info, &segments),
         };
         if published.list.is_some() || published.directive.is_some() {
@@ -410,8 +415,40 @@ mod tests {
             published(&format!("{core}.PodSpec"), "nodeSelector"),
             ext(json!({"x-kubernetes-map-type": "atomic"}))
         );
-        // Atomic lists and plain fields publish nothing.
-        assert!(published(&format!("{core}.Container"), "args").is_empty());
+        // Lists upstream declares atomic say so; lists it says nothing about and plain
+        // fields publish nothing.
+        assert_eq!(
+            published(&format!("{core}.Container"), "args"),
+            ext(json!({"x-kubernetes-list-type": "atomic"}))
+        );
+        assert_eq!(
+            published(&format!("{core}.EphemeralContainer"), "command"),
+            ext(json!({"x-kubernetes-list-type": "atomic"}))
+        );
         assert!(published(&format!("{core}.PodSpec"), "nodeName").is_empty());
+        assert!(published(&format!("{core}.PodStatus"), "hostIP").is_empty());
+    }
+
+    /// Every list upstream declares atomic is a served list property, published as atomic:
+    /// no rule of ours merges it by keys or as a set.
+    #[test]
+    fn lists_declared_atomic_are_published_atomic() {
+        let mut wrong = Vec::new();
+        for (model, properties) in atomic::LISTS {
+            // The meta/v1 models outside the kinds' schemas are written by hand.
+            let schema = super::super::schema(model).or_else(|| crate::openapi::meta_schema(model));
+            let Some(schema) = schema else {
+                wrong.push(format!("{model} not served"));
+                continue;
+            };
+            for property in *properties {
+                let list_type = schema["properties"][property].get("x-kubernetes-list-type");
+                if !is_list(&schema["properties"][property]) || list_type != Some(&json!("atomic"))
+                {
+                    wrong.push(format!("{model}.{property}: {list_type:?}"));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 }
