@@ -78,6 +78,9 @@ pub struct ServerConfig {
     /// How long a request may wait in a priority level's queue before it is answered 429
     /// (upstream: a quarter of its 60 s request timeout, 15 s).
     pub flow_control_request_wait_limit: Duration,
+    /// How often priority levels' seat limits are adjusted to their recent demand, lending
+    /// and borrowing seats (upstream: every 10 s; shorter in tests).
+    pub flow_control_borrowing_period: Duration,
     /// How long a watch's client may leave its full send buffer (256 events) untaken before
     /// the watch is closed; the client then resumes from the last resourceVersion it saw.
     pub watch_send_timeout: Duration,
@@ -122,6 +125,7 @@ impl Default for ServerConfig {
             max_watches_per_client: crate::inflight::DEFAULT_MAX_WATCHES_PER_CLIENT,
             enable_priority_and_fairness: true,
             flow_control_request_wait_limit: crate::apf::DEFAULT_REQUEST_WAIT_LIMIT,
+            flow_control_borrowing_period: crate::apf::BORROWING_PERIOD,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             watch_send_timeout: Duration::from_secs(10),
             faults: crate::faults::FaultConfig::default(),
@@ -397,6 +401,7 @@ impl ApiServer {
                         server: config.max_requests_inflight
                             + config.max_mutating_requests_inflight,
                         wait: config.flow_control_request_wait_limit,
+                        borrowing_period: config.flow_control_borrowing_period,
                     },
                     shutdown_rx.clone(),
                 )

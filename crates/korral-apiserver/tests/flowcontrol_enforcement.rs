@@ -168,13 +168,14 @@ async fn uid_of(server: &ApiServer, collection: &str, name: &str) -> String {
         .to_string()
 }
 
-/// A limited level with `limitResponse`.
+/// A limited level with `limitResponse` that never borrows seats: it has exactly its
+/// nominal limit (on an idle server a level that may borrow gets seats other levels lend).
 fn level(name: &str, limit_response: Value) -> Value {
     json!({
         "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
         "kind": "PriorityLevelConfiguration",
         "metadata": {"name": name},
-        "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "limitResponse": limit_response}},
+        "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "borrowingLimitPercent": 0, "limitResponse": limit_response}},
     })
 }
 
@@ -627,4 +628,60 @@ async fn a_malformed_timeout_is_refused_without_priority_and_fairness() {
     )
     .await;
     assert_eq!(r.code, 200, "{}", r.head);
+}
+
+/// A level that may borrow gets the seats idle levels lend once its demand (executing and
+/// queued requests) is seen by the adjustment, as upstream's every 10 s (here every 50 ms);
+/// bounded by its borrowing limit.
+#[tokio::test]
+async fn a_busy_level_borrows_seats_idle_levels_lend() {
+    let server = ApiServer::start(ServerConfig {
+        tls: false,
+        max_requests_inflight: 1,
+        max_mutating_requests_inflight: 1,
+        flow_control_borrowing_period: Duration::from_millis(50),
+        ..ServerConfig::in_memory()
+    })
+    .await
+    .expect("server");
+    // One seat of its own (ceil(2 × 1 / 246)), may borrow 200% of it: at most 3.
+    let greedy = json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+        "kind": "PriorityLevelConfiguration",
+        "metadata": {"name": "greedy"},
+        "spec": {"type": "Limited", "limited": {
+            "nominalConcurrencyShares": 1, "lendablePercent": 0, "borrowingLimitPercent": 200,
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 1, "handSize": 1, "queueLengthLimit": 10}},
+        }},
+    });
+    create(&server, LEVELS, greedy).await;
+    let schema_uid = create(
+        &server,
+        FLOW_SCHEMAS,
+        schema_for_user("alice-greedy", "alice", "greedy"),
+    )
+    .await;
+    until_classified(&server, ALICE, &schema_uid).await;
+    let limits = |name: &str| format!("apiserver_flowcontrol_{name}{{priority_level=\"greedy\"}} ");
+    assert_eq!(metric(&server, &limits("nominal_limit_seats")).await, 1);
+    assert_eq!(metric(&server, &limits("lower_limit_seats")).await, 1);
+    assert_eq!(metric(&server, &limits("upper_limit_seats")).await, 3);
+    // Five requests that hold their seats once they get one.
+    let mut held = Vec::new();
+    for _ in 0..5 {
+        held.push(stalled(&server, ALICE).await);
+    }
+    // Its demand (5) exceeds what it may ever use: it borrows up to its upper limit, and
+    // three of the five execute while two wait.
+    until_metric(&server, &limits("current_limit_seats"), 3).await;
+    until_metric(&server, &executing("alice-greedy", "greedy"), 3).await;
+    assert_eq!(
+        metric(&server, &in_queue("alice-greedy", "greedy")).await,
+        2
+    );
+    assert!(metric(&server, &limits("demand_seats_high_watermark")).await >= 3);
+    for stream in held {
+        assert_ne!(release(stream).await.code, 429);
+    }
+    server.shutdown().await;
 }

@@ -7,11 +7,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Instant;
 
 use http::HeaderValue;
 
+use super::borrowing::{self, LevelInput};
 use super::matching;
-use super::metrics::{FlowCounters, Registry};
+use super::metrics::{FlowCounters, LevelGauges, Registry};
 use super::queueset::{Level, Queuing, Settings};
 use super::spec::{self as api, FlowSchema, PriorityLevel};
 use crate::auth::Attributes;
@@ -93,6 +95,8 @@ impl View {
 #[derive(Debug, Default)]
 pub(super) struct Builder {
     levels: HashMap<String, Arc<Level>>,
+    /// The sum of the levels' nominal limits.
+    nominal_sum: usize,
     mandatory_levels: HashMap<String, PriorityLevel>,
     mandatory_schemas: HashMap<String, FlowSchema>,
 }
@@ -101,6 +105,10 @@ pub(super) struct Builder {
 struct LevelSpec {
     uid: HeaderValue,
     shares: u32,
+    /// `lendablePercent`.
+    lendable_percent: u32,
+    /// `borrowingLimitPercent`, `None` when unlimited.
+    borrowing_limit_percent: Option<u32>,
     exempt: bool,
     queuing: Option<Queuing>,
 }
@@ -127,6 +135,8 @@ fn digest_level(pl: &PriorityLevel) -> Option<LevelSpec> {
                     .as_ref()
                     .and_then(|e| e.nominal_concurrency_shares),
             ),
+            lendable_percent: shares(spec.exempt.as_ref().and_then(|e| e.lendable_percent)),
+            borrowing_limit_percent: None,
             exempt: true,
             queuing: None,
         }),
@@ -148,6 +158,10 @@ fn digest_level(pl: &PriorityLevel) -> Option<LevelSpec> {
             Some(LevelSpec {
                 uid,
                 shares: shares(limited.nominal_concurrency_shares),
+                lendable_percent: shares(limited.lendable_percent),
+                borrowing_limit_percent: limited
+                    .borrowing_limit_percent
+                    .and_then(|v| u32::try_from(v).ok()),
                 exempt: false,
                 queuing,
             })
@@ -181,6 +195,34 @@ pub(super) fn is_config_key(key: &str) -> bool {
 }
 
 impl Builder {
+    /// Ends the levels' demand period: sets each level's current limit from its demand
+    /// ([`borrowing::adjust`]) and records the outcome in `metrics`.
+    pub(super) fn adjust_borrowing(&self, metrics: &Registry) {
+        let now = Instant::now();
+        let levels: Vec<(&String, &Arc<Level>)> = self.levels.iter().collect();
+        let inputs: Vec<LevelInput> = levels
+            .iter()
+            .map(|(_, level)| level.borrowing_input(now))
+            .collect();
+        let adjustment = borrowing::adjust(self.nominal_sum, &inputs);
+        let mut gauges = BTreeMap::new();
+        for (((name, level), input), decision) in levels.iter().zip(&inputs).zip(&adjustment.levels)
+        {
+            if !input.exempt {
+                level.set_current(decision.current);
+            }
+            gauges.insert(
+                (*name).clone(),
+                LevelGauges {
+                    input: *input,
+                    current: decision.current,
+                    target: decision.target,
+                },
+            );
+        }
+        metrics.set_levels(gauges, adjustment.fair_fraction);
+    }
+
     /// The view of the objects in `snapshot`, for a server whose concurrency limit is
     /// `server_limit` (`0`: unlimited, every level exempt). Levels keep their seats and
     /// queues across calls; their counters live in `metrics`.
@@ -217,22 +259,23 @@ impl Builder {
             .collect();
         let share_sum: f64 = specs.iter().map(|(_, s)| f64::from(s.shares)).sum();
         let mut live = HashMap::new();
-        let mut limits = BTreeMap::new();
         let mut uids = HashMap::new();
+        self.nominal_sum = 0;
         for (name, spec) in &specs {
             let limit = if share_sum > 0.0 {
                 (server_limit as f64 * f64::from(spec.shares) / share_sum).ceil() as usize
             } else {
                 0
             };
+            let percent = |p: u32| (limit as f64 * f64::from(p) / 100.0).round() as usize;
             let settings = Settings {
                 exempt: spec.exempt || server_limit == 0,
                 limit,
+                lendable: percent(spec.lendable_percent).min(limit),
+                borrowing: spec.borrowing_limit_percent.map_or(server_limit, percent),
                 queuing: spec.queuing,
             };
-            if !settings.exempt {
-                limits.insert(name.clone(), limit);
-            }
+            self.nominal_sum += limit;
             let level = match self.levels.get(name) {
                 Some(level) => {
                     level.configure(settings);
@@ -245,7 +288,7 @@ impl Builder {
         }
         // Levels no longer configured live on in their requests until those end.
         self.levels = live;
-        metrics.set_limits(limits);
+        self.adjust_borrowing(metrics);
 
         let mut stored_schemas: Vec<FlowSchema> = stored(snapshot, "flowschemas");
         for name in [EXEMPT, CATCH_ALL] {
@@ -415,7 +458,8 @@ mod tests {
         let registry = Registry::default();
         Builder::default().build(&snapshot(base()), 100, &registry);
         let text = registry.render();
-        // 100 × 15 / 20 = 75; 100 × 5 / 20 = 25; the exempt level has no limit.
+        // 100 × 15 / 20 = 75; 100 × 5 / 20 = 25; the exempt level has no shares (upstream
+        // reports its nominal limit too: 0).
         assert!(
             text.contains("apiserver_flowcontrol_nominal_limit_seats{priority_level=\"low\"} 75\n"),
             "{text}"
@@ -423,7 +467,7 @@ mod tests {
         assert!(text.contains(
             "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"catch-all\"} 25\n"
         ));
-        assert!(!text.contains("nominal_limit_seats{priority_level=\"exempt\"}"));
+        assert!(text.contains("nominal_limit_seats{priority_level=\"exempt\"} 0\n"));
         Builder::default().build(&snapshot(base()), 7, &registry);
         // ceil(7 × 15 / 20) = 6, ceil(7 × 5 / 20) = 2.
         let text = registry.render();

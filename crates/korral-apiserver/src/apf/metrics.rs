@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::borrowing::LevelInput;
+
 /// Why a request was refused (upstream's `reason` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Reason {
@@ -64,12 +66,34 @@ impl FlowCounters {
 /// A gauge of every flow: its name, help and value.
 type Gauge = (&'static str, &'static str, fn(&FlowCounters) -> i64);
 
-/// Every flow's counters and every level's nominal limit, kept across configuration changes
+/// A gauge of every level: its name (after `apiserver_flowcontrol_`), help and value (none:
+/// no series for that level).
+type LevelGauge = (&'static str, &'static str, fn(&LevelGauges) -> Option<f64>);
+
+/// One level's seat limits and demand, as the last borrowing adjustment left them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LevelGauges {
+    /// Its limits and demand statistics.
+    pub(super) input: LevelInput,
+    /// Its current limit.
+    pub(super) current: usize,
+    /// Its allocation target (limited levels).
+    pub(super) target: Option<f64>,
+}
+
+/// The levels' gauges and the fair fraction of the last adjustment.
+#[derive(Debug, Default)]
+struct Levels {
+    by_name: BTreeMap<String, LevelGauges>,
+    fair_fraction: f64,
+}
+
+/// Every flow's counters and every level's limits, kept across configuration changes
 /// (counters never go down).
 #[derive(Debug, Default)]
 pub(super) struct Registry {
     flows: Mutex<BTreeMap<(String, String), Arc<FlowCounters>>>,
-    limits: Mutex<BTreeMap<String, usize>>,
+    levels: Mutex<Levels>,
 }
 
 impl Registry {
@@ -82,9 +106,12 @@ impl Registry {
             .clone()
     }
 
-    /// Records the levels' nominal limits (replacing the previous ones).
-    pub(super) fn set_limits(&self, limits: BTreeMap<String, usize>) {
-        *self.limits.lock().unwrap_or_else(|p| p.into_inner()) = limits;
+    /// Records the levels' limits and demand (replacing the previous ones).
+    pub(super) fn set_levels(&self, by_name: BTreeMap<String, LevelGauges>, fair_fraction: f64) {
+        *self.levels.lock().unwrap_or_else(|p| p.into_inner()) = Levels {
+            by_name,
+            fair_fraction,
+        };
     }
 
     /// The series in Prometheus' text format.
@@ -133,16 +160,72 @@ impl Registry {
             }
         }
         drop(flows);
-        let limits = self.limits.lock().unwrap_or_else(|p| p.into_inner());
-        out.push_str("# HELP apiserver_flowcontrol_nominal_limit_seats [BETA] Nominal number of execution seats configured for each priority level\n");
-        out.push_str("# TYPE apiserver_flowcontrol_nominal_limit_seats gauge\n");
-        for (level, limit) in limits.iter() {
+        let levels = self.levels.lock().unwrap_or_else(|p| p.into_inner());
+        let level_gauges: [LevelGauge; 9] = [
+            (
+                "nominal_limit_seats",
+                "[BETA] Nominal number of execution seats configured for each priority level",
+                |g| Some(g.input.nominal as f64),
+            ),
+            (
+                "lower_limit_seats",
+                "[ALPHA] Configured lower bound on number of execution seats available to each priority level",
+                |g| Some(g.input.lower as f64),
+            ),
+            (
+                "upper_limit_seats",
+                "[ALPHA] Configured upper bound on number of execution seats available to each priority level",
+                |g| Some(g.input.upper as f64),
+            ),
+            (
+                "demand_seats_high_watermark",
+                "[ALPHA] High watermark, over last adjustment period, of demand_seats",
+                |g| Some(g.input.stats.high_watermark as f64),
+            ),
+            (
+                "demand_seats_average",
+                "[ALPHA] Time-weighted average, over last adjustment period, of demand_seats",
+                |g| Some(g.input.stats.average),
+            ),
+            (
+                "demand_seats_stdev",
+                "[ALPHA] Time-weighted standard deviation, over last adjustment period, of demand_seats",
+                |g| Some(g.input.stats.deviation),
+            ),
+            (
+                "demand_seats_smoothed",
+                "[ALPHA] Smoothed seat demands",
+                |g| Some(g.input.stats.smoothed),
+            ),
+            ("target_seats", "[ALPHA] Seat allocation targets", |g| {
+                g.target
+            }),
+            (
+                "current_limit_seats",
+                "[ALPHA] current derived number of execution seats available to each priority level",
+                |g| Some(g.current as f64),
+            ),
+        ];
+        for (name, help, value) in level_gauges {
             let _ = writeln!(
                 out,
-                "apiserver_flowcontrol_nominal_limit_seats{{priority_level=\"{}\"}} {limit}",
-                label(level)
+                "# HELP apiserver_flowcontrol_{name} {help}\n# TYPE apiserver_flowcontrol_{name} gauge"
             );
+            for (level, gauges) in &levels.by_name {
+                if let Some(v) = value(gauges) {
+                    let _ = writeln!(
+                        out,
+                        "apiserver_flowcontrol_{name}{{priority_level=\"{}\"}} {v}",
+                        label(level)
+                    );
+                }
+            }
         }
+        let _ = writeln!(
+            out,
+            "# HELP apiserver_flowcontrol_seat_fair_frac [ALPHA] Fair fraction of server's concurrency to allocate to each priority level that can use it\n# TYPE apiserver_flowcontrol_seat_fair_frac gauge\napiserver_flowcontrol_seat_fair_frac {}",
+            levels.fair_fraction
+        );
         out
     }
 }
@@ -150,6 +233,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apf::borrowing::DemandStats;
 
     #[test]
     fn renders_flows_and_limits() {
@@ -158,7 +242,22 @@ mod tests {
         flow.executing.fetch_add(2, Ordering::Relaxed);
         flow.reject(Reason::QueueFull);
         flow.reject(Reason::QueueFull);
-        registry.set_limits(BTreeMap::from([("pl".to_string(), 7)]));
+        let gauges = LevelGauges {
+            input: LevelInput {
+                exempt: false,
+                nominal: 7,
+                lower: 4,
+                upper: 12,
+                current: 7,
+                stats: DemandStats {
+                    average: 2.5,
+                    ..DemandStats::default()
+                },
+            },
+            current: 6,
+            target: Some(4.0),
+        };
+        registry.set_levels(BTreeMap::from([("pl".to_string(), gauges)]), 0.5);
         let text = registry.render();
         assert!(text.contains("apiserver_flowcontrol_rejected_requests_total{flow_schema=\"fs\",priority_level=\"pl\",reason=\"queue-full\"} 2\n"), "{text}");
         assert!(
@@ -167,9 +266,17 @@ mod tests {
         );
         assert!(text.contains("apiserver_flowcontrol_current_executing_requests{flow_schema=\"fs\",priority_level=\"pl\"} 2\n"));
         assert!(text.contains("apiserver_flowcontrol_current_inqueue_requests{flow_schema=\"fs\",priority_level=\"pl\"} 0\n"));
-        assert!(
-            text.contains("apiserver_flowcontrol_nominal_limit_seats{priority_level=\"pl\"} 7\n")
-        );
+        for series in [
+            "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"pl\"} 7\n",
+            "apiserver_flowcontrol_lower_limit_seats{priority_level=\"pl\"} 4\n",
+            "apiserver_flowcontrol_upper_limit_seats{priority_level=\"pl\"} 12\n",
+            "apiserver_flowcontrol_current_limit_seats{priority_level=\"pl\"} 6\n",
+            "apiserver_flowcontrol_demand_seats_average{priority_level=\"pl\"} 2.5\n",
+            "apiserver_flowcontrol_target_seats{priority_level=\"pl\"} 4\n",
+            "apiserver_flowcontrol_seat_fair_frac 0.5\n",
+        ] {
+            assert!(text.contains(series), "{series} in {text}");
+        }
         assert!(
             Arc::ptr_eq(&flow, &registry.flow("fs", "pl")),
             "one flow, one set of counters"

@@ -14,11 +14,12 @@
 //! classified, as upstream. Requests that do not authenticate pass through unclassified to
 //! be refused by the handler (upstream authenticates before this filter).
 //!
-//! Simplifications: no borrowing between levels (`lendablePercent` and
-//! `borrowingLimitPercent` are ignored: each level has exactly its nominal limit); one seat
-//! per request (see [`queueset`]). The wait limit is the configured one, shortened to a
+//! Levels lend and borrow seats as upstream's (`lendablePercent`, `borrowingLimitPercent`):
+//! every 10 s each level's current limit is set from its recent seat demand
+//! ([`borrowing`]). Simplification: one seat per request (see [`queueset`]). The wait limit is the configured one, shortened to a
 //! quarter of a request's shorter `?timeout=` as upstream's.
 
+mod borrowing;
 mod config;
 mod matching;
 mod metrics;
@@ -37,7 +38,7 @@ use tokio::sync::{broadcast, watch};
 use crate::auth::{Attributes, Auth};
 use crate::http::Body;
 use crate::storage::Storage;
-use queueset::{Admission, Seat};
+use queueset::Admission;
 
 /// The response header naming the matched FlowSchema's uid.
 const FLOW_SCHEMA_UID: HeaderName = HeaderName::from_static("x-kubernetes-pf-flowschema-uid");
@@ -48,6 +49,9 @@ const PRIORITY_LEVEL_UID: HeaderName = HeaderName::from_static("x-kubernetes-pf-
 pub const DEFAULT_REQUEST_WAIT_LIMIT: Duration =
     Duration::from_secs(crate::deadline::REQUEST_TIMEOUT.as_secs() / 4);
 
+/// How often upstream adjusts the levels' seat limits to their demand.
+pub const BORROWING_PERIOD: Duration = borrowing::ADJUSTMENT_PERIOD;
+
 /// How the server limits requests.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
@@ -56,6 +60,8 @@ pub(crate) struct Limits {
     pub(crate) server: usize,
     /// How long a request may wait in a queue.
     pub(crate) wait: Duration,
+    /// How often the levels' current limits are adjusted to their demand.
+    pub(crate) borrowing_period: Duration,
 }
 
 /// What the view-rebuilding task and the requests share.
@@ -85,11 +91,31 @@ impl Shared {
 pub(crate) struct FlowControl {
     shared: Arc<Shared>,
     watcher: tokio::task::JoinHandle<()>,
+    adjuster: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for FlowControl {
     fn drop(&mut self) {
         self.watcher.abort();
+        self.adjuster.abort();
+    }
+}
+
+/// Adjusts the levels' current limits to their demand every `period` until `shutdown`.
+async fn adjust_borrowing(
+    shared: Arc<Shared>,
+    period: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let builder = shared.builder.lock().unwrap_or_else(|p| p.into_inner());
+        builder.adjust_borrowing(&shared.metrics);
     }
 }
 
@@ -176,8 +202,14 @@ impl FlowControl {
             limits,
         });
         let revision = shared.rebuild(storage.as_ref());
+        let period = limits.borrowing_period.max(Duration::from_millis(1));
+        let adjuster = tokio::spawn(adjust_borrowing(shared.clone(), period, shutdown.clone()));
         let watcher = tokio::spawn(follow(shared.clone(), storage, revision, shutdown));
-        Self { shared, watcher }
+        Self {
+            shared,
+            watcher,
+            adjuster,
+        }
     }
 
     /// Serves `req` with `handler` under the priority level it is classified into: refused
@@ -213,16 +245,12 @@ impl FlowControl {
                 .clone();
             let schema = view.classify(&request)?;
             let headers = (schema.uid.clone(), schema.level_uid.clone());
-            let admission = if schema.level.is_exempt() {
-                Admission::Run(Seat::exempt(&schema.flow))
+            let hash = if schema.hashed && !schema.level.is_exempt() {
+                shuffle::flow_hash(&schema.name, schema.distinguisher(&request))
             } else {
-                let hash = if schema.hashed {
-                    shuffle::flow_hash(&schema.name, schema.distinguisher(&request))
-                } else {
-                    0
-                };
-                schema.level.start(hash, &schema.flow)
+                0
             };
+            let admission = schema.level.start(hash, &schema.flow);
             Some((headers, (admission, schema.level.clone())))
         });
         // The handler takes the attributes from here rather than authenticating again.

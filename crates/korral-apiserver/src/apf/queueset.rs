@@ -7,6 +7,11 @@
 //! (seats × upstream's estimated 3 ms of service) and is corrected by the actual service time
 //! when the request ends, so a flow whose requests run long waits longer.
 //!
+//! A level dispatches up to its current limit, which starts at its nominal limit less half of
+//! what it may lend and is then set by the borrowing adjustment ([`super::borrowing`]) from
+//! the seat demand the level records here (the seats of its executing and queued requests,
+//! exempt levels' included).
+//!
 //! Every request takes one seat (upstream's work estimator gives lists and watched writes
 //! more). The virtual time a newly busy queue starts from is the latest start tag dispatched
 //! (start-time fair queuing) rather than upstream's continuously integrated `currentR`.
@@ -18,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::borrowing::{DemandStats, LevelInput, SeatDemand};
 use super::metrics::{FlowCounters, Reason};
 use super::retry_after::DroppedRequests;
 use super::shuffle::Dealer;
@@ -32,6 +38,10 @@ pub(super) struct Settings {
     pub(super) exempt: bool,
     /// Seats (the nominal concurrency limit).
     pub(super) limit: usize,
+    /// Seats it may lend to other levels.
+    pub(super) lendable: usize,
+    /// Seats it may borrow from other levels.
+    pub(super) borrowing: usize,
     /// Queues, `None` for `Reject`.
     pub(super) queuing: Option<Queuing>,
 }
@@ -62,6 +72,12 @@ pub(super) struct Level {
 #[derive(Debug)]
 struct State {
     settings: Settings,
+    /// Seats it may use now (see [`super::borrowing`]).
+    current: usize,
+    /// Its seat demand over the current adjustment period.
+    demand: SeatDemand,
+    /// Its demand over the past periods.
+    stats: DemandStats,
     dealer: Option<Dealer>,
     /// Seats taken by executing requests.
     seats_in_use: usize,
@@ -106,6 +122,8 @@ struct Waiter {
 pub(super) struct Seat {
     flow: Arc<FlowCounters>,
     held: Option<Held>,
+    /// The exempt level whose demand it counts in.
+    exempt: Option<Arc<Level>>,
 }
 
 #[derive(Debug)]
@@ -116,12 +134,13 @@ struct Held {
 }
 
 impl Seat {
-    /// A request's place in an exempt level.
-    pub(super) fn exempt(flow: &Arc<FlowCounters>) -> Self {
+    /// A request's place in exempt level `level`.
+    fn exempt(level: &Arc<Level>, flow: &Arc<FlowCounters>) -> Self {
         flow.executing.fetch_add(1, Ordering::Relaxed);
         Self {
             flow: flow.clone(),
             held: None,
+            exempt: Some(level.clone()),
         }
     }
 
@@ -139,6 +158,7 @@ impl Seat {
                 queue,
                 started: Instant::now(),
             }),
+            exempt: None,
         }
     }
 }
@@ -148,6 +168,11 @@ impl Drop for Seat {
         self.flow.executing.fetch_sub(1, Ordering::Relaxed);
         if let Some(held) = self.held.take() {
             held.level.finish(held.queue, held.started.elapsed());
+        }
+        if let Some(level) = self.exempt.take() {
+            let mut s = level.lock();
+            s.seats_in_use = s.seats_in_use.saturating_sub(1);
+            s.note_demand();
         }
     }
 }
@@ -211,6 +236,9 @@ impl Level {
             exempt: AtomicBool::new(settings.exempt),
             state: Mutex::new(State {
                 settings,
+                current: settings.limit - settings.lendable.min(settings.limit) / 2,
+                demand: SeatDemand::new(Instant::now()),
+                stats: DemandStats::default(),
                 dealer: None,
                 seats_in_use: 0,
                 waiting: 0,
@@ -262,14 +290,13 @@ impl Level {
 
     /// Admits a request of flow `flow` (whose hash is `hash`).
     pub(super) fn start(self: &Arc<Self>, hash: u64, flow: &Arc<FlowCounters>) -> Admission {
-        if self.is_exempt() {
-            return Admission::Run(Seat::exempt(flow));
-        }
         let mut orphans = Orphans::new();
         let admission = {
             let mut s = self.lock();
             if s.settings.exempt {
-                return Admission::Run(Seat::exempt(flow));
+                s.seats_in_use += 1;
+                s.note_demand();
+                return Admission::Run(Seat::exempt(self, flow));
             }
             match (s.settings.queuing, s.dealer) {
                 (Some(queuing), Some(dealer)) => {
@@ -277,6 +304,7 @@ impl Level {
                 }
                 _ if s.can_accommodate(1) => {
                     s.seats_in_use += 1;
+                    s.note_demand();
                     Admission::Run(Seat::held(self, None, flow))
                 }
                 _ => {
@@ -315,7 +343,7 @@ impl Level {
             flow.reject(Reason::QueueFull);
             return Admission::Reject(Reason::QueueFull);
         };
-        if s.seats_in_use >= s.settings.limit && length >= queuing.queue_length_limit {
+        if s.seats_in_use >= s.current && length >= queuing.queue_length_limit {
             tracing::debug!(level = %self.name, queue = index, "rejected: queue full");
             flow.reject(Reason::QueueFull);
             return Admission::Reject(Reason::QueueFull);
@@ -335,6 +363,7 @@ impl Level {
             tx,
         });
         s.waiting += 1;
+        s.note_demand();
         flow.waiting.fetch_add(1, Ordering::Relaxed);
         s.bound(index);
         self.dispatch(s, orphans);
@@ -351,7 +380,7 @@ impl Level {
     /// Dispatches queued requests while seats are free (upstream's
     /// `dispatchAsMuchAsPossibleLocked`).
     fn dispatch(self: &Arc<Self>, s: &mut State, orphans: &mut Orphans) {
-        while s.waiting > 0 && (s.settings.exempt || s.seats_in_use < s.settings.limit) {
+        while s.waiting > 0 && (s.settings.exempt || s.seats_in_use < s.current) {
             if !self.dispatch_one(s, orphans) {
                 break;
             }
@@ -391,6 +420,7 @@ impl Level {
         s.current_r = s.current_r.max(start);
         s.waiting -= 1;
         s.seats_in_use += 1;
+        s.note_demand();
         s.bound(index);
         waiter.flow.waiting.fetch_sub(1, Ordering::Relaxed);
         let seat = Seat::held(self, Some(index), &waiter.flow);
@@ -406,6 +436,7 @@ impl Level {
         {
             let mut s = self.lock();
             s.seats_in_use = s.seats_in_use.saturating_sub(1);
+            s.note_demand();
             if let Some(index) = queue
                 && let Some(q) = s.queues.get_mut(index)
             {
@@ -432,9 +463,43 @@ impl Level {
             waiter.flow.waiting.fetch_sub(1, Ordering::Relaxed);
         }
         s.waiting -= 1;
+        s.note_demand();
         s.bound(queue);
         s.trim();
         true
+    }
+
+    /// Ends the demand's adjustment period at `now`: the level as the adjustment sees it.
+    pub(super) fn borrowing_input(&self, now: Instant) -> LevelInput {
+        let mut s = self.lock();
+        let observed = s.demand.reset(now);
+        s.stats.update(&observed);
+        let settings = s.settings;
+        LevelInput {
+            exempt: settings.exempt,
+            nominal: settings.limit,
+            lower: settings.limit - settings.lendable.min(settings.limit),
+            upper: settings.limit + settings.borrowing,
+            current: s.current,
+            stats: s.stats,
+        }
+    }
+
+    /// Sets the seats the level may use now, dispatching queued requests if it has more.
+    pub(super) fn set_current(self: &Arc<Self>, current: usize) {
+        let mut orphans = Orphans::new();
+        {
+            let mut s = self.lock();
+            s.current = current;
+            self.dispatch(&mut s, &mut orphans);
+        }
+        drop(orphans);
+    }
+
+    /// The seats the level may use now.
+    #[cfg(test)]
+    pub(super) fn current(&self) -> usize {
+        self.lock().current
     }
 
     /// Records a refused request; returns the `Retry-After` seconds to answer it with.
@@ -460,10 +525,16 @@ impl State {
         if self.settings.exempt {
             return true;
         }
-        if seats > self.settings.limit {
+        if seats > self.current {
             return self.seats_in_use == 0;
         }
-        self.seats_in_use + seats <= self.settings.limit
+        self.seats_in_use + seats <= self.current
+    }
+
+    /// Records the demand as it is now.
+    fn note_demand(&mut self) {
+        let demand = (self.seats_in_use + self.waiting) as f64;
+        self.demand.set(demand, Instant::now());
     }
 
     /// A queue's next dispatch is never before its oldest request arrived.
@@ -498,6 +569,8 @@ mod tests {
         Settings {
             exempt: false,
             limit,
+            lendable: 0,
+            borrowing: 0,
             queuing: Some(Queuing {
                 queues,
                 hand_size,
@@ -520,6 +593,8 @@ mod tests {
             Settings {
                 exempt: false,
                 limit: 2,
+                lendable: 0,
+                borrowing: 0,
                 queuing: None,
             },
         );
@@ -620,6 +695,51 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_raised_current_limit_dispatches_queued_requests_and_demand_is_recorded() {
+        let settings = Settings {
+            lendable: 0,
+            borrowing: 2,
+            ..queued(1, 1, 1, 10)
+        };
+        let level = Level::new("l", settings);
+        assert_eq!(level.current(), 1);
+        let flow = Arc::new(FlowCounters::default());
+        let mut waits = Vec::new();
+        for _ in 0..3 {
+            let Admission::Wait(w) = level.start(0, &flow) else {
+                panic!("queued");
+            };
+            waits.push(w);
+        }
+        assert_eq!(flow.executing.load(Ordering::Relaxed), 1);
+        assert_eq!(flow.waiting.load(Ordering::Relaxed), 2);
+        let input = level.borrowing_input(Instant::now());
+        assert_eq!(input.stats.high_watermark, 3, "executing and queued");
+        assert_eq!((input.nominal, input.lower, input.upper), (1, 1, 3));
+        level.set_current(3);
+        assert_eq!(flow.executing.load(Ordering::Relaxed), 3);
+        assert_eq!(flow.waiting.load(Ordering::Relaxed), 0);
+        let mut seats = Vec::new();
+        for w in waits {
+            seats.push(w.wait(Duration::from_secs(1)).await);
+        }
+        assert!(seats.iter().all(Result::is_ok));
+    }
+
+    #[test]
+    fn a_new_level_starts_with_half_of_what_it_may_lend_lent() {
+        let level = Level::new(
+            "l",
+            Settings {
+                lendable: 4,
+                borrowing: 0,
+                ..queued(10, 1, 1, 1)
+            },
+        );
+        assert_eq!(level.current(), 8);
+    }
+
     #[test]
     fn exempt_levels_take_no_seat() {
         let level = Level::new(
@@ -627,6 +747,8 @@ mod tests {
             Settings {
                 exempt: true,
                 limit: 0,
+                lendable: 0,
+                borrowing: 0,
                 queuing: None,
             },
         );

@@ -144,6 +144,8 @@ pub(super) struct PriorityLevelSpec {
 pub(super) struct Shares {
     /// Its share of the server's concurrency limit.
     pub(super) nominal_concurrency_shares: Option<i32>,
+    /// The percentage of its nominal seats other levels may borrow.
+    pub(super) lendable_percent: Option<i32>,
 }
 
 /// A limited level.
@@ -152,6 +154,10 @@ pub(super) struct Shares {
 pub(super) struct Limited {
     /// Its share of the server's concurrency limit.
     pub(super) nominal_concurrency_shares: Option<i32>,
+    /// The percentage of its nominal seats other levels may borrow.
+    pub(super) lendable_percent: Option<i32>,
+    /// The percentage of its nominal seats it may borrow (unset: no limit).
+    pub(super) borrowing_limit_percent: Option<i32>,
     /// What happens to requests over the limit.
     pub(super) limit_response: Option<LimitResponse>,
 }
