@@ -429,3 +429,355 @@ async fn stateful_sets_and_daemon_sets_record_their_pods() {
         "delete Pod db-0 in StatefulSet db successful"
     );
 }
+
+/// Sends a merge patch to `path` and expects it to succeed.
+async fn merge_patch(env: &TestEnv, path: &str, patch: Value) -> Value {
+    let (status, body) = raw(
+        &env.client(),
+        "PATCH",
+        path,
+        Some("application/merge-patch+json"),
+        serde_json::to_vec(&patch).expect("patch"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// The messages of the Events about `name` with `reason`.
+fn messages(list: &Value, name: &str, reason: &str) -> Vec<String> {
+    about(list, name, reason)
+        .iter()
+        .filter_map(|e| e["message"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn more_than_ten_similar_events_are_combined() {
+    let env = sim_env().await;
+    create(
+        &env,
+        "/apis/apps/v1/namespaces/default/replicasets",
+        json!({"metadata": {"name": "many"}, "spec": {"replicas": 12,
+            "selector": {"matchLabels": {"app": "many"}},
+            "template": {"metadata": {"labels": {"app": "many"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}}}),
+    )
+    .await;
+    // Twelve pods: the first nine creations are Events of their own, the tenth is combined
+    // and the last two count on it.
+    let list = until(
+        "the creations combined",
+        || events(&env, "default"),
+        |list| {
+            about(list, "many", "SuccessfulCreate")
+                .iter()
+                .any(|e| e["count"] == 3)
+        },
+    )
+    .await;
+    let created = about(&list, "many", "SuccessfulCreate");
+    assert_eq!(created.len(), 10, "{list:#}");
+    let (combined, single): (Vec<&Value>, Vec<&Value>) = created.into_iter().partition(|e| {
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("(combined from similar events): Created pod: many-"))
+    });
+    assert_eq!(combined.len(), 1, "{list:#}");
+    assert_eq!(combined[0]["count"], 3);
+    assert_eq!(combined[0]["type"], "Normal");
+    assert_eq!(
+        combined[0]["source"],
+        json!({"component": "replicaset-controller"})
+    );
+    assert_eq!(combined[0]["reportingComponent"], "");
+    assert_eq!(single.len(), 9);
+    for event in single {
+        assert_eq!(event["count"], 1);
+        assert_eq!(event["reportingComponent"], "replicaset-controller");
+    }
+}
+
+#[tokio::test]
+async fn stateful_sets_record_the_claims_they_make() {
+    let env = sim_env().await;
+    let claim_spec = json!({"accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "1Gi"}}});
+    create(
+        &env,
+        "/apis/apps/v1/namespaces/default/statefulsets",
+        json!({"metadata": {"name": "web"}, "spec": {"replicas": 1, "serviceName": "web",
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "www", "labels": {"tier": "storage"}},
+                "spec": claim_spec}]}}),
+    )
+    .await;
+    let list = until(
+        "the claim and the pod recorded",
+        || events(&env, "default"),
+        |list| about(list, "web", "SuccessfulCreate").len() == 2,
+    )
+    .await;
+    let created = messages(&list, "web", "SuccessfulCreate");
+    assert!(
+        created.contains(&"create Claim www-web-0 Pod web-0 in StatefulSet web success".into()),
+        "{created:?}"
+    );
+    assert!(
+        created.contains(&"create Pod web-0 in StatefulSet web successful".into()),
+        "{created:?}"
+    );
+    let (status, claim) = raw(
+        &env.client(),
+        "GET",
+        "/api/v1/namespaces/default/persistentvolumeclaims/www-web-0",
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(status, 200, "{claim}");
+    assert_eq!(
+        claim["metadata"]["labels"],
+        json!({"tier": "storage", "app": "web"})
+    );
+
+    // A claim being deleted: the Pod that would mount it is not created.
+    create(
+        &env,
+        "/api/v1/namespaces/default/persistentvolumeclaims",
+        json!({"metadata": {"name": "www-web-1", "finalizers": ["example.com/hold"]},
+            "spec": claim_spec}),
+    )
+    .await;
+    let (status, body) = raw(
+        &env.client(),
+        "DELETE",
+        "/api/v1/namespaces/default/persistentvolumeclaims/www-web-1",
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    merge_patch(
+        &env,
+        "/apis/apps/v1/namespaces/default/statefulsets/web",
+        json!({"spec": {"replicas": 2}}),
+    )
+    .await;
+    let list = until(
+        "the pod's creation failed",
+        || events(&env, "default"),
+        |list| !about(list, "web", "FailedCreate").is_empty(),
+    )
+    .await;
+    let failed = about(&list, "web", "FailedCreate");
+    assert_eq!(failed[0]["type"], "Warning");
+    assert_eq!(
+        failed[0]["message"],
+        "create Pod web-1 in StatefulSet web failed error: pvc www-web-1 is being deleted"
+    );
+    let (status, _) = raw(
+        &env.client(),
+        "GET",
+        "/api/v1/namespaces/default/pods/web-1",
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(status, 404, "no pod without its claim");
+}
+
+/// Ten minutes ago, as the API writes times.
+fn ten_minutes_ago() -> String {
+    jiff::Timestamp::now()
+        .checked_sub(jiff::SignedDuration::from_mins(10))
+        .expect("past")
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// A CronJob running every minute with `job_spec` as its Jobs' spec and `spec` besides.
+fn every_minute(name: &str, job_spec: Value, spec: Value) -> Value {
+    let mut cron_job = json!({"metadata": {"name": name}, "spec": {"schedule": "* * * * *",
+        "jobTemplate": {"spec": job_spec}}});
+    if let (Some(all), Some(extra)) = (cron_job["spec"].as_object_mut(), spec.as_object()) {
+        all.extend(extra.clone());
+    }
+    cron_job
+}
+
+/// A Job spec whose Pod runs to completion.
+fn job_spec(extra: Value) -> Value {
+    let mut spec = json!({"template": {"spec": {"restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "busybox:1.36"}]}}});
+    if let (Some(all), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        all.extend(extra.clone());
+    }
+    spec
+}
+
+#[tokio::test]
+async fn cron_jobs_record_the_jobs_they_start_see_finish_and_delete() {
+    let env = sim_env().await;
+    let cron_job = create(
+        &env,
+        "/apis/batch/v1/namespaces/default/cronjobs",
+        every_minute(
+            "nightly",
+            job_spec(json!({})),
+            json!({"successfulJobsHistoryLimit": 1}),
+        ),
+    )
+    .await;
+    // A Job made for it by someone else.
+    create(
+        &env,
+        "/apis/batch/v1/namespaces/default/jobs",
+        json!({"metadata": {"name": "nightly-manual", "ownerReferences": [{
+                "apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly",
+                "uid": cron_job["metadata"]["uid"], "controller": true}]},
+            "spec": job_spec(json!({"suspend": true}))}),
+    )
+    .await;
+    let list = until(
+        "the unexpected job seen",
+        || events(&env, "default"),
+        |list| !about(list, "nightly", "UnexpectedJob").is_empty(),
+    )
+    .await;
+    let unexpected = about(&list, "nightly", "UnexpectedJob");
+    assert_eq!(unexpected[0]["type"], "Warning");
+    assert_eq!(
+        unexpected[0]["message"],
+        "Saw a job that the controller did not create or forgot: nightly-manual"
+    );
+    assert_eq!(
+        unexpected[0]["source"],
+        json!({"component": "cronjob-controller"})
+    );
+    // That Job is an old run, finished long ago.
+    until(
+        "the job controller saw the suspended job",
+        || async {
+            let path = "/apis/batch/v1/namespaces/default/jobs/nightly-manual";
+            raw(&env.client(), "GET", path, None, vec![]).await.1
+        },
+        |job| {
+            job["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "Suspended"))
+        },
+    )
+    .await;
+    let done = |t: &str| json!({"type": t, "status": "True", "lastTransitionTime": "2026-01-01T10:01:00Z"});
+    merge_patch(
+        &env,
+        "/apis/batch/v1/namespaces/default/jobs/nightly-manual/status",
+        json!({"status": {"startTime": "2026-01-01T10:00:00Z",
+            "completionTime": "2026-01-01T10:01:00Z", "succeeded": 1,
+            "conditions": [done("SuccessCriteriaMet"), done("Complete")]}}),
+    )
+    .await;
+    // Its last scheduled time ten minutes ago: the current minute is due.
+    merge_patch(
+        &env,
+        "/apis/batch/v1/namespaces/default/cronjobs/nightly/status",
+        json!({"status": {"lastScheduleTime": ten_minutes_ago()}}),
+    )
+    .await;
+    let list = until(
+        "the scheduled job started, finished and the old one deleted",
+        || events(&env, "default"),
+        |list| {
+            let saw = messages(list, "nightly", "SawCompletedJob");
+            !about(list, "nightly", "SuccessfulDelete").is_empty()
+                && saw.iter().any(|m| !m.contains("nightly-manual"))
+        },
+    )
+    .await;
+    let created = messages(&list, "nightly", "SuccessfulCreate");
+    let job = created
+        .iter()
+        .find_map(|m| m.strip_prefix("Created job "))
+        .expect("a job created")
+        .to_string();
+    assert!(
+        job.strip_prefix("nightly-")
+            .is_some_and(|minutes| minutes.parse::<i64>().is_ok()),
+        "{job}"
+    );
+    assert!(
+        messages(&list, "nightly", "SawCompletedJob")
+            .contains(&format!("Saw completed job: {job}, condition: Complete")),
+        "{list:#}"
+    );
+    assert_eq!(
+        messages(&list, "nightly", "SuccessfulDelete"),
+        ["Deleted job nightly-manual"],
+        "the oldest successful job beyond the history limit"
+    );
+}
+
+#[tokio::test]
+async fn cron_jobs_record_an_active_job_gone_missing() {
+    let env = sim_env().await;
+    create(
+        &env,
+        "/apis/batch/v1/namespaces/default/cronjobs",
+        every_minute("paused", job_spec(json!({"suspend": true})), json!({})),
+    )
+    .await;
+    merge_patch(
+        &env,
+        "/apis/batch/v1/namespaces/default/cronjobs/paused/status",
+        json!({"status": {"lastScheduleTime": ten_minutes_ago()}}),
+    )
+    .await;
+    let cron_job = until(
+        "the scheduled job is active",
+        || async {
+            let path = "/apis/batch/v1/namespaces/default/cronjobs/paused";
+            raw(&env.client(), "GET", path, None, vec![]).await.1
+        },
+        |cj| {
+            cj["status"]["active"]
+                .as_array()
+                .is_some_and(|a| a.len() == 1)
+        },
+    )
+    .await;
+    let job = cron_job["status"]["active"][0]["name"]
+        .as_str()
+        .expect("job name")
+        .to_string();
+    let (status, body) = raw(
+        &env.client(),
+        "DELETE",
+        &format!("/apis/batch/v1/namespaces/default/jobs/{job}"),
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let list = until(
+        "the missing job noticed",
+        || events(&env, "default"),
+        |list| !about(list, "paused", "MissingJob").is_empty(),
+    )
+    .await;
+    assert_eq!(
+        messages(&list, "paused", "MissingJob"),
+        [format!("Active job went missing: {job}")]
+    );
+    assert_eq!(
+        messages(&list, "paused", "SuccessfulCreate"),
+        [format!("Created job {job}")]
+    );
+    assert!(
+        about(&list, "paused", "UnexpectedJob").is_empty(),
+        "{list:#}"
+    );
+}

@@ -455,6 +455,28 @@ fn rfc3339(t: Timestamp) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// An object layer over an in-memory store holding the `default` namespace, for the
+/// simulation's unit tests.
+#[cfg(test)]
+pub(crate) async fn memory_store() -> Objects {
+    let objects = Objects::new(
+        Arc::new(crate::storage::MemoryStorage::new()),
+        Arc::new(crate::registry::Registry::with_builtins()),
+    );
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": "default", "uid": "ns"}});
+    let key = crate::storage::object_key("", "namespaces", None, "default");
+    let put = objects
+        .storage()
+        .update(
+            key,
+            Box::new(move |_| Ok(crate::storage::Write::Put(namespace))),
+        )
+        .await;
+    assert!(put.is_ok(), "namespace");
+    objects
+}
+
 /// The reference an event holds to a stored object (`ref.GetReference`).
 fn object_reference(obj: &Value) -> Value {
     let mut reference = json!({
@@ -482,26 +504,6 @@ mod tests {
     use super::*;
     use jiff::SignedDuration;
 
-    /// An object layer over an in-memory store holding the `default` namespace.
-    async fn store() -> Objects {
-        let objects = Objects::new(
-            Arc::new(crate::storage::MemoryStorage::new()),
-            Arc::new(crate::registry::Registry::with_builtins()),
-        );
-        let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
-                               "metadata": {"name": "default", "uid": "ns"}});
-        let key = crate::storage::object_key("", "namespaces", None, "default");
-        objects
-            .storage()
-            .update(
-                key,
-                Box::new(move |_| Ok(crate::storage::Write::Put(namespace))),
-            )
-            .await
-            .expect("namespace");
-        objects
-    }
-
     /// A recorder whose clock reads `t` until set again.
     fn recorder_at(t: Timestamp) -> Recorder {
         let recorder = Recorder::default();
@@ -528,7 +530,7 @@ mod tests {
 
     #[tokio::test]
     async fn similar_events_beyond_ten_messages_are_combined_into_one_counted_event() {
-        let objects = store().await;
+        let objects = memory_store().await;
         let recorder = recorder_at(start());
         for i in 1..=12 {
             recorder.set_now(start() + SignedDuration::from_secs(i));
@@ -572,7 +574,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_spam_filter_drops_a_sources_events_beyond_its_burst() {
-        let objects = store().await;
+        let objects = memory_store().await;
         let recorder = recorder_at(start());
         for i in 0..30 {
             recorder.set_now(start() + SignedDuration::from_secs(i));
@@ -600,7 +602,7 @@ mod tests {
 
     #[tokio::test]
     async fn repeated_scheduler_events_are_one_event_with_a_series() {
-        let objects = store().await;
+        let objects = memory_store().await;
         let recorder = recorder_at(start());
         let failed = || Note::warning("FailedScheduling", "0/1 nodes are available".to_string());
         for seconds in [0, 10, 20] {
@@ -645,7 +647,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_series_whose_event_is_gone_is_written_anew() {
-        let objects = store().await;
+        let objects = memory_store().await;
         let recorder = recorder_at(start());
         let failed = || Note::warning("FailedScheduling", "0/1 nodes are available".to_string());
         recorder

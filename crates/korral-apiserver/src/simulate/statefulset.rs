@@ -10,7 +10,14 @@
 //! Each Pod gets the claims of the `volumeClaimTemplates` (`<template>-<name>-<ordinal>`, created
 //! before the Pod, labelled with the template's and the selector's labels, owned by the
 //! StatefulSet when `persistentVolumeClaimRetentionPolicy.whenDeleted` is `Delete`), mounted in
-//! place of the template's volume of the same name; they outlive scale-down.
+//! place of the template's volume of the same name; they outlive scale-down. A Pending Pod
+//! gets back the claims it misses. When a claim cannot be made (or is being deleted) the Pod is
+//! not created.
+//!
+//! Events, as upstream's: `SuccessfulCreate`/`FailedCreate` for each claim ("create Claim
+//! data-web-0 Pod web-0 in StatefulSet web success") and for each Pod ("create Pod web-0 in
+//! StatefulSet web successful"; a Pod whose claims failed is "create Pod ... failed error:
+//! <the claims' errors>"), `SuccessfulDelete`/`FailedDelete` for each Pod deleted.
 //!
 //! Each template is recorded as a ControllerRevision (see [`super::history`]).
 //!
@@ -84,9 +91,22 @@ pub async fn reconcile(
     for ordinal in 0..replicas {
         match pods.get(&ordinal) {
             None => {
-                create_claims(objects, ns, &sts, ordinal).await?;
                 let pod = new_pod(&sts, ordinal, &update_revision);
                 let pod_name = meta::name(&pod).to_string();
+                // The Pod's claims first; when one cannot be made, neither is the Pod.
+                if let Err(e) = create_claims(objects, events, &sts, &pod_name, ordinal).await {
+                    let outcome = Err(&e);
+                    pod_event(
+                        objects,
+                        events,
+                        &sts,
+                        ("create", "Create"),
+                        &pod_name,
+                        outcome,
+                    )
+                    .await;
+                    return Err(e);
+                }
                 let created = access::create(
                     objects,
                     access::Actor::StatefulSet,
@@ -107,6 +127,17 @@ pub async fn reconcile(
                 .await;
                 created?;
                 if !parallel {
+                    return write_status(objects, ns, &sts, &update_revision).await;
+                }
+            }
+            // A Pending Pod gets the claims it misses (deleted since it was made).
+            Some(pod)
+                if meta::path(pod, "status.phase").and_then(Value::as_str) == Some("Pending")
+                    && !meta::is_deleting(pod)
+                    && !claims_exist(objects, ns, &sts, ordinal) =>
+            {
+                create_claims(objects, events, &sts, meta::name(pod), ordinal).await?;
+                if !parallel && !pod_up(pod) {
                     return write_status(objects, ns, &sts, &update_revision).await;
                 }
             }
@@ -241,48 +272,132 @@ fn claim_name(template: &Value, sts: &Value, ordinal: i64) -> String {
     format!("{}-{}-{ordinal}", meta::name(template), meta::name(sts))
 }
 
-/// Creates the claims Pod `ordinal` mounts that do not exist yet.
+/// Whether every claim Pod `ordinal` mounts is stored.
+fn claims_exist(objects: &Objects, ns: &str, sts: &Value, ordinal: i64) -> bool {
+    claim_templates(sts).iter().all(|template| {
+        let name = claim_name(template, sts, ordinal);
+        access::get(objects, "", "persistentvolumeclaims", ns, &name).is_some()
+    })
+}
+
+/// Creates the claims Pod `pod` (of ordinal `ordinal`) mounts that do not exist yet, each
+/// recorded as upstream's StatefulSet controller records it (`SuccessfulCreate` "create Claim
+/// data-web-0 Pod web-0 in StatefulSet web success", or a `FailedCreate` warning "create
+/// Claim ... for Pod ... failed error: <error>"). The error names every claim that could not
+/// be made, or is being deleted, as upstream's aggregate does.
 async fn create_claims(
     objects: &Objects,
-    ns: &str,
+    events: &Recorder,
     sts: &Value,
+    pod: &str,
     ordinal: i64,
 ) -> Result<(), ApiError> {
     let templates = claim_templates(sts);
     if templates.is_empty() {
         return Ok(());
     }
+    let ns = meta::namespace(sts).unwrap_or_default();
     let info = access::info(objects, "", "v1", "persistentvolumeclaims")?;
     let owned = meta::path(sts, "spec.persistentVolumeClaimRetentionPolicy.whenDeleted")
         .and_then(Value::as_str)
         == Some("Delete");
+    let mut errors = Vec::new();
     for template in templates {
         let name = claim_name(template, sts, ordinal);
-        if access::get(objects, "", "persistentvolumeclaims", ns, &name).is_some() {
+        if let Some(existing) = access::get(objects, "", "persistentvolumeclaims", ns, &name) {
+            if meta::is_deleting(&existing) {
+                errors.push(format!("pvc {name} is being deleted"));
+            }
             continue;
         }
-        let mut labels = access::labels_of(template, "metadata.labels");
-        labels.extend(access::labels_of(sts, "spec.selector.matchLabels"));
-        let mut metadata = json!({"name": name, "namespace": ns, "labels": labels});
-        if let Some(annotations) = template.pointer("/metadata/annotations") {
-            metadata["annotations"] = annotations.clone();
+        let claim = new_claim(template, sts, &name, owned);
+        let created =
+            access::create(objects, access::Actor::StatefulSet, &info, Some(ns), claim).await;
+        if let Err(e) = &created {
+            errors.push(format!("failed to create PVC {name}: {}", e.message));
         }
-        if owned {
-            metadata["ownerReferences"] = json!([access::owner_ref(sts, "apps/v1", "StatefulSet")]);
+        // A claim made meanwhile by someone else is no event of the controller's.
+        if created.as_ref().is_err_and(|e| e.code == 409) {
+            continue;
         }
-        let claim = json!({
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": metadata,
-            "spec": template.get("spec").cloned().unwrap_or_else(|| json!({})),
-        });
-        match access::create(objects, access::Actor::StatefulSet, &info, Some(ns), claim).await {
-            Ok(_) => {}
-            Err(e) if e.code == 409 => {}
-            Err(e) => return Err(e),
+        claim_event(
+            objects,
+            events,
+            sts,
+            pod,
+            &name,
+            created.as_ref().map(|_| ()),
+        )
+        .await;
+    }
+    match aggregate(&errors) {
+        None => Ok(()),
+        Some(message) => Err(ApiError::new(500, "InternalError", message)),
+    }
+}
+
+/// The claim `name` of `template` (upstream's `getPersistentVolumeClaims`: the template with
+/// the selector's labels over its own).
+fn new_claim(template: &Value, sts: &Value, name: &str, owned: bool) -> Value {
+    let mut labels = access::labels_of(template, "metadata.labels");
+    labels.extend(access::labels_of(sts, "spec.selector.matchLabels"));
+    let mut metadata = json!({"name": name, "namespace": meta::namespace(sts), "labels": labels});
+    if let Some(annotations) = template.pointer("/metadata/annotations") {
+        metadata["annotations"] = annotations.clone();
+    }
+    if owned {
+        metadata["ownerReferences"] = json!([access::owner_ref(sts, "apps/v1", "StatefulSet")]);
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": metadata,
+        "spec": template.get("spec").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// Records a claim created for a Pod, as upstream's `recordClaimEvent` does.
+async fn claim_event(
+    objects: &Objects,
+    events: &Recorder,
+    sts: &Value,
+    pod: &str,
+    claim: &str,
+    outcome: Result<(), &ApiError>,
+) {
+    let set = meta::name(sts);
+    let note = match outcome {
+        Ok(()) => Note::normal(
+            "SuccessfulCreate",
+            format!("create Claim {claim} Pod {pod} in StatefulSet {set} success"),
+        ),
+        Err(e) => Note::warning(
+            "FailedCreate",
+            format!(
+                "create Claim {claim} for Pod {pod} in StatefulSet {set} failed error: {}",
+                e.message
+            ),
+        ),
+    };
+    events
+        .record(objects, access::Actor::StatefulSet, sts, note)
+        .await;
+}
+
+/// Several errors as one message, as upstream's `errors.NewAggregate` prints them: one alone
+/// as it is, several distinct ones in brackets.
+fn aggregate(errors: &[String]) -> Option<String> {
+    let mut distinct: Vec<&str> = Vec::new();
+    for error in errors {
+        if !distinct.contains(&error.as_str()) {
+            distinct.push(error);
         }
     }
-    Ok(())
+    match distinct.as_slice() {
+        [] => None,
+        [one] => Some((*one).to_string()),
+        many => Some(format!("[{}]", many.join(", "))),
+    }
 }
 
 fn new_pod(sts: &Value, ordinal: i64, revision: &str) -> Value {
@@ -425,6 +540,41 @@ mod tests {
             pod["spec"]["volumes"],
             json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-1"}},
                    {"name": "cfg", "configMap": {"name": "x"}}])
+        );
+    }
+
+    #[test]
+    fn claims_carry_the_template_and_the_selector_labels() {
+        let sts = json!({"metadata": {"name": "db", "namespace": "ns", "uid": "u"},
+            "spec": {"selector": {"matchLabels": {"app": "db", "tier": "data"}}}});
+        let template = json!({"metadata": {"name": "data", "labels": {"tier": "x", "size": "s"},
+            "annotations": {"a": "b"}}, "spec": {"accessModes": ["ReadWriteOnce"]}});
+        let claim = new_claim(&template, &sts, "data-db-0", false);
+        assert_eq!(claim["metadata"]["name"], "data-db-0");
+        assert_eq!(claim["metadata"]["namespace"], "ns");
+        assert_eq!(
+            claim["metadata"]["labels"],
+            json!({"app": "db", "tier": "data", "size": "s"})
+        );
+        assert_eq!(claim["metadata"]["annotations"], json!({"a": "b"}));
+        assert_eq!(claim["spec"], json!({"accessModes": ["ReadWriteOnce"]}));
+        assert!(claim["metadata"].get("ownerReferences").is_none());
+        let owned = new_claim(&template, &sts, "data-db-0", true);
+        assert_eq!(
+            owned["metadata"]["ownerReferences"][0]["kind"],
+            "StatefulSet"
+        );
+    }
+
+    #[test]
+    fn errors_aggregate_as_upstream_prints_them() {
+        assert_eq!(aggregate(&[]), None);
+        let one = "pvc a is being deleted".to_string();
+        assert_eq!(aggregate(std::slice::from_ref(&one)), Some(one.clone()));
+        let two = "failed to create PVC b: forbidden".to_string();
+        assert_eq!(
+            aggregate(&[one.clone(), two.clone(), one.clone()]),
+            Some(format!("[{one}, {two}]"))
         );
     }
 }
