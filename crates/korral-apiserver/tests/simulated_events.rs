@@ -590,18 +590,19 @@ async fn stateful_sets_record_the_claims_they_make() {
     assert_eq!(status, 404, "no pod without its claim");
 }
 
-/// Ten minutes ago, as the API writes times.
-fn ten_minutes_ago() -> String {
+/// Two years ago, as the API writes times: a yearly schedule's latest time is due since.
+fn two_years_ago() -> String {
     jiff::Timestamp::now()
-        .checked_sub(jiff::SignedDuration::from_mins(10))
+        .checked_sub(jiff::SignedDuration::from_hours(2 * 366 * 24))
         .expect("past")
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
 }
 
-/// A CronJob running every minute with `job_spec` as its Jobs' spec and `spec` besides.
-fn every_minute(name: &str, job_spec: Value, spec: Value) -> Value {
-    let mut cron_job = json!({"metadata": {"name": name}, "spec": {"schedule": "* * * * *",
+/// A CronJob running on New Year's Day (so no run comes due while a test runs unless its
+/// last schedule time is moved back) with `job_spec` as its Jobs' spec and `spec` besides.
+fn yearly(name: &str, job_spec: Value, spec: Value) -> Value {
+    let mut cron_job = json!({"metadata": {"name": name}, "spec": {"schedule": "0 0 1 1 *",
         "jobTemplate": {"spec": job_spec}}});
     if let (Some(all), Some(extra)) = (cron_job["spec"].as_object_mut(), spec.as_object()) {
         all.extend(extra.clone());
@@ -625,7 +626,7 @@ async fn cron_jobs_record_the_jobs_they_start_see_finish_and_delete() {
     let cron_job = create(
         &env,
         "/apis/batch/v1/namespaces/default/cronjobs",
-        every_minute(
+        yearly(
             "nightly",
             job_spec(json!({})),
             json!({"successfulJobsHistoryLimit": 1}),
@@ -681,11 +682,11 @@ async fn cron_jobs_record_the_jobs_they_start_see_finish_and_delete() {
             "conditions": [done("SuccessCriteriaMet"), done("Complete")]}}),
     )
     .await;
-    // Its last scheduled time ten minutes ago: the current minute is due.
+    // Its last scheduled time two years ago: this year's run is due.
     merge_patch(
         &env,
         "/apis/batch/v1/namespaces/default/cronjobs/nightly/status",
-        json!({"status": {"lastScheduleTime": ten_minutes_ago()}}),
+        json!({"status": {"lastScheduleTime": two_years_ago()}}),
     )
     .await;
     let list = until(
@@ -727,13 +728,13 @@ async fn cron_jobs_record_an_active_job_gone_missing() {
     create(
         &env,
         "/apis/batch/v1/namespaces/default/cronjobs",
-        every_minute("paused", job_spec(json!({"suspend": true})), json!({})),
+        yearly("paused", job_spec(json!({"suspend": true})), json!({})),
     )
     .await;
     merge_patch(
         &env,
         "/apis/batch/v1/namespaces/default/cronjobs/paused/status",
-        json!({"status": {"lastScheduleTime": ten_minutes_ago()}}),
+        json!({"status": {"lastScheduleTime": two_years_ago()}}),
     )
     .await;
     let cron_job = until(
