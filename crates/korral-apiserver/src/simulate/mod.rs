@@ -15,9 +15,14 @@
 //! * HorizontalPodAutoscalers keep their target's replicas within their bounds (there is no
 //!   metrics API) ([`autoscaling`]).
 //! * Pods (owned or bare) are scheduled onto one simulated Node, then run and turn Ready
-//!   ([`pods`]); Job Pods then succeed. The `korral.dev/exit-code` and `korral.dev/run-seconds`
-//!   annotations make any Pod's containers exit (and fail, restart or crash-loop as its
-//!   `restartPolicy` says); `korral.dev/stop-seconds` makes them slow to stop on SIGTERM.
+//!   ([`pods`]); Job Pods then succeed. As on a cluster, a Pod waits for what it references
+//!   ([`pod_references`]): a missing (or deleting, or unbound `Immediate`) claim keeps it
+//!   `Unschedulable`; a missing ConfigMap or Secret (or key) of a volume keeps it
+//!   `ContainerCreating` (`FailedMount`), of a container's environment keeps that container in
+//!   `CreateContainerConfigError`; it proceeds once the object (or key) is there. The
+//!   `korral.dev/exit-code` and `korral.dev/run-seconds` annotations make any Pod's
+//!   containers exit (and fail, restart or crash-loop as its `restartPolicy` says);
+//!   `korral.dev/stop-seconds` makes them slow to stop on SIGTERM.
 //! * Pods no kubelet will finish (bound to a missing Node, unscheduled or on an out-of-service
 //!   Node while being deleted, terminated beyond the threshold) are failed and force-deleted
 //!   by the pod garbage collector ([`pod_gc`]).
@@ -37,7 +42,8 @@
 //! The simulation has no loop of its own: it runs on the built-in controllers' loop
 //! ([`crate::controllers`]), which watches storage once for everything. [`initial_work`] and
 //! [`event_work`] turn the stored state and each storage event into [`Work`] (the object
-//! itself and whatever depends on it); the loop runs that work in [`Work`]'s order against the
+//! itself and whatever depends on it: a ConfigMap, Secret or claim queues the Pods of its
+//! namespace still waiting on it); the loop runs that work in [`Work`]'s order against the
 //! current state through [`execute`], one item at a time (each item re-reads what it needs,
 //! and pod IPs are handed out from what is stored), retrying failures with backoff. Writes go
 //! through [`crate::objects::Objects`] so watchers see ordinary events and resourceVersions.
@@ -63,6 +69,7 @@ pub mod jobs;
 pub mod names;
 pub mod namespaces;
 pub mod pod_gc;
+pub mod pod_references;
 pub mod pods;
 pub mod replicaset;
 pub mod resource_claims;
@@ -234,6 +241,12 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
     let Some((group, resource, ns, _)) = split_key(&event.key) else {
         return;
     };
+    if group == "core" {
+        // What a waiting Pod names appeared or changed: it may proceed now.
+        for pod in pod_references::waiting_pods(objects, event, resource, ns) {
+            queue.insert(Work::Pod(ns.to_string(), pod));
+        }
+    }
     if group == "core" && resource == "endpoints" {
         queue.extend(work_for("", "services", &event.key));
         return;
@@ -391,7 +404,7 @@ pub(crate) async fn execute(
         // Before anything that may fail: the collector runs after the Pods (`Work`'s order).
         cluster.pod_gc_pods.observe(objects, ns, name);
         jobs::release_orphan(objects, ns, name).await?;
-        return pods::reconcile(objects, &cluster.events, ns, name).await;
+        return pods::reconcile(objects, cluster, ns, name).await;
     }
     if let Work::PodGarbageCollection = work {
         return pod_gc::reconcile(objects, &cluster.pod_gc_quarantine, &cluster.pod_gc_pods).await;

@@ -12,6 +12,15 @@
 //! stay `Pending` with upstream's `Unschedulable` condition, as on a one-node cluster, and are
 //! scheduled once it is uncordoned.
 //!
+//! Pods wait for what they reference, as upstream's scheduler and kubelet make them (see
+//! [`super::pod_references`]): a `persistentVolumeClaim` volume whose claim is missing, `Lost`,
+//! being deleted or unbound while its class binds at once keeps the Pod `Unschedulable`
+//! (`FailedScheduling`); a `configMap`, `secret` or projected volume whose object or key is
+//! missing keeps it `Pending`, its containers `ContainerCreating` (`FailedMount`); a container
+//! whose `env`/`envFrom` names a missing object or key waits in `CreateContainerConfigError`
+//! (`Failed`) while the others run. `optional` references never hold a Pod; each proceeds once
+//! the object or key is there.
+//!
 //! Containers that exit: two Pod annotations (on a Job's or Deployment's Pod template they
 //! reach every Pod) make the containers of any Pod exit, and a Job's Pods fail:
 //!
@@ -75,9 +84,11 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::Cluster;
 use super::access::{self, Actor, controller_of, timestamp};
 use super::events::{self, Kind as EventKind, Note, Recorder};
 use super::names;
+use super::pod_references;
 use super::resource_claims::{self, Verdict};
 use crate::error::ApiError;
 use crate::meta;
@@ -275,10 +286,11 @@ async fn clear_not_ready_taint(
 /// (its containers exit or restart then).
 pub async fn reconcile(
     objects: &Objects,
-    events: &Recorder,
+    cluster: &Cluster,
     ns: &str,
     name: &str,
 ) -> Result<Option<Duration>, ApiError> {
+    let events = &cluster.events;
     let Some(pod) = access::get(objects, "", "pods", ns, name) else {
         return Ok(None);
     };
@@ -295,6 +307,20 @@ pub async fn reconcile(
     let node = meta::path(&pod, "spec.nodeName")
         .and_then(Value::as_str)
         .unwrap_or("");
+    let lookup = pod_references::lookup(objects, cluster, ns);
+    let claims_verdict = node
+        .is_empty()
+        .then(|| pod_references::unschedulable(&pod, &lookup))
+        .flatten();
+    if let Some(message) = claims_verdict {
+        // The volume plugins reject the pod before any node is looked at.
+        unschedulable_event(objects, events, &pod, &message).await;
+        return access::update_status(objects, Actor::Scheduler, &info, &pod, move |pod| {
+            mark_unschedulable_because(pod, &message);
+        })
+        .await
+        .map(|()| None);
+    }
     if node.is_empty() && node_cordoned(objects) && !tolerates_unschedulable(&pod) {
         // The scheduler finds no node: the pod waits, as upstream's does.
         unschedulable_event(objects, events, &pod, UNSCHEDULABLE_MESSAGE).await;
@@ -331,15 +357,9 @@ pub async fn reconcile(
         return Ok(None);
     }
     if phase != "Running" {
-        let ip = free_pod_ip(objects);
-        access::update_status(objects, Actor::Kubelet, &info, &pod, move |pod| {
-            if !terminal(pod) {
-                run(pod, &ip);
-            }
-        })
-        .await?;
-        container_events(objects, events, &pod).await;
-        return Ok(None);
+        return start(objects, events, &info, &pod, &lookup)
+            .await
+            .map(|()| None);
     }
     let Some(exit) = exit_of(&pod) else {
         return Ok(None);
@@ -384,6 +404,111 @@ async fn unschedulable_event(objects: &Objects, events: &Recorder, pod: &Value, 
     }
 }
 
+/// The kubelet's events for pulling a container's image before it creates the container:
+/// `Pulling` and `Pulled` when it always pulls, else `Pulled` (already present).
+fn pull_notes(container: &Value) -> Vec<(EventKind, &'static str, String)> {
+    let image = container["image"].as_str().unwrap_or("");
+    if container["imagePullPolicy"] == "Always" {
+        return vec![
+            (
+                EventKind::Normal,
+                "Pulling",
+                format!("Pulling image {image:?}"),
+            ),
+            (
+                EventKind::Normal,
+                "Pulled",
+                format!(
+                    "Successfully pulled image {image:?} in 0s (0s including waiting). Image size: 0 bytes."
+                ),
+            ),
+        ];
+    }
+    vec![(
+        EventKind::Normal,
+        "Pulled",
+        format!("Container image {image:?} already present on machine"),
+    )]
+}
+
+/// The kubelet starts a Pod bound to its node once what it references is there (see
+/// [`pod_references`]). While a `configMap`, `secret` or projected volume cannot be set up,
+/// the Pod waits in `ContainerCreating` (a `FailedMount` warning per volume, each time it is
+/// looked at). A container whose environment names a missing object or key waits in
+/// `CreateContainerConfigError` while the others run: its image is `Pulled`, then a `Failed`
+/// warning says why; the Pod stays `Pending`, not Ready, until the object is there.
+async fn start(
+    objects: &Objects,
+    events: &Recorder,
+    info: &Arc<ResourceInfo>,
+    pod: &Value,
+    lookup: &impl pod_references::Lookup,
+) -> Result<(), ApiError> {
+    let unmountable = pod_references::unmountable_volumes(pod, lookup);
+    if !unmountable.is_empty() {
+        let now = meta::now_rfc3339();
+        access::update_status(objects, Actor::Kubelet, info, pod, move |pod| {
+            if !terminal(pod) {
+                pod_references::hold_for_volumes(pod, NODE_IP, &now);
+            }
+        })
+        .await?;
+        for (volume, error) in unmountable {
+            let message = pod_references::mount_failure(&volume, &error);
+            let note = Note::warning("FailedMount", message);
+            events.record(objects, Actor::Kubelet, pod, note).await;
+        }
+        return Ok(());
+    }
+    // A Pod whose containers waited for their configuration keeps its sandbox's IP.
+    let ip = meta::path(pod, "status.podIP")
+        .and_then(Value::as_str)
+        .map_or_else(|| free_pod_ip(objects), str::to_string);
+    let errors = pod_references::config_errors(pod, lookup);
+    let held = errors.clone();
+    let now = meta::now_rfc3339();
+    access::update_status(objects, Actor::Kubelet, info, pod, move |pod| {
+        if terminal(pod) {
+            return;
+        }
+        let before = pod.clone();
+        run(pod, &ip);
+        if !held.is_empty() && !terminal(pod) {
+            pod_references::hold_for_config(pod, &before, &held, &now);
+        }
+    })
+    .await?;
+    container_events(objects, events, pod).await;
+    for error in errors {
+        let list = if error.init {
+            "spec.initContainers"
+        } else {
+            "spec.containers"
+        };
+        let container = meta::path(pod, list)
+            .and_then(Value::as_array)
+            .and_then(|l| l.iter().find(|c| c["name"] == error.container.as_str()))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let path = events::container_path(error.init, &error.container);
+        let failed = (
+            EventKind::Warning,
+            "Failed",
+            format!("Error: {}", error.message),
+        );
+        for (kind, reason, message) in pull_notes(&container).into_iter().chain([failed]) {
+            let note = Note {
+                field_path: Some(&path),
+                kind,
+                reason,
+                message,
+            };
+            events.record(objects, Actor::Kubelet, pod, note).await;
+        }
+    }
+    Ok(())
+}
+
 /// The kubelet's events for what its last write did to the Pod's containers (`before` is
 /// the Pod as read before it): a container started anew is `Pulled` (`Pulling` first when
 /// its image is always pulled), `Created` and `Started`; one entering its restart back-off
@@ -425,27 +550,7 @@ async fn container_events(objects: &Objects, events: &Recorder, before: &Value) 
             let id = |s: &Value| s["containerID"].as_str().map(str::to_string);
             let new_instance = id(&now).is_some() && was.as_ref().and_then(id) != id(&now);
             if new_instance {
-                let image = container["image"].as_str().unwrap_or("");
-                if container["imagePullPolicy"] == "Always" {
-                    notes.push((
-                        EventKind::Normal,
-                        "Pulling",
-                        format!("Pulling image {image:?}"),
-                    ));
-                    notes.push((
-                        EventKind::Normal,
-                        "Pulled",
-                        format!(
-                            "Successfully pulled image {image:?} in 0s (0s including waiting). Image size: 0 bytes."
-                        ),
-                    ));
-                } else {
-                    notes.push((
-                        EventKind::Normal,
-                        "Pulled",
-                        format!("Container image {image:?} already present on machine"),
-                    ));
-                }
+                notes.extend(pull_notes(&container));
                 notes.push((
                     EventKind::Normal,
                     "Created",
@@ -1299,6 +1404,30 @@ fn run(pod: &mut Value, ip: &str) {
             })
         })
         .collect();
+    // Containers already running (their Pod waited for another's configuration) and init
+    // containers already done keep their status.
+    let kept = |list: &str, fresh: Vec<Value>, done: &str| -> Vec<Value> {
+        let old = meta::path(pod, list).and_then(Value::as_array);
+        fresh
+            .into_iter()
+            .map(|s| {
+                old.and_then(|l| l.iter().find(|o| o["name"] == s["name"]))
+                    .filter(|o| o.pointer(done).is_some())
+                    .filter(|o| {
+                        o.pointer("/state/terminated/exitCode")
+                            .is_none_or(|c| c == 0)
+                    })
+                    .cloned()
+                    .unwrap_or(s)
+            })
+            .collect()
+    };
+    let statuses = kept("status.containerStatuses", statuses, "/state/running");
+    let init_statuses = kept(
+        "status.initContainerStatuses",
+        init_statuses,
+        "/state/terminated",
+    );
     let scheduled_at = meta::path(pod, "status.conditions")
         .and_then(Value::as_array)
         .and_then(|c| c.iter().find(|c| c["type"] == "PodScheduled"))
@@ -1319,7 +1448,9 @@ fn run(pod: &mut Value, ip: &str) {
     status["hostIPs"] = json!([{"ip": NODE_IP}]);
     status["podIP"] = json!(ip);
     status["podIPs"] = json!([{"ip": ip}]);
-    status["startTime"] = now_v;
+    if status.get("startTime").is_none() {
+        status["startTime"] = now_v;
+    }
     status["containerStatuses"] = Value::Array(statuses);
     if !init_statuses.is_empty() {
         status["initContainerStatuses"] = Value::Array(init_statuses);
@@ -1509,6 +1640,40 @@ mod tests {
     }
 
     /// A running pod with one container `c` started at `started`.
+    /// A Pod held for one container's configuration starts the rest when it is run again:
+    /// what already ran keeps its status, what waited starts.
+    #[test]
+    fn running_a_held_pod_keeps_what_already_ran() {
+        let mut pod = json!({"spec": {"nodeName": NODE_NAME,
+                "initContainers": [{"name": "setup", "image": "busybox"}],
+                "containers": [{"name": "app", "image": "busybox"}, {"name": "proxy", "image": "envoy"}]},
+            "status": {"phase": "Pending", "startTime": "t0", "podIP": "10.244.0.7",
+                "initContainerStatuses": [{"name": "setup", "containerID": "containerd://setup",
+                    "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}],
+                "containerStatuses": [
+                    {"name": "app", "state": {"waiting": {"reason": "CreateContainerConfigError"}}},
+                    {"name": "proxy", "containerID": "containerd://proxy",
+                        "state": {"running": {"startedAt": "t0"}}}]}});
+        run(&mut pod, "10.244.0.7");
+        let s = &pod["status"];
+        assert_eq!(s["phase"], "Running");
+        assert_eq!(s["startTime"], "t0");
+        assert_eq!(
+            s["initContainerStatuses"][0]["containerID"],
+            "containerd://setup"
+        );
+        assert_eq!(
+            s["containerStatuses"][1]["containerID"],
+            "containerd://proxy"
+        );
+        assert_eq!(
+            s["containerStatuses"][1]["state"]["running"]["startedAt"],
+            "t0"
+        );
+        assert!(s["containerStatuses"][0]["state"]["running"].is_object());
+        assert!(s["containerStatuses"][0]["containerID"].is_string());
+    }
+
     fn running_pod(policy: &str, started: &str, annotations: Value) -> Value {
         json!({
             "metadata": {"name": "p", "namespace": "ns", "uid": "u", "annotations": annotations},
