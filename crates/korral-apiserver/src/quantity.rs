@@ -560,6 +560,56 @@ impl Quantity {
         Some(sum)
     }
 
+    /// The value rounded up to a whole number, saturated to `i64` (upstream's `Value()`).
+    pub(crate) fn ceil_i64(&self) -> i64 {
+        if self.is_zero() {
+            return 0;
+        }
+        // Digits before the decimal point.
+        let whole = self.digits.len() as i64 + self.exponent;
+        if whole > 19 {
+            return if self.negative { i64::MIN } else { i64::MAX };
+        }
+        let mut value: i128 = 0;
+        let mut fraction = false;
+        for (i, d) in self.digits.iter().enumerate() {
+            if (i as i64) < whole {
+                value = value * 10 + i128::from(*d);
+            } else if *d != 0 {
+                fraction = true;
+            }
+        }
+        for _ in 0..self.exponent.max(0) {
+            value *= 10;
+        }
+        let value = if self.negative {
+            -value
+        } else if fraction {
+            value + 1
+        } else {
+            value
+        };
+        i64::try_from(value).unwrap_or(if self.negative { i64::MIN } else { i64::MAX })
+    }
+
+    /// The whole number `n` in `format` (upstream's `NewQuantity`).
+    pub(crate) fn from_i64(n: i64, format: Format) -> Self {
+        let mut q = Self {
+            negative: n < 0,
+            digits: n
+                .unsigned_abs()
+                .to_string()
+                .bytes()
+                .map(|c| c - b'0')
+                .collect(),
+            exponent: 0,
+            format,
+            written: None,
+        };
+        q.normalize();
+        q
+    }
+
     fn from_u64(n: u64) -> Self {
         let mut q = Self {
             negative: false,
@@ -716,6 +766,22 @@ mod tests {
         Quantity::parse(s)
             .map(|q| q.canonical())
             .unwrap_or_else(|e| format!("ERR {e}"))
+    }
+
+    #[test]
+    fn whole_values_round_up_and_saturate() {
+        let q = |s: &str| Quantity::parse(s).expect(s);
+        assert_eq!(q("1Gi").ceil_i64(), 1 << 30);
+        assert_eq!(q("1500m").ceil_i64(), 2);
+        assert_eq!(q("-1500m").ceil_i64(), -1);
+        assert_eq!(q("1n").ceil_i64(), 1);
+        assert_eq!(q("0").ceil_i64(), 0);
+        assert_eq!(q("12e30").ceil_i64(), i64::MAX);
+        assert_eq!(
+            Quantity::from_i64(3 << 30, Format::BinarySI).canonical(),
+            "3Gi"
+        );
+        assert_eq!(Quantity::from_i64(-5, Format::DecimalSI).canonical(), "-5");
     }
 
     #[test]

@@ -410,3 +410,82 @@ async fn partitions_draw_on_the_shared_counters_of_their_gpu() {
         json!([{"request": "gpu", "driver": DRIVER, "pool": "korral-node", "device": "gpu-0-whole"}])
     );
 }
+
+/// A claim for `memory` of the shared GPU.
+fn memory_claim(name: &str, memory: &str) -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu",
+            "capacity": {"requests": {"memory": memory}}}}]}}})
+}
+
+#[tokio::test]
+async fn a_device_allowing_multiple_allocations_is_shared_while_its_capacity_lasts() {
+    let env = sim_env().await;
+    let ns = "/api/v1/namespaces/default";
+    let claims = format!("{RESOURCE}/namespaces/default/resourceclaims");
+    create_ok(
+        &env,
+        &format!("{RESOURCE}/deviceclasses"),
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{DRIVER}'")}}]}}),
+    )
+    .await;
+    // One GPU of 8Gi that claims share, in steps of 1Gi.
+    create_ok(
+        &env,
+        &format!("{RESOURCE}/resourceslices"),
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "shared"},
+            "spec": {"driver": DRIVER, "nodeName": "korral-node",
+                "pool": {"name": "korral-node", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0", "allowMultipleAllocations": true,
+                    "capacity": {"memory": {"value": "8Gi", "requestPolicy": {"default": "1Gi",
+                        "validRange": {"min": "1Gi", "step": "1Gi"}}}}}]}}),
+    )
+    .await;
+    for (claim, memory) in [("a", "2.5Gi"), ("b", "5Gi"), ("c", "4.5Gi")] {
+        create_ok(&env, &claims, &memory_claim(claim, memory)).await;
+    }
+    // a (3Gi once rounded up) and b (5Gi) share the GPU.
+    let mut shares = Vec::new();
+    for name in ["a", "b"] {
+        create_ok(
+            &env,
+            &format!("{ns}/pods"),
+            &pod(name, json!([{"name": "gpu", "resourceClaimName": name}])),
+        )
+        .await;
+        wait_for(&env, &format!("{ns}/pods/{name}"), "bound", |p| {
+            !node_name(p).is_empty()
+        })
+        .await;
+        let (_, claim) = call(&env, "GET", &format!("{claims}/{name}"), None).await;
+        let result = claim["status"]["allocation"]["devices"]["results"][0].clone();
+        assert_eq!(result["device"], "gpu-0", "{claim}");
+        shares.push(result);
+    }
+    assert_eq!(shares[0]["consumedCapacity"], json!({"memory": "3Gi"}));
+    assert_eq!(shares[1]["consumedCapacity"], json!({"memory": "5Gi"}));
+    assert!(shares[0]["shareID"].is_string() && shares[0]["shareID"] != shares[1]["shareID"]);
+    // c (4.5Gi, 5Gi once rounded up) waits: 8Gi are taken.
+    create_ok(
+        &env,
+        &format!("{ns}/pods"),
+        &pod("c", json!([{"name": "gpu", "resourceClaimName": "c"}])),
+    )
+    .await;
+    wait_for(&env, &format!("{ns}/pods/c"), "unschedulable", |p| {
+        scheduled_message(p).contains("cannot allocate all claims")
+    })
+    .await;
+    // b's Pod gone and its claim deallocated: c fits beside a (3Gi + 5Gi).
+    call(&env, "DELETE", &format!("{ns}/pods/b"), None).await;
+    wait_for(&env, &format!("{ns}/pods/c"), "bound", |p| {
+        !node_name(p).is_empty()
+    })
+    .await;
+    let (_, c) = call(&env, "GET", &format!("{claims}/c"), None).await;
+    assert_eq!(
+        c["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"],
+        json!({"memory": "5Gi"})
+    );
+}

@@ -24,14 +24,61 @@
 //! the pool. A pool whose devices draw on a counter set or counter it does not publish, or
 //! that publishes one counter set twice, is invalid: its devices are not used.
 //!
-//! Not modelled: consumable capacity, binding conditions, node selectors on slices (a slice
-//! with one is not on the simulated node).
+//! Consumable capacity (KEP-5075, beta since v1.36), see [`consumable`]: every device's
+//! capacities bound what requests naming `capacity.requests` may take of it; a device
+//! allowing multiple allocations is shared, by other claims and by other requests of the same
+//! claim (not twice by one request), while its capacities last; each such result carries a
+//! new `shareID` and its `consumedCapacity`, and its draws on shared counters are counted
+//! once.
+//!
+//! Not modelled: binding conditions, node selectors on slices (a slice with one is not on the
+//! simulated node).
+
+mod consumable;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
 use crate::quantity::{self, Quantity};
+use consumable::{Amounts, Capacity};
+
+/// A device's identity: `(driver, pool, device)`.
+pub type DeviceId = (String, String, String);
+
+/// What other allocations hold: the devices of their results (admin access results
+/// excepted, as upstream's scheduler counts them) and what shared devices' results consume.
+#[derive(Debug, Clone, Default)]
+pub struct InUse {
+    /// Devices in other allocations.
+    pub devices: HashSet<DeviceId>,
+    /// The capacity other allocations consume of each shared device.
+    pub consumed: HashMap<DeviceId, Amounts>,
+}
+
+impl InUse {
+    /// Counts one allocation result (`status.allocation.devices.results[*]`).
+    pub fn record(&mut self, result: &Value) {
+        if result["adminAccess"].as_bool() == Some(true) {
+            return;
+        }
+        let id = (
+            text(result, "driver").to_string(),
+            text(result, "pool").to_string(),
+            text(result, "device").to_string(),
+        );
+        if result.get("shareID").is_some_and(Value::is_string) {
+            let consumed: Amounts = result["consumedCapacity"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(name, v)| Some((name.clone(), Quantity::parse(v.as_str()?).ok()?)))
+                .collect();
+            consumable::add(self.consumed.entry(id.clone()).or_default(), &consumed);
+        }
+        self.devices.insert(id);
+    }
+}
 
 /// The scheduler's reason when the devices do not suffice.
 pub const CANNOT_ALLOCATE: &str = "cannot allocate all claims";
@@ -62,6 +109,8 @@ pub struct Device {
     pub node_local: bool,
     /// What it draws on its pool's shared counters when allocated.
     pub draws: Vec<Draw>,
+    /// Its capacities, by name.
+    pub capacity: BTreeMap<String, Capacity>,
 }
 
 /// A device's draw on one counter of one of its pool's shared counter sets.
@@ -160,6 +209,7 @@ pub fn devices_on(slices: &[Value], node: &str) -> Inventory {
                     shareable: device["allowMultipleAllocations"].as_bool() == Some(true),
                     node_local,
                     draws: counters.draws.get(name).cloned().unwrap_or_default(),
+                    capacity: consumable::capacities(device),
                 });
             }
         }
@@ -294,21 +344,24 @@ struct Want {
     admin: bool,
     /// The request's tolerations.
     tolerations: Vec<Value>,
+    /// Its `capacity.requests`.
+    capacity: Amounts,
     /// The devices its selectors select and its tolerations allow (in use or not),
     /// evaluated once before the search.
     matching: Vec<usize>,
 }
 
 /// Allocates `spec` (a ResourceClaim spec) from the `inventory` of the node, with `classes`
-/// by name and the devices `taken` by other allocations (admin access results excepted, as
-/// upstream's scheduler counts them): the `status.allocation`, or why it cannot be made.
+/// by name and what other allocations hold (`in_use`): the `status.allocation`, or why it
+/// cannot be made.
 pub fn allocate(
     spec: &Value,
     classes: &HashMap<String, Value>,
     inventory: &Inventory,
-    taken: &HashSet<(String, String, String)>,
+    in_use: &InUse,
     node: &str,
 ) -> Result<Value, String> {
+    let taken = &in_use.devices;
     let devices = inventory.devices.as_slice();
     let requests = spec["devices"]["requests"]
         .as_array()
@@ -366,6 +419,7 @@ pub fn allocate(
     let mut search = Search {
         devices,
         taken,
+        consumed: &in_use.consumed,
         counters: &inventory.counters,
         drawn: drawn_by(&inventory.counters, taken)?,
         constraints: &constraints,
@@ -392,6 +446,18 @@ pub fn allocate(
             });
             if want.admin {
                 result["adminAccess"] = json!(true);
+            }
+            let device = &devices[*device];
+            if device.shareable {
+                let consumed = consumable::consumed(&want.capacity, &device.capacity);
+                result["shareID"] = json!(uuid::Uuid::new_v4().to_string());
+                if !consumed.is_empty() {
+                    result["consumedCapacity"] = consumed
+                        .iter()
+                        .map(|(name, amount)| (name.clone(), json!(amount.canonical())))
+                        .collect::<Map<String, Value>>()
+                        .into();
+                }
             }
             result
         })
@@ -474,6 +540,7 @@ fn want(
         count,
         admin: body["adminAccess"].as_bool() == Some(true),
         tolerations: body["tolerations"].as_array().cloned().unwrap_or_default(),
+        capacity: consumable::requested(body),
         matching: Vec::new(),
     })
 }
@@ -525,6 +592,8 @@ fn add_draws(
 struct Search<'a> {
     devices: &'a [Device],
     taken: &'a HashSet<(String, String, String)>,
+    /// What other allocations consume of shared devices.
+    consumed: &'a HashMap<DeviceId, Amounts>,
     /// The pools' shared counters.
     counters: &'a BTreeMap<(String, String), PoolCounters>,
     /// What the devices of other allocations draw on them.
@@ -533,7 +602,7 @@ struct Search<'a> {
     budget: usize,
     /// Devices chosen so far, with the want they satisfy.
     chosen: Vec<(&'a Want, usize)>,
-    /// Indexes of chosen devices (no device twice in one claim).
+    /// Indexes of chosen devices that are not shared (no such device twice in one claim).
     used: HashSet<usize>,
 }
 
@@ -547,14 +616,21 @@ impl<'a> Search<'a> {
             let candidates = self.candidates(want);
             match want.count {
                 None => {
-                    // All: every matching device, all of them free.
-                    let matching = &want.matching;
-                    if matching.is_empty() || matching.len() != candidates.len() {
+                    // All: every matching device with the capacity asked for, all of them
+                    // free.
+                    let matching: Vec<usize> = want
+                        .matching
+                        .iter()
+                        .copied()
+                        .filter(|d| self.capacity_allows(want, *d))
+                        .collect();
+                    let free = candidates.iter().filter(|d| matching.contains(d)).count();
+                    if matching.is_empty() || matching.len() != free {
                         continue;
                     }
                     let mark = self.chosen.len();
                     let mut all_taken = true;
-                    for &d in matching {
+                    for &d in &matching {
                         if !self.take(want, d)? {
                             all_taken = false;
                             break;
@@ -615,12 +691,13 @@ impl<'a> Search<'a> {
             .collect()
     }
 
-    /// Takes device `d` for `want` if its pool's shared counters and the constraints allow it.
+    /// Takes device `d` for `want` if its capacities, its pool's shared counters and the
+    /// constraints allow it.
     fn take(&mut self, want: &'a Want, d: usize) -> Result<bool, String> {
         if self.used.contains(&d) {
             return Ok(false);
         }
-        if !self.counters_allow(d)? {
+        if !self.capacity_allows(want, d) || !self.counters_allow(d)? {
             return Ok(false);
         }
         for (requests, attribute) in self.constraints {
@@ -640,9 +717,33 @@ impl<'a> Search<'a> {
                 return Ok(false);
             }
         }
-        self.used.insert(d);
+        if !self.devices[d].shareable {
+            self.used.insert(d);
+        }
         self.chosen.push((want, d));
         Ok(true)
+    }
+
+    /// Whether device `d` has the capacity `want` asks for, beyond what other allocations and
+    /// this one's earlier picks of it consume.
+    fn capacity_allows(&self, want: &Want, d: usize) -> bool {
+        let device = &self.devices[d];
+        let mut allocating = Amounts::new();
+        if device.shareable {
+            for (other_want, other) in &self.chosen {
+                if *other == d {
+                    consumable::add(
+                        &mut allocating,
+                        &consumable::consumed(&other_want.capacity, &device.capacity),
+                    );
+                }
+            }
+        }
+        let in_use = device
+            .shareable
+            .then(|| self.consumed.get(&device.id()))
+            .flatten();
+        consumable::fits(&want.capacity, &device.capacity, in_use, &allocating)
     }
 
     /// Whether device `d` draws on its pool's counters when picked: it draws on some, and is
@@ -656,13 +757,19 @@ impl<'a> Search<'a> {
         !(device.shareable && self.taken.contains(&device.id()))
     }
 
+    /// Whether the shared device `d` is among this allocation's picks already (its draws
+    /// are then counted).
+    fn picked(&self, d: usize) -> bool {
+        self.chosen.iter().any(|(_, other)| *other == d)
+    }
+
     /// Whether the shared counters of device `d`'s pool can take its draws on top of those of
     /// the other allocations and of the devices picked so far (upstream's
     /// `checkAvailableCounters`: every counter of the pool is checked, so an overdrawn
     /// counter keeps all the pool's drawing devices out). Backtracking drops a pick from
     /// `chosen`, which gives its draws back.
     fn counters_allow(&self, d: usize) -> Result<bool, String> {
-        if !self.draws_when_picked(d) {
+        if !self.draws_when_picked(d) || (self.devices[d].shareable && self.picked(d)) {
             return Ok(true);
         }
         let device = &self.devices[d];
@@ -671,11 +778,13 @@ impl<'a> Search<'a> {
             return Ok(false); // draws on counters its pool does not publish
         };
         let mut sums = self.drawn.get(&pool).cloned().unwrap_or_default();
+        let mut counted = HashSet::new();
         for &(_, other) in &self.chosen {
             let picked = &self.devices[other];
             if picked.driver == device.driver
                 && picked.pool == device.pool
                 && self.draws_when_picked(other)
+                && counted.insert(other)
             {
                 add_draws(&mut sums, &picked.draws)?;
             }
@@ -774,6 +883,14 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 mod tests {
     use super::*;
 
+    /// What other allocations hold when they hold `devices` (no shared ones).
+    fn held<const N: usize>(devices: [DeviceId; N]) -> InUse {
+        InUse {
+            devices: HashSet::from(devices),
+            consumed: HashMap::new(),
+        }
+    }
+
     const NODE: &str = "korral-node";
 
     fn slice(name: &str, driver: &str, devices: Value) -> Value {
@@ -849,7 +966,7 @@ mod tests {
     fn exact_count_all_and_selectors() {
         let one = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
             "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].model == 't4'"}}]}}]));
-        let got = allocate(&one, &classes(), &gpus(), &HashSet::new(), NODE).expect("allocates");
+        let got = allocate(&one, &classes(), &gpus(), &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got), ["g=gpu-2"]);
         assert_eq!(got["devices"]["config"][0]["source"], "FromClass");
         assert_eq!(got["devices"]["config"][0]["requests"], json!(["g"]));
@@ -859,16 +976,16 @@ mod tests {
         );
 
         let two = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 2}}]));
-        let got = allocate(&two, &classes(), &gpus(), &HashSet::new(), NODE).expect("allocates");
+        let got = allocate(&two, &classes(), &gpus(), &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got), ["g=gpu-0", "g=gpu-1"]);
 
         let all = claim(
             json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}]),
         );
-        let got = allocate(&all, &classes(), &gpus(), &HashSet::new(), NODE).expect("allocates");
+        let got = allocate(&all, &classes(), &gpus(), &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got).len(), 3);
         // All needs every matching device free.
-        let taken = HashSet::from([(
+        let taken = held([(
             "gpu.example.com".to_string(),
             NODE.to_string(),
             "gpu-1".to_string(),
@@ -901,12 +1018,13 @@ mod tests {
             "selectors": [{"cel": {"expression":
                 "device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0"}}]}}]),
         );
-        let got = allocate(&big, &classes(), &devices, &HashSet::new(), NODE).expect("allocates");
+        let got = allocate(&big, &classes(), &devices, &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got), ["g=gpu-0", "g=gpu-3"]);
         let newer = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
             "selectors": [{"cel": {"expression":
                 "device.attributes['gpu.example.com'].driverVersion.isGreaterThan(semver('1.9.0'))"}}]}}]));
-        let got = allocate(&newer, &classes(), &devices, &HashSet::new(), NODE).expect("allocates");
+        let got =
+            allocate(&newer, &classes(), &devices, &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got), ["g=gpu-3"]);
     }
 
@@ -916,13 +1034,14 @@ mod tests {
         let same_numa = json!({"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 2}}],
             "constraints": [{"matchAttribute": "gpu.example.com/numa"}]}});
         let got =
-            allocate(&same_numa, &classes(), &gpus(), &HashSet::new(), NODE).expect("allocates");
+            allocate(&same_numa, &classes(), &gpus(), &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got), ["g=gpu-1", "g=gpu-2"]);
         // firstAvailable: no h100, so the a100 subrequest.
         let first = claim(json!([{"name": "g", "firstAvailable": [
             {"name": "big", "deviceClassName": "gpu", "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].model == 'h100'"}}]},
             {"name": "small", "deviceClassName": "gpu", "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].model == 'a100'"}}]}]}]));
-        let got = allocate(&first, &classes(), &gpus(), &HashSet::new(), NODE).expect("allocates");
+        let got =
+            allocate(&first, &classes(), &gpus(), &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got), ["g/small=gpu-0"]);
         assert_eq!(got["devices"]["config"][0]["requests"], json!(["g/small"]));
     }
@@ -931,18 +1050,18 @@ mod tests {
     fn failures_say_why() {
         let four = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 4}}]));
         assert_eq!(
-            allocate(&four, &classes(), &gpus(), &HashSet::new(), NODE),
+            allocate(&four, &classes(), &gpus(), &InUse::default(), NODE),
             Err("cannot allocate all claims".to_string())
         );
         let no_class = claim(json!([{"name": "g", "exactly": {"deviceClassName": "nope"}}]));
         assert_eq!(
-            allocate(&no_class, &classes(), &gpus(), &HashSet::new(), NODE),
+            allocate(&no_class, &classes(), &gpus(), &InUse::default(), NODE),
             Err("request g: device class nope does not exist".to_string())
         );
         let missing = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
             "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].nothing == 1"}}]}}]));
         let err =
-            allocate(&missing, &classes(), &gpus(), &HashSet::new(), NODE).expect_err("fails");
+            allocate(&missing, &classes(), &gpus(), &InUse::default(), NODE).expect_err("fails");
         assert!(err.contains("CEL runtime error"), "{err}");
     }
 
@@ -952,12 +1071,12 @@ mod tests {
         devices.devices.truncate(1);
         devices.devices[0].taints = vec![json!({"key": "broken", "effect": "NoSchedule"})];
         let plain = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu"}}]));
-        assert!(allocate(&plain, &classes(), &devices, &HashSet::new(), NODE).is_err());
+        assert!(allocate(&plain, &classes(), &devices, &InUse::default(), NODE).is_err());
         let tolerating = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
             "tolerations": [{"key": "broken", "operator": "Exists"}]}}]));
-        assert!(allocate(&tolerating, &classes(), &devices, &HashSet::new(), NODE).is_ok());
+        assert!(allocate(&tolerating, &classes(), &devices, &InUse::default(), NODE).is_ok());
         devices.devices[0].taints.clear();
-        let taken = HashSet::from([devices.devices[0].id()]);
+        let taken = held([devices.devices[0].id()]);
         assert!(allocate(&plain, &classes(), &devices, &taken, NODE).is_err());
         let admin = claim(
             json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "adminAccess": true}}]),
@@ -1016,17 +1135,18 @@ mod tests {
         assert_eq!(inventory.devices.len(), 4);
         assert_eq!(inventory.devices[1].draws[0].set, "gpu-0");
         let two = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 2}}]));
-        let got = allocate(&two, &classes(), &inventory, &HashSet::new(), NODE).expect("allocates");
+        let got =
+            allocate(&two, &classes(), &inventory, &InUse::default(), NODE).expect("allocates");
         // The whole first GPU leaves nothing of its memory to its halves.
         assert_eq!(names(&got), ["g=whole", "g=other"]);
         let three =
             claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 3}}]));
         let got =
-            allocate(&three, &classes(), &inventory, &HashSet::new(), NODE).expect("allocates");
+            allocate(&three, &classes(), &inventory, &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got), ["g=half-a", "g=half-b", "g=other"]);
         let four = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 4}}]));
         assert_eq!(
-            allocate(&four, &classes(), &inventory, &HashSet::new(), NODE),
+            allocate(&four, &classes(), &inventory, &InUse::default(), NODE),
             Err(CANNOT_ALLOCATE.to_string())
         );
         // All: every matching device, whose draws together exceed the counters.
@@ -1034,7 +1154,7 @@ mod tests {
             json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}]),
         );
         assert_eq!(
-            allocate(&all, &classes(), &inventory, &HashSet::new(), NODE),
+            allocate(&all, &classes(), &inventory, &InUse::default(), NODE),
             Err(CANNOT_ALLOCATE.to_string())
         );
     }
@@ -1047,7 +1167,8 @@ mod tests {
             {"name": "any", "exactly": {"deviceClassName": "gpu"}},
             {"name": "half", "exactly": {"deviceClassName": "gpu",
                 "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].id.startsWith('half')"}}]}}]));
-        let got = allocate(&spec, &classes(), &halves(), &HashSet::new(), NODE).expect("allocates");
+        let got =
+            allocate(&spec, &classes(), &halves(), &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got), ["any=half-a", "half=half-b"]);
         // firstAvailable falls back the same way.
         let spec = claim(json!([
@@ -1056,7 +1177,8 @@ mod tests {
                     "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].id != 'half-b'"}}]},
                 {"name": "one", "deviceClassName": "gpu"}]},
             {"name": "more", "exactly": {"deviceClassName": "gpu", "count": 2}}]));
-        let got = allocate(&spec, &classes(), &halves(), &HashSet::new(), NODE).expect("allocates");
+        let got =
+            allocate(&spec, &classes(), &halves(), &InUse::default(), NODE).expect("allocates");
         // two-halves: whole + other leave no memory to `more`, half-a + other leave only
         // half-b; `one`: whole leaves only other; half-a leaves half-b and other.
         assert_eq!(names(&got), ["gpu/one=half-a", "more=half-b", "more=other"]);
@@ -1079,7 +1201,7 @@ mod tests {
         assert_eq!(names_on, ["whole", "half-b"]);
         let whole = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
             "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].id == 'whole'"}}]}}]));
-        let taken = HashSet::from([id("half-a")]);
+        let taken = held([id("half-a")]);
         assert_eq!(
             allocate(&whole, &classes(), &inventory, &taken, NODE),
             Err(CANNOT_ALLOCATE.to_string())
@@ -1089,7 +1211,7 @@ mod tests {
         assert_eq!(names(&got), ["g=half-b"]);
         // Released: the whole GPU is free again.
         let got =
-            allocate(&whole, &classes(), &inventory, &HashSet::new(), NODE).expect("allocates");
+            allocate(&whole, &classes(), &inventory, &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got), ["g=whole"]);
         // Admin access passes devices in use but not the counters they draw on.
         let admin = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
@@ -1108,7 +1230,7 @@ mod tests {
         }
         // Held by another claim and shared: its draw is counted once, so it stays a
         // candidate while the halves do not fit.
-        let taken = HashSet::from([id("whole")]);
+        let taken = held([id("whole")]);
         let spec = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
             "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].id != 'other'"}}]}}]));
         let got = allocate(&spec, &classes(), &inventory, &taken, NODE).expect("allocates");
@@ -1178,21 +1300,117 @@ mod tests {
         );
         assert_eq!(inventory.counters.len(), 1);
         let two = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 2}}]));
-        let got = allocate(&two, &classes(), &inventory, &HashSet::new(), NODE).expect("allocates");
+        let got =
+            allocate(&two, &classes(), &inventory, &InUse::default(), NODE).expect("allocates");
         assert_eq!(names(&got), ["g=whole", "g=plain-0"]);
         // Not enough: upstream then names the invalid pools.
         let three =
             claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 3}}]));
         assert_eq!(
-            allocate(&three, &classes(), &inventory, &HashSet::new(), NODE),
+            allocate(&three, &classes(), &inventory, &InUse::default(), NODE),
             Err(INVALID_POOLS.to_string())
         );
         let all = claim(
             json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}]),
         );
         assert_eq!(
-            allocate(&all, &classes(), &inventory, &HashSet::new(), NODE),
+            allocate(&all, &classes(), &inventory, &InUse::default(), NODE),
             Err("request g: asks for all devices, but resource pool gpu.example.com/broken is currently invalid".to_string())
         );
+    }
+
+    /// One GPU shared by claims: 8Gi of memory in steps of 1Gi (1Gi by default), and a
+    /// second, unshared, GPU of 16Gi.
+    fn shared_gpu() -> Inventory {
+        devices_on(
+            &[slice(
+                "s",
+                "gpu.example.com",
+                json!([
+                    {"name": "shared", "allowMultipleAllocations": true, "capacity": {"memory": {"value": "8Gi",
+                        "requestPolicy": {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}}}},
+                    {"name": "whole", "capacity": {"memory": {"value": "16Gi"}}},
+                ]),
+            )],
+            NODE,
+        )
+    }
+
+    fn memory(name: &str, amount: &str) -> Value {
+        json!({"name": name, "exactly": {"deviceClassName": "gpu",
+            "selectors": [{"cel": {"expression": "device.allowMultipleAllocations"}}],
+            "capacity": {"requests": {"memory": amount}}}})
+    }
+
+    #[test]
+    fn shared_devices_are_allocated_while_their_capacity_lasts() {
+        let inventory = shared_gpu();
+        let mut in_use = InUse::default();
+        // 2.5Gi rounds up to 3Gi: recorded with a share id.
+        let first = allocate(
+            &claim(json!([memory("a", "2.5Gi")])),
+            &classes(),
+            &inventory,
+            &in_use,
+            NODE,
+        )
+        .expect("allocates");
+        let result = &first["devices"]["results"][0];
+        assert_eq!(result["device"], "shared");
+        assert_eq!(result["consumedCapacity"], json!({"memory": "3Gi"}));
+        let share = result["shareID"].as_str().expect("a share id");
+        assert!(uuid::Uuid::parse_str(share).is_ok(), "{share}");
+        in_use.record(result);
+        // 6Gi more would exceed 8Gi; 5Gi fits.
+        assert_eq!(
+            allocate(
+                &claim(json!([memory("b", "6Gi")])),
+                &classes(),
+                &inventory,
+                &in_use,
+                NODE
+            ),
+            Err(CANNOT_ALLOCATE.to_string())
+        );
+        let second = allocate(
+            &claim(json!([memory("b", "5Gi")])),
+            &classes(),
+            &inventory,
+            &in_use,
+            NODE,
+        )
+        .expect("allocates");
+        assert_ne!(
+            second["devices"]["results"][0]["shareID"],
+            result["shareID"]
+        );
+        // Two requests of one claim share the device (each with its own share); one request
+        // for two devices cannot take it twice.
+        let fresh = InUse::default();
+        let both = allocate(
+            &claim(json!([memory("x", "4Gi"), memory("y", "4Gi")])),
+            &classes(),
+            &inventory,
+            &fresh,
+            NODE,
+        )
+        .expect("allocates");
+        assert_eq!(names(&both), ["x=shared", "y=shared"]);
+        let mut twice = memory("z", "1Gi");
+        twice["exactly"]["count"] = json!(2);
+        assert_eq!(
+            allocate(&claim(json!([twice])), &classes(), &inventory, &fresh, NODE),
+            Err(CANNOT_ALLOCATE.to_string())
+        );
+        // Capacity requests select among unshared devices too: 12Gi only fits the 16Gi one.
+        let big = json!([{"name": "big", "exactly": {"deviceClassName": "gpu",
+            "capacity": {"requests": {"memory": "12Gi"}}}}]);
+        let got = allocate(&claim(big), &classes(), &inventory, &fresh, NODE).expect("allocates");
+        assert_eq!(names(&got), ["big=whole"]);
+        assert!(got["devices"]["results"][0].get("shareID").is_none());
+        // A capacity no device has.
+        let odd = json!([{"name": "odd", "exactly": {"deviceClassName": "gpu",
+            "capacity": {"requests": {"cores": "1"}}}}]);
+        assert!(allocate(&claim(odd), &classes(), &inventory, &fresh, NODE).is_err());
     }
 }

@@ -15,12 +15,12 @@
 //!   reserved is deallocated and loses the finalizer; a claim made for a Pod that is done is
 //!   deleted ([`sync_claim`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
 use super::access::{self, Actor};
-use super::allocator::{self, CANNOT_ALLOCATE, INVALID_POOLS};
+use super::allocator::{self, CANNOT_ALLOCATE, INVALID_POOLS, InUse};
 use super::pods::NODE_NAME;
 use crate::error::ApiError;
 use crate::meta;
@@ -266,7 +266,7 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
         .iter()
         .map(|c| (meta::name(c).to_string(), c.as_ref().clone()))
         .collect();
-    let mut taken = taken_devices(objects);
+    let mut in_use = devices_in_use(objects);
     let mut allocations: Vec<Option<Value>> = Vec::new();
     for claim in &claims {
         if let Some(allocation) = claim.pointer("/status/allocation").filter(|a| !a.is_null()) {
@@ -280,12 +280,10 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
             continue;
         }
         let spec = claim.get("spec").cloned().unwrap_or_else(|| json!({}));
-        match allocator::allocate(&spec, &classes, &inventory, &taken, NODE_NAME) {
+        match allocator::allocate(&spec, &classes, &inventory, &in_use, NODE_NAME) {
             Ok(allocation) => {
                 for result in results(&allocation) {
-                    if result["adminAccess"].as_bool() != Some(true) {
-                        taken.insert(result_id(result));
-                    }
+                    in_use.record(result);
                 }
                 allocations.push(Some(allocation));
             }
@@ -364,20 +362,18 @@ fn allocated_here(allocation: &Value) -> bool {
     })
 }
 
-/// Devices held by any claim's allocation (admin access results excepted).
-fn taken_devices(objects: &Objects) -> HashSet<(String, String, String)> {
-    let mut taken = HashSet::new();
+/// What the claims' allocations hold (admin access results excepted).
+fn devices_in_use(objects: &Objects) -> InUse {
+    let mut in_use = InUse::default();
     for claim in access::list_all(objects, GROUP, "resourceclaims") {
         let Some(allocation) = claim.pointer("/status/allocation") else {
             continue;
         };
         for result in results(allocation) {
-            if result["adminAccess"].as_bool() != Some(true) {
-                taken.insert(result_id(result));
-            }
+            in_use.record(result);
         }
     }
-    taken
+    in_use
 }
 
 /// The device results of an allocation.
@@ -387,15 +383,6 @@ fn results(allocation: &Value) -> &[Value] {
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[])
-}
-
-/// The `(driver, pool, device)` of an allocation result.
-fn result_id(result: &Value) -> (String, String, String) {
-    (
-        text(result, "driver").to_string(),
-        text(result, "pool").to_string(),
-        text(result, "device").to_string(),
-    )
 }
 
 /// A claim's `status.reservedFor`.
