@@ -522,3 +522,42 @@ async fn unbound_immediate_and_deleting_claims_leave_the_pod_unschedulable() {
     )
     .await;
 }
+
+/// A server without TLS has no CA, so no `kube-root-ca.crt` is published; the service account
+/// volume every Pod gets still names it, and the Pod runs (the reference counts as published).
+#[tokio::test]
+async fn without_a_ca_the_service_account_volume_does_not_hold_pods() {
+    let env = TestEnv::builder()
+        .server_config(korral_apiserver::ServerConfig {
+            tls: false,
+            ..korral_apiserver::ServerConfig::in_memory()
+        })
+        .simulation(true)
+        .start()
+        .await
+        .expect("plain env");
+    create_pod(
+        &env,
+        "plain",
+        json!({"containers": [{"name": "main", "image": "busybox"}]}),
+    )
+    .await;
+    let running = pod_until(&env, "plain", "the pod runs", running_and_ready).await;
+    let sources = running["spec"]["volumes"][0]["projected"]["sources"].clone();
+    assert!(
+        sources
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| s["configMap"]["name"] == "kube-root-ca.crt"),
+        "the service account volume names the root CA: {running:#}"
+    );
+    let (code, _) = call(
+        &env,
+        "GET",
+        "/api/v1/namespaces/default/configmaps/kube-root-ca.crt",
+        None,
+    )
+    .await;
+    assert_eq!(code, 404, "no CA, nothing published");
+}
