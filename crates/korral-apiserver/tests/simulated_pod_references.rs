@@ -561,3 +561,48 @@ async fn without_a_ca_the_service_account_volume_does_not_hold_pods() {
     .await;
     assert_eq!(code, 404, "no CA, nothing published");
 }
+
+/// Volumes are set up once, before the sandbox: a Pod whose container waits for its
+/// configuration is not held again for a volume whose ConfigMap went away meanwhile.
+#[tokio::test]
+async fn a_pod_past_its_volumes_is_not_held_for_them_again() {
+    let env = sim_env().await;
+    create_ok(
+        &env,
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": "files"}, "data": {"a": "1"}}),
+    )
+    .await;
+    create_pod(
+        &env,
+        "mounted",
+        json!({"containers": [{"name": "main", "image": "busybox", "env": [
+                {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "token", "key": "value"}}}]}],
+            "volumes": [{"name": "files", "configMap": {"name": "files"}}]}),
+    )
+    .await;
+    pod_until(&env, "mounted", "main waits for its Secret", |p| {
+        container(p, "main")["state"]["waiting"]["reason"] == "CreateContainerConfigError"
+    })
+    .await;
+    let (code, gone) = call(
+        &env,
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/files",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{gone}");
+    create_ok(
+        &env,
+        "/api/v1/namespaces/default/secrets",
+        &json!({"metadata": {"name": "token"}, "stringData": {"value": "t"}}),
+    )
+    .await;
+    pod_until(&env, "mounted", "main runs", running_and_ready).await;
+    assert!(
+        events_about(&env, "mounted", "FailedMount")
+            .await
+            .is_empty()
+    );
+}

@@ -444,7 +444,13 @@ async fn start(
     pod: &Value,
     lookup: &impl pod_references::Lookup,
 ) -> Result<(), ApiError> {
-    let unmountable = pod_references::unmountable_volumes(pod, lookup);
+    // Volumes are set up before the sandbox: a Pod that has its IP has them (one of its
+    // containers waited for its configuration), whatever happened to their objects since.
+    let sandboxed = meta::path(pod, "status.podIP").is_some_and(|ip| !ip.is_null());
+    let unmountable = match sandboxed {
+        true => Vec::new(),
+        false => pod_references::unmountable_volumes(pod, lookup),
+    };
     if !unmountable.is_empty() {
         let now = meta::now_rfc3339();
         access::update_status(objects, Actor::Kubelet, info, pod, move |pod| {
