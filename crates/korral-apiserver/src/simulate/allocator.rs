@@ -31,10 +31,20 @@
 //! new `shareID` and its `consumedCapacity`, and its draws on shared counters are counted
 //! once.
 //!
-//! Not modelled: binding conditions, node selectors on slices (a slice with one is not on the
-//! simulated node).
+//! A slice (or, with `perDeviceNodeSelection`, a device) is on the node when it names it,
+//! names all nodes, or has a `nodeSelector` the Node matches ([`node_selection`]); an
+//! allocation of a device local to the node is restricted to the node, one of devices
+//! selected by node selectors to their requirements (merged into one term), as upstream's
+//! `createNodeSelector`. A pool with two devices of one name among its slices on the node is
+//! invalid, and one whose slices are not all published (being updated) refuses `All`
+//! requests, with upstream's messages.
+//!
+//! Not modelled: binding conditions.
 
 mod consumable;
+mod node_selection;
+
+pub use node_selection::matches as node_matches;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -105,12 +115,23 @@ pub struct Device {
     pub taints: Vec<Value>,
     /// Whether it may be allocated to several claims at once.
     pub shareable: bool,
-    /// Whether it is available on this node only (a node-local slice).
-    pub node_local: bool,
+    /// Where it is available.
+    pub placement: Placement,
     /// What it draws on its pool's shared counters when allocated.
     pub draws: Vec<Draw>,
     /// Its capacities, by name.
     pub capacity: BTreeMap<String, Capacity>,
+}
+
+/// Where a device is available.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Placement {
+    /// On this node only (its slice or itself names the node).
+    Node,
+    /// On every node.
+    Everywhere,
+    /// On the nodes its node selector selects: the selector's term.
+    Selected(Value),
 }
 
 /// A device's draw on one counter of one of its pool's shared counter sets.
@@ -143,6 +164,8 @@ pub struct Inventory {
     pub counters: BTreeMap<(String, String), PoolCounters>,
     /// The invalid pools (`driver/pool`) and why, as upstream's `Pool.InvalidReason`.
     pub invalid: Vec<(String, String)>,
+    /// The pools on the node not all of whose slices are published (`driver/pool`).
+    pub incomplete: Vec<String>,
 }
 
 impl Device {
@@ -152,9 +175,9 @@ impl Device {
     }
 }
 
-/// The devices of `slices` available on `node` (complete pools of their newest generation)
-/// and the pools' shared counters.
-pub fn devices_on(slices: &[Value], node: &str) -> Inventory {
+/// The devices of `slices` available on `node` (a Node object; complete pools of their
+/// newest generation) and the pools' shared counters.
+pub fn devices_on(slices: &[Value], node: &Value) -> Inventory {
     // The newest generation of each pool, and its slices.
     let mut pools: BTreeMap<(String, String), (i64, Vec<&Value>)> = BTreeMap::new();
     for slice in slices {
@@ -174,20 +197,25 @@ pub fn devices_on(slices: &[Value], node: &str) -> Inventory {
     }
     let mut out = Inventory::default();
     for ((driver, pool), (_, slices)) in pools {
+        if !slices.iter().any(|s| relevant(&s["spec"], node)) {
+            continue;
+        }
         let expected = slices
             .first()
             .and_then(|s| s["spec"]["pool"]["resourceSliceCount"].as_i64())
             .unwrap_or(1);
         if slices.len() as i64 != expected {
+            out.incomplete.push(format!("{driver}/{pool}"));
             continue; // an incomplete pool is not used
         }
-        let counters = match pool_counters(&slices) {
-            Ok(counters) => counters,
-            Err(reason) => {
-                out.invalid.push((format!("{driver}/{pool}"), reason));
-                continue; // an invalid pool is not used
-            }
-        };
+        let counters =
+            match duplicate_device(&slices, node).map_or_else(|| pool_counters(&slices), Err) {
+                Ok(counters) => counters,
+                Err(reason) => {
+                    out.invalid.push((format!("{driver}/{pool}"), reason));
+                    continue; // an invalid pool is not used
+                }
+            };
         for slice in slices {
             let spec = &slice["spec"];
             let slice_place = placement(spec, node);
@@ -196,9 +224,9 @@ pub fn devices_on(slices: &[Value], node: &str) -> Inventory {
                 let place = if per_device {
                     placement(device, node)
                 } else {
-                    slice_place
+                    slice_place.clone()
                 };
-                let Some(node_local) = place else { continue };
+                let Some(placement) = place else { continue };
                 let name = text(device, "name");
                 out.devices.push(Device {
                     driver: driver.clone(),
@@ -207,7 +235,7 @@ pub fn devices_on(slices: &[Value], node: &str) -> Inventory {
                     cel: cel_device(&driver, device),
                     taints: device["taints"].as_array().cloned().unwrap_or_default(),
                     shareable: device["allowMultipleAllocations"].as_bool() == Some(true),
-                    node_local,
+                    placement,
                     draws: counters.draws.get(name).cloned().unwrap_or_default(),
                     capacity: consumable::capacities(device),
                 });
@@ -285,11 +313,51 @@ fn counter_value(counter: &Value) -> Result<Quantity, String> {
 
 /// Where a slice or device is available: `Some(true)` on `node` only, `Some(false)` on all
 /// nodes, `None` not on `node`.
-fn placement(obj: &Value, node: &str) -> Option<bool> {
+/// Where a slice's (or a device's) devices are, seen from `node`; `None`: not on it.
+fn placement(obj: &Value, node: &Value) -> Option<Placement> {
     if obj["allNodes"].as_bool() == Some(true) {
-        return Some(false);
+        return Some(Placement::Everywhere);
     }
-    (text(obj, "nodeName") == node).then_some(true)
+    let name = text(obj, "nodeName");
+    if !name.is_empty() {
+        return (name == text(&node["metadata"], "name")).then_some(Placement::Node);
+    }
+    let selector = obj.get("nodeSelector").filter(|s| s.is_object())?;
+    node_selection::matches(selector, node)
+        .then(|| Placement::Selected(selector["nodeSelectorTerms"][0].clone()))
+}
+
+/// Whether a slice's `spec` concerns `node`: it publishes shared counters (needed wherever
+/// its pool's devices are) or devices on the node.
+fn relevant(spec: &Value, node: &Value) -> bool {
+    if spec["sharedCounters"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty())
+    {
+        return true;
+    }
+    if spec["perDeviceNodeSelection"].as_bool() == Some(true) {
+        return spec["devices"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|d| placement(d, node).is_some());
+    }
+    placement(spec, node).is_some()
+}
+
+/// Upstream's "duplicate device name" among the pool's device slices on `node`.
+fn duplicate_device(slices: &[&Value], node: &Value) -> Option<String> {
+    let mut seen = HashSet::new();
+    slices
+        .iter()
+        .map(|s| &s["spec"])
+        .filter(|spec| spec["sharedCounters"].as_array().is_none_or(Vec::is_empty))
+        .filter(|spec| relevant(spec, node))
+        .flat_map(|spec| spec["devices"].as_array().into_iter().flatten())
+        .map(|d| text(d, "name"))
+        .find(|name| !seen.insert(*name))
+        .map(|name| format!("duplicate device name {name}"))
 }
 
 /// The `kubernetes.DRADevice` value of a published device: attributes and capacities by
@@ -384,14 +452,21 @@ pub fn allocate(
             options.push(want(&result, name, sub, classes)?);
         }
         for option in &mut options {
-            // Upstream refuses to count "all" devices while a pool on the node is invalid.
-            if option.count.is_none()
-                && let Some((pool, _)) = inventory.invalid.first()
-            {
-                return Err(format!(
-                    "request {}: asks for all devices, but resource pool {pool} is currently invalid",
-                    option.result_name
-                ));
+            // Upstream refuses to count "all" devices while a pool on the node is invalid or
+            // being updated.
+            if option.count.is_none() {
+                if let Some((pool, _)) = inventory.invalid.first() {
+                    return Err(format!(
+                        "request {}: asks for all devices, but resource pool {pool} is currently invalid",
+                        option.result_name
+                    ));
+                }
+                if let Some(pool) = inventory.incomplete.first() {
+                    return Err(format!(
+                        "request {}: asks for all devices, but resource pool {pool} is currently being updated",
+                        option.result_name
+                    ));
+                }
             }
             option.matching = matching(devices, option)?;
         }
@@ -498,11 +573,41 @@ pub fn allocate(
         devices_result["config"] = Value::Array(config);
     }
     let mut allocation = json!({"devices": devices_result});
-    if chosen.iter().any(|(_, d)| devices[*d].node_local) {
-        allocation["nodeSelector"] = json!({"nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": [node]}]}]});
+    if let Some(selector) = node_selector(chosen.iter().map(|(_, d)| &devices[*d].placement), node)
+    {
+        allocation["nodeSelector"] = selector;
     }
     Ok(allocation)
+}
+
+/// The node selector of an allocation of devices with `placements` on `node`: the node
+/// itself when one is local to it, else the requirements of the devices' node selectors in
+/// one term, else none (upstream's `createNodeSelector`).
+fn node_selector<'a>(
+    placements: impl Iterator<Item = &'a Placement> + Clone,
+    node: &str,
+) -> Option<Value> {
+    if placements.clone().any(|p| *p == Placement::Node) {
+        return Some(json!({"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}));
+    }
+    let mut term = Map::new();
+    for placement in placements {
+        let Placement::Selected(selected) = placement else {
+            continue;
+        };
+        for key in ["matchExpressions", "matchFields"] {
+            for requirement in selected[key].as_array().into_iter().flatten() {
+                let list = term.entry(key).or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(list) = list
+                    && !list.contains(requirement)
+                {
+                    list.push(requirement.clone());
+                }
+            }
+        }
+    }
+    (!term.is_empty()).then(|| json!({"nodeSelectorTerms": [term]}))
 }
 
 /// One request alternative's wants; a missing class is an error, as upstream's.
@@ -893,6 +998,11 @@ mod tests {
 
     const NODE: &str = "korral-node";
 
+    /// The simulated Node.
+    fn node() -> Value {
+        json!({"metadata": {"name": NODE, "labels": {"zone": "a"}}})
+    }
+
     fn slice(name: &str, driver: &str, devices: Value) -> Value {
         json!({"metadata": {"name": name}, "spec": {"driver": driver, "nodeName": NODE,
             "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1}, "devices": devices}})
@@ -909,7 +1019,7 @@ mod tests {
                     {"name": "gpu-2", "attributes": {"model": {"string": "t4"}, "numa": {"int": 1}}},
                 ]),
             )],
-            NODE,
+            &node(),
         )
     }
 
@@ -953,11 +1063,11 @@ mod tests {
         let everywhere = json!({"spec": {"driver": "g", "allNodes": true,
             "pool": {"name": "net", "generation": 3, "resourceSliceCount": 1}, "devices": [{"name": "w"}]}});
         let new = slice("new", "d", json!([{"name": "x2"}]));
-        let found = devices_on(&[old, new, partial, elsewhere, everywhere], NODE);
+        let found = devices_on(&[old, new, partial, elsewhere, everywhere], &node());
         let ids: Vec<(String, bool)> = found
             .devices
             .iter()
-            .map(|d| (d.name.clone(), d.node_local))
+            .map(|d| (d.name.clone(), d.placement == Placement::Node))
             .collect();
         assert_eq!(ids, [("x2".to_string(), true), ("w".to_string(), false)]);
     }
@@ -1011,7 +1121,7 @@ mod tests {
                         "capacity": {"memory": {"value": "80Gi"}}},
                 ]),
             )],
-            NODE,
+            &node(),
         );
         let big = claim(
             json!([{"name": "g", "exactly": {"deviceClassName": "gpu", "count": 2,
@@ -1116,7 +1226,7 @@ mod tests {
                 partition("half-b", "gpu-0", "20480Mi"),
                 partition("other", "gpu-1", "40Gi"),
             ])),
-            NODE,
+            &node(),
         )
     }
 
@@ -1196,7 +1306,7 @@ mod tests {
         slices.push(json!({"metadata": {"name": "remote"}, "spec": {"driver": "gpu.example.com",
             "nodeName": "elsewhere", "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 3},
             "devices": [partition("half-a", "gpu-0", "20Gi")]}}));
-        let inventory = devices_on(&slices, NODE);
+        let inventory = devices_on(&slices, &node());
         let names_on: Vec<&str> = inventory.devices.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names_on, ["whole", "half-b"]);
         let whole = claim(json!([{"name": "g", "exactly": {"deviceClassName": "gpu",
@@ -1278,7 +1388,7 @@ mod tests {
             .remove("devices");
         twice[1]["spec"]["sharedCounters"] = json!([{"name": "gpu-0", "counters": {}}]);
         slices.extend(twice);
-        let inventory = devices_on(&slices, NODE);
+        let inventory = devices_on(&slices, &node());
         let found: Vec<&str> = inventory.devices.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(found, ["whole", "half-a", "plain-0"]);
         assert_eq!(
@@ -1332,7 +1442,7 @@ mod tests {
                     {"name": "whole", "capacity": {"memory": {"value": "16Gi"}}},
                 ]),
             )],
-            NODE,
+            &node(),
         )
     }
 
@@ -1412,5 +1522,64 @@ mod tests {
         let odd = json!([{"name": "odd", "exactly": {"deviceClassName": "gpu",
             "capacity": {"requests": {"cores": "1"}}}}]);
         assert!(allocate(&claim(odd), &classes(), &inventory, &fresh, NODE).is_err());
+    }
+
+    #[test]
+    fn slices_selected_by_node_selectors_and_pools_that_cannot_be_used() {
+        let zone = |z: &str| {
+            json!({"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": [z]}]}]})
+        };
+        let selected = |name: &str, pool: &str, z: &str, devices: Value| {
+            json!({"metadata": {"name": name}, "spec": {"driver": "gpu.example.com",
+                "nodeSelector": zone(z),
+                "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1}, "devices": devices}})
+        };
+        // A slice for the node's zone is on it; one for another zone is not.
+        let inventory = devices_on(
+            &[
+                selected("here", "zone-a", "a", json!([{"name": "net-0"}])),
+                selected("there", "zone-b", "b", json!([{"name": "net-1"}])),
+            ],
+            &node(),
+        );
+        let got = allocate(
+            &claim(json!([{"name": "net", "exactly": {"deviceClassName": "gpu"}}])),
+            &classes(),
+            &inventory,
+            &InUse::default(),
+            NODE,
+        )
+        .expect("allocates");
+        assert_eq!(names(&got), ["net=net-0"]);
+        // The allocation is restricted to the selector's nodes, not to this one.
+        assert_eq!(got["nodeSelector"], zone("a"));
+        // Two devices of one name in one pool: the pool is invalid.
+        let mut second = slice("s2", "gpu.example.com", json!([{"name": "gpu-0"}]));
+        second["spec"]["pool"]["resourceSliceCount"] = json!(2);
+        let mut first = slice("s1", "gpu.example.com", json!([{"name": "gpu-0"}]));
+        first["spec"]["pool"]["resourceSliceCount"] = json!(2);
+        let inventory = devices_on(&[first.clone(), second], &node());
+        assert!(inventory.devices.is_empty());
+        assert_eq!(
+            inventory.invalid,
+            [(
+                format!("gpu.example.com/{NODE}"),
+                "duplicate device name gpu-0".to_string()
+            )]
+        );
+        // A pool whose second slice is not published yet: no device, and "All" refused.
+        let inventory = devices_on(&[first], &node());
+        assert!(inventory.devices.is_empty());
+        let all = claim(
+            json!([{"name": "every", "exactly": {"deviceClassName": "gpu",
+            "allocationMode": "All"}}]),
+        );
+        assert_eq!(
+            allocate(&all, &classes(), &inventory, &InUse::default(), NODE),
+            Err(format!(
+                "request every: asks for all devices, but resource pool gpu.example.com/{NODE} is currently being updated"
+            ))
+        );
     }
 }

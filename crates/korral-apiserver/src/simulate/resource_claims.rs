@@ -255,12 +255,15 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
             .any(|r| text(r, "resource") == "pods" && text(r, "uid") == pod_uid)
     };
     // Allocate what is not allocated yet, devices taken by earlier claims of the Pod included.
+    let node = access::get(objects, "", "nodes", "", NODE_NAME)
+        .map(|n| n.as_ref().clone())
+        .unwrap_or_else(|| json!({"metadata": {"name": NODE_NAME}}));
     let inventory = allocator::devices_on(
         &access::list_all(objects, GROUP, "resourceslices")
             .iter()
             .map(|s| s.as_ref().clone())
             .collect::<Vec<_>>(),
-        NODE_NAME,
+        &node,
     );
     let classes: HashMap<String, Value> = access::list_all(objects, GROUP, "deviceclasses")
         .iter()
@@ -273,7 +276,7 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
             if !reserved_for_pod(claim) && reservations(claim).len() >= MAX_RESERVATIONS {
                 return Ok(unschedulable("resourceclaim in use"));
             }
-            if !allocated_here(allocation) {
+            if !allocated_here(allocation, &node) {
                 return Ok(unschedulable("resourceclaim not available on the node"));
             }
             allocations.push(None);
@@ -339,27 +342,12 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
     Ok(Verdict::Ready)
 }
 
-/// Whether an allocation's node selector admits the simulated node (none admits all).
-fn allocated_here(allocation: &Value) -> bool {
-    let Some(terms) = allocation
-        .pointer("/nodeSelector/nodeSelectorTerms")
-        .and_then(Value::as_array)
-    else {
-        return true;
-    };
-    terms.iter().any(|term| {
-        let fields = term["matchFields"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        fields.iter().all(|f| {
-            text(f, "key") != "metadata.name"
-                || (text(f, "operator") == "In")
-                    == f["values"]
-                        .as_array()
-                        .is_some_and(|v| v.iter().any(|n| n == NODE_NAME))
-        })
-    })
+/// Whether an allocation's node selector admits `node` (none admits all).
+fn allocated_here(allocation: &Value, node: &Value) -> bool {
+    allocation
+        .get("nodeSelector")
+        .filter(|s| s.is_object())
+        .is_none_or(|selector| allocator::node_matches(selector, node))
 }
 
 /// What the claims' allocations hold (admin access results excepted).
