@@ -471,8 +471,8 @@ async fn a_missing_claim_leaves_the_pod_unschedulable_until_it_is_created() {
 }
 
 /// A claim of an `Immediate` class that nothing binds (no provisioner, no volume yet) keeps
-/// the Pod unschedulable until a volume (made for it) binds it; a claim being deleted keeps
-/// a Pod unschedulable too.
+/// the Pod unschedulable until a volume is created that fits it (the new volume's event
+/// re-checks the waiting claims); a claim being deleted keeps a Pod unschedulable too.
 #[tokio::test]
 async fn unbound_immediate_and_deleting_claims_leave_the_pod_unschedulable() {
     let env = sim_env().await;
@@ -496,7 +496,6 @@ async fn unbound_immediate_and_deleting_claims_leave_the_pod_unschedulable() {
         "/api/v1/persistentvolumes",
         &json!({"metadata": {"name": "disk"}, "spec": {"capacity": {"storage": "5Gi"},
             "accessModes": ["ReadWriteOnce"], "storageClassName": "manual",
-            "claimRef": {"namespace": "default", "name": "static"},
             "hostPath": {"path": "/tmp/disk"}}}),
     )
     .await;

@@ -219,6 +219,26 @@ pub(crate) fn event_work(objects: &Objects, event: &Event, queue: &mut BTreeSet<
                 queue.insert(Work::Claim(s("namespace").into(), s("name").into()));
             }
         }
+        // A volume now free for any claim: the claims waiting for one may bind to it.
+        let available = event
+            .object
+            .pointer("/status/phase")
+            .and_then(serde_json::Value::as_str)
+            == Some("Available")
+            && event
+                .object
+                .pointer("/spec/claimRef")
+                .is_none_or(serde_json::Value::is_null);
+        let was_available = event.previous.as_ref().is_some_and(|p| {
+            p.pointer("/status/phase")
+                .and_then(serde_json::Value::as_str)
+                == Some("Available")
+        });
+        if available && !was_available {
+            for (ns, name) in volumes::unbound_claims(objects) {
+                queue.insert(Work::Claim(ns, name));
+            }
+        }
         return;
     }
     if event.key.starts_with(&format!("/{DRA_GROUP}/")) {

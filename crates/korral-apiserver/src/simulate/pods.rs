@@ -383,7 +383,8 @@ pub async fn reconcile(
 }
 
 /// The scheduler's `FailedScheduling` event for a Pod it finds no node for, recorded when
-/// the Pod does not say so already (each change of verdict is one attempt).
+/// the Pod does not say so already (each change of verdict is one attempt: as upstream's
+/// scheduling queue, the scheduler's own status write is not a reason to try again).
 async fn unschedulable_event(objects: &Objects, events: &Recorder, pod: &Value, message: &str) {
     let said = meta::path(pod, "status.conditions")
         .and_then(Value::as_array)

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use super::access::{self, Actor};
 use super::allocator::{self, CANNOT_ALLOCATE, INVALID_POOLS, InUse};
+use super::pod_references::prefilter_rejection;
 use super::pods::NODE_NAME;
 use crate::error::ApiError;
 use crate::meta;
@@ -233,15 +234,15 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
     let mut claims: Vec<Value> = Vec::new();
     for (pod_claim, name) in claim_names(pod) {
         let Some(name) = name else {
-            return Ok(Verdict::Unschedulable(format!(
-                "0/1 nodes are available: pod \"{ns}/{}\": ResourceClaim for {pod_claim:?} not created yet.",
+            return Ok(Verdict::Unschedulable(prefilter_rejection(&format!(
+                "pod \"{ns}/{}\": ResourceClaim for {pod_claim:?} not created yet",
                 meta::name(pod)
-            )));
+            ))));
         };
         let Some(claim) = access::get(objects, GROUP, "resourceclaims", &ns, &name) else {
-            return Ok(Verdict::Unschedulable(format!(
-                "0/1 nodes are available: resourceclaim.resource.k8s.io \"{name}\" not found."
-            )));
+            return Ok(Verdict::Unschedulable(prefilter_rejection(&format!(
+                "resourceclaim.resource.k8s.io \"{name}\" not found"
+            ))));
         };
         if meta::is_deleting(&claim) {
             return Ok(unschedulable("resourceclaim is being deleted"));

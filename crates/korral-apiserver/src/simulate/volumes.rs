@@ -146,6 +146,27 @@ fn annotate(obj: &mut Value, pairs: &[(&str, &str)]) {
     }
 }
 
+/// The claims waiting for a volume (`(namespace, name)`): unbound and not being deleted. A
+/// volume that becomes available may fit one (upstream's controller finds it on its 15 s
+/// resync; here the volume's event queues them at once).
+pub fn unbound_claims(objects: &Objects) -> Vec<(String, String)> {
+    access::list_all(objects, "", "persistentvolumeclaims")
+        .iter()
+        .filter(|c| {
+            meta::path(c, "spec.volumeName")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+                && !meta::is_deleting(c)
+        })
+        .map(|c| {
+            (
+                meta::namespace(c).unwrap_or_default().to_string(),
+                meta::name(c).to_string(),
+            )
+        })
+        .collect()
+}
+
 /// Reconciles one claim: protection on deletion, binding, provisioning.
 pub async fn reconcile_claim(objects: &Objects, ns: &str, name: &str) -> Result<(), ApiError> {
     let Some(claim) = access::get(objects, "", "persistentvolumeclaims", ns, name) else {
