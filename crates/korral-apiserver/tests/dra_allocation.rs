@@ -489,3 +489,63 @@ async fn a_device_allowing_multiple_allocations_is_shared_while_its_capacity_las
         json!({"memory": "5Gi"})
     );
 }
+
+/// On a cordoned node the ResourceClaim controller still makes a Pod's template claims, and
+/// a missing claim is what the scheduler reports (its PreFilter runs before any node is
+/// looked at).
+#[tokio::test]
+async fn a_cordoned_node_does_not_stop_claims_being_made_nor_hide_missing_ones() {
+    let env = sim_env().await;
+    publish_gpus(&env).await;
+    let ns = "/api/v1/namespaces/default";
+    let (status, body) = raw(
+        &env.client(),
+        "PATCH",
+        "/api/v1/nodes/korral-node",
+        Some("application/merge-patch+json"),
+        serde_json::to_vec(&json!({"spec": {"unschedulable": true}})).expect("patch"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    create_ok(
+        &env,
+        &format!("{RESOURCE}/namespaces/default/resourceclaimtemplates"),
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "any-gpu"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}}),
+    )
+    .await;
+    create_ok(
+        &env,
+        &format!("{ns}/pods"),
+        &pod(
+            "templated",
+            json!([{"name": "gpu", "resourceClaimTemplateName": "any-gpu"}]),
+        ),
+    )
+    .await;
+    let templated = wait_for(&env, &format!("{ns}/pods/templated"), "claim made", |p| {
+        p["status"]["resourceClaimStatuses"][0]["resourceClaimName"].is_string()
+            && scheduled_message(p).contains("node(s) were unschedulable")
+    })
+    .await;
+    assert_eq!(node_name(&templated), "");
+    create_ok(
+        &env,
+        &format!("{ns}/pods"),
+        &pod(
+            "orphan",
+            json!([{"name": "gpu", "resourceClaimName": "missing"}]),
+        ),
+    )
+    .await;
+    let orphan = wait_for(&env, &format!("{ns}/pods/orphan"), "unschedulable", |p| {
+        !scheduled_message(p).is_empty()
+    })
+    .await;
+    assert_eq!(
+        scheduled_message(&orphan),
+        "Unschedulable 0/1 nodes are available: resourceclaim.resource.k8s.io \"missing\" \
+         not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for \
+         scheduling."
+    );
+}

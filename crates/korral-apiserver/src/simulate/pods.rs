@@ -308,29 +308,9 @@ pub async fn reconcile(
         .and_then(Value::as_str)
         .unwrap_or("");
     let lookup = pod_references::lookup(objects, cluster, ns);
-    let claims_verdict = node
-        .is_empty()
-        .then(|| pod_references::unschedulable(&pod, &lookup))
-        .flatten();
-    if let Some(message) = claims_verdict {
-        // The volume plugins reject the pod before any node is looked at.
-        unschedulable_event(objects, events, &pod, &message).await;
-        return access::update_status(objects, Actor::Scheduler, &info, &pod, move |pod| {
-            mark_unschedulable_because(pod, &message);
-        })
-        .await
-        .map(|()| None);
-    }
-    if node.is_empty() && node_cordoned(objects) && !tolerates_unschedulable(&pod) {
-        // The scheduler finds no node: the pod waits, as upstream's does.
-        unschedulable_event(objects, events, &pod, UNSCHEDULABLE_MESSAGE).await;
-        return access::update_status(objects, Actor::Scheduler, &info, &pod, mark_unschedulable)
-            .await
-            .map(|()| None);
-    }
     if node.is_empty() {
-        // The ResourceClaim controller makes the pod's template claims; the scheduler's DRA
-        // plugin allocates and reserves its claims before the pod is bound.
+        // The ResourceClaim controller makes the pod's template claims whatever the
+        // scheduler decides.
         let pod = if resource_claims::has_claims(&pod) {
             resource_claims::sync_pod(objects, &pod).await?;
             // The claims it recorded are in the pod's status now.
@@ -341,6 +321,35 @@ pub async fn reconcile(
         } else {
             pod
         };
+        // The PreFilter plugins (volumes, then DRA) reject the pod before any node is looked
+        // at.
+        let prefilter = pod_references::unschedulable(&pod, &lookup).or_else(|| {
+            resource_claims::has_claims(&pod)
+                .then(|| resource_claims::prefilter(objects, &pod).err())
+                .flatten()
+        });
+        if let Some(message) = prefilter {
+            unschedulable_event(objects, events, &pod, &message).await;
+            return access::update_status(objects, Actor::Scheduler, &info, &pod, move |pod| {
+                mark_unschedulable_because(pod, &message);
+            })
+            .await
+            .map(|()| None);
+        }
+        if node_cordoned(objects) && !tolerates_unschedulable(&pod) {
+            // The scheduler finds no node: the pod waits, as upstream's does.
+            unschedulable_event(objects, events, &pod, UNSCHEDULABLE_MESSAGE).await;
+            return access::update_status(
+                objects,
+                Actor::Scheduler,
+                &info,
+                &pod,
+                mark_unschedulable,
+            )
+            .await
+            .map(|()| None);
+        }
+        // The DRA plugin allocates and reserves the pod's claims before it is bound.
         if let Verdict::Unschedulable(message) = resource_claims::schedule(objects, &pod).await? {
             unschedulable_event(objects, events, &pod, &message).await;
             return access::update_status(objects, Actor::Scheduler, &info, &pod, move |pod| {

@@ -224,6 +224,32 @@ async fn create_claim(
     Ok((*created).clone())
 }
 
+/// The DRA plugin's PreFilter for an unbound Pod: its claims, or the scheduler's message
+/// when one is not created yet, missing or being deleted (checked before any node is, so
+/// this message wins over a cordoned node's).
+pub fn prefilter(objects: &Objects, pod: &Value) -> Result<Vec<Value>, String> {
+    let ns = meta::namespace(pod).unwrap_or("default").to_string();
+    let mut claims: Vec<Value> = Vec::new();
+    for (pod_claim, name) in claim_names(pod) {
+        let Some(name) = name else {
+            return Err(prefilter_rejection(&format!(
+                "pod \"{ns}/{}\": ResourceClaim for {pod_claim:?} not created yet",
+                meta::name(pod)
+            )));
+        };
+        let Some(claim) = access::get(objects, GROUP, "resourceclaims", &ns, &name) else {
+            return Err(prefilter_rejection(&format!(
+                "resourceclaim.resource.k8s.io \"{name}\" not found"
+            )));
+        };
+        if meta::is_deleting(&claim) {
+            return Err(prefilter_rejection("resourceclaim is being deleted"));
+        }
+        claims.push(claim.as_ref().clone());
+    }
+    Ok(claims)
+}
+
 /// The scheduler's DRA plugin for an unbound Pod: allocates and reserves its claims, or says
 /// why it cannot run on the node now.
 pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiError> {
@@ -231,24 +257,10 @@ pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiErro
         return Ok(Verdict::Ready);
     }
     let ns = meta::namespace(pod).unwrap_or("default").to_string();
-    let mut claims: Vec<Value> = Vec::new();
-    for (pod_claim, name) in claim_names(pod) {
-        let Some(name) = name else {
-            return Ok(Verdict::Unschedulable(prefilter_rejection(&format!(
-                "pod \"{ns}/{}\": ResourceClaim for {pod_claim:?} not created yet",
-                meta::name(pod)
-            ))));
-        };
-        let Some(claim) = access::get(objects, GROUP, "resourceclaims", &ns, &name) else {
-            return Ok(Verdict::Unschedulable(prefilter_rejection(&format!(
-                "resourceclaim.resource.k8s.io \"{name}\" not found"
-            ))));
-        };
-        if meta::is_deleting(&claim) {
-            return Ok(unschedulable("resourceclaim is being deleted"));
-        }
-        claims.push(claim.as_ref().clone());
-    }
+    let claims = match prefilter(objects, pod) {
+        Ok(claims) => claims,
+        Err(message) => return Ok(Verdict::Unschedulable(message)),
+    };
     let pod_uid = meta::uid(pod).to_string();
     let reserved_for_pod = |claim: &Value| {
         reservations(claim)
