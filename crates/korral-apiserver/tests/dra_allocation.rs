@@ -28,8 +28,8 @@ async fn wait_for(env: &TestEnv, path: &str, what: &str, done: impl Fn(&Value) -
     }
 }
 
-/// Publishes two GPUs on the simulated node and the `gpu` DeviceClass.
-async fn publish_gpus(env: &TestEnv) {
+/// Creates the `gpu` DeviceClass: the devices of [`DRIVER`].
+async fn create_gpu_class(env: &TestEnv) {
     create_ok(
         env,
         &format!("{RESOURCE}/deviceclasses"),
@@ -37,6 +37,11 @@ async fn publish_gpus(env: &TestEnv) {
             "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{DRIVER}'")}}]}}),
     )
     .await;
+}
+
+/// Publishes two GPUs on the simulated node and the `gpu` DeviceClass.
+async fn publish_gpus(env: &TestEnv) {
+    create_gpu_class(env).await;
     create_ok(
         env,
         &format!("{RESOURCE}/resourceslices"),
@@ -302,13 +307,7 @@ async fn partitions_draw_on_the_shared_counters_of_their_gpu() {
     let env = sim_env().await;
     let ns = "/api/v1/namespaces/default";
     let claims = format!("{RESOURCE}/namespaces/default/resourceclaims");
-    create_ok(
-        &env,
-        &format!("{RESOURCE}/deviceclasses"),
-        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-            "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{DRIVER}'")}}]}}),
-    )
-    .await;
+    create_gpu_class(&env).await;
     // One physical GPU of 40Gi, published as a counter set in a slice of its own, and three
     // partitions drawing on it: two halves and the whole.
     let pool = json!({"name": "korral-node", "generation": 1, "resourceSliceCount": 2});
@@ -423,13 +422,7 @@ async fn a_device_allowing_multiple_allocations_is_shared_while_its_capacity_las
     let env = sim_env().await;
     let ns = "/api/v1/namespaces/default";
     let claims = format!("{RESOURCE}/namespaces/default/resourceclaims");
-    create_ok(
-        &env,
-        &format!("{RESOURCE}/deviceclasses"),
-        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-            "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{DRIVER}'")}}]}}),
-    )
-    .await;
+    create_gpu_class(&env).await;
     // One GPU of 8Gi that claims share, in steps of 1Gi.
     create_ok(
         &env,

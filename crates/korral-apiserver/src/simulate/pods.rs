@@ -323,34 +323,21 @@ pub async fn reconcile(
         };
         // The PreFilter plugins (volumes, then DRA) reject the pod before any node is looked
         // at.
-        let prefilter = pod_references::unschedulable(&pod, &lookup).or_else(|| {
-            resource_claims::has_claims(&pod)
-                .then(|| resource_claims::prefilter(objects, &pod).err())
-                .flatten()
-        });
-        if let Some(message) = prefilter {
-            unschedulable_event(objects, events, &pod, &message).await;
-            return access::update_status(objects, Actor::Scheduler, &info, &pod, move |pod| {
-                mark_unschedulable_because(pod, &message);
-            })
-            .await
-            .map(|()| None);
-        }
-        if node_cordoned(objects) && !tolerates_unschedulable(&pod) {
-            // The scheduler finds no node: the pod waits, as upstream's does.
-            unschedulable_event(objects, events, &pod, UNSCHEDULABLE_MESSAGE).await;
-            return access::update_status(
-                objects,
-                Actor::Scheduler,
-                &info,
-                &pod,
-                mark_unschedulable,
-            )
-            .await
-            .map(|()| None);
-        }
-        // The DRA plugin allocates and reserves the pod's claims before it is bound.
-        if let Verdict::Unschedulable(message) = resource_claims::schedule(objects, &pod).await? {
+        let claims = match pod_references::unschedulable(&pod, &lookup) {
+            Some(message) => Err(message),
+            None if resource_claims::has_claims(&pod) => resource_claims::prefilter(objects, &pod),
+            None => Ok(Vec::new()),
+        };
+        let verdict = match claims {
+            Err(message) => Verdict::Unschedulable(message),
+            Ok(_) if node_cordoned(objects) && !tolerates_unschedulable(&pod) => {
+                // The scheduler finds no node: the pod waits, as upstream's does.
+                Verdict::Unschedulable(UNSCHEDULABLE_MESSAGE.to_string())
+            }
+            // The DRA plugin allocates and reserves the pod's claims before it is bound.
+            Ok(claims) => resource_claims::schedule(objects, &pod, claims).await?,
+        };
+        if let Verdict::Unschedulable(message) = verdict {
             unschedulable_event(objects, events, &pod, &message).await;
             return access::update_status(objects, Actor::Scheduler, &info, &pod, move |pod| {
                 mark_unschedulable_because(pod, &message);
@@ -1305,12 +1292,6 @@ fn tolerates_unschedulable(pod: &Value) -> bool {
         })
 }
 
-/// The pod stays `Pending` with `PodScheduled` `False`, reason `Unschedulable` (left alone
-/// when it already says so).
-fn mark_unschedulable(pod: &mut Value) {
-    mark_unschedulable_because(pod, UNSCHEDULABLE_MESSAGE);
-}
-
 /// Marks a pod `Pending` with the scheduler's `Unschedulable` condition saying `message`.
 fn mark_unschedulable_because(pod: &mut Value, message: &str) {
     let mut conditions: Vec<Value> = meta::path(pod, "status.conditions")
@@ -1612,7 +1593,7 @@ mod tests {
     #[test]
     fn an_unschedulable_pod_waits_pending_and_is_written_once() {
         let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "nginx"}]}});
-        mark_unschedulable(&mut pod);
+        mark_unschedulable_because(&mut pod, UNSCHEDULABLE_MESSAGE);
         assert_eq!(pod["status"]["phase"], "Pending");
         let condition = &pod["status"]["conditions"][0];
         assert_eq!(condition["type"], "PodScheduled");
@@ -1620,7 +1601,7 @@ mod tests {
         assert_eq!(condition["reason"], "Unschedulable");
         assert_eq!(condition["message"], UNSCHEDULABLE_MESSAGE);
         let once = pod.clone();
-        mark_unschedulable(&mut pod);
+        mark_unschedulable_because(&mut pod, UNSCHEDULABLE_MESSAGE);
         assert_eq!(pod, once, "a second pass changes nothing (no write loop)");
     }
 

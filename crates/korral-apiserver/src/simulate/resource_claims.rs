@@ -250,17 +250,17 @@ pub fn prefilter(objects: &Objects, pod: &Value) -> Result<Vec<Value>, String> {
     Ok(claims)
 }
 
-/// The scheduler's DRA plugin for an unbound Pod: allocates and reserves its claims, or says
-/// why it cannot run on the node now.
-pub async fn schedule(objects: &Objects, pod: &Value) -> Result<Verdict, ApiError> {
-    if !has_claims(pod) {
+/// The scheduler's DRA plugin for an unbound Pod whose `claims` passed [`prefilter`]:
+/// allocates and reserves them, or says why it cannot run on the node now.
+pub async fn schedule(
+    objects: &Objects,
+    pod: &Value,
+    claims: Vec<Value>,
+) -> Result<Verdict, ApiError> {
+    if claims.is_empty() {
         return Ok(Verdict::Ready);
     }
     let ns = meta::namespace(pod).unwrap_or("default").to_string();
-    let claims = match prefilter(objects, pod) {
-        Ok(claims) => claims,
-        Err(message) => return Ok(Verdict::Unschedulable(message)),
-    };
     let pod_uid = meta::uid(pod).to_string();
     let reserved_for_pod = |claim: &Value| {
         reservations(claim)
